@@ -1,1 +1,11 @@
-export {};
+export * from './clients.js';
+export * from './config.js';
+export * from './db.js';
+export * from './errors.js';
+export * from './health.js';
+export * from './logger.js';
+export * from './metrics.js';
+export * from './nats.js';
+export * from './redis.js';
+export * from './service.js';
+export * from './discovery.js';

@@ -2,17 +2,21 @@
 // @generated from file dnc/admission/v1/admission.proto (package dnc.admission.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { Message } from "@bufbuild/protobuf";
+import type { GenEnum, GenFile, GenMessage, GenService } from '@bufbuild/protobuf/codegenv2';
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from '@bufbuild/protobuf/codegenv2';
+import type { Timestamp } from '@bufbuild/protobuf/wkt';
+import { file_google_protobuf_timestamp } from '@bufbuild/protobuf/wkt';
+import type { Message } from '@bufbuild/protobuf';
 
 /**
  * Describes the file dnc/admission/v1/admission.proto.
  */
-export const file_dnc_admission_v1_admission: GenFile = /*@__PURE__*/
-  fileDesc("CiBkbmMvYWRtaXNzaW9uL3YxL2FkbWlzc2lvbi5wcm90bxIQZG5jLmFkbWlzc2lvbi52MSJFCg1SYXRlTGltaXRJbmZvEg0KBWxpbWl0GAEgASgNEhEKCXJlbWFpbmluZxgCIAEoDRISCgpyZXNldF91bml4GAMgASgDIj4KE0F1dGhlbnRpY2F0ZVJlcXVlc3QSDwoHYXBpX2tleRgBIAEoCRIWCg5jbGllbnRfYWRkcmVzcxgCIAEoCSJrChRBdXRoZW50aWNhdGVSZXNwb25zZRIOCgZvcmdfaWQYASABKAkSDgoGa2V5X2lkGAIgASgJEjMKCnJhdGVfbGltaXQYAyABKAsyHy5kbmMuYWRtaXNzaW9uLnYxLlJhdGVMaW1pdEluZm8irwEKDEFkbWl0UmVxdWVzdBIOCgZvcmdfaWQYASABKAkSDgoGa2V5X2lkGAIgASgJEg8KB2NvdW50cnkYAyABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJEhMKC2ZpbmdlcnByaW50GAUgASgJEhMKC2lucHV0X2NvdW50GAYgASgNEisKBGtpbmQYByABKA4yHS5kbmMuYWRtaXNzaW9uLnYxLlJlcXVlc3RLaW5kIkUKDUFkbWl0UmVzcG9uc2USFAoMYWRtaXNzaW9uX2lkGAEgASgJEg4KBnJlcGxheRgCIAEoCBIOCgZqb2JfaWQYAyABKAkiJwoPQ29tcGxldGVSZXF1ZXN0EhQKDGFkbWlzc2lvbl9pZBgBIAEoCSISChBDb21wbGV0ZVJlc3BvbnNlIiQKDEFib3J0UmVxdWVzdBIUCgxhZG1pc3Npb25faWQYASABKAkiDwoNQWJvcnRSZXNwb25zZSI5ChFDb25maXJtSm9iUmVxdWVzdBIUCgxhZG1pc3Npb25faWQYASABKAkSDgoGam9iX2lkGAIgASgJIhQKEkNvbmZpcm1Kb2JSZXNwb25zZSKgAQoMT3JnYW5pemF0aW9uEg4KBm9yZ19pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhEKCXN1c3BlbmRlZBgDIAEoCBIbChNhY3RpdmF0aW9uX2NvbXBsZXRlGAQgASgIEhIKCnJhdGVfbGltaXQYBSABKA0SLgoKY3JlYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiYwoZQ3JlYXRlT3JnYW5pemF0aW9uUmVxdWVzdBIMCgRuYW1lGAEgASgJEiAKE2FjdGl2YXRpb25fY29tcGxldGUYAiABKAhIAIgBAUIWChRfYWN0aXZhdGlvbl9jb21wbGV0ZSIsChpDcmVhdGVPcmdhbml6YXRpb25SZXNwb25zZRIOCgZvcmdfaWQYASABKAkiLAoaU3VzcGVuZE9yZ2FuaXphdGlvblJlcXVlc3QSDgoGb3JnX2lkGAEgASgJIi4KHFJlaW5zdGF0ZU9yZ2FuaXphdGlvblJlcXVlc3QSDgoGb3JnX2lkGAEgASgJIjQKE1NldFJhdGVMaW1pdFJlcXVlc3QSDgoGb3JnX2lkGAEgASgJEg0KBWxpbWl0GAIgASgNIjgKFFNldEFjdGl2YXRpb25SZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCRIQCghjb21wbGV0ZRgCIAEoCCKYAQoGQXBpS2V5Eg4KBmtleV9pZBgBIAEoCRIOCgZvcmdfaWQYAiABKAkSDgoGcHJlZml4GAMgASgJEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnJldm9rZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIiUKE0NyZWF0ZUFwaUtleVJlcXVlc3QSDgoGb3JnX2lkGAEgASgJIjcKFENyZWF0ZUFwaUtleVJlc3BvbnNlEg4KBmtleV9pZBgBIAEoCRIPCgdhcGlfa2V5GAIgASgJIiUKE1Jldm9rZUFwaUtleVJlcXVlc3QSDgoGa2V5X2lkGAEgASgJIiQKEkxpc3RBcGlLZXlzUmVxdWVzdBIOCgZvcmdfaWQYASABKAkiPQoTTGlzdEFwaUtleXNSZXNwb25zZRImCgRrZXlzGAEgAygLMhguZG5jLmFkbWlzc2lvbi52MS5BcGlLZXkinAEKCFB1cmNoYXNlEhMKC3B1cmNoYXNlX2lkGAEgASgJEg4KBm9yZ19pZBgCIAEoCRIPCgdjb3VudHJ5GAMgASgJEjAKBnN0YXR1cxgEIAEoDjIgLmRuYy5hZG1pc3Npb24udjEuUHVyY2hhc2VTdGF0dXMSEQoJYWN0aXZhdGVkGAUgASgIEhUKDW1vbnRobHlfcXVvdGEYBiABKAQiTwoVQ3JlYXRlUHVyY2hhc2VSZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCRIPCgdjb3VudHJ5GAIgASgJEhUKDW1vbnRobHlfcXVvdGEYAyABKAQiKQoSUGF5UHVyY2hhc2VSZXF1ZXN0EhMKC3B1cmNoYXNlX2lkGAEgASgJIi4KF0FjdGl2YXRlUHVyY2hhc2VSZXF1ZXN0EhMKC3B1cmNoYXNlX2lkGAEgASgJIisKFExhcHNlUHVyY2hhc2VSZXF1ZXN0EhMKC3B1cmNoYXNlX2lkGAEgASgJIrABCg1Db3VudHJ5U3RhdHVzEg8KB2NvdW50cnkYASABKAkSDAoEbGl2ZRgCIAEoCBI1ChFtYWludGVuYW5jZV91bnRpbBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFwoPYWRhcHRlcl9zZXJ2aW5nGAQgASgIEhcKD2FkYXB0ZXJfYWRkcmVzcxgFIAEoCRIXCg9hZGFwdGVyX3ZlcnNpb24YBiABKAkiUwoVU2V0TWFpbnRlbmFuY2VSZXF1ZXN0Eg8KB2NvdW50cnkYASABKAkSKQoFdW50aWwYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIioKF0NsZWFyTWFpbnRlbmFuY2VSZXF1ZXN0Eg8KB2NvdW50cnkYASABKAkiFgoUTGlzdENvdW50cmllc1JlcXVlc3QiSwoVTGlzdENvdW50cmllc1Jlc3BvbnNlEjIKCWNvdW50cmllcxgBIAMoCzIfLmRuYy5hZG1pc3Npb24udjEuQ291bnRyeVN0YXR1cyJTChtTdXNwZW5kT3JnYW5pemF0aW9uUmVzcG9uc2USNAoMb3JnYW5pemF0aW9uGAEgASgLMh4uZG5jLmFkbWlzc2lvbi52MS5Pcmdhbml6YXRpb24iVQodUmVpbnN0YXRlT3JnYW5pemF0aW9uUmVzcG9uc2USNAoMb3JnYW5pemF0aW9uGAEgASgLMh4uZG5jLmFkbWlzc2lvbi52MS5Pcmdhbml6YXRpb24iTAoUU2V0UmF0ZUxpbWl0UmVzcG9uc2USNAoMb3JnYW5pemF0aW9uGAEgASgLMh4uZG5jLmFkbWlzc2lvbi52MS5Pcmdhbml6YXRpb24iTQoVU2V0QWN0aXZhdGlvblJlc3BvbnNlEjQKDG9yZ2FuaXphdGlvbhgBIAEoCzIeLmRuYy5hZG1pc3Npb24udjEuT3JnYW5pemF0aW9uIkEKFFJldm9rZUFwaUtleVJlc3BvbnNlEikKB2FwaV9rZXkYASABKAsyGC5kbmMuYWRtaXNzaW9uLnYxLkFwaUtleSJGChZDcmVhdGVQdXJjaGFzZVJlc3BvbnNlEiwKCHB1cmNoYXNlGAEgASgLMhouZG5jLmFkbWlzc2lvbi52MS5QdXJjaGFzZSJDChNQYXlQdXJjaGFzZVJlc3BvbnNlEiwKCHB1cmNoYXNlGAEgASgLMhouZG5jLmFkbWlzc2lvbi52MS5QdXJjaGFzZSJIChhBY3RpdmF0ZVB1cmNoYXNlUmVzcG9uc2USLAoIcHVyY2hhc2UYASABKAsyGi5kbmMuYWRtaXNzaW9uLnYxLlB1cmNoYXNlIkUKFUxhcHNlUHVyY2hhc2VSZXNwb25zZRIsCghwdXJjaGFzZRgBIAEoCzIaLmRuYy5hZG1pc3Npb24udjEuUHVyY2hhc2UiUQoWU2V0TWFpbnRlbmFuY2VSZXNwb25zZRI3Cg5jb3VudHJ5X3N0YXR1cxgBIAEoCzIfLmRuYy5hZG1pc3Npb24udjEuQ291bnRyeVN0YXR1cyJTChhDbGVhck1haW50ZW5hbmNlUmVzcG9uc2USNwoOY291bnRyeV9zdGF0dXMYASABKAsyHy5kbmMuYWRtaXNzaW9uLnYxLkNvdW50cnlTdGF0dXMqWAoLUmVxdWVzdEtpbmQSHAoYUkVRVUVTVF9LSU5EX1VOU1BFQ0lGSUVEEAASFQoRUkVRVUVTVF9LSU5EX1NZTkMQARIUChBSRVFVRVNUX0tJTkRfSk9CEAIqjgEKDlB1cmNoYXNlU3RhdHVzEh8KG1BVUkNIQVNFX1NUQVRVU19VTlNQRUNJRklFRBAAEiMKH1BVUkNIQVNFX1NUQVRVU19QRU5ESU5HX1BBWU1FTlQQARIaChZQVVJDSEFTRV9TVEFUVVNfQUNUSVZFEAISGgoWUFVSQ0hBU0VfU1RBVFVTX0xBUFNFRBADMrEDChBBZG1pc3Npb25TZXJ2aWNlEl0KDEF1dGhlbnRpY2F0ZRIlLmRuYy5hZG1pc3Npb24udjEuQXV0aGVudGljYXRlUmVxdWVzdBomLmRuYy5hZG1pc3Npb24udjEuQXV0aGVudGljYXRlUmVzcG9uc2USSAoFQWRtaXQSHi5kbmMuYWRtaXNzaW9uLnYxLkFkbWl0UmVxdWVzdBofLmRuYy5hZG1pc3Npb24udjEuQWRtaXRSZXNwb25zZRJRCghDb21wbGV0ZRIhLmRuYy5hZG1pc3Npb24udjEuQ29tcGxldGVSZXF1ZXN0GiIuZG5jLmFkbWlzc2lvbi52MS5Db21wbGV0ZVJlc3BvbnNlEkgKBUFib3J0Eh4uZG5jLmFkbWlzc2lvbi52MS5BYm9ydFJlcXVlc3QaHy5kbmMuYWRtaXNzaW9uLnYxLkFib3J0UmVzcG9uc2USVwoKQ29uZmlybUpvYhIjLmRuYy5hZG1pc3Npb24udjEuQ29uZmlybUpvYlJlcXVlc3QaJC5kbmMuYWRtaXNzaW9uLnYxLkNvbmZpcm1Kb2JSZXNwb25zZTKRDAoVQWRtaXNzaW9uQWRtaW5TZXJ2aWNlEm8KEkNyZWF0ZU9yZ2FuaXphdGlvbhIrLmRuYy5hZG1pc3Npb24udjEuQ3JlYXRlT3JnYW5pemF0aW9uUmVxdWVzdBosLmRuYy5hZG1pc3Npb24udjEuQ3JlYXRlT3JnYW5pemF0aW9uUmVzcG9uc2UScgoTU3VzcGVuZE9yZ2FuaXphdGlvbhIsLmRuYy5hZG1pc3Npb24udjEuU3VzcGVuZE9yZ2FuaXphdGlvblJlcXVlc3QaLS5kbmMuYWRtaXNzaW9uLnYxLlN1c3BlbmRPcmdhbml6YXRpb25SZXNwb25zZRJ4ChVSZWluc3RhdGVPcmdhbml6YXRpb24SLi5kbmMuYWRtaXNzaW9uLnYxLlJlaW5zdGF0ZU9yZ2FuaXphdGlvblJlcXVlc3QaLy5kbmMuYWRtaXNzaW9uLnYxLlJlaW5zdGF0ZU9yZ2FuaXphdGlvblJlc3BvbnNlEl0KDFNldFJhdGVMaW1pdBIlLmRuYy5hZG1pc3Npb24udjEuU2V0UmF0ZUxpbWl0UmVxdWVzdBomLmRuYy5hZG1pc3Npb24udjEuU2V0UmF0ZUxpbWl0UmVzcG9uc2USYAoNU2V0QWN0aXZhdGlvbhImLmRuYy5hZG1pc3Npb24udjEuU2V0QWN0aXZhdGlvblJlcXVlc3QaJy5kbmMuYWRtaXNzaW9uLnYxLlNldEFjdGl2YXRpb25SZXNwb25zZRJdCgxDcmVhdGVBcGlLZXkSJS5kbmMuYWRtaXNzaW9uLnYxLkNyZWF0ZUFwaUtleVJlcXVlc3QaJi5kbmMuYWRtaXNzaW9uLnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlEl0KDFJldm9rZUFwaUtleRIlLmRuYy5hZG1pc3Npb24udjEuUmV2b2tlQXBpS2V5UmVxdWVzdBomLmRuYy5hZG1pc3Npb24udjEuUmV2b2tlQXBpS2V5UmVzcG9uc2USWgoLTGlzdEFwaUtleXMSJC5kbmMuYWRtaXNzaW9uLnYxLkxpc3RBcGlLZXlzUmVxdWVzdBolLmRuYy5hZG1pc3Npb24udjEuTGlzdEFwaUtleXNSZXNwb25zZRJjCg5DcmVhdGVQdXJjaGFzZRInLmRuYy5hZG1pc3Npb24udjEuQ3JlYXRlUHVyY2hhc2VSZXF1ZXN0GiguZG5jLmFkbWlzc2lvbi52MS5DcmVhdGVQdXJjaGFzZVJlc3BvbnNlEloKC1BheVB1cmNoYXNlEiQuZG5jLmFkbWlzc2lvbi52MS5QYXlQdXJjaGFzZVJlcXVlc3QaJS5kbmMuYWRtaXNzaW9uLnYxLlBheVB1cmNoYXNlUmVzcG9uc2USaQoQQWN0aXZhdGVQdXJjaGFzZRIpLmRuYy5hZG1pc3Npb24udjEuQWN0aXZhdGVQdXJjaGFzZVJlcXVlc3QaKi5kbmMuYWRtaXNzaW9uLnYxLkFjdGl2YXRlUHVyY2hhc2VSZXNwb25zZRJgCg1MYXBzZVB1cmNoYXNlEiYuZG5jLmFkbWlzc2lvbi52MS5MYXBzZVB1cmNoYXNlUmVxdWVzdBonLmRuYy5hZG1pc3Npb24udjEuTGFwc2VQdXJjaGFzZVJlc3BvbnNlEmMKDlNldE1haW50ZW5hbmNlEicuZG5jLmFkbWlzc2lvbi52MS5TZXRNYWludGVuYW5jZVJlcXVlc3QaKC5kbmMuYWRtaXNzaW9uLnYxLlNldE1haW50ZW5hbmNlUmVzcG9uc2USaQoQQ2xlYXJNYWludGVuYW5jZRIpLmRuYy5hZG1pc3Npb24udjEuQ2xlYXJNYWludGVuYW5jZVJlcXVlc3QaKi5kbmMuYWRtaXNzaW9uLnYxLkNsZWFyTWFpbnRlbmFuY2VSZXNwb25zZRJgCg1MaXN0Q291bnRyaWVzEiYuZG5jLmFkbWlzc2lvbi52MS5MaXN0Q291bnRyaWVzUmVxdWVzdBonLmRuYy5hZG1pc3Npb24udjEuTGlzdENvdW50cmllc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+export const file_dnc_admission_v1_admission: GenFile =
+  /*@__PURE__*/
+  fileDesc(
+    'CiBkbmMvYWRtaXNzaW9uL3YxL2FkbWlzc2lvbi5wcm90bxIQZG5jLmFkbWlzc2lvbi52MSJFCg1SYXRlTGltaXRJbmZvEg0KBWxpbWl0GAEgASgNEhEKCXJlbWFpbmluZxgCIAEoDRISCgpyZXNldF91bml4GAMgASgDIj4KE0F1dGhlbnRpY2F0ZVJlcXVlc3QSDwoHYXBpX2tleRgBIAEoCRIWCg5jbGllbnRfYWRkcmVzcxgCIAEoCSJrChRBdXRoZW50aWNhdGVSZXNwb25zZRIOCgZvcmdfaWQYASABKAkSDgoGa2V5X2lkGAIgASgJEjMKCnJhdGVfbGltaXQYAyABKAsyHy5kbmMuYWRtaXNzaW9uLnYxLlJhdGVMaW1pdEluZm8irwEKDEFkbWl0UmVxdWVzdBIOCgZvcmdfaWQYASABKAkSDgoGa2V5X2lkGAIgASgJEg8KB2NvdW50cnkYAyABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJEhMKC2ZpbmdlcnByaW50GAUgASgJEhMKC2lucHV0X2NvdW50GAYgASgNEisKBGtpbmQYByABKA4yHS5kbmMuYWRtaXNzaW9uLnYxLlJlcXVlc3RLaW5kIl4KDUFkbWl0UmVzcG9uc2USFAoMYWRtaXNzaW9uX2lkGAEgASgJEg4KBnJlcGxheRgCIAEoCBIOCgZqb2JfaWQYAyABKAkSFwoPYWRhcHRlcl9hZGRyZXNzGAQgASgJIicKD0NvbXBsZXRlUmVxdWVzdBIUCgxhZG1pc3Npb25faWQYASABKAkiEgoQQ29tcGxldGVSZXNwb25zZSIkCgxBYm9ydFJlcXVlc3QSFAoMYWRtaXNzaW9uX2lkGAEgASgJIg8KDUFib3J0UmVzcG9uc2UiOQoRQ29uZmlybUpvYlJlcXVlc3QSFAoMYWRtaXNzaW9uX2lkGAEgASgJEg4KBmpvYl9pZBgCIAEoCSIUChJDb25maXJtSm9iUmVzcG9uc2UioAEKDE9yZ2FuaXphdGlvbhIOCgZvcmdfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIRCglzdXNwZW5kZWQYAyABKAgSGwoTYWN0aXZhdGlvbl9jb21wbGV0ZRgEIAEoCBISCgpyYXRlX2xpbWl0GAUgASgNEi4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImMKGUNyZWF0ZU9yZ2FuaXphdGlvblJlcXVlc3QSDAoEbmFtZRgBIAEoCRIgChNhY3RpdmF0aW9uX2NvbXBsZXRlGAIgASgISACIAQFCFgoUX2FjdGl2YXRpb25fY29tcGxldGUiLAoaQ3JlYXRlT3JnYW5pemF0aW9uUmVzcG9uc2USDgoGb3JnX2lkGAEgASgJIiwKGlN1c3BlbmRPcmdhbml6YXRpb25SZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCSIuChxSZWluc3RhdGVPcmdhbml6YXRpb25SZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCSI0ChNTZXRSYXRlTGltaXRSZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCRINCgVsaW1pdBgCIAEoDSI4ChRTZXRBY3RpdmF0aW9uUmVxdWVzdBIOCgZvcmdfaWQYASABKAkSEAoIY29tcGxldGUYAiABKAgimAEKBkFwaUtleRIOCgZrZXlfaWQYASABKAkSDgoGb3JnX2lkGAIgASgJEg4KBnByZWZpeBgDIAEoCRIuCgpjcmVhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpyZXZva2VkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIlChNDcmVhdGVBcGlLZXlSZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCSI3ChRDcmVhdGVBcGlLZXlSZXNwb25zZRIOCgZrZXlfaWQYASABKAkSDwoHYXBpX2tleRgCIAEoCSIlChNSZXZva2VBcGlLZXlSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCSIkChJMaXN0QXBpS2V5c1JlcXVlc3QSDgoGb3JnX2lkGAEgASgJIj0KE0xpc3RBcGlLZXlzUmVzcG9uc2USJgoEa2V5cxgBIAMoCzIYLmRuYy5hZG1pc3Npb24udjEuQXBpS2V5IpwBCghQdXJjaGFzZRITCgtwdXJjaGFzZV9pZBgBIAEoCRIOCgZvcmdfaWQYAiABKAkSDwoHY291bnRyeRgDIAEoCRIwCgZzdGF0dXMYBCABKA4yIC5kbmMuYWRtaXNzaW9uLnYxLlB1cmNoYXNlU3RhdHVzEhEKCWFjdGl2YXRlZBgFIAEoCBIVCg1tb250aGx5X3F1b3RhGAYgASgEIk8KFUNyZWF0ZVB1cmNoYXNlUmVxdWVzdBIOCgZvcmdfaWQYASABKAkSDwoHY291bnRyeRgCIAEoCRIVCg1tb250aGx5X3F1b3RhGAMgASgEIikKElBheVB1cmNoYXNlUmVxdWVzdBITCgtwdXJjaGFzZV9pZBgBIAEoCSIuChdBY3RpdmF0ZVB1cmNoYXNlUmVxdWVzdBITCgtwdXJjaGFzZV9pZBgBIAEoCSIrChRMYXBzZVB1cmNoYXNlUmVxdWVzdBITCgtwdXJjaGFzZV9pZBgBIAEoCSKwAQoNQ291bnRyeVN0YXR1cxIPCgdjb3VudHJ5GAEgASgJEgwKBGxpdmUYAiABKAgSNQoRbWFpbnRlbmFuY2VfdW50aWwYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD2FkYXB0ZXJfc2VydmluZxgEIAEoCBIXCg9hZGFwdGVyX2FkZHJlc3MYBSABKAkSFwoPYWRhcHRlcl92ZXJzaW9uGAYgASgJIlMKFVNldE1haW50ZW5hbmNlUmVxdWVzdBIPCgdjb3VudHJ5GAEgASgJEikKBXVudGlsGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIqChdDbGVhck1haW50ZW5hbmNlUmVxdWVzdBIPCgdjb3VudHJ5GAEgASgJIhYKFExpc3RDb3VudHJpZXNSZXF1ZXN0IksKFUxpc3RDb3VudHJpZXNSZXNwb25zZRIyCgljb3VudHJpZXMYASADKAsyHy5kbmMuYWRtaXNzaW9uLnYxLkNvdW50cnlTdGF0dXMiUwobU3VzcGVuZE9yZ2FuaXphdGlvblJlc3BvbnNlEjQKDG9yZ2FuaXphdGlvbhgBIAEoCzIeLmRuYy5hZG1pc3Npb24udjEuT3JnYW5pemF0aW9uIlUKHVJlaW5zdGF0ZU9yZ2FuaXphdGlvblJlc3BvbnNlEjQKDG9yZ2FuaXphdGlvbhgBIAEoCzIeLmRuYy5hZG1pc3Npb24udjEuT3JnYW5pemF0aW9uIkwKFFNldFJhdGVMaW1pdFJlc3BvbnNlEjQKDG9yZ2FuaXphdGlvbhgBIAEoCzIeLmRuYy5hZG1pc3Npb24udjEuT3JnYW5pemF0aW9uIk0KFVNldEFjdGl2YXRpb25SZXNwb25zZRI0Cgxvcmdhbml6YXRpb24YASABKAsyHi5kbmMuYWRtaXNzaW9uLnYxLk9yZ2FuaXphdGlvbiJBChRSZXZva2VBcGlLZXlSZXNwb25zZRIpCgdhcGlfa2V5GAEgASgLMhguZG5jLmFkbWlzc2lvbi52MS5BcGlLZXkiRgoWQ3JlYXRlUHVyY2hhc2VSZXNwb25zZRIsCghwdXJjaGFzZRgBIAEoCzIaLmRuYy5hZG1pc3Npb24udjEuUHVyY2hhc2UiQwoTUGF5UHVyY2hhc2VSZXNwb25zZRIsCghwdXJjaGFzZRgBIAEoCzIaLmRuYy5hZG1pc3Npb24udjEuUHVyY2hhc2UiSAoYQWN0aXZhdGVQdXJjaGFzZVJlc3BvbnNlEiwKCHB1cmNoYXNlGAEgASgLMhouZG5jLmFkbWlzc2lvbi52MS5QdXJjaGFzZSJFChVMYXBzZVB1cmNoYXNlUmVzcG9uc2USLAoIcHVyY2hhc2UYASABKAsyGi5kbmMuYWRtaXNzaW9uLnYxLlB1cmNoYXNlIlEKFlNldE1haW50ZW5hbmNlUmVzcG9uc2USNwoOY291bnRyeV9zdGF0dXMYASABKAsyHy5kbmMuYWRtaXNzaW9uLnYxLkNvdW50cnlTdGF0dXMiUwoYQ2xlYXJNYWludGVuYW5jZVJlc3BvbnNlEjcKDmNvdW50cnlfc3RhdHVzGAEgASgLMh8uZG5jLmFkbWlzc2lvbi52MS5Db3VudHJ5U3RhdHVzKlgKC1JlcXVlc3RLaW5kEhwKGFJFUVVFU1RfS0lORF9VTlNQRUNJRklFRBAAEhUKEVJFUVVFU1RfS0lORF9TWU5DEAESFAoQUkVRVUVTVF9LSU5EX0pPQhACKo4BCg5QdXJjaGFzZVN0YXR1cxIfChtQVVJDSEFTRV9TVEFUVVNfVU5TUEVDSUZJRUQQABIjCh9QVVJDSEFTRV9TVEFUVVNfUEVORElOR19QQVlNRU5UEAESGgoWUFVSQ0hBU0VfU1RBVFVTX0FDVElWRRACEhoKFlBVUkNIQVNFX1NUQVRVU19MQVBTRUQQAzKxAwoQQWRtaXNzaW9uU2VydmljZRJdCgxBdXRoZW50aWNhdGUSJS5kbmMuYWRtaXNzaW9uLnYxLkF1dGhlbnRpY2F0ZVJlcXVlc3QaJi5kbmMuYWRtaXNzaW9uLnYxLkF1dGhlbnRpY2F0ZVJlc3BvbnNlEkgKBUFkbWl0Eh4uZG5jLmFkbWlzc2lvbi52MS5BZG1pdFJlcXVlc3QaHy5kbmMuYWRtaXNzaW9uLnYxLkFkbWl0UmVzcG9uc2USUQoIQ29tcGxldGUSIS5kbmMuYWRtaXNzaW9uLnYxLkNvbXBsZXRlUmVxdWVzdBoiLmRuYy5hZG1pc3Npb24udjEuQ29tcGxldGVSZXNwb25zZRJICgVBYm9ydBIeLmRuYy5hZG1pc3Npb24udjEuQWJvcnRSZXF1ZXN0Gh8uZG5jLmFkbWlzc2lvbi52MS5BYm9ydFJlc3BvbnNlElcKCkNvbmZpcm1Kb2ISIy5kbmMuYWRtaXNzaW9uLnYxLkNvbmZpcm1Kb2JSZXF1ZXN0GiQuZG5jLmFkbWlzc2lvbi52MS5Db25maXJtSm9iUmVzcG9uc2UykQwKFUFkbWlzc2lvbkFkbWluU2VydmljZRJvChJDcmVhdGVPcmdhbml6YXRpb24SKy5kbmMuYWRtaXNzaW9uLnYxLkNyZWF0ZU9yZ2FuaXphdGlvblJlcXVlc3QaLC5kbmMuYWRtaXNzaW9uLnYxLkNyZWF0ZU9yZ2FuaXphdGlvblJlc3BvbnNlEnIKE1N1c3BlbmRPcmdhbml6YXRpb24SLC5kbmMuYWRtaXNzaW9uLnYxLlN1c3BlbmRPcmdhbml6YXRpb25SZXF1ZXN0Gi0uZG5jLmFkbWlzc2lvbi52MS5TdXNwZW5kT3JnYW5pemF0aW9uUmVzcG9uc2USeAoVUmVpbnN0YXRlT3JnYW5pemF0aW9uEi4uZG5jLmFkbWlzc2lvbi52MS5SZWluc3RhdGVPcmdhbml6YXRpb25SZXF1ZXN0Gi8uZG5jLmFkbWlzc2lvbi52MS5SZWluc3RhdGVPcmdhbml6YXRpb25SZXNwb25zZRJdCgxTZXRSYXRlTGltaXQSJS5kbmMuYWRtaXNzaW9uLnYxLlNldFJhdGVMaW1pdFJlcXVlc3QaJi5kbmMuYWRtaXNzaW9uLnYxLlNldFJhdGVMaW1pdFJlc3BvbnNlEmAKDVNldEFjdGl2YXRpb24SJi5kbmMuYWRtaXNzaW9uLnYxLlNldEFjdGl2YXRpb25SZXF1ZXN0GicuZG5jLmFkbWlzc2lvbi52MS5TZXRBY3RpdmF0aW9uUmVzcG9uc2USXQoMQ3JlYXRlQXBpS2V5EiUuZG5jLmFkbWlzc2lvbi52MS5DcmVhdGVBcGlLZXlSZXF1ZXN0GiYuZG5jLmFkbWlzc2lvbi52MS5DcmVhdGVBcGlLZXlSZXNwb25zZRJdCgxSZXZva2VBcGlLZXkSJS5kbmMuYWRtaXNzaW9uLnYxLlJldm9rZUFwaUtleVJlcXVlc3QaJi5kbmMuYWRtaXNzaW9uLnYxLlJldm9rZUFwaUtleVJlc3BvbnNlEloKC0xpc3RBcGlLZXlzEiQuZG5jLmFkbWlzc2lvbi52MS5MaXN0QXBpS2V5c1JlcXVlc3QaJS5kbmMuYWRtaXNzaW9uLnYxLkxpc3RBcGlLZXlzUmVzcG9uc2USYwoOQ3JlYXRlUHVyY2hhc2USJy5kbmMuYWRtaXNzaW9uLnYxLkNyZWF0ZVB1cmNoYXNlUmVxdWVzdBooLmRuYy5hZG1pc3Npb24udjEuQ3JlYXRlUHVyY2hhc2VSZXNwb25zZRJaCgtQYXlQdXJjaGFzZRIkLmRuYy5hZG1pc3Npb24udjEuUGF5UHVyY2hhc2VSZXF1ZXN0GiUuZG5jLmFkbWlzc2lvbi52MS5QYXlQdXJjaGFzZVJlc3BvbnNlEmkKEEFjdGl2YXRlUHVyY2hhc2USKS5kbmMuYWRtaXNzaW9uLnYxLkFjdGl2YXRlUHVyY2hhc2VSZXF1ZXN0GiouZG5jLmFkbWlzc2lvbi52MS5BY3RpdmF0ZVB1cmNoYXNlUmVzcG9uc2USYAoNTGFwc2VQdXJjaGFzZRImLmRuYy5hZG1pc3Npb24udjEuTGFwc2VQdXJjaGFzZVJlcXVlc3QaJy5kbmMuYWRtaXNzaW9uLnYxLkxhcHNlUHVyY2hhc2VSZXNwb25zZRJjCg5TZXRNYWludGVuYW5jZRInLmRuYy5hZG1pc3Npb24udjEuU2V0TWFpbnRlbmFuY2VSZXF1ZXN0GiguZG5jLmFkbWlzc2lvbi52MS5TZXRNYWludGVuYW5jZVJlc3BvbnNlEmkKEENsZWFyTWFpbnRlbmFuY2USKS5kbmMuYWRtaXNzaW9uLnYxLkNsZWFyTWFpbnRlbmFuY2VSZXF1ZXN0GiouZG5jLmFkbWlzc2lvbi52MS5DbGVhck1haW50ZW5hbmNlUmVzcG9uc2USYAoNTGlzdENvdW50cmllcxImLmRuYy5hZG1pc3Npb24udjEuTGlzdENvdW50cmllc1JlcXVlc3QaJy5kbmMuYWRtaXNzaW9uLnYxLkxpc3RDb3VudHJpZXNSZXNwb25zZWIGcHJvdG8z',
+    [file_google_protobuf_timestamp],
+  );
 
 /**
  * RateLimitInfo rides with every answer after authentication (also in error details), so the
@@ -20,7 +24,7 @@ export const file_dnc_admission_v1_admission: GenFile = /*@__PURE__*/
  *
  * @generated from message dnc.admission.v1.RateLimitInfo
  */
-export type RateLimitInfo = Message<"dnc.admission.v1.RateLimitInfo"> & {
+export type RateLimitInfo = Message<'dnc.admission.v1.RateLimitInfo'> & {
   /**
    * @generated from field: uint32 limit = 1;
    */
@@ -43,13 +47,14 @@ export type RateLimitInfo = Message<"dnc.admission.v1.RateLimitInfo"> & {
  * Describes the message dnc.admission.v1.RateLimitInfo.
  * Use `create(RateLimitInfoSchema)` to create a new message.
  */
-export const RateLimitInfoSchema: GenMessage<RateLimitInfo> = /*@__PURE__*/
+export const RateLimitInfoSchema: GenMessage<RateLimitInfo> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 0);
 
 /**
  * @generated from message dnc.admission.v1.AuthenticateRequest
  */
-export type AuthenticateRequest = Message<"dnc.admission.v1.AuthenticateRequest"> & {
+export type AuthenticateRequest = Message<'dnc.admission.v1.AuthenticateRequest'> & {
   /**
    * The presented secret; never logged.
    *
@@ -69,13 +74,14 @@ export type AuthenticateRequest = Message<"dnc.admission.v1.AuthenticateRequest"
  * Describes the message dnc.admission.v1.AuthenticateRequest.
  * Use `create(AuthenticateRequestSchema)` to create a new message.
  */
-export const AuthenticateRequestSchema: GenMessage<AuthenticateRequest> = /*@__PURE__*/
+export const AuthenticateRequestSchema: GenMessage<AuthenticateRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 1);
 
 /**
  * @generated from message dnc.admission.v1.AuthenticateResponse
  */
-export type AuthenticateResponse = Message<"dnc.admission.v1.AuthenticateResponse"> & {
+export type AuthenticateResponse = Message<'dnc.admission.v1.AuthenticateResponse'> & {
   /**
    * @generated from field: string org_id = 1;
    */
@@ -96,13 +102,14 @@ export type AuthenticateResponse = Message<"dnc.admission.v1.AuthenticateRespons
  * Describes the message dnc.admission.v1.AuthenticateResponse.
  * Use `create(AuthenticateResponseSchema)` to create a new message.
  */
-export const AuthenticateResponseSchema: GenMessage<AuthenticateResponse> = /*@__PURE__*/
+export const AuthenticateResponseSchema: GenMessage<AuthenticateResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 2);
 
 /**
  * @generated from message dnc.admission.v1.AdmitRequest
  */
-export type AdmitRequest = Message<"dnc.admission.v1.AdmitRequest"> & {
+export type AdmitRequest = Message<'dnc.admission.v1.AdmitRequest'> & {
   /**
    * @generated from field: string org_id = 1;
    */
@@ -145,13 +152,14 @@ export type AdmitRequest = Message<"dnc.admission.v1.AdmitRequest"> & {
  * Describes the message dnc.admission.v1.AdmitRequest.
  * Use `create(AdmitRequestSchema)` to create a new message.
  */
-export const AdmitRequestSchema: GenMessage<AdmitRequest> = /*@__PURE__*/
+export const AdmitRequestSchema: GenMessage<AdmitRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 3);
 
 /**
  * @generated from message dnc.admission.v1.AdmitResponse
  */
-export type AdmitResponse = Message<"dnc.admission.v1.AdmitResponse"> & {
+export type AdmitResponse = Message<'dnc.admission.v1.AdmitResponse'> & {
   /**
    * @generated from field: string admission_id = 1;
    */
@@ -171,19 +179,27 @@ export type AdmitResponse = Message<"dnc.admission.v1.AdmitResponse"> & {
    * @generated from field: string job_id = 3;
    */
   jobId: string;
+
+  /**
+   * v1: gRPC address (`http://host:port`) of a serving adapter of the country, from discovery.
+   *
+   * @generated from field: string adapter_address = 4;
+   */
+  adapterAddress: string;
 };
 
 /**
  * Describes the message dnc.admission.v1.AdmitResponse.
  * Use `create(AdmitResponseSchema)` to create a new message.
  */
-export const AdmitResponseSchema: GenMessage<AdmitResponse> = /*@__PURE__*/
+export const AdmitResponseSchema: GenMessage<AdmitResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 4);
 
 /**
  * @generated from message dnc.admission.v1.CompleteRequest
  */
-export type CompleteRequest = Message<"dnc.admission.v1.CompleteRequest"> & {
+export type CompleteRequest = Message<'dnc.admission.v1.CompleteRequest'> & {
   /**
    * @generated from field: string admission_id = 1;
    */
@@ -194,26 +210,27 @@ export type CompleteRequest = Message<"dnc.admission.v1.CompleteRequest"> & {
  * Describes the message dnc.admission.v1.CompleteRequest.
  * Use `create(CompleteRequestSchema)` to create a new message.
  */
-export const CompleteRequestSchema: GenMessage<CompleteRequest> = /*@__PURE__*/
+export const CompleteRequestSchema: GenMessage<CompleteRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 5);
 
 /**
  * @generated from message dnc.admission.v1.CompleteResponse
  */
-export type CompleteResponse = Message<"dnc.admission.v1.CompleteResponse"> & {
-};
+export type CompleteResponse = Message<'dnc.admission.v1.CompleteResponse'> & {};
 
 /**
  * Describes the message dnc.admission.v1.CompleteResponse.
  * Use `create(CompleteResponseSchema)` to create a new message.
  */
-export const CompleteResponseSchema: GenMessage<CompleteResponse> = /*@__PURE__*/
+export const CompleteResponseSchema: GenMessage<CompleteResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 6);
 
 /**
  * @generated from message dnc.admission.v1.AbortRequest
  */
-export type AbortRequest = Message<"dnc.admission.v1.AbortRequest"> & {
+export type AbortRequest = Message<'dnc.admission.v1.AbortRequest'> & {
   /**
    * @generated from field: string admission_id = 1;
    */
@@ -224,26 +241,27 @@ export type AbortRequest = Message<"dnc.admission.v1.AbortRequest"> & {
  * Describes the message dnc.admission.v1.AbortRequest.
  * Use `create(AbortRequestSchema)` to create a new message.
  */
-export const AbortRequestSchema: GenMessage<AbortRequest> = /*@__PURE__*/
+export const AbortRequestSchema: GenMessage<AbortRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 7);
 
 /**
  * @generated from message dnc.admission.v1.AbortResponse
  */
-export type AbortResponse = Message<"dnc.admission.v1.AbortResponse"> & {
-};
+export type AbortResponse = Message<'dnc.admission.v1.AbortResponse'> & {};
 
 /**
  * Describes the message dnc.admission.v1.AbortResponse.
  * Use `create(AbortResponseSchema)` to create a new message.
  */
-export const AbortResponseSchema: GenMessage<AbortResponse> = /*@__PURE__*/
+export const AbortResponseSchema: GenMessage<AbortResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 8);
 
 /**
  * @generated from message dnc.admission.v1.ConfirmJobRequest
  */
-export type ConfirmJobRequest = Message<"dnc.admission.v1.ConfirmJobRequest"> & {
+export type ConfirmJobRequest = Message<'dnc.admission.v1.ConfirmJobRequest'> & {
   /**
    * @generated from field: string admission_id = 1;
    */
@@ -259,26 +277,27 @@ export type ConfirmJobRequest = Message<"dnc.admission.v1.ConfirmJobRequest"> & 
  * Describes the message dnc.admission.v1.ConfirmJobRequest.
  * Use `create(ConfirmJobRequestSchema)` to create a new message.
  */
-export const ConfirmJobRequestSchema: GenMessage<ConfirmJobRequest> = /*@__PURE__*/
+export const ConfirmJobRequestSchema: GenMessage<ConfirmJobRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 9);
 
 /**
  * @generated from message dnc.admission.v1.ConfirmJobResponse
  */
-export type ConfirmJobResponse = Message<"dnc.admission.v1.ConfirmJobResponse"> & {
-};
+export type ConfirmJobResponse = Message<'dnc.admission.v1.ConfirmJobResponse'> & {};
 
 /**
  * Describes the message dnc.admission.v1.ConfirmJobResponse.
  * Use `create(ConfirmJobResponseSchema)` to create a new message.
  */
-export const ConfirmJobResponseSchema: GenMessage<ConfirmJobResponse> = /*@__PURE__*/
+export const ConfirmJobResponseSchema: GenMessage<ConfirmJobResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 10);
 
 /**
  * @generated from message dnc.admission.v1.Organization
  */
-export type Organization = Message<"dnc.admission.v1.Organization"> & {
+export type Organization = Message<'dnc.admission.v1.Organization'> & {
   /**
    * @generated from field: string org_id = 1;
    */
@@ -316,13 +335,14 @@ export type Organization = Message<"dnc.admission.v1.Organization"> & {
  * Describes the message dnc.admission.v1.Organization.
  * Use `create(OrganizationSchema)` to create a new message.
  */
-export const OrganizationSchema: GenMessage<Organization> = /*@__PURE__*/
+export const OrganizationSchema: GenMessage<Organization> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 11);
 
 /**
  * @generated from message dnc.admission.v1.CreateOrganizationRequest
  */
-export type CreateOrganizationRequest = Message<"dnc.admission.v1.CreateOrganizationRequest"> & {
+export type CreateOrganizationRequest = Message<'dnc.admission.v1.CreateOrganizationRequest'> & {
   /**
    * @generated from field: string name = 1;
    */
@@ -340,13 +360,14 @@ export type CreateOrganizationRequest = Message<"dnc.admission.v1.CreateOrganiza
  * Describes the message dnc.admission.v1.CreateOrganizationRequest.
  * Use `create(CreateOrganizationRequestSchema)` to create a new message.
  */
-export const CreateOrganizationRequestSchema: GenMessage<CreateOrganizationRequest> = /*@__PURE__*/
+export const CreateOrganizationRequestSchema: GenMessage<CreateOrganizationRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 12);
 
 /**
  * @generated from message dnc.admission.v1.CreateOrganizationResponse
  */
-export type CreateOrganizationResponse = Message<"dnc.admission.v1.CreateOrganizationResponse"> & {
+export type CreateOrganizationResponse = Message<'dnc.admission.v1.CreateOrganizationResponse'> & {
   /**
    * @generated from field: string org_id = 1;
    */
@@ -357,13 +378,14 @@ export type CreateOrganizationResponse = Message<"dnc.admission.v1.CreateOrganiz
  * Describes the message dnc.admission.v1.CreateOrganizationResponse.
  * Use `create(CreateOrganizationResponseSchema)` to create a new message.
  */
-export const CreateOrganizationResponseSchema: GenMessage<CreateOrganizationResponse> = /*@__PURE__*/
+export const CreateOrganizationResponseSchema: GenMessage<CreateOrganizationResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 13);
 
 /**
  * @generated from message dnc.admission.v1.SuspendOrganizationRequest
  */
-export type SuspendOrganizationRequest = Message<"dnc.admission.v1.SuspendOrganizationRequest"> & {
+export type SuspendOrganizationRequest = Message<'dnc.admission.v1.SuspendOrganizationRequest'> & {
   /**
    * @generated from field: string org_id = 1;
    */
@@ -374,13 +396,14 @@ export type SuspendOrganizationRequest = Message<"dnc.admission.v1.SuspendOrgani
  * Describes the message dnc.admission.v1.SuspendOrganizationRequest.
  * Use `create(SuspendOrganizationRequestSchema)` to create a new message.
  */
-export const SuspendOrganizationRequestSchema: GenMessage<SuspendOrganizationRequest> = /*@__PURE__*/
+export const SuspendOrganizationRequestSchema: GenMessage<SuspendOrganizationRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 14);
 
 /**
  * @generated from message dnc.admission.v1.ReinstateOrganizationRequest
  */
-export type ReinstateOrganizationRequest = Message<"dnc.admission.v1.ReinstateOrganizationRequest"> & {
+export type ReinstateOrganizationRequest = Message<'dnc.admission.v1.ReinstateOrganizationRequest'> & {
   /**
    * @generated from field: string org_id = 1;
    */
@@ -391,13 +414,14 @@ export type ReinstateOrganizationRequest = Message<"dnc.admission.v1.ReinstateOr
  * Describes the message dnc.admission.v1.ReinstateOrganizationRequest.
  * Use `create(ReinstateOrganizationRequestSchema)` to create a new message.
  */
-export const ReinstateOrganizationRequestSchema: GenMessage<ReinstateOrganizationRequest> = /*@__PURE__*/
+export const ReinstateOrganizationRequestSchema: GenMessage<ReinstateOrganizationRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 15);
 
 /**
  * @generated from message dnc.admission.v1.SetRateLimitRequest
  */
-export type SetRateLimitRequest = Message<"dnc.admission.v1.SetRateLimitRequest"> & {
+export type SetRateLimitRequest = Message<'dnc.admission.v1.SetRateLimitRequest'> & {
   /**
    * @generated from field: string org_id = 1;
    */
@@ -415,13 +439,14 @@ export type SetRateLimitRequest = Message<"dnc.admission.v1.SetRateLimitRequest"
  * Describes the message dnc.admission.v1.SetRateLimitRequest.
  * Use `create(SetRateLimitRequestSchema)` to create a new message.
  */
-export const SetRateLimitRequestSchema: GenMessage<SetRateLimitRequest> = /*@__PURE__*/
+export const SetRateLimitRequestSchema: GenMessage<SetRateLimitRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 16);
 
 /**
  * @generated from message dnc.admission.v1.SetActivationRequest
  */
-export type SetActivationRequest = Message<"dnc.admission.v1.SetActivationRequest"> & {
+export type SetActivationRequest = Message<'dnc.admission.v1.SetActivationRequest'> & {
   /**
    * @generated from field: string org_id = 1;
    */
@@ -437,13 +462,14 @@ export type SetActivationRequest = Message<"dnc.admission.v1.SetActivationReques
  * Describes the message dnc.admission.v1.SetActivationRequest.
  * Use `create(SetActivationRequestSchema)` to create a new message.
  */
-export const SetActivationRequestSchema: GenMessage<SetActivationRequest> = /*@__PURE__*/
+export const SetActivationRequestSchema: GenMessage<SetActivationRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 17);
 
 /**
  * @generated from message dnc.admission.v1.ApiKey
  */
-export type ApiKey = Message<"dnc.admission.v1.ApiKey"> & {
+export type ApiKey = Message<'dnc.admission.v1.ApiKey'> & {
   /**
    * @generated from field: string key_id = 1;
    */
@@ -476,13 +502,14 @@ export type ApiKey = Message<"dnc.admission.v1.ApiKey"> & {
  * Describes the message dnc.admission.v1.ApiKey.
  * Use `create(ApiKeySchema)` to create a new message.
  */
-export const ApiKeySchema: GenMessage<ApiKey> = /*@__PURE__*/
+export const ApiKeySchema: GenMessage<ApiKey> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 18);
 
 /**
  * @generated from message dnc.admission.v1.CreateApiKeyRequest
  */
-export type CreateApiKeyRequest = Message<"dnc.admission.v1.CreateApiKeyRequest"> & {
+export type CreateApiKeyRequest = Message<'dnc.admission.v1.CreateApiKeyRequest'> & {
   /**
    * @generated from field: string org_id = 1;
    */
@@ -493,13 +520,14 @@ export type CreateApiKeyRequest = Message<"dnc.admission.v1.CreateApiKeyRequest"
  * Describes the message dnc.admission.v1.CreateApiKeyRequest.
  * Use `create(CreateApiKeyRequestSchema)` to create a new message.
  */
-export const CreateApiKeyRequestSchema: GenMessage<CreateApiKeyRequest> = /*@__PURE__*/
+export const CreateApiKeyRequestSchema: GenMessage<CreateApiKeyRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 19);
 
 /**
  * @generated from message dnc.admission.v1.CreateApiKeyResponse
  */
-export type CreateApiKeyResponse = Message<"dnc.admission.v1.CreateApiKeyResponse"> & {
+export type CreateApiKeyResponse = Message<'dnc.admission.v1.CreateApiKeyResponse'> & {
   /**
    * @generated from field: string key_id = 1;
    */
@@ -517,13 +545,14 @@ export type CreateApiKeyResponse = Message<"dnc.admission.v1.CreateApiKeyRespons
  * Describes the message dnc.admission.v1.CreateApiKeyResponse.
  * Use `create(CreateApiKeyResponseSchema)` to create a new message.
  */
-export const CreateApiKeyResponseSchema: GenMessage<CreateApiKeyResponse> = /*@__PURE__*/
+export const CreateApiKeyResponseSchema: GenMessage<CreateApiKeyResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 20);
 
 /**
  * @generated from message dnc.admission.v1.RevokeApiKeyRequest
  */
-export type RevokeApiKeyRequest = Message<"dnc.admission.v1.RevokeApiKeyRequest"> & {
+export type RevokeApiKeyRequest = Message<'dnc.admission.v1.RevokeApiKeyRequest'> & {
   /**
    * @generated from field: string key_id = 1;
    */
@@ -534,13 +563,14 @@ export type RevokeApiKeyRequest = Message<"dnc.admission.v1.RevokeApiKeyRequest"
  * Describes the message dnc.admission.v1.RevokeApiKeyRequest.
  * Use `create(RevokeApiKeyRequestSchema)` to create a new message.
  */
-export const RevokeApiKeyRequestSchema: GenMessage<RevokeApiKeyRequest> = /*@__PURE__*/
+export const RevokeApiKeyRequestSchema: GenMessage<RevokeApiKeyRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 21);
 
 /**
  * @generated from message dnc.admission.v1.ListApiKeysRequest
  */
-export type ListApiKeysRequest = Message<"dnc.admission.v1.ListApiKeysRequest"> & {
+export type ListApiKeysRequest = Message<'dnc.admission.v1.ListApiKeysRequest'> & {
   /**
    * @generated from field: string org_id = 1;
    */
@@ -551,13 +581,14 @@ export type ListApiKeysRequest = Message<"dnc.admission.v1.ListApiKeysRequest"> 
  * Describes the message dnc.admission.v1.ListApiKeysRequest.
  * Use `create(ListApiKeysRequestSchema)` to create a new message.
  */
-export const ListApiKeysRequestSchema: GenMessage<ListApiKeysRequest> = /*@__PURE__*/
+export const ListApiKeysRequestSchema: GenMessage<ListApiKeysRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 22);
 
 /**
  * @generated from message dnc.admission.v1.ListApiKeysResponse
  */
-export type ListApiKeysResponse = Message<"dnc.admission.v1.ListApiKeysResponse"> & {
+export type ListApiKeysResponse = Message<'dnc.admission.v1.ListApiKeysResponse'> & {
   /**
    * @generated from field: repeated dnc.admission.v1.ApiKey keys = 1;
    */
@@ -568,13 +599,14 @@ export type ListApiKeysResponse = Message<"dnc.admission.v1.ListApiKeysResponse"
  * Describes the message dnc.admission.v1.ListApiKeysResponse.
  * Use `create(ListApiKeysResponseSchema)` to create a new message.
  */
-export const ListApiKeysResponseSchema: GenMessage<ListApiKeysResponse> = /*@__PURE__*/
+export const ListApiKeysResponseSchema: GenMessage<ListApiKeysResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 23);
 
 /**
  * @generated from message dnc.admission.v1.Purchase
  */
-export type Purchase = Message<"dnc.admission.v1.Purchase"> & {
+export type Purchase = Message<'dnc.admission.v1.Purchase'> & {
   /**
    * @generated from field: string purchase_id = 1;
    */
@@ -612,13 +644,14 @@ export type Purchase = Message<"dnc.admission.v1.Purchase"> & {
  * Describes the message dnc.admission.v1.Purchase.
  * Use `create(PurchaseSchema)` to create a new message.
  */
-export const PurchaseSchema: GenMessage<Purchase> = /*@__PURE__*/
+export const PurchaseSchema: GenMessage<Purchase> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 24);
 
 /**
  * @generated from message dnc.admission.v1.CreatePurchaseRequest
  */
-export type CreatePurchaseRequest = Message<"dnc.admission.v1.CreatePurchaseRequest"> & {
+export type CreatePurchaseRequest = Message<'dnc.admission.v1.CreatePurchaseRequest'> & {
   /**
    * @generated from field: string org_id = 1;
    */
@@ -641,13 +674,14 @@ export type CreatePurchaseRequest = Message<"dnc.admission.v1.CreatePurchaseRequ
  * Describes the message dnc.admission.v1.CreatePurchaseRequest.
  * Use `create(CreatePurchaseRequestSchema)` to create a new message.
  */
-export const CreatePurchaseRequestSchema: GenMessage<CreatePurchaseRequest> = /*@__PURE__*/
+export const CreatePurchaseRequestSchema: GenMessage<CreatePurchaseRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 25);
 
 /**
  * @generated from message dnc.admission.v1.PayPurchaseRequest
  */
-export type PayPurchaseRequest = Message<"dnc.admission.v1.PayPurchaseRequest"> & {
+export type PayPurchaseRequest = Message<'dnc.admission.v1.PayPurchaseRequest'> & {
   /**
    * @generated from field: string purchase_id = 1;
    */
@@ -658,13 +692,14 @@ export type PayPurchaseRequest = Message<"dnc.admission.v1.PayPurchaseRequest"> 
  * Describes the message dnc.admission.v1.PayPurchaseRequest.
  * Use `create(PayPurchaseRequestSchema)` to create a new message.
  */
-export const PayPurchaseRequestSchema: GenMessage<PayPurchaseRequest> = /*@__PURE__*/
+export const PayPurchaseRequestSchema: GenMessage<PayPurchaseRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 26);
 
 /**
  * @generated from message dnc.admission.v1.ActivatePurchaseRequest
  */
-export type ActivatePurchaseRequest = Message<"dnc.admission.v1.ActivatePurchaseRequest"> & {
+export type ActivatePurchaseRequest = Message<'dnc.admission.v1.ActivatePurchaseRequest'> & {
   /**
    * @generated from field: string purchase_id = 1;
    */
@@ -675,13 +710,14 @@ export type ActivatePurchaseRequest = Message<"dnc.admission.v1.ActivatePurchase
  * Describes the message dnc.admission.v1.ActivatePurchaseRequest.
  * Use `create(ActivatePurchaseRequestSchema)` to create a new message.
  */
-export const ActivatePurchaseRequestSchema: GenMessage<ActivatePurchaseRequest> = /*@__PURE__*/
+export const ActivatePurchaseRequestSchema: GenMessage<ActivatePurchaseRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 27);
 
 /**
  * @generated from message dnc.admission.v1.LapsePurchaseRequest
  */
-export type LapsePurchaseRequest = Message<"dnc.admission.v1.LapsePurchaseRequest"> & {
+export type LapsePurchaseRequest = Message<'dnc.admission.v1.LapsePurchaseRequest'> & {
   /**
    * @generated from field: string purchase_id = 1;
    */
@@ -692,13 +728,14 @@ export type LapsePurchaseRequest = Message<"dnc.admission.v1.LapsePurchaseReques
  * Describes the message dnc.admission.v1.LapsePurchaseRequest.
  * Use `create(LapsePurchaseRequestSchema)` to create a new message.
  */
-export const LapsePurchaseRequestSchema: GenMessage<LapsePurchaseRequest> = /*@__PURE__*/
+export const LapsePurchaseRequestSchema: GenMessage<LapsePurchaseRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 28);
 
 /**
  * @generated from message dnc.admission.v1.CountryStatus
  */
-export type CountryStatus = Message<"dnc.admission.v1.CountryStatus"> & {
+export type CountryStatus = Message<'dnc.admission.v1.CountryStatus'> & {
   /**
    * @generated from field: string country = 1;
    */
@@ -738,13 +775,14 @@ export type CountryStatus = Message<"dnc.admission.v1.CountryStatus"> & {
  * Describes the message dnc.admission.v1.CountryStatus.
  * Use `create(CountryStatusSchema)` to create a new message.
  */
-export const CountryStatusSchema: GenMessage<CountryStatus> = /*@__PURE__*/
+export const CountryStatusSchema: GenMessage<CountryStatus> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 29);
 
 /**
  * @generated from message dnc.admission.v1.SetMaintenanceRequest
  */
-export type SetMaintenanceRequest = Message<"dnc.admission.v1.SetMaintenanceRequest"> & {
+export type SetMaintenanceRequest = Message<'dnc.admission.v1.SetMaintenanceRequest'> & {
   /**
    * @generated from field: string country = 1;
    */
@@ -760,13 +798,14 @@ export type SetMaintenanceRequest = Message<"dnc.admission.v1.SetMaintenanceRequ
  * Describes the message dnc.admission.v1.SetMaintenanceRequest.
  * Use `create(SetMaintenanceRequestSchema)` to create a new message.
  */
-export const SetMaintenanceRequestSchema: GenMessage<SetMaintenanceRequest> = /*@__PURE__*/
+export const SetMaintenanceRequestSchema: GenMessage<SetMaintenanceRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 30);
 
 /**
  * @generated from message dnc.admission.v1.ClearMaintenanceRequest
  */
-export type ClearMaintenanceRequest = Message<"dnc.admission.v1.ClearMaintenanceRequest"> & {
+export type ClearMaintenanceRequest = Message<'dnc.admission.v1.ClearMaintenanceRequest'> & {
   /**
    * @generated from field: string country = 1;
    */
@@ -777,26 +816,27 @@ export type ClearMaintenanceRequest = Message<"dnc.admission.v1.ClearMaintenance
  * Describes the message dnc.admission.v1.ClearMaintenanceRequest.
  * Use `create(ClearMaintenanceRequestSchema)` to create a new message.
  */
-export const ClearMaintenanceRequestSchema: GenMessage<ClearMaintenanceRequest> = /*@__PURE__*/
+export const ClearMaintenanceRequestSchema: GenMessage<ClearMaintenanceRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 31);
 
 /**
  * @generated from message dnc.admission.v1.ListCountriesRequest
  */
-export type ListCountriesRequest = Message<"dnc.admission.v1.ListCountriesRequest"> & {
-};
+export type ListCountriesRequest = Message<'dnc.admission.v1.ListCountriesRequest'> & {};
 
 /**
  * Describes the message dnc.admission.v1.ListCountriesRequest.
  * Use `create(ListCountriesRequestSchema)` to create a new message.
  */
-export const ListCountriesRequestSchema: GenMessage<ListCountriesRequest> = /*@__PURE__*/
+export const ListCountriesRequestSchema: GenMessage<ListCountriesRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 32);
 
 /**
  * @generated from message dnc.admission.v1.ListCountriesResponse
  */
-export type ListCountriesResponse = Message<"dnc.admission.v1.ListCountriesResponse"> & {
+export type ListCountriesResponse = Message<'dnc.admission.v1.ListCountriesResponse'> & {
   /**
    * @generated from field: repeated dnc.admission.v1.CountryStatus countries = 1;
    */
@@ -807,13 +847,14 @@ export type ListCountriesResponse = Message<"dnc.admission.v1.ListCountriesRespo
  * Describes the message dnc.admission.v1.ListCountriesResponse.
  * Use `create(ListCountriesResponseSchema)` to create a new message.
  */
-export const ListCountriesResponseSchema: GenMessage<ListCountriesResponse> = /*@__PURE__*/
+export const ListCountriesResponseSchema: GenMessage<ListCountriesResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 33);
 
 /**
  * @generated from message dnc.admission.v1.SuspendOrganizationResponse
  */
-export type SuspendOrganizationResponse = Message<"dnc.admission.v1.SuspendOrganizationResponse"> & {
+export type SuspendOrganizationResponse = Message<'dnc.admission.v1.SuspendOrganizationResponse'> & {
   /**
    * @generated from field: dnc.admission.v1.Organization organization = 1;
    */
@@ -824,13 +865,14 @@ export type SuspendOrganizationResponse = Message<"dnc.admission.v1.SuspendOrgan
  * Describes the message dnc.admission.v1.SuspendOrganizationResponse.
  * Use `create(SuspendOrganizationResponseSchema)` to create a new message.
  */
-export const SuspendOrganizationResponseSchema: GenMessage<SuspendOrganizationResponse> = /*@__PURE__*/
+export const SuspendOrganizationResponseSchema: GenMessage<SuspendOrganizationResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 34);
 
 /**
  * @generated from message dnc.admission.v1.ReinstateOrganizationResponse
  */
-export type ReinstateOrganizationResponse = Message<"dnc.admission.v1.ReinstateOrganizationResponse"> & {
+export type ReinstateOrganizationResponse = Message<'dnc.admission.v1.ReinstateOrganizationResponse'> & {
   /**
    * @generated from field: dnc.admission.v1.Organization organization = 1;
    */
@@ -841,13 +883,14 @@ export type ReinstateOrganizationResponse = Message<"dnc.admission.v1.ReinstateO
  * Describes the message dnc.admission.v1.ReinstateOrganizationResponse.
  * Use `create(ReinstateOrganizationResponseSchema)` to create a new message.
  */
-export const ReinstateOrganizationResponseSchema: GenMessage<ReinstateOrganizationResponse> = /*@__PURE__*/
+export const ReinstateOrganizationResponseSchema: GenMessage<ReinstateOrganizationResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 35);
 
 /**
  * @generated from message dnc.admission.v1.SetRateLimitResponse
  */
-export type SetRateLimitResponse = Message<"dnc.admission.v1.SetRateLimitResponse"> & {
+export type SetRateLimitResponse = Message<'dnc.admission.v1.SetRateLimitResponse'> & {
   /**
    * @generated from field: dnc.admission.v1.Organization organization = 1;
    */
@@ -858,13 +901,14 @@ export type SetRateLimitResponse = Message<"dnc.admission.v1.SetRateLimitRespons
  * Describes the message dnc.admission.v1.SetRateLimitResponse.
  * Use `create(SetRateLimitResponseSchema)` to create a new message.
  */
-export const SetRateLimitResponseSchema: GenMessage<SetRateLimitResponse> = /*@__PURE__*/
+export const SetRateLimitResponseSchema: GenMessage<SetRateLimitResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 36);
 
 /**
  * @generated from message dnc.admission.v1.SetActivationResponse
  */
-export type SetActivationResponse = Message<"dnc.admission.v1.SetActivationResponse"> & {
+export type SetActivationResponse = Message<'dnc.admission.v1.SetActivationResponse'> & {
   /**
    * @generated from field: dnc.admission.v1.Organization organization = 1;
    */
@@ -875,13 +919,14 @@ export type SetActivationResponse = Message<"dnc.admission.v1.SetActivationRespo
  * Describes the message dnc.admission.v1.SetActivationResponse.
  * Use `create(SetActivationResponseSchema)` to create a new message.
  */
-export const SetActivationResponseSchema: GenMessage<SetActivationResponse> = /*@__PURE__*/
+export const SetActivationResponseSchema: GenMessage<SetActivationResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 37);
 
 /**
  * @generated from message dnc.admission.v1.RevokeApiKeyResponse
  */
-export type RevokeApiKeyResponse = Message<"dnc.admission.v1.RevokeApiKeyResponse"> & {
+export type RevokeApiKeyResponse = Message<'dnc.admission.v1.RevokeApiKeyResponse'> & {
   /**
    * @generated from field: dnc.admission.v1.ApiKey api_key = 1;
    */
@@ -892,13 +937,14 @@ export type RevokeApiKeyResponse = Message<"dnc.admission.v1.RevokeApiKeyRespons
  * Describes the message dnc.admission.v1.RevokeApiKeyResponse.
  * Use `create(RevokeApiKeyResponseSchema)` to create a new message.
  */
-export const RevokeApiKeyResponseSchema: GenMessage<RevokeApiKeyResponse> = /*@__PURE__*/
+export const RevokeApiKeyResponseSchema: GenMessage<RevokeApiKeyResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 38);
 
 /**
  * @generated from message dnc.admission.v1.CreatePurchaseResponse
  */
-export type CreatePurchaseResponse = Message<"dnc.admission.v1.CreatePurchaseResponse"> & {
+export type CreatePurchaseResponse = Message<'dnc.admission.v1.CreatePurchaseResponse'> & {
   /**
    * @generated from field: dnc.admission.v1.Purchase purchase = 1;
    */
@@ -909,13 +955,14 @@ export type CreatePurchaseResponse = Message<"dnc.admission.v1.CreatePurchaseRes
  * Describes the message dnc.admission.v1.CreatePurchaseResponse.
  * Use `create(CreatePurchaseResponseSchema)` to create a new message.
  */
-export const CreatePurchaseResponseSchema: GenMessage<CreatePurchaseResponse> = /*@__PURE__*/
+export const CreatePurchaseResponseSchema: GenMessage<CreatePurchaseResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 39);
 
 /**
  * @generated from message dnc.admission.v1.PayPurchaseResponse
  */
-export type PayPurchaseResponse = Message<"dnc.admission.v1.PayPurchaseResponse"> & {
+export type PayPurchaseResponse = Message<'dnc.admission.v1.PayPurchaseResponse'> & {
   /**
    * @generated from field: dnc.admission.v1.Purchase purchase = 1;
    */
@@ -926,13 +973,14 @@ export type PayPurchaseResponse = Message<"dnc.admission.v1.PayPurchaseResponse"
  * Describes the message dnc.admission.v1.PayPurchaseResponse.
  * Use `create(PayPurchaseResponseSchema)` to create a new message.
  */
-export const PayPurchaseResponseSchema: GenMessage<PayPurchaseResponse> = /*@__PURE__*/
+export const PayPurchaseResponseSchema: GenMessage<PayPurchaseResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 40);
 
 /**
  * @generated from message dnc.admission.v1.ActivatePurchaseResponse
  */
-export type ActivatePurchaseResponse = Message<"dnc.admission.v1.ActivatePurchaseResponse"> & {
+export type ActivatePurchaseResponse = Message<'dnc.admission.v1.ActivatePurchaseResponse'> & {
   /**
    * @generated from field: dnc.admission.v1.Purchase purchase = 1;
    */
@@ -943,13 +991,14 @@ export type ActivatePurchaseResponse = Message<"dnc.admission.v1.ActivatePurchas
  * Describes the message dnc.admission.v1.ActivatePurchaseResponse.
  * Use `create(ActivatePurchaseResponseSchema)` to create a new message.
  */
-export const ActivatePurchaseResponseSchema: GenMessage<ActivatePurchaseResponse> = /*@__PURE__*/
+export const ActivatePurchaseResponseSchema: GenMessage<ActivatePurchaseResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 41);
 
 /**
  * @generated from message dnc.admission.v1.LapsePurchaseResponse
  */
-export type LapsePurchaseResponse = Message<"dnc.admission.v1.LapsePurchaseResponse"> & {
+export type LapsePurchaseResponse = Message<'dnc.admission.v1.LapsePurchaseResponse'> & {
   /**
    * @generated from field: dnc.admission.v1.Purchase purchase = 1;
    */
@@ -960,13 +1009,14 @@ export type LapsePurchaseResponse = Message<"dnc.admission.v1.LapsePurchaseRespo
  * Describes the message dnc.admission.v1.LapsePurchaseResponse.
  * Use `create(LapsePurchaseResponseSchema)` to create a new message.
  */
-export const LapsePurchaseResponseSchema: GenMessage<LapsePurchaseResponse> = /*@__PURE__*/
+export const LapsePurchaseResponseSchema: GenMessage<LapsePurchaseResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 42);
 
 /**
  * @generated from message dnc.admission.v1.SetMaintenanceResponse
  */
-export type SetMaintenanceResponse = Message<"dnc.admission.v1.SetMaintenanceResponse"> & {
+export type SetMaintenanceResponse = Message<'dnc.admission.v1.SetMaintenanceResponse'> & {
   /**
    * @generated from field: dnc.admission.v1.CountryStatus country_status = 1;
    */
@@ -977,13 +1027,14 @@ export type SetMaintenanceResponse = Message<"dnc.admission.v1.SetMaintenanceRes
  * Describes the message dnc.admission.v1.SetMaintenanceResponse.
  * Use `create(SetMaintenanceResponseSchema)` to create a new message.
  */
-export const SetMaintenanceResponseSchema: GenMessage<SetMaintenanceResponse> = /*@__PURE__*/
+export const SetMaintenanceResponseSchema: GenMessage<SetMaintenanceResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 43);
 
 /**
  * @generated from message dnc.admission.v1.ClearMaintenanceResponse
  */
-export type ClearMaintenanceResponse = Message<"dnc.admission.v1.ClearMaintenanceResponse"> & {
+export type ClearMaintenanceResponse = Message<'dnc.admission.v1.ClearMaintenanceResponse'> & {
   /**
    * @generated from field: dnc.admission.v1.CountryStatus country_status = 1;
    */
@@ -994,7 +1045,8 @@ export type ClearMaintenanceResponse = Message<"dnc.admission.v1.ClearMaintenanc
  * Describes the message dnc.admission.v1.ClearMaintenanceResponse.
  * Use `create(ClearMaintenanceResponseSchema)` to create a new message.
  */
-export const ClearMaintenanceResponseSchema: GenMessage<ClearMaintenanceResponse> = /*@__PURE__*/
+export const ClearMaintenanceResponseSchema: GenMessage<ClearMaintenanceResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_admission_v1_admission, 44);
 
 /**
@@ -1020,7 +1072,8 @@ export enum RequestKind {
 /**
  * Describes the enum dnc.admission.v1.RequestKind.
  */
-export const RequestKindSchema: GenEnum<RequestKind> = /*@__PURE__*/
+export const RequestKindSchema: GenEnum<RequestKind> =
+  /*@__PURE__*/
   enumDesc(file_dnc_admission_v1_admission, 0);
 
 /**
@@ -1051,7 +1104,8 @@ export enum PurchaseStatus {
 /**
  * Describes the enum dnc.admission.v1.PurchaseStatus.
  */
-export const PurchaseStatusSchema: GenEnum<PurchaseStatus> = /*@__PURE__*/
+export const PurchaseStatusSchema: GenEnum<PurchaseStatus> =
+  /*@__PURE__*/
   enumDesc(file_dnc_admission_v1_admission, 1);
 
 /**
@@ -1069,30 +1123,30 @@ export const AdmissionService: GenService<{
    * @generated from rpc dnc.admission.v1.AdmissionService.Authenticate
    */
   authenticate: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof AuthenticateRequestSchema;
     output: typeof AuthenticateResponseSchema;
-  },
+  };
   /**
    * Admit runs organization, purchase, availability, idempotency and quota checks for a scrub.
    *
    * @generated from rpc dnc.admission.v1.AdmissionService.Admit
    */
   admit: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof AdmitRequestSchema;
     output: typeof AdmitResponseSchema;
-  },
+  };
   /**
    * Complete finishes a v1 admission: quota committed, one usage record, idempotency completed.
    *
    * @generated from rpc dnc.admission.v1.AdmissionService.Complete
    */
   complete: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof CompleteRequestSchema;
     output: typeof CompleteResponseSchema;
-  },
+  };
   /**
    * Abort undoes a v1 admission or a v2 admission whose job was not stored: reservation
    * released and idempotency claim removed, so the key can be retried.
@@ -1100,22 +1154,21 @@ export const AdmissionService: GenService<{
    * @generated from rpc dnc.admission.v1.AdmissionService.Abort
    */
   abort: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof AbortRequestSchema;
     output: typeof AbortResponseSchema;
-  },
+  };
   /**
    * ConfirmJob marks a v2 idempotency claim as accepted once its job is durably stored.
    *
    * @generated from rpc dnc.admission.v1.AdmissionService.ConfirmJob
    */
   confirmJob: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof ConfirmJobRequestSchema;
     output: typeof ConfirmJobResponseSchema;
-  },
-}> = /*@__PURE__*/
-  serviceDesc(file_dnc_admission_v1_admission, 0);
+  };
+}> = /*@__PURE__*/ serviceDesc(file_dnc_admission_v1_admission, 0);
 
 /**
  * AdmissionAdminService is the operator surface used by `dnc-admin`.
@@ -1127,122 +1180,120 @@ export const AdmissionAdminService: GenService<{
    * @generated from rpc dnc.admission.v1.AdmissionAdminService.CreateOrganization
    */
   createOrganization: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof CreateOrganizationRequestSchema;
     output: typeof CreateOrganizationResponseSchema;
-  },
+  };
   /**
    * @generated from rpc dnc.admission.v1.AdmissionAdminService.SuspendOrganization
    */
   suspendOrganization: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof SuspendOrganizationRequestSchema;
     output: typeof SuspendOrganizationResponseSchema;
-  },
+  };
   /**
    * @generated from rpc dnc.admission.v1.AdmissionAdminService.ReinstateOrganization
    */
   reinstateOrganization: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof ReinstateOrganizationRequestSchema;
     output: typeof ReinstateOrganizationResponseSchema;
-  },
+  };
   /**
    * @generated from rpc dnc.admission.v1.AdmissionAdminService.SetRateLimit
    */
   setRateLimit: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof SetRateLimitRequestSchema;
     output: typeof SetRateLimitResponseSchema;
-  },
+  };
   /**
    * @generated from rpc dnc.admission.v1.AdmissionAdminService.SetActivation
    */
   setActivation: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof SetActivationRequestSchema;
     output: typeof SetActivationResponseSchema;
-  },
+  };
   /**
    * @generated from rpc dnc.admission.v1.AdmissionAdminService.CreateApiKey
    */
   createApiKey: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof CreateApiKeyRequestSchema;
     output: typeof CreateApiKeyResponseSchema;
-  },
+  };
   /**
    * @generated from rpc dnc.admission.v1.AdmissionAdminService.RevokeApiKey
    */
   revokeApiKey: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof RevokeApiKeyRequestSchema;
     output: typeof RevokeApiKeyResponseSchema;
-  },
+  };
   /**
    * @generated from rpc dnc.admission.v1.AdmissionAdminService.ListApiKeys
    */
   listApiKeys: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof ListApiKeysRequestSchema;
     output: typeof ListApiKeysResponseSchema;
-  },
+  };
   /**
    * @generated from rpc dnc.admission.v1.AdmissionAdminService.CreatePurchase
    */
   createPurchase: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof CreatePurchaseRequestSchema;
     output: typeof CreatePurchaseResponseSchema;
-  },
+  };
   /**
    * @generated from rpc dnc.admission.v1.AdmissionAdminService.PayPurchase
    */
   payPurchase: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof PayPurchaseRequestSchema;
     output: typeof PayPurchaseResponseSchema;
-  },
+  };
   /**
    * @generated from rpc dnc.admission.v1.AdmissionAdminService.ActivatePurchase
    */
   activatePurchase: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof ActivatePurchaseRequestSchema;
     output: typeof ActivatePurchaseResponseSchema;
-  },
+  };
   /**
    * @generated from rpc dnc.admission.v1.AdmissionAdminService.LapsePurchase
    */
   lapsePurchase: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof LapsePurchaseRequestSchema;
     output: typeof LapsePurchaseResponseSchema;
-  },
+  };
   /**
    * @generated from rpc dnc.admission.v1.AdmissionAdminService.SetMaintenance
    */
   setMaintenance: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof SetMaintenanceRequestSchema;
     output: typeof SetMaintenanceResponseSchema;
-  },
+  };
   /**
    * @generated from rpc dnc.admission.v1.AdmissionAdminService.ClearMaintenance
    */
   clearMaintenance: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof ClearMaintenanceRequestSchema;
     output: typeof ClearMaintenanceResponseSchema;
-  },
+  };
   /**
    * @generated from rpc dnc.admission.v1.AdmissionAdminService.ListCountries
    */
   listCountries: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof ListCountriesRequestSchema;
     output: typeof ListCountriesResponseSchema;
-  },
-}> = /*@__PURE__*/
-  serviceDesc(file_dnc_admission_v1_admission, 1);
-
+  };
+}> = /*@__PURE__*/ serviceDesc(file_dnc_admission_v1_admission, 1);

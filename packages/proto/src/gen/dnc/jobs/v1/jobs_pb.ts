@@ -2,22 +2,26 @@
 // @generated from file dnc/jobs/v1/jobs.proto (package dnc.jobs.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { Message } from "@bufbuild/protobuf";
+import type { GenEnum, GenFile, GenMessage, GenService } from '@bufbuild/protobuf/codegenv2';
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from '@bufbuild/protobuf/codegenv2';
+import type { Timestamp } from '@bufbuild/protobuf/wkt';
+import { file_google_protobuf_timestamp } from '@bufbuild/protobuf/wkt';
+import type { Message } from '@bufbuild/protobuf';
 
 /**
  * Describes the file dnc/jobs/v1/jobs.proto.
  */
-export const file_dnc_jobs_v1_jobs: GenFile = /*@__PURE__*/
-  fileDesc("ChZkbmMvam9icy92MS9qb2JzLnByb3RvEgtkbmMuam9icy52MSJHCghKb2JFcnJvchINCgVlcnJvchgBIAEoCRIPCgdjb3VudHJ5GAIgASgJEhsKE3JldHJ5X2FmdGVyX3NlY29uZHMYAyABKA0ihwIKA0pvYhIOCgZqb2JfaWQYASABKAkSJgoGc3RhdHVzGAIgASgOMhYuZG5jLmpvYnMudjEuSm9iU3RhdHVzEg8KB2NvdW50cnkYAyABKAkSFwoPc3VibWl0dGVkX2NvdW50GAQgASgNEi4KCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiQKBWVycm9yGAcgASgLMhUuZG5jLmpvYnMudjEuSm9iRXJyb3ISGAoQY2FuY2VsX3JlcXVlc3RlZBgIIAEoCCJrChBTdWJtaXRKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCRIOCgZvcmdfaWQYAiABKAkSFgoOcmVzZXJ2YXRpb25faWQYAyABKAkSDwoHY291bnRyeRgEIAEoCRIOCgZwaG9uZXMYBSADKAkiLwoNR2V0Sm9iUmVxdWVzdBIOCgZvcmdfaWQYASABKAkSDgoGam9iX2lkGAIgASgJIjUKE0dldEpvYlJlc3VsdFJlcXVlc3QSDgoGb3JnX2lkGAEgASgJEg4KBmpvYl9pZBgCIAEoCSIlChRHZXRKb2JSZXN1bHRSZXNwb25zZRINCgVjaHVuaxgBIAEoDCIyChBDYW5jZWxKb2JSZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAkiSQoPTGlzdEpvYnNSZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCRImCgZzdGF0dXMYAiABKA4yFi5kbmMuam9icy52MS5Kb2JTdGF0dXMiMgoQTGlzdEpvYnNSZXNwb25zZRIeCgRqb2JzGAEgAygLMhAuZG5jLmpvYnMudjEuSm9iIiUKE0dldEpvYkRldGFpbFJlcXVlc3QSDgoGam9iX2lkGAEgASgJIm0KDUpvYlRyYW5zaXRpb24SJgoGc3RhdHVzGAEgASgOMhYuZG5jLmpvYnMudjEuSm9iU3RhdHVzEiYKAmF0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgRub3RlGAMgASgJIoQBChRHZXRKb2JEZXRhaWxSZXNwb25zZRIdCgNqb2IYASABKAsyEC5kbmMuam9icy52MS5Kb2ISDgoGb3JnX2lkGAIgASgJEisKB2hpc3RvcnkYAyADKAsyGi5kbmMuam9icy52MS5Kb2JUcmFuc2l0aW9uEhAKCGF0dGVtcHRzGAQgASgNIhkKF0dldENsZWFudXBTdGF0dXNSZXF1ZXN0In8KC0NsZWFudXBUYXNrEg4KBmpvYl9pZBgBIAEoCRIOCgZ0YXJnZXQYAiABKAkSEAoIYXR0ZW1wdHMYAyABKA0SEgoKbGFzdF9lcnJvchgEIAEoCRIqCgZkdWVfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImQKGEdldENsZWFudXBTdGF0dXNSZXNwb25zZRIPCgdwZW5kaW5nGAEgASgEEg4KBmZhaWxlZBgCIAEoBBInCgV0YXNrcxgDIAMoCzIYLmRuYy5qb2JzLnYxLkNsZWFudXBUYXNrIjIKEVN1Ym1pdEpvYlJlc3BvbnNlEh0KA2pvYhgBIAEoCzIQLmRuYy5qb2JzLnYxLkpvYiIvCg5HZXRKb2JSZXNwb25zZRIdCgNqb2IYASABKAsyEC5kbmMuam9icy52MS5Kb2IiMgoRQ2FuY2VsSm9iUmVzcG9uc2USHQoDam9iGAEgASgLMhAuZG5jLmpvYnMudjEuSm9iKrkBCglKb2JTdGF0dXMSGgoWSk9CX1NUQVRVU19VTlNQRUNJRklFRBAAEhUKEUpPQl9TVEFUVVNfUVVFVUVEEAESFgoSSk9CX1NUQVRVU19SVU5OSU5HEAISGAoUSk9CX1NUQVRVU19TVUNDRUVERUQQAxIVChFKT0JfU1RBVFVTX0ZBSUxFRBAEEhgKFEpPQl9TVEFUVVNfQ0FOQ0VMTEVEEAUSFgoSSk9CX1NUQVRVU19FWFBJUkVEEAYyvwIKC0pvYnNTZXJ2aWNlEkoKCVN1Ym1pdEpvYhIdLmRuYy5qb2JzLnYxLlN1Ym1pdEpvYlJlcXVlc3QaHi5kbmMuam9icy52MS5TdWJtaXRKb2JSZXNwb25zZRJBCgZHZXRKb2ISGi5kbmMuam9icy52MS5HZXRKb2JSZXF1ZXN0GhsuZG5jLmpvYnMudjEuR2V0Sm9iUmVzcG9uc2USVQoMR2V0Sm9iUmVzdWx0EiAuZG5jLmpvYnMudjEuR2V0Sm9iUmVzdWx0UmVxdWVzdBohLmRuYy5qb2JzLnYxLkdldEpvYlJlc3VsdFJlc3BvbnNlMAESSgoJQ2FuY2VsSm9iEh0uZG5jLmpvYnMudjEuQ2FuY2VsSm9iUmVxdWVzdBoeLmRuYy5qb2JzLnYxLkNhbmNlbEpvYlJlc3BvbnNlMpECChBKb2JzQWRtaW5TZXJ2aWNlEkcKCExpc3RKb2JzEhwuZG5jLmpvYnMudjEuTGlzdEpvYnNSZXF1ZXN0Gh0uZG5jLmpvYnMudjEuTGlzdEpvYnNSZXNwb25zZRJTCgxHZXRKb2JEZXRhaWwSIC5kbmMuam9icy52MS5HZXRKb2JEZXRhaWxSZXF1ZXN0GiEuZG5jLmpvYnMudjEuR2V0Sm9iRGV0YWlsUmVzcG9uc2USXwoQR2V0Q2xlYW51cFN0YXR1cxIkLmRuYy5qb2JzLnYxLkdldENsZWFudXBTdGF0dXNSZXF1ZXN0GiUuZG5jLmpvYnMudjEuR2V0Q2xlYW51cFN0YXR1c1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+export const file_dnc_jobs_v1_jobs: GenFile =
+  /*@__PURE__*/
+  fileDesc(
+    'ChZkbmMvam9icy92MS9qb2JzLnByb3RvEgtkbmMuam9icy52MSJHCghKb2JFcnJvchINCgVlcnJvchgBIAEoCRIPCgdjb3VudHJ5GAIgASgJEhsKE3JldHJ5X2FmdGVyX3NlY29uZHMYAyABKA0ihwIKA0pvYhIOCgZqb2JfaWQYASABKAkSJgoGc3RhdHVzGAIgASgOMhYuZG5jLmpvYnMudjEuSm9iU3RhdHVzEg8KB2NvdW50cnkYAyABKAkSFwoPc3VibWl0dGVkX2NvdW50GAQgASgNEi4KCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiQKBWVycm9yGAcgASgLMhUuZG5jLmpvYnMudjEuSm9iRXJyb3ISGAoQY2FuY2VsX3JlcXVlc3RlZBgIIAEoCCJrChBTdWJtaXRKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCRIOCgZvcmdfaWQYAiABKAkSFgoOcmVzZXJ2YXRpb25faWQYAyABKAkSDwoHY291bnRyeRgEIAEoCRIOCgZwaG9uZXMYBSADKAkiLwoNR2V0Sm9iUmVxdWVzdBIOCgZvcmdfaWQYASABKAkSDgoGam9iX2lkGAIgASgJIjUKE0dldEpvYlJlc3VsdFJlcXVlc3QSDgoGb3JnX2lkGAEgASgJEg4KBmpvYl9pZBgCIAEoCSIlChRHZXRKb2JSZXN1bHRSZXNwb25zZRINCgVjaHVuaxgBIAEoDCIyChBDYW5jZWxKb2JSZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAkiSQoPTGlzdEpvYnNSZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCRImCgZzdGF0dXMYAiABKA4yFi5kbmMuam9icy52MS5Kb2JTdGF0dXMiMgoQTGlzdEpvYnNSZXNwb25zZRIeCgRqb2JzGAEgAygLMhAuZG5jLmpvYnMudjEuSm9iIiUKE0dldEpvYkRldGFpbFJlcXVlc3QSDgoGam9iX2lkGAEgASgJIm0KDUpvYlRyYW5zaXRpb24SJgoGc3RhdHVzGAEgASgOMhYuZG5jLmpvYnMudjEuSm9iU3RhdHVzEiYKAmF0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgRub3RlGAMgASgJIoQBChRHZXRKb2JEZXRhaWxSZXNwb25zZRIdCgNqb2IYASABKAsyEC5kbmMuam9icy52MS5Kb2ISDgoGb3JnX2lkGAIgASgJEisKB2hpc3RvcnkYAyADKAsyGi5kbmMuam9icy52MS5Kb2JUcmFuc2l0aW9uEhAKCGF0dGVtcHRzGAQgASgNIhkKF0dldENsZWFudXBTdGF0dXNSZXF1ZXN0In8KC0NsZWFudXBUYXNrEg4KBmpvYl9pZBgBIAEoCRIOCgZ0YXJnZXQYAiABKAkSEAoIYXR0ZW1wdHMYAyABKA0SEgoKbGFzdF9lcnJvchgEIAEoCRIqCgZkdWVfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImQKGEdldENsZWFudXBTdGF0dXNSZXNwb25zZRIPCgdwZW5kaW5nGAEgASgEEg4KBmZhaWxlZBgCIAEoBBInCgV0YXNrcxgDIAMoCzIYLmRuYy5qb2JzLnYxLkNsZWFudXBUYXNrIjIKEVN1Ym1pdEpvYlJlc3BvbnNlEh0KA2pvYhgBIAEoCzIQLmRuYy5qb2JzLnYxLkpvYiIvCg5HZXRKb2JSZXNwb25zZRIdCgNqb2IYASABKAsyEC5kbmMuam9icy52MS5Kb2IiMgoRQ2FuY2VsSm9iUmVzcG9uc2USHQoDam9iGAEgASgLMhAuZG5jLmpvYnMudjEuSm9iKrkBCglKb2JTdGF0dXMSGgoWSk9CX1NUQVRVU19VTlNQRUNJRklFRBAAEhUKEUpPQl9TVEFUVVNfUVVFVUVEEAESFgoSSk9CX1NUQVRVU19SVU5OSU5HEAISGAoUSk9CX1NUQVRVU19TVUNDRUVERUQQAxIVChFKT0JfU1RBVFVTX0ZBSUxFRBAEEhgKFEpPQl9TVEFUVVNfQ0FOQ0VMTEVEEAUSFgoSSk9CX1NUQVRVU19FWFBJUkVEEAYyvwIKC0pvYnNTZXJ2aWNlEkoKCVN1Ym1pdEpvYhIdLmRuYy5qb2JzLnYxLlN1Ym1pdEpvYlJlcXVlc3QaHi5kbmMuam9icy52MS5TdWJtaXRKb2JSZXNwb25zZRJBCgZHZXRKb2ISGi5kbmMuam9icy52MS5HZXRKb2JSZXF1ZXN0GhsuZG5jLmpvYnMudjEuR2V0Sm9iUmVzcG9uc2USVQoMR2V0Sm9iUmVzdWx0EiAuZG5jLmpvYnMudjEuR2V0Sm9iUmVzdWx0UmVxdWVzdBohLmRuYy5qb2JzLnYxLkdldEpvYlJlc3VsdFJlc3BvbnNlMAESSgoJQ2FuY2VsSm9iEh0uZG5jLmpvYnMudjEuQ2FuY2VsSm9iUmVxdWVzdBoeLmRuYy5qb2JzLnYxLkNhbmNlbEpvYlJlc3BvbnNlMpECChBKb2JzQWRtaW5TZXJ2aWNlEkcKCExpc3RKb2JzEhwuZG5jLmpvYnMudjEuTGlzdEpvYnNSZXF1ZXN0Gh0uZG5jLmpvYnMudjEuTGlzdEpvYnNSZXNwb25zZRJTCgxHZXRKb2JEZXRhaWwSIC5kbmMuam9icy52MS5HZXRKb2JEZXRhaWxSZXF1ZXN0GiEuZG5jLmpvYnMudjEuR2V0Sm9iRGV0YWlsUmVzcG9uc2USXwoQR2V0Q2xlYW51cFN0YXR1cxIkLmRuYy5qb2JzLnYxLkdldENsZWFudXBTdGF0dXNSZXF1ZXN0GiUuZG5jLmpvYnMudjEuR2V0Q2xlYW51cFN0YXR1c1Jlc3BvbnNlYgZwcm90bzM',
+    [file_google_protobuf_timestamp],
+  );
 
 /**
  * @generated from message dnc.jobs.v1.JobError
  */
-export type JobError = Message<"dnc.jobs.v1.JobError"> & {
+export type JobError = Message<'dnc.jobs.v1.JobError'> & {
   /**
    * One of country_service_maintenance, country_service_temporarily_unavailable,
    * platform_failure, job_expired.
@@ -41,13 +45,12 @@ export type JobError = Message<"dnc.jobs.v1.JobError"> & {
  * Describes the message dnc.jobs.v1.JobError.
  * Use `create(JobErrorSchema)` to create a new message.
  */
-export const JobErrorSchema: GenMessage<JobError> = /*@__PURE__*/
-  messageDesc(file_dnc_jobs_v1_jobs, 0);
+export const JobErrorSchema: GenMessage<JobError> = /*@__PURE__*/ messageDesc(file_dnc_jobs_v1_jobs, 0);
 
 /**
  * @generated from message dnc.jobs.v1.Job
  */
-export type Job = Message<"dnc.jobs.v1.Job"> & {
+export type Job = Message<'dnc.jobs.v1.Job'> & {
   /**
    * @generated from field: string job_id = 1;
    */
@@ -97,13 +100,12 @@ export type Job = Message<"dnc.jobs.v1.Job"> & {
  * Describes the message dnc.jobs.v1.Job.
  * Use `create(JobSchema)` to create a new message.
  */
-export const JobSchema: GenMessage<Job> = /*@__PURE__*/
-  messageDesc(file_dnc_jobs_v1_jobs, 1);
+export const JobSchema: GenMessage<Job> = /*@__PURE__*/ messageDesc(file_dnc_jobs_v1_jobs, 1);
 
 /**
  * @generated from message dnc.jobs.v1.SubmitJobRequest
  */
-export type SubmitJobRequest = Message<"dnc.jobs.v1.SubmitJobRequest"> & {
+export type SubmitJobRequest = Message<'dnc.jobs.v1.SubmitJobRequest'> & {
   /**
    * @generated from field: string job_id = 1;
    */
@@ -136,13 +138,14 @@ export type SubmitJobRequest = Message<"dnc.jobs.v1.SubmitJobRequest"> & {
  * Describes the message dnc.jobs.v1.SubmitJobRequest.
  * Use `create(SubmitJobRequestSchema)` to create a new message.
  */
-export const SubmitJobRequestSchema: GenMessage<SubmitJobRequest> = /*@__PURE__*/
+export const SubmitJobRequestSchema: GenMessage<SubmitJobRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_jobs_v1_jobs, 2);
 
 /**
  * @generated from message dnc.jobs.v1.GetJobRequest
  */
-export type GetJobRequest = Message<"dnc.jobs.v1.GetJobRequest"> & {
+export type GetJobRequest = Message<'dnc.jobs.v1.GetJobRequest'> & {
   /**
    * @generated from field: string org_id = 1;
    */
@@ -158,13 +161,14 @@ export type GetJobRequest = Message<"dnc.jobs.v1.GetJobRequest"> & {
  * Describes the message dnc.jobs.v1.GetJobRequest.
  * Use `create(GetJobRequestSchema)` to create a new message.
  */
-export const GetJobRequestSchema: GenMessage<GetJobRequest> = /*@__PURE__*/
+export const GetJobRequestSchema: GenMessage<GetJobRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_jobs_v1_jobs, 3);
 
 /**
  * @generated from message dnc.jobs.v1.GetJobResultRequest
  */
-export type GetJobResultRequest = Message<"dnc.jobs.v1.GetJobResultRequest"> & {
+export type GetJobResultRequest = Message<'dnc.jobs.v1.GetJobResultRequest'> & {
   /**
    * @generated from field: string org_id = 1;
    */
@@ -180,13 +184,14 @@ export type GetJobResultRequest = Message<"dnc.jobs.v1.GetJobResultRequest"> & {
  * Describes the message dnc.jobs.v1.GetJobResultRequest.
  * Use `create(GetJobResultRequestSchema)` to create a new message.
  */
-export const GetJobResultRequestSchema: GenMessage<GetJobResultRequest> = /*@__PURE__*/
+export const GetJobResultRequestSchema: GenMessage<GetJobResultRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_jobs_v1_jobs, 4);
 
 /**
  * @generated from message dnc.jobs.v1.GetJobResultResponse
  */
-export type GetJobResultResponse = Message<"dnc.jobs.v1.GetJobResultResponse"> & {
+export type GetJobResultResponse = Message<'dnc.jobs.v1.GetJobResultResponse'> & {
   /**
    * Consecutive slices of the ScrubResult JSON document.
    *
@@ -199,13 +204,14 @@ export type GetJobResultResponse = Message<"dnc.jobs.v1.GetJobResultResponse"> &
  * Describes the message dnc.jobs.v1.GetJobResultResponse.
  * Use `create(GetJobResultResponseSchema)` to create a new message.
  */
-export const GetJobResultResponseSchema: GenMessage<GetJobResultResponse> = /*@__PURE__*/
+export const GetJobResultResponseSchema: GenMessage<GetJobResultResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_jobs_v1_jobs, 5);
 
 /**
  * @generated from message dnc.jobs.v1.CancelJobRequest
  */
-export type CancelJobRequest = Message<"dnc.jobs.v1.CancelJobRequest"> & {
+export type CancelJobRequest = Message<'dnc.jobs.v1.CancelJobRequest'> & {
   /**
    * @generated from field: string org_id = 1;
    */
@@ -221,13 +227,14 @@ export type CancelJobRequest = Message<"dnc.jobs.v1.CancelJobRequest"> & {
  * Describes the message dnc.jobs.v1.CancelJobRequest.
  * Use `create(CancelJobRequestSchema)` to create a new message.
  */
-export const CancelJobRequestSchema: GenMessage<CancelJobRequest> = /*@__PURE__*/
+export const CancelJobRequestSchema: GenMessage<CancelJobRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_jobs_v1_jobs, 6);
 
 /**
  * @generated from message dnc.jobs.v1.ListJobsRequest
  */
-export type ListJobsRequest = Message<"dnc.jobs.v1.ListJobsRequest"> & {
+export type ListJobsRequest = Message<'dnc.jobs.v1.ListJobsRequest'> & {
   /**
    * @generated from field: string org_id = 1;
    */
@@ -245,13 +252,14 @@ export type ListJobsRequest = Message<"dnc.jobs.v1.ListJobsRequest"> & {
  * Describes the message dnc.jobs.v1.ListJobsRequest.
  * Use `create(ListJobsRequestSchema)` to create a new message.
  */
-export const ListJobsRequestSchema: GenMessage<ListJobsRequest> = /*@__PURE__*/
+export const ListJobsRequestSchema: GenMessage<ListJobsRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_jobs_v1_jobs, 7);
 
 /**
  * @generated from message dnc.jobs.v1.ListJobsResponse
  */
-export type ListJobsResponse = Message<"dnc.jobs.v1.ListJobsResponse"> & {
+export type ListJobsResponse = Message<'dnc.jobs.v1.ListJobsResponse'> & {
   /**
    * @generated from field: repeated dnc.jobs.v1.Job jobs = 1;
    */
@@ -262,13 +270,14 @@ export type ListJobsResponse = Message<"dnc.jobs.v1.ListJobsResponse"> & {
  * Describes the message dnc.jobs.v1.ListJobsResponse.
  * Use `create(ListJobsResponseSchema)` to create a new message.
  */
-export const ListJobsResponseSchema: GenMessage<ListJobsResponse> = /*@__PURE__*/
+export const ListJobsResponseSchema: GenMessage<ListJobsResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_jobs_v1_jobs, 8);
 
 /**
  * @generated from message dnc.jobs.v1.GetJobDetailRequest
  */
-export type GetJobDetailRequest = Message<"dnc.jobs.v1.GetJobDetailRequest"> & {
+export type GetJobDetailRequest = Message<'dnc.jobs.v1.GetJobDetailRequest'> & {
   /**
    * @generated from field: string job_id = 1;
    */
@@ -279,13 +288,14 @@ export type GetJobDetailRequest = Message<"dnc.jobs.v1.GetJobDetailRequest"> & {
  * Describes the message dnc.jobs.v1.GetJobDetailRequest.
  * Use `create(GetJobDetailRequestSchema)` to create a new message.
  */
-export const GetJobDetailRequestSchema: GenMessage<GetJobDetailRequest> = /*@__PURE__*/
+export const GetJobDetailRequestSchema: GenMessage<GetJobDetailRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_jobs_v1_jobs, 9);
 
 /**
  * @generated from message dnc.jobs.v1.JobTransition
  */
-export type JobTransition = Message<"dnc.jobs.v1.JobTransition"> & {
+export type JobTransition = Message<'dnc.jobs.v1.JobTransition'> & {
   /**
    * @generated from field: dnc.jobs.v1.JobStatus status = 1;
    */
@@ -306,13 +316,14 @@ export type JobTransition = Message<"dnc.jobs.v1.JobTransition"> & {
  * Describes the message dnc.jobs.v1.JobTransition.
  * Use `create(JobTransitionSchema)` to create a new message.
  */
-export const JobTransitionSchema: GenMessage<JobTransition> = /*@__PURE__*/
+export const JobTransitionSchema: GenMessage<JobTransition> =
+  /*@__PURE__*/
   messageDesc(file_dnc_jobs_v1_jobs, 10);
 
 /**
  * @generated from message dnc.jobs.v1.GetJobDetailResponse
  */
-export type GetJobDetailResponse = Message<"dnc.jobs.v1.GetJobDetailResponse"> & {
+export type GetJobDetailResponse = Message<'dnc.jobs.v1.GetJobDetailResponse'> & {
   /**
    * @generated from field: dnc.jobs.v1.Job job = 1;
    */
@@ -338,26 +349,27 @@ export type GetJobDetailResponse = Message<"dnc.jobs.v1.GetJobDetailResponse"> &
  * Describes the message dnc.jobs.v1.GetJobDetailResponse.
  * Use `create(GetJobDetailResponseSchema)` to create a new message.
  */
-export const GetJobDetailResponseSchema: GenMessage<GetJobDetailResponse> = /*@__PURE__*/
+export const GetJobDetailResponseSchema: GenMessage<GetJobDetailResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_jobs_v1_jobs, 11);
 
 /**
  * @generated from message dnc.jobs.v1.GetCleanupStatusRequest
  */
-export type GetCleanupStatusRequest = Message<"dnc.jobs.v1.GetCleanupStatusRequest"> & {
-};
+export type GetCleanupStatusRequest = Message<'dnc.jobs.v1.GetCleanupStatusRequest'> & {};
 
 /**
  * Describes the message dnc.jobs.v1.GetCleanupStatusRequest.
  * Use `create(GetCleanupStatusRequestSchema)` to create a new message.
  */
-export const GetCleanupStatusRequestSchema: GenMessage<GetCleanupStatusRequest> = /*@__PURE__*/
+export const GetCleanupStatusRequestSchema: GenMessage<GetCleanupStatusRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_jobs_v1_jobs, 12);
 
 /**
  * @generated from message dnc.jobs.v1.CleanupTask
  */
-export type CleanupTask = Message<"dnc.jobs.v1.CleanupTask"> & {
+export type CleanupTask = Message<'dnc.jobs.v1.CleanupTask'> & {
   /**
    * @generated from field: string job_id = 1;
    */
@@ -388,13 +400,14 @@ export type CleanupTask = Message<"dnc.jobs.v1.CleanupTask"> & {
  * Describes the message dnc.jobs.v1.CleanupTask.
  * Use `create(CleanupTaskSchema)` to create a new message.
  */
-export const CleanupTaskSchema: GenMessage<CleanupTask> = /*@__PURE__*/
+export const CleanupTaskSchema: GenMessage<CleanupTask> =
+  /*@__PURE__*/
   messageDesc(file_dnc_jobs_v1_jobs, 13);
 
 /**
  * @generated from message dnc.jobs.v1.GetCleanupStatusResponse
  */
-export type GetCleanupStatusResponse = Message<"dnc.jobs.v1.GetCleanupStatusResponse"> & {
+export type GetCleanupStatusResponse = Message<'dnc.jobs.v1.GetCleanupStatusResponse'> & {
   /**
    * @generated from field: uint64 pending = 1;
    */
@@ -415,13 +428,14 @@ export type GetCleanupStatusResponse = Message<"dnc.jobs.v1.GetCleanupStatusResp
  * Describes the message dnc.jobs.v1.GetCleanupStatusResponse.
  * Use `create(GetCleanupStatusResponseSchema)` to create a new message.
  */
-export const GetCleanupStatusResponseSchema: GenMessage<GetCleanupStatusResponse> = /*@__PURE__*/
+export const GetCleanupStatusResponseSchema: GenMessage<GetCleanupStatusResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_jobs_v1_jobs, 14);
 
 /**
  * @generated from message dnc.jobs.v1.SubmitJobResponse
  */
-export type SubmitJobResponse = Message<"dnc.jobs.v1.SubmitJobResponse"> & {
+export type SubmitJobResponse = Message<'dnc.jobs.v1.SubmitJobResponse'> & {
   /**
    * @generated from field: dnc.jobs.v1.Job job = 1;
    */
@@ -432,13 +446,14 @@ export type SubmitJobResponse = Message<"dnc.jobs.v1.SubmitJobResponse"> & {
  * Describes the message dnc.jobs.v1.SubmitJobResponse.
  * Use `create(SubmitJobResponseSchema)` to create a new message.
  */
-export const SubmitJobResponseSchema: GenMessage<SubmitJobResponse> = /*@__PURE__*/
+export const SubmitJobResponseSchema: GenMessage<SubmitJobResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_jobs_v1_jobs, 15);
 
 /**
  * @generated from message dnc.jobs.v1.GetJobResponse
  */
-export type GetJobResponse = Message<"dnc.jobs.v1.GetJobResponse"> & {
+export type GetJobResponse = Message<'dnc.jobs.v1.GetJobResponse'> & {
   /**
    * @generated from field: dnc.jobs.v1.Job job = 1;
    */
@@ -449,13 +464,14 @@ export type GetJobResponse = Message<"dnc.jobs.v1.GetJobResponse"> & {
  * Describes the message dnc.jobs.v1.GetJobResponse.
  * Use `create(GetJobResponseSchema)` to create a new message.
  */
-export const GetJobResponseSchema: GenMessage<GetJobResponse> = /*@__PURE__*/
+export const GetJobResponseSchema: GenMessage<GetJobResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_jobs_v1_jobs, 16);
 
 /**
  * @generated from message dnc.jobs.v1.CancelJobResponse
  */
-export type CancelJobResponse = Message<"dnc.jobs.v1.CancelJobResponse"> & {
+export type CancelJobResponse = Message<'dnc.jobs.v1.CancelJobResponse'> & {
   /**
    * @generated from field: dnc.jobs.v1.Job job = 1;
    */
@@ -466,7 +482,8 @@ export type CancelJobResponse = Message<"dnc.jobs.v1.CancelJobResponse"> & {
  * Describes the message dnc.jobs.v1.CancelJobResponse.
  * Use `create(CancelJobResponseSchema)` to create a new message.
  */
-export const CancelJobResponseSchema: GenMessage<CancelJobResponse> = /*@__PURE__*/
+export const CancelJobResponseSchema: GenMessage<CancelJobResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_jobs_v1_jobs, 17);
 
 /**
@@ -512,8 +529,7 @@ export enum JobStatus {
 /**
  * Describes the enum dnc.jobs.v1.JobStatus.
  */
-export const JobStatusSchema: GenEnum<JobStatus> = /*@__PURE__*/
-  enumDesc(file_dnc_jobs_v1_jobs, 0);
+export const JobStatusSchema: GenEnum<JobStatus> = /*@__PURE__*/ enumDesc(file_dnc_jobs_v1_jobs, 0);
 
 /**
  * JobsService is the v2 job lifecycle as the gateway sees it. Every call is scoped to an
@@ -529,38 +545,37 @@ export const JobsService: GenService<{
    * @generated from rpc dnc.jobs.v1.JobsService.SubmitJob
    */
   submitJob: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof SubmitJobRequestSchema;
     output: typeof SubmitJobResponseSchema;
-  },
+  };
   /**
    * @generated from rpc dnc.jobs.v1.JobsService.GetJob
    */
   getJob: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof GetJobRequestSchema;
     output: typeof GetJobResponseSchema;
-  },
+  };
   /**
    * GetJobResult streams the ScrubResult JSON of a succeeded job in chunks.
    *
    * @generated from rpc dnc.jobs.v1.JobsService.GetJobResult
    */
   getJobResult: {
-    methodKind: "server_streaming";
+    methodKind: 'server_streaming';
     input: typeof GetJobResultRequestSchema;
     output: typeof GetJobResultResponseSchema;
-  },
+  };
   /**
    * @generated from rpc dnc.jobs.v1.JobsService.CancelJob
    */
   cancelJob: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof CancelJobRequestSchema;
     output: typeof CancelJobResponseSchema;
-  },
-}> = /*@__PURE__*/
-  serviceDesc(file_dnc_jobs_v1_jobs, 0);
+  };
+}> = /*@__PURE__*/ serviceDesc(file_dnc_jobs_v1_jobs, 0);
 
 /**
  * JobsAdminService is the operator view (`dnc-admin jobs ...`); it never returns numbers.
@@ -572,26 +587,24 @@ export const JobsAdminService: GenService<{
    * @generated from rpc dnc.jobs.v1.JobsAdminService.ListJobs
    */
   listJobs: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof ListJobsRequestSchema;
     output: typeof ListJobsResponseSchema;
-  },
+  };
   /**
    * @generated from rpc dnc.jobs.v1.JobsAdminService.GetJobDetail
    */
   getJobDetail: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof GetJobDetailRequestSchema;
     output: typeof GetJobDetailResponseSchema;
-  },
+  };
   /**
    * @generated from rpc dnc.jobs.v1.JobsAdminService.GetCleanupStatus
    */
   getCleanupStatus: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof GetCleanupStatusRequestSchema;
     output: typeof GetCleanupStatusResponseSchema;
-  },
-}> = /*@__PURE__*/
-  serviceDesc(file_dnc_jobs_v1_jobs, 1);
-
+  };
+}> = /*@__PURE__*/ serviceDesc(file_dnc_jobs_v1_jobs, 1);

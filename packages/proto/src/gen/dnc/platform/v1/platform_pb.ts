@@ -2,17 +2,21 @@
 // @generated from file dnc/platform/v1/platform.proto (package dnc.platform.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { Message } from "@bufbuild/protobuf";
+import type { GenFile, GenMessage, GenService } from '@bufbuild/protobuf/codegenv2';
+import { fileDesc, messageDesc, serviceDesc } from '@bufbuild/protobuf/codegenv2';
+import type { Timestamp } from '@bufbuild/protobuf/wkt';
+import { file_google_protobuf_timestamp } from '@bufbuild/protobuf/wkt';
+import type { Message } from '@bufbuild/protobuf';
 
 /**
  * Describes the file dnc/platform/v1/platform.proto.
  */
-export const file_dnc_platform_v1_platform: GenFile = /*@__PURE__*/
-  fileDesc("Ch5kbmMvcGxhdGZvcm0vdjEvcGxhdGZvcm0ucHJvdG8SD2RuYy5wbGF0Zm9ybS52MSJaCglFcnJvckluZm8SDgoGcmVhc29uGAEgASgJEhsKE3JldHJ5X2FmdGVyX3NlY29uZHMYAiABKA0SDwoHbWVzc2FnZRgDIAEoCRIPCgdjb3VudHJ5GAQgASgJIhcKFUdldFNlcnZpY2VJbmZvUmVxdWVzdCJ7ChZHZXRTZXJ2aWNlSW5mb1Jlc3BvbnNlEg8KB3NlcnZpY2UYASABKAkSDwoHdmVyc2lvbhgCIAEoCRIuCgpzdGFydGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdjb3VudHJ5GAQgASgJMncKElNlcnZpY2VJbmZvU2VydmljZRJhCg5HZXRTZXJ2aWNlSW5mbxImLmRuYy5wbGF0Zm9ybS52MS5HZXRTZXJ2aWNlSW5mb1JlcXVlc3QaJy5kbmMucGxhdGZvcm0udjEuR2V0U2VydmljZUluZm9SZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+export const file_dnc_platform_v1_platform: GenFile =
+  /*@__PURE__*/
+  fileDesc(
+    'Ch5kbmMvcGxhdGZvcm0vdjEvcGxhdGZvcm0ucHJvdG8SD2RuYy5wbGF0Zm9ybS52MSJaCglFcnJvckluZm8SDgoGcmVhc29uGAEgASgJEhsKE3JldHJ5X2FmdGVyX3NlY29uZHMYAiABKA0SDwoHbWVzc2FnZRgDIAEoCRIPCgdjb3VudHJ5GAQgASgJIhcKFUdldFNlcnZpY2VJbmZvUmVxdWVzdCJ7ChZHZXRTZXJ2aWNlSW5mb1Jlc3BvbnNlEg8KB3NlcnZpY2UYASABKAkSDwoHdmVyc2lvbhgCIAEoCRIuCgpzdGFydGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdjb3VudHJ5GAQgASgJMncKElNlcnZpY2VJbmZvU2VydmljZRJhCg5HZXRTZXJ2aWNlSW5mbxImLmRuYy5wbGF0Zm9ybS52MS5HZXRTZXJ2aWNlSW5mb1JlcXVlc3QaJy5kbmMucGxhdGZvcm0udjEuR2V0U2VydmljZUluZm9SZXNwb25zZWIGcHJvdG8z',
+    [file_google_protobuf_timestamp],
+  );
 
 /**
  * ErrorInfo rides in the details of every ConnectError that crosses a service boundary.
@@ -21,7 +25,7 @@ export const file_dnc_platform_v1_platform: GenFile = /*@__PURE__*/
  *
  * @generated from message dnc.platform.v1.ErrorInfo
  */
-export type ErrorInfo = Message<"dnc.platform.v1.ErrorInfo"> & {
+export type ErrorInfo = Message<'dnc.platform.v1.ErrorInfo'> & {
   /**
    * @generated from field: string reason = 1;
    */
@@ -53,26 +57,27 @@ export type ErrorInfo = Message<"dnc.platform.v1.ErrorInfo"> & {
  * Describes the message dnc.platform.v1.ErrorInfo.
  * Use `create(ErrorInfoSchema)` to create a new message.
  */
-export const ErrorInfoSchema: GenMessage<ErrorInfo> = /*@__PURE__*/
+export const ErrorInfoSchema: GenMessage<ErrorInfo> =
+  /*@__PURE__*/
   messageDesc(file_dnc_platform_v1_platform, 0);
 
 /**
  * @generated from message dnc.platform.v1.GetServiceInfoRequest
  */
-export type GetServiceInfoRequest = Message<"dnc.platform.v1.GetServiceInfoRequest"> & {
-};
+export type GetServiceInfoRequest = Message<'dnc.platform.v1.GetServiceInfoRequest'> & {};
 
 /**
  * Describes the message dnc.platform.v1.GetServiceInfoRequest.
  * Use `create(GetServiceInfoRequestSchema)` to create a new message.
  */
-export const GetServiceInfoRequestSchema: GenMessage<GetServiceInfoRequest> = /*@__PURE__*/
+export const GetServiceInfoRequestSchema: GenMessage<GetServiceInfoRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_platform_v1_platform, 1);
 
 /**
  * @generated from message dnc.platform.v1.GetServiceInfoResponse
  */
-export type GetServiceInfoResponse = Message<"dnc.platform.v1.GetServiceInfoResponse"> & {
+export type GetServiceInfoResponse = Message<'dnc.platform.v1.GetServiceInfoResponse'> & {
   /**
    * @generated from field: string service = 1;
    */
@@ -100,7 +105,8 @@ export type GetServiceInfoResponse = Message<"dnc.platform.v1.GetServiceInfoResp
  * Describes the message dnc.platform.v1.GetServiceInfoResponse.
  * Use `create(GetServiceInfoResponseSchema)` to create a new message.
  */
-export const GetServiceInfoResponseSchema: GenMessage<GetServiceInfoResponse> = /*@__PURE__*/
+export const GetServiceInfoResponseSchema: GenMessage<GetServiceInfoResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_platform_v1_platform, 2);
 
 /**
@@ -113,10 +119,8 @@ export const ServiceInfoService: GenService<{
    * @generated from rpc dnc.platform.v1.ServiceInfoService.GetServiceInfo
    */
   getServiceInfo: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof GetServiceInfoRequestSchema;
     output: typeof GetServiceInfoResponseSchema;
-  },
-}> = /*@__PURE__*/
-  serviceDesc(file_dnc_platform_v1_platform, 0);
-
+  };
+}> = /*@__PURE__*/ serviceDesc(file_dnc_platform_v1_platform, 0);

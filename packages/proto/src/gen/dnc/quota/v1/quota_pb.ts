@@ -2,22 +2,26 @@
 // @generated from file dnc/quota/v1/quota.proto (package dnc.quota.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { Message } from "@bufbuild/protobuf";
+import type { GenEnum, GenFile, GenMessage, GenService } from '@bufbuild/protobuf/codegenv2';
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from '@bufbuild/protobuf/codegenv2';
+import type { Timestamp } from '@bufbuild/protobuf/wkt';
+import { file_google_protobuf_timestamp } from '@bufbuild/protobuf/wkt';
+import type { Message } from '@bufbuild/protobuf';
 
 /**
  * Describes the file dnc/quota/v1/quota.proto.
  */
-export const file_dnc_quota_v1_quota: GenFile = /*@__PURE__*/
-  fileDesc("ChhkbmMvcXVvdGEvdjEvcXVvdGEucHJvdG8SDGRuYy5xdW90YS52MSKAAQoOUmVzZXJ2ZVJlcXVlc3QSFgoOcmVzZXJ2YXRpb25faWQYASABKAkSDgoGb3JnX2lkGAIgASgJEg8KB2NvdW50cnkYAyABKAkSDgoGYW1vdW50GAQgASgEEiUKBGtpbmQYBSABKA4yFy5kbmMucXVvdGEudjEuVXNhZ2VLaW5kIhEKD1Jlc2VydmVSZXNwb25zZSInCg1Db21taXRSZXF1ZXN0EhYKDnJlc2VydmF0aW9uX2lkGAEgASgJIhAKDkNvbW1pdFJlc3BvbnNlIigKDlJlbGVhc2VSZXF1ZXN0EhYKDnJlc2VydmF0aW9uX2lkGAEgASgJIhEKD1JlbGVhc2VSZXNwb25zZSJuCgxRdW90YUFjY291bnQSDgoGb3JnX2lkGAEgASgJEg8KB2NvdW50cnkYAiABKAkSDgoGcGVyaW9kGAMgASgJEg0KBWxpbWl0GAQgASgEEgwKBHVzZWQYBSABKAQSEAoIcmVzZXJ2ZWQYBiABKAQiQQoPU2V0TGltaXRSZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCRIPCgdjb3VudHJ5GAIgASgJEg0KBWxpbWl0GAMgASgEIiEKD0dldFF1b3RhUmVxdWVzdBIOCgZvcmdfaWQYASABKAkiQAoQR2V0UXVvdGFSZXNwb25zZRIsCghhY2NvdW50cxgBIAMoCzIaLmRuYy5xdW90YS52MS5RdW90YUFjY291bnQilgEKC1VzYWdlUmVjb3JkEigKBHRpbWUYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2NvdW50cnkYAiABKAkSDQoFY291bnQYAyABKAQSJQoEa2luZBgEIAEoDjIXLmRuYy5xdW90YS52MS5Vc2FnZUtpbmQSFgoOcmVzZXJ2YXRpb25faWQYBSABKAkiMwoQTGlzdFVzYWdlUmVxdWVzdBIOCgZvcmdfaWQYASABKAkSDwoHY291bnRyeRgCIAEoCSI/ChFMaXN0VXNhZ2VSZXNwb25zZRIqCgdyZWNvcmRzGAEgAygLMhkuZG5jLnF1b3RhLnYxLlVzYWdlUmVjb3JkIkUKEFNldExpbWl0UmVzcG9uc2USMQoNcXVvdGFfYWNjb3VudBgBIAEoCzIaLmRuYy5xdW90YS52MS5RdW90YUFjY291bnQqUAoJVXNhZ2VLaW5kEhoKFlVTQUdFX0tJTkRfVU5TUEVDSUZJRUQQABITCg9VU0FHRV9LSU5EX1NZTkMQARISCg5VU0FHRV9LSU5EX0pPQhACMuMBCgxRdW90YVNlcnZpY2USRgoHUmVzZXJ2ZRIcLmRuYy5xdW90YS52MS5SZXNlcnZlUmVxdWVzdBodLmRuYy5xdW90YS52MS5SZXNlcnZlUmVzcG9uc2USQwoGQ29tbWl0EhsuZG5jLnF1b3RhLnYxLkNvbW1pdFJlcXVlc3QaHC5kbmMucXVvdGEudjEuQ29tbWl0UmVzcG9uc2USRgoHUmVsZWFzZRIcLmRuYy5xdW90YS52MS5SZWxlYXNlUmVxdWVzdBodLmRuYy5xdW90YS52MS5SZWxlYXNlUmVzcG9uc2Uy9wEKEVF1b3RhQWRtaW5TZXJ2aWNlEkkKCFNldExpbWl0Eh0uZG5jLnF1b3RhLnYxLlNldExpbWl0UmVxdWVzdBoeLmRuYy5xdW90YS52MS5TZXRMaW1pdFJlc3BvbnNlEkkKCEdldFF1b3RhEh0uZG5jLnF1b3RhLnYxLkdldFF1b3RhUmVxdWVzdBoeLmRuYy5xdW90YS52MS5HZXRRdW90YVJlc3BvbnNlEkwKCUxpc3RVc2FnZRIeLmRuYy5xdW90YS52MS5MaXN0VXNhZ2VSZXF1ZXN0Gh8uZG5jLnF1b3RhLnYxLkxpc3RVc2FnZVJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+export const file_dnc_quota_v1_quota: GenFile =
+  /*@__PURE__*/
+  fileDesc(
+    'ChhkbmMvcXVvdGEvdjEvcXVvdGEucHJvdG8SDGRuYy5xdW90YS52MSKAAQoOUmVzZXJ2ZVJlcXVlc3QSFgoOcmVzZXJ2YXRpb25faWQYASABKAkSDgoGb3JnX2lkGAIgASgJEg8KB2NvdW50cnkYAyABKAkSDgoGYW1vdW50GAQgASgEEiUKBGtpbmQYBSABKA4yFy5kbmMucXVvdGEudjEuVXNhZ2VLaW5kIhEKD1Jlc2VydmVSZXNwb25zZSInCg1Db21taXRSZXF1ZXN0EhYKDnJlc2VydmF0aW9uX2lkGAEgASgJIhAKDkNvbW1pdFJlc3BvbnNlIigKDlJlbGVhc2VSZXF1ZXN0EhYKDnJlc2VydmF0aW9uX2lkGAEgASgJIhEKD1JlbGVhc2VSZXNwb25zZSJuCgxRdW90YUFjY291bnQSDgoGb3JnX2lkGAEgASgJEg8KB2NvdW50cnkYAiABKAkSDgoGcGVyaW9kGAMgASgJEg0KBWxpbWl0GAQgASgEEgwKBHVzZWQYBSABKAQSEAoIcmVzZXJ2ZWQYBiABKAQiQQoPU2V0TGltaXRSZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCRIPCgdjb3VudHJ5GAIgASgJEg0KBWxpbWl0GAMgASgEIiEKD0dldFF1b3RhUmVxdWVzdBIOCgZvcmdfaWQYASABKAkiQAoQR2V0UXVvdGFSZXNwb25zZRIsCghhY2NvdW50cxgBIAMoCzIaLmRuYy5xdW90YS52MS5RdW90YUFjY291bnQilgEKC1VzYWdlUmVjb3JkEigKBHRpbWUYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2NvdW50cnkYAiABKAkSDQoFY291bnQYAyABKAQSJQoEa2luZBgEIAEoDjIXLmRuYy5xdW90YS52MS5Vc2FnZUtpbmQSFgoOcmVzZXJ2YXRpb25faWQYBSABKAkiMwoQTGlzdFVzYWdlUmVxdWVzdBIOCgZvcmdfaWQYASABKAkSDwoHY291bnRyeRgCIAEoCSI/ChFMaXN0VXNhZ2VSZXNwb25zZRIqCgdyZWNvcmRzGAEgAygLMhkuZG5jLnF1b3RhLnYxLlVzYWdlUmVjb3JkIkUKEFNldExpbWl0UmVzcG9uc2USMQoNcXVvdGFfYWNjb3VudBgBIAEoCzIaLmRuYy5xdW90YS52MS5RdW90YUFjY291bnQqUAoJVXNhZ2VLaW5kEhoKFlVTQUdFX0tJTkRfVU5TUEVDSUZJRUQQABITCg9VU0FHRV9LSU5EX1NZTkMQARISCg5VU0FHRV9LSU5EX0pPQhACMuMBCgxRdW90YVNlcnZpY2USRgoHUmVzZXJ2ZRIcLmRuYy5xdW90YS52MS5SZXNlcnZlUmVxdWVzdBodLmRuYy5xdW90YS52MS5SZXNlcnZlUmVzcG9uc2USQwoGQ29tbWl0EhsuZG5jLnF1b3RhLnYxLkNvbW1pdFJlcXVlc3QaHC5kbmMucXVvdGEudjEuQ29tbWl0UmVzcG9uc2USRgoHUmVsZWFzZRIcLmRuYy5xdW90YS52MS5SZWxlYXNlUmVxdWVzdBodLmRuYy5xdW90YS52MS5SZWxlYXNlUmVzcG9uc2Uy9wEKEVF1b3RhQWRtaW5TZXJ2aWNlEkkKCFNldExpbWl0Eh0uZG5jLnF1b3RhLnYxLlNldExpbWl0UmVxdWVzdBoeLmRuYy5xdW90YS52MS5TZXRMaW1pdFJlc3BvbnNlEkkKCEdldFF1b3RhEh0uZG5jLnF1b3RhLnYxLkdldFF1b3RhUmVxdWVzdBoeLmRuYy5xdW90YS52MS5HZXRRdW90YVJlc3BvbnNlEkwKCUxpc3RVc2FnZRIeLmRuYy5xdW90YS52MS5MaXN0VXNhZ2VSZXF1ZXN0Gh8uZG5jLnF1b3RhLnYxLkxpc3RVc2FnZVJlc3BvbnNlYgZwcm90bzM',
+    [file_google_protobuf_timestamp],
+  );
 
 /**
  * @generated from message dnc.quota.v1.ReserveRequest
  */
-export type ReserveRequest = Message<"dnc.quota.v1.ReserveRequest"> & {
+export type ReserveRequest = Message<'dnc.quota.v1.ReserveRequest'> & {
   /**
    * @generated from field: string reservation_id = 1;
    */
@@ -48,26 +52,27 @@ export type ReserveRequest = Message<"dnc.quota.v1.ReserveRequest"> & {
  * Describes the message dnc.quota.v1.ReserveRequest.
  * Use `create(ReserveRequestSchema)` to create a new message.
  */
-export const ReserveRequestSchema: GenMessage<ReserveRequest> = /*@__PURE__*/
+export const ReserveRequestSchema: GenMessage<ReserveRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_quota_v1_quota, 0);
 
 /**
  * @generated from message dnc.quota.v1.ReserveResponse
  */
-export type ReserveResponse = Message<"dnc.quota.v1.ReserveResponse"> & {
-};
+export type ReserveResponse = Message<'dnc.quota.v1.ReserveResponse'> & {};
 
 /**
  * Describes the message dnc.quota.v1.ReserveResponse.
  * Use `create(ReserveResponseSchema)` to create a new message.
  */
-export const ReserveResponseSchema: GenMessage<ReserveResponse> = /*@__PURE__*/
+export const ReserveResponseSchema: GenMessage<ReserveResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_quota_v1_quota, 1);
 
 /**
  * @generated from message dnc.quota.v1.CommitRequest
  */
-export type CommitRequest = Message<"dnc.quota.v1.CommitRequest"> & {
+export type CommitRequest = Message<'dnc.quota.v1.CommitRequest'> & {
   /**
    * @generated from field: string reservation_id = 1;
    */
@@ -78,26 +83,27 @@ export type CommitRequest = Message<"dnc.quota.v1.CommitRequest"> & {
  * Describes the message dnc.quota.v1.CommitRequest.
  * Use `create(CommitRequestSchema)` to create a new message.
  */
-export const CommitRequestSchema: GenMessage<CommitRequest> = /*@__PURE__*/
+export const CommitRequestSchema: GenMessage<CommitRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_quota_v1_quota, 2);
 
 /**
  * @generated from message dnc.quota.v1.CommitResponse
  */
-export type CommitResponse = Message<"dnc.quota.v1.CommitResponse"> & {
-};
+export type CommitResponse = Message<'dnc.quota.v1.CommitResponse'> & {};
 
 /**
  * Describes the message dnc.quota.v1.CommitResponse.
  * Use `create(CommitResponseSchema)` to create a new message.
  */
-export const CommitResponseSchema: GenMessage<CommitResponse> = /*@__PURE__*/
+export const CommitResponseSchema: GenMessage<CommitResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_quota_v1_quota, 3);
 
 /**
  * @generated from message dnc.quota.v1.ReleaseRequest
  */
-export type ReleaseRequest = Message<"dnc.quota.v1.ReleaseRequest"> & {
+export type ReleaseRequest = Message<'dnc.quota.v1.ReleaseRequest'> & {
   /**
    * @generated from field: string reservation_id = 1;
    */
@@ -108,26 +114,27 @@ export type ReleaseRequest = Message<"dnc.quota.v1.ReleaseRequest"> & {
  * Describes the message dnc.quota.v1.ReleaseRequest.
  * Use `create(ReleaseRequestSchema)` to create a new message.
  */
-export const ReleaseRequestSchema: GenMessage<ReleaseRequest> = /*@__PURE__*/
+export const ReleaseRequestSchema: GenMessage<ReleaseRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_quota_v1_quota, 4);
 
 /**
  * @generated from message dnc.quota.v1.ReleaseResponse
  */
-export type ReleaseResponse = Message<"dnc.quota.v1.ReleaseResponse"> & {
-};
+export type ReleaseResponse = Message<'dnc.quota.v1.ReleaseResponse'> & {};
 
 /**
  * Describes the message dnc.quota.v1.ReleaseResponse.
  * Use `create(ReleaseResponseSchema)` to create a new message.
  */
-export const ReleaseResponseSchema: GenMessage<ReleaseResponse> = /*@__PURE__*/
+export const ReleaseResponseSchema: GenMessage<ReleaseResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_quota_v1_quota, 5);
 
 /**
  * @generated from message dnc.quota.v1.QuotaAccount
  */
-export type QuotaAccount = Message<"dnc.quota.v1.QuotaAccount"> & {
+export type QuotaAccount = Message<'dnc.quota.v1.QuotaAccount'> & {
   /**
    * @generated from field: string org_id = 1;
    */
@@ -165,13 +172,14 @@ export type QuotaAccount = Message<"dnc.quota.v1.QuotaAccount"> & {
  * Describes the message dnc.quota.v1.QuotaAccount.
  * Use `create(QuotaAccountSchema)` to create a new message.
  */
-export const QuotaAccountSchema: GenMessage<QuotaAccount> = /*@__PURE__*/
+export const QuotaAccountSchema: GenMessage<QuotaAccount> =
+  /*@__PURE__*/
   messageDesc(file_dnc_quota_v1_quota, 6);
 
 /**
  * @generated from message dnc.quota.v1.SetLimitRequest
  */
-export type SetLimitRequest = Message<"dnc.quota.v1.SetLimitRequest"> & {
+export type SetLimitRequest = Message<'dnc.quota.v1.SetLimitRequest'> & {
   /**
    * @generated from field: string org_id = 1;
    */
@@ -192,13 +200,14 @@ export type SetLimitRequest = Message<"dnc.quota.v1.SetLimitRequest"> & {
  * Describes the message dnc.quota.v1.SetLimitRequest.
  * Use `create(SetLimitRequestSchema)` to create a new message.
  */
-export const SetLimitRequestSchema: GenMessage<SetLimitRequest> = /*@__PURE__*/
+export const SetLimitRequestSchema: GenMessage<SetLimitRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_quota_v1_quota, 7);
 
 /**
  * @generated from message dnc.quota.v1.GetQuotaRequest
  */
-export type GetQuotaRequest = Message<"dnc.quota.v1.GetQuotaRequest"> & {
+export type GetQuotaRequest = Message<'dnc.quota.v1.GetQuotaRequest'> & {
   /**
    * @generated from field: string org_id = 1;
    */
@@ -209,13 +218,14 @@ export type GetQuotaRequest = Message<"dnc.quota.v1.GetQuotaRequest"> & {
  * Describes the message dnc.quota.v1.GetQuotaRequest.
  * Use `create(GetQuotaRequestSchema)` to create a new message.
  */
-export const GetQuotaRequestSchema: GenMessage<GetQuotaRequest> = /*@__PURE__*/
+export const GetQuotaRequestSchema: GenMessage<GetQuotaRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_quota_v1_quota, 8);
 
 /**
  * @generated from message dnc.quota.v1.GetQuotaResponse
  */
-export type GetQuotaResponse = Message<"dnc.quota.v1.GetQuotaResponse"> & {
+export type GetQuotaResponse = Message<'dnc.quota.v1.GetQuotaResponse'> & {
   /**
    * @generated from field: repeated dnc.quota.v1.QuotaAccount accounts = 1;
    */
@@ -226,13 +236,14 @@ export type GetQuotaResponse = Message<"dnc.quota.v1.GetQuotaResponse"> & {
  * Describes the message dnc.quota.v1.GetQuotaResponse.
  * Use `create(GetQuotaResponseSchema)` to create a new message.
  */
-export const GetQuotaResponseSchema: GenMessage<GetQuotaResponse> = /*@__PURE__*/
+export const GetQuotaResponseSchema: GenMessage<GetQuotaResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_quota_v1_quota, 9);
 
 /**
  * @generated from message dnc.quota.v1.UsageRecord
  */
-export type UsageRecord = Message<"dnc.quota.v1.UsageRecord"> & {
+export type UsageRecord = Message<'dnc.quota.v1.UsageRecord'> & {
   /**
    * @generated from field: google.protobuf.Timestamp time = 1;
    */
@@ -263,13 +274,14 @@ export type UsageRecord = Message<"dnc.quota.v1.UsageRecord"> & {
  * Describes the message dnc.quota.v1.UsageRecord.
  * Use `create(UsageRecordSchema)` to create a new message.
  */
-export const UsageRecordSchema: GenMessage<UsageRecord> = /*@__PURE__*/
+export const UsageRecordSchema: GenMessage<UsageRecord> =
+  /*@__PURE__*/
   messageDesc(file_dnc_quota_v1_quota, 10);
 
 /**
  * @generated from message dnc.quota.v1.ListUsageRequest
  */
-export type ListUsageRequest = Message<"dnc.quota.v1.ListUsageRequest"> & {
+export type ListUsageRequest = Message<'dnc.quota.v1.ListUsageRequest'> & {
   /**
    * @generated from field: string org_id = 1;
    */
@@ -287,13 +299,14 @@ export type ListUsageRequest = Message<"dnc.quota.v1.ListUsageRequest"> & {
  * Describes the message dnc.quota.v1.ListUsageRequest.
  * Use `create(ListUsageRequestSchema)` to create a new message.
  */
-export const ListUsageRequestSchema: GenMessage<ListUsageRequest> = /*@__PURE__*/
+export const ListUsageRequestSchema: GenMessage<ListUsageRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_quota_v1_quota, 11);
 
 /**
  * @generated from message dnc.quota.v1.ListUsageResponse
  */
-export type ListUsageResponse = Message<"dnc.quota.v1.ListUsageResponse"> & {
+export type ListUsageResponse = Message<'dnc.quota.v1.ListUsageResponse'> & {
   /**
    * @generated from field: repeated dnc.quota.v1.UsageRecord records = 1;
    */
@@ -304,13 +317,14 @@ export type ListUsageResponse = Message<"dnc.quota.v1.ListUsageResponse"> & {
  * Describes the message dnc.quota.v1.ListUsageResponse.
  * Use `create(ListUsageResponseSchema)` to create a new message.
  */
-export const ListUsageResponseSchema: GenMessage<ListUsageResponse> = /*@__PURE__*/
+export const ListUsageResponseSchema: GenMessage<ListUsageResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_quota_v1_quota, 12);
 
 /**
  * @generated from message dnc.quota.v1.SetLimitResponse
  */
-export type SetLimitResponse = Message<"dnc.quota.v1.SetLimitResponse"> & {
+export type SetLimitResponse = Message<'dnc.quota.v1.SetLimitResponse'> & {
   /**
    * @generated from field: dnc.quota.v1.QuotaAccount quota_account = 1;
    */
@@ -321,7 +335,8 @@ export type SetLimitResponse = Message<"dnc.quota.v1.SetLimitResponse"> & {
  * Describes the message dnc.quota.v1.SetLimitResponse.
  * Use `create(SetLimitResponseSchema)` to create a new message.
  */
-export const SetLimitResponseSchema: GenMessage<SetLimitResponse> = /*@__PURE__*/
+export const SetLimitResponseSchema: GenMessage<SetLimitResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_quota_v1_quota, 13);
 
 /**
@@ -347,8 +362,7 @@ export enum UsageKind {
 /**
  * Describes the enum dnc.quota.v1.UsageKind.
  */
-export const UsageKindSchema: GenEnum<UsageKind> = /*@__PURE__*/
-  enumDesc(file_dnc_quota_v1_quota, 0);
+export const UsageKindSchema: GenEnum<UsageKind> = /*@__PURE__*/ enumDesc(file_dnc_quota_v1_quota, 0);
 
 /**
  * QuotaService keeps the customer quota ledger: per organization, country and calendar month
@@ -362,32 +376,31 @@ export const QuotaService: GenService<{
    * @generated from rpc dnc.quota.v1.QuotaService.Reserve
    */
   reserve: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof ReserveRequestSchema;
     output: typeof ReserveResponseSchema;
-  },
+  };
   /**
    * Commit turns a reservation into usage and writes exactly one usage record.
    *
    * @generated from rpc dnc.quota.v1.QuotaService.Commit
    */
   commit: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof CommitRequestSchema;
     output: typeof CommitResponseSchema;
-  },
+  };
   /**
    * Release frees a reservation; releasing twice or after commit changes nothing.
    *
    * @generated from rpc dnc.quota.v1.QuotaService.Release
    */
   release: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof ReleaseRequestSchema;
     output: typeof ReleaseResponseSchema;
-  },
-}> = /*@__PURE__*/
-  serviceDesc(file_dnc_quota_v1_quota, 0);
+  };
+}> = /*@__PURE__*/ serviceDesc(file_dnc_quota_v1_quota, 0);
 
 /**
  * QuotaAdminService is the operator surface used by `dnc-admin quota` and `dnc-admin usage`.
@@ -399,26 +412,24 @@ export const QuotaAdminService: GenService<{
    * @generated from rpc dnc.quota.v1.QuotaAdminService.SetLimit
    */
   setLimit: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof SetLimitRequestSchema;
     output: typeof SetLimitResponseSchema;
-  },
+  };
   /**
    * @generated from rpc dnc.quota.v1.QuotaAdminService.GetQuota
    */
   getQuota: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof GetQuotaRequestSchema;
     output: typeof GetQuotaResponseSchema;
-  },
+  };
   /**
    * @generated from rpc dnc.quota.v1.QuotaAdminService.ListUsage
    */
   listUsage: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof ListUsageRequestSchema;
     output: typeof ListUsageResponseSchema;
-  },
-}> = /*@__PURE__*/
-  serviceDesc(file_dnc_quota_v1_quota, 1);
-
+  };
+}> = /*@__PURE__*/ serviceDesc(file_dnc_quota_v1_quota, 1);

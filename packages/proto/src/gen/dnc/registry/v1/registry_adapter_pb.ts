@@ -2,22 +2,26 @@
 // @generated from file dnc/registry/v1/registry_adapter.proto (package dnc.registry.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { Message } from "@bufbuild/protobuf";
+import type { GenEnum, GenFile, GenMessage, GenService } from '@bufbuild/protobuf/codegenv2';
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from '@bufbuild/protobuf/codegenv2';
+import type { Timestamp } from '@bufbuild/protobuf/wkt';
+import { file_google_protobuf_timestamp } from '@bufbuild/protobuf/wkt';
+import type { Message } from '@bufbuild/protobuf';
 
 /**
  * Describes the file dnc/registry/v1/registry_adapter.proto.
  */
-export const file_dnc_registry_v1_registry_adapter: GenFile = /*@__PURE__*/
-  fileDesc("CiZkbmMvcmVnaXN0cnkvdjEvcmVnaXN0cnlfYWRhcHRlci5wcm90bxIPZG5jLnJlZ2lzdHJ5LnYxIi8KDENoZWNrUmVxdWVzdBIPCgdjb3VudHJ5GAEgASgJEg4KBnBob25lcxgCIAMoCSJQCg1DaGVja1Jlc3BvbnNlEioKCG91dGNvbWVzGAEgAygOMhguZG5jLnJlZ2lzdHJ5LnYxLk91dGNvbWUSEwoLc25hcHNob3RfaWQYAiABKAkiEQoPRGVzY3JpYmVSZXF1ZXN0IoICChBEZXNjcmliZVJlc3BvbnNlEg8KB2NvdW50cnkYASABKAkSFwoPYWRhcHRlcl92ZXJzaW9uGAIgASgJEi4KBnN0YXR1cxgDIAEoDjIeLmRuYy5yZWdpc3RyeS52MS5BZGFwdGVyU3RhdHVzEjUKEW1haW50ZW5hbmNlX3VudGlsGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtzbmFwc2hvdF9pZBgFIAEoCRIxCg1zbmFwc2hvdF90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1yZWdpc3RyeV9zaXplGAcgASgEIkYKCkxvYWRIZWFkZXISDwoHY291bnRyeRgBIAEoCRInCgRtb2RlGAIgASgOMhkuZG5jLnJlZ2lzdHJ5LnYxLkxvYWRNb2RlIhoKCUxvYWRDaHVuaxINCgVsaW5lcxgBIAMoCSJxCgtMb2FkUmVxdWVzdBItCgZoZWFkZXIYASABKAsyGy5kbmMucmVnaXN0cnkudjEuTG9hZEhlYWRlckgAEisKBWNodW5rGAIgASgLMhouZG5jLnJlZ2lzdHJ5LnYxLkxvYWRDaHVua0gAQgYKBHBhcnQipQEKDExvYWRSZXNwb25zZRITCgtzbmFwc2hvdF9pZBgBIAEoCRISCgpsaW5lc19yZWFkGAIgASgEEhAKCGFjY2VwdGVkGAMgASgEEhAKCHJlamVjdGVkGAQgASgEEhUKDXJlZ2lzdHJ5X3NpemUYBSABKAQSMQoNc25hcHNob3RfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiGgoYR2V0UmVnaXN0cnlTdGF0dXNSZXF1ZXN0IosBChlHZXRSZWdpc3RyeVN0YXR1c1Jlc3BvbnNlEg8KB2NvdW50cnkYASABKAkSEwoLc25hcHNob3RfaWQYAiABKAkSMQoNc25hcHNob3RfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNcmVnaXN0cnlfc2l6ZRgEIAEoBCJkCg9TZXREcmlsbFJlcXVlc3QSEgoKbGF0ZW5jeV9tcxgBIAEoDRIuCgdmYWlsdXJlGAIgASgOMh0uZG5jLnJlZ2lzdHJ5LnYxLkRyaWxsRmFpbHVyZRINCgVjbGVhchgDIAEoCCJWChBTZXREcmlsbFJlc3BvbnNlEhIKCmxhdGVuY3lfbXMYASABKA0SLgoHZmFpbHVyZRgCIAEoDjIdLmRuYy5yZWdpc3RyeS52MS5EcmlsbEZhaWx1cmUqlAIKB091dGNvbWUSFwoTT1VUQ09NRV9VTlNQRUNJRklFRBAAEhAKDE9VVENPTUVfU0FGRRABEhYKEk9VVENPTUVfUFJPSElCSVRFRBACEh8KG09VVENPTUVfSU5WQUxJRF9VTlBBUlNFQUJMRRADEhoKFk9VVENPTUVfSU5WQUxJRF9MRU5HVEgQBBIaChZPVVRDT01FX0lOVkFMSURfTlVNQkVSEAUSIQodT1VUQ09NRV9JTlZBTElEX1dST05HX0NPVU5UUlkQBhIjCh9PVVRDT01FX0lOVkFMSURfT0JTT0xFVEVfRk9STUFUEAcSJQohT1VUQ09NRV9JTlZBTElEX1JFR0lTVFJZX1JFSkVDVEVEEAgqiwEKDUFkYXB0ZXJTdGF0dXMSHgoaQURBUFRFUl9TVEFUVVNfVU5TUEVDSUZJRUQQABIaChZBREFQVEVSX1NUQVRVU19TRVJWSU5HEAESHgoaQURBUFRFUl9TVEFUVVNfTUFJTlRFTkFOQ0UQAhIeChpBREFQVEVSX1NUQVRVU19VTkFWQUlMQUJMRRADKmUKCExvYWRNb2RlEhkKFUxPQURfTU9ERV9VTlNQRUNJRklFRBAAEhUKEUxPQURfTU9ERV9SRVBMQUNFEAESEQoNTE9BRF9NT0RFX0FERBACEhQKEExPQURfTU9ERV9SRU1PVkUQAyprCgxEcmlsbEZhaWx1cmUSHQoZRFJJTExfRkFJTFVSRV9VTlNQRUNJRklFRBAAEh0KGURSSUxMX0ZBSUxVUkVfVU5BVkFJTEFCTEUQARIdChlEUklMTF9GQUlMVVJFX01BSU5URU5BTkNFEAIysQEKFlJlZ2lzdHJ5QWRhcHRlclNlcnZpY2USRgoFQ2hlY2sSHS5kbmMucmVnaXN0cnkudjEuQ2hlY2tSZXF1ZXN0Gh4uZG5jLnJlZ2lzdHJ5LnYxLkNoZWNrUmVzcG9uc2USTwoIRGVzY3JpYmUSIC5kbmMucmVnaXN0cnkudjEuRGVzY3JpYmVSZXF1ZXN0GiEuZG5jLnJlZ2lzdHJ5LnYxLkRlc2NyaWJlUmVzcG9uc2UymgIKFFJlZ2lzdHJ5QWRtaW5TZXJ2aWNlEkUKBExvYWQSHC5kbmMucmVnaXN0cnkudjEuTG9hZFJlcXVlc3QaHS5kbmMucmVnaXN0cnkudjEuTG9hZFJlc3BvbnNlKAESagoRR2V0UmVnaXN0cnlTdGF0dXMSKS5kbmMucmVnaXN0cnkudjEuR2V0UmVnaXN0cnlTdGF0dXNSZXF1ZXN0GiouZG5jLnJlZ2lzdHJ5LnYxLkdldFJlZ2lzdHJ5U3RhdHVzUmVzcG9uc2USTwoIU2V0RHJpbGwSIC5kbmMucmVnaXN0cnkudjEuU2V0RHJpbGxSZXF1ZXN0GiEuZG5jLnJlZ2lzdHJ5LnYxLlNldERyaWxsUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
+export const file_dnc_registry_v1_registry_adapter: GenFile =
+  /*@__PURE__*/
+  fileDesc(
+    'CiZkbmMvcmVnaXN0cnkvdjEvcmVnaXN0cnlfYWRhcHRlci5wcm90bxIPZG5jLnJlZ2lzdHJ5LnYxIi8KDENoZWNrUmVxdWVzdBIPCgdjb3VudHJ5GAEgASgJEg4KBnBob25lcxgCIAMoCSJQCg1DaGVja1Jlc3BvbnNlEioKCG91dGNvbWVzGAEgAygOMhguZG5jLnJlZ2lzdHJ5LnYxLk91dGNvbWUSEwoLc25hcHNob3RfaWQYAiABKAkiEQoPRGVzY3JpYmVSZXF1ZXN0IoICChBEZXNjcmliZVJlc3BvbnNlEg8KB2NvdW50cnkYASABKAkSFwoPYWRhcHRlcl92ZXJzaW9uGAIgASgJEi4KBnN0YXR1cxgDIAEoDjIeLmRuYy5yZWdpc3RyeS52MS5BZGFwdGVyU3RhdHVzEjUKEW1haW50ZW5hbmNlX3VudGlsGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtzbmFwc2hvdF9pZBgFIAEoCRIxCg1zbmFwc2hvdF90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1yZWdpc3RyeV9zaXplGAcgASgEIkYKCkxvYWRIZWFkZXISDwoHY291bnRyeRgBIAEoCRInCgRtb2RlGAIgASgOMhkuZG5jLnJlZ2lzdHJ5LnYxLkxvYWRNb2RlIhoKCUxvYWRDaHVuaxINCgVsaW5lcxgBIAMoCSJxCgtMb2FkUmVxdWVzdBItCgZoZWFkZXIYASABKAsyGy5kbmMucmVnaXN0cnkudjEuTG9hZEhlYWRlckgAEisKBWNodW5rGAIgASgLMhouZG5jLnJlZ2lzdHJ5LnYxLkxvYWRDaHVua0gAQgYKBHBhcnQipQEKDExvYWRSZXNwb25zZRITCgtzbmFwc2hvdF9pZBgBIAEoCRISCgpsaW5lc19yZWFkGAIgASgEEhAKCGFjY2VwdGVkGAMgASgEEhAKCHJlamVjdGVkGAQgASgEEhUKDXJlZ2lzdHJ5X3NpemUYBSABKAQSMQoNc25hcHNob3RfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiGgoYR2V0UmVnaXN0cnlTdGF0dXNSZXF1ZXN0IosBChlHZXRSZWdpc3RyeVN0YXR1c1Jlc3BvbnNlEg8KB2NvdW50cnkYASABKAkSEwoLc25hcHNob3RfaWQYAiABKAkSMQoNc25hcHNob3RfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNcmVnaXN0cnlfc2l6ZRgEIAEoBCJkCg9TZXREcmlsbFJlcXVlc3QSEgoKbGF0ZW5jeV9tcxgBIAEoDRIuCgdmYWlsdXJlGAIgASgOMh0uZG5jLnJlZ2lzdHJ5LnYxLkRyaWxsRmFpbHVyZRINCgVjbGVhchgDIAEoCCJWChBTZXREcmlsbFJlc3BvbnNlEhIKCmxhdGVuY3lfbXMYASABKA0SLgoHZmFpbHVyZRgCIAEoDjIdLmRuYy5yZWdpc3RyeS52MS5EcmlsbEZhaWx1cmUqlAIKB091dGNvbWUSFwoTT1VUQ09NRV9VTlNQRUNJRklFRBAAEhAKDE9VVENPTUVfU0FGRRABEhYKEk9VVENPTUVfUFJPSElCSVRFRBACEh8KG09VVENPTUVfSU5WQUxJRF9VTlBBUlNFQUJMRRADEhoKFk9VVENPTUVfSU5WQUxJRF9MRU5HVEgQBBIaChZPVVRDT01FX0lOVkFMSURfTlVNQkVSEAUSIQodT1VUQ09NRV9JTlZBTElEX1dST05HX0NPVU5UUlkQBhIjCh9PVVRDT01FX0lOVkFMSURfT0JTT0xFVEVfRk9STUFUEAcSJQohT1VUQ09NRV9JTlZBTElEX1JFR0lTVFJZX1JFSkVDVEVEEAgqiwEKDUFkYXB0ZXJTdGF0dXMSHgoaQURBUFRFUl9TVEFUVVNfVU5TUEVDSUZJRUQQABIaChZBREFQVEVSX1NUQVRVU19TRVJWSU5HEAESHgoaQURBUFRFUl9TVEFUVVNfTUFJTlRFTkFOQ0UQAhIeChpBREFQVEVSX1NUQVRVU19VTkFWQUlMQUJMRRADKmUKCExvYWRNb2RlEhkKFUxPQURfTU9ERV9VTlNQRUNJRklFRBAAEhUKEUxPQURfTU9ERV9SRVBMQUNFEAESEQoNTE9BRF9NT0RFX0FERBACEhQKEExPQURfTU9ERV9SRU1PVkUQAyprCgxEcmlsbEZhaWx1cmUSHQoZRFJJTExfRkFJTFVSRV9VTlNQRUNJRklFRBAAEh0KGURSSUxMX0ZBSUxVUkVfVU5BVkFJTEFCTEUQARIdChlEUklMTF9GQUlMVVJFX01BSU5URU5BTkNFEAIysQEKFlJlZ2lzdHJ5QWRhcHRlclNlcnZpY2USRgoFQ2hlY2sSHS5kbmMucmVnaXN0cnkudjEuQ2hlY2tSZXF1ZXN0Gh4uZG5jLnJlZ2lzdHJ5LnYxLkNoZWNrUmVzcG9uc2USTwoIRGVzY3JpYmUSIC5kbmMucmVnaXN0cnkudjEuRGVzY3JpYmVSZXF1ZXN0GiEuZG5jLnJlZ2lzdHJ5LnYxLkRlc2NyaWJlUmVzcG9uc2UymgIKFFJlZ2lzdHJ5QWRtaW5TZXJ2aWNlEkUKBExvYWQSHC5kbmMucmVnaXN0cnkudjEuTG9hZFJlcXVlc3QaHS5kbmMucmVnaXN0cnkudjEuTG9hZFJlc3BvbnNlKAESagoRR2V0UmVnaXN0cnlTdGF0dXMSKS5kbmMucmVnaXN0cnkudjEuR2V0UmVnaXN0cnlTdGF0dXNSZXF1ZXN0GiouZG5jLnJlZ2lzdHJ5LnYxLkdldFJlZ2lzdHJ5U3RhdHVzUmVzcG9uc2USTwoIU2V0RHJpbGwSIC5kbmMucmVnaXN0cnkudjEuU2V0RHJpbGxSZXF1ZXN0GiEuZG5jLnJlZ2lzdHJ5LnYxLlNldERyaWxsUmVzcG9uc2ViBnByb3RvMw',
+    [file_google_protobuf_timestamp],
+  );
 
 /**
  * @generated from message dnc.registry.v1.CheckRequest
  */
-export type CheckRequest = Message<"dnc.registry.v1.CheckRequest"> & {
+export type CheckRequest = Message<'dnc.registry.v1.CheckRequest'> & {
   /**
    * Lowercase ISO 3166-1 alpha-2 code; must equal the adapter's own country.
    *
@@ -35,13 +39,14 @@ export type CheckRequest = Message<"dnc.registry.v1.CheckRequest"> & {
  * Describes the message dnc.registry.v1.CheckRequest.
  * Use `create(CheckRequestSchema)` to create a new message.
  */
-export const CheckRequestSchema: GenMessage<CheckRequest> = /*@__PURE__*/
+export const CheckRequestSchema: GenMessage<CheckRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_registry_v1_registry_adapter, 0);
 
 /**
  * @generated from message dnc.registry.v1.CheckResponse
  */
-export type CheckResponse = Message<"dnc.registry.v1.CheckResponse"> & {
+export type CheckResponse = Message<'dnc.registry.v1.CheckResponse'> & {
   /**
    * One outcome per input, same order as CheckRequest.phones.
    *
@@ -61,26 +66,27 @@ export type CheckResponse = Message<"dnc.registry.v1.CheckResponse"> & {
  * Describes the message dnc.registry.v1.CheckResponse.
  * Use `create(CheckResponseSchema)` to create a new message.
  */
-export const CheckResponseSchema: GenMessage<CheckResponse> = /*@__PURE__*/
+export const CheckResponseSchema: GenMessage<CheckResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_registry_v1_registry_adapter, 1);
 
 /**
  * @generated from message dnc.registry.v1.DescribeRequest
  */
-export type DescribeRequest = Message<"dnc.registry.v1.DescribeRequest"> & {
-};
+export type DescribeRequest = Message<'dnc.registry.v1.DescribeRequest'> & {};
 
 /**
  * Describes the message dnc.registry.v1.DescribeRequest.
  * Use `create(DescribeRequestSchema)` to create a new message.
  */
-export const DescribeRequestSchema: GenMessage<DescribeRequest> = /*@__PURE__*/
+export const DescribeRequestSchema: GenMessage<DescribeRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_registry_v1_registry_adapter, 2);
 
 /**
  * @generated from message dnc.registry.v1.DescribeResponse
  */
-export type DescribeResponse = Message<"dnc.registry.v1.DescribeResponse"> & {
+export type DescribeResponse = Message<'dnc.registry.v1.DescribeResponse'> & {
   /**
    * @generated from field: string country = 1;
    */
@@ -123,13 +129,14 @@ export type DescribeResponse = Message<"dnc.registry.v1.DescribeResponse"> & {
  * Describes the message dnc.registry.v1.DescribeResponse.
  * Use `create(DescribeResponseSchema)` to create a new message.
  */
-export const DescribeResponseSchema: GenMessage<DescribeResponse> = /*@__PURE__*/
+export const DescribeResponseSchema: GenMessage<DescribeResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_registry_v1_registry_adapter, 3);
 
 /**
  * @generated from message dnc.registry.v1.LoadHeader
  */
-export type LoadHeader = Message<"dnc.registry.v1.LoadHeader"> & {
+export type LoadHeader = Message<'dnc.registry.v1.LoadHeader'> & {
   /**
    * @generated from field: string country = 1;
    */
@@ -145,13 +152,14 @@ export type LoadHeader = Message<"dnc.registry.v1.LoadHeader"> & {
  * Describes the message dnc.registry.v1.LoadHeader.
  * Use `create(LoadHeaderSchema)` to create a new message.
  */
-export const LoadHeaderSchema: GenMessage<LoadHeader> = /*@__PURE__*/
+export const LoadHeaderSchema: GenMessage<LoadHeader> =
+  /*@__PURE__*/
   messageDesc(file_dnc_registry_v1_registry_adapter, 4);
 
 /**
  * @generated from message dnc.registry.v1.LoadChunk
  */
-export type LoadChunk = Message<"dnc.registry.v1.LoadChunk"> & {
+export type LoadChunk = Message<'dnc.registry.v1.LoadChunk'> & {
   /**
    * @generated from field: repeated string lines = 1;
    */
@@ -162,42 +170,47 @@ export type LoadChunk = Message<"dnc.registry.v1.LoadChunk"> & {
  * Describes the message dnc.registry.v1.LoadChunk.
  * Use `create(LoadChunkSchema)` to create a new message.
  */
-export const LoadChunkSchema: GenMessage<LoadChunk> = /*@__PURE__*/
+export const LoadChunkSchema: GenMessage<LoadChunk> =
+  /*@__PURE__*/
   messageDesc(file_dnc_registry_v1_registry_adapter, 5);
 
 /**
  * @generated from message dnc.registry.v1.LoadRequest
  */
-export type LoadRequest = Message<"dnc.registry.v1.LoadRequest"> & {
+export type LoadRequest = Message<'dnc.registry.v1.LoadRequest'> & {
   /**
    * @generated from oneof dnc.registry.v1.LoadRequest.part
    */
-  part: {
-    /**
-     * @generated from field: dnc.registry.v1.LoadHeader header = 1;
-     */
-    value: LoadHeader;
-    case: "header";
-  } | {
-    /**
-     * @generated from field: dnc.registry.v1.LoadChunk chunk = 2;
-     */
-    value: LoadChunk;
-    case: "chunk";
-  } | { case: undefined; value?: undefined };
+  part:
+    | {
+        /**
+         * @generated from field: dnc.registry.v1.LoadHeader header = 1;
+         */
+        value: LoadHeader;
+        case: 'header';
+      }
+    | {
+        /**
+         * @generated from field: dnc.registry.v1.LoadChunk chunk = 2;
+         */
+        value: LoadChunk;
+        case: 'chunk';
+      }
+    | { case: undefined; value?: undefined };
 };
 
 /**
  * Describes the message dnc.registry.v1.LoadRequest.
  * Use `create(LoadRequestSchema)` to create a new message.
  */
-export const LoadRequestSchema: GenMessage<LoadRequest> = /*@__PURE__*/
+export const LoadRequestSchema: GenMessage<LoadRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_registry_v1_registry_adapter, 6);
 
 /**
  * @generated from message dnc.registry.v1.LoadResponse
  */
-export type LoadResponse = Message<"dnc.registry.v1.LoadResponse"> & {
+export type LoadResponse = Message<'dnc.registry.v1.LoadResponse'> & {
   /**
    * @generated from field: string snapshot_id = 1;
    */
@@ -233,26 +246,27 @@ export type LoadResponse = Message<"dnc.registry.v1.LoadResponse"> & {
  * Describes the message dnc.registry.v1.LoadResponse.
  * Use `create(LoadResponseSchema)` to create a new message.
  */
-export const LoadResponseSchema: GenMessage<LoadResponse> = /*@__PURE__*/
+export const LoadResponseSchema: GenMessage<LoadResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_registry_v1_registry_adapter, 7);
 
 /**
  * @generated from message dnc.registry.v1.GetRegistryStatusRequest
  */
-export type GetRegistryStatusRequest = Message<"dnc.registry.v1.GetRegistryStatusRequest"> & {
-};
+export type GetRegistryStatusRequest = Message<'dnc.registry.v1.GetRegistryStatusRequest'> & {};
 
 /**
  * Describes the message dnc.registry.v1.GetRegistryStatusRequest.
  * Use `create(GetRegistryStatusRequestSchema)` to create a new message.
  */
-export const GetRegistryStatusRequestSchema: GenMessage<GetRegistryStatusRequest> = /*@__PURE__*/
+export const GetRegistryStatusRequestSchema: GenMessage<GetRegistryStatusRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_registry_v1_registry_adapter, 8);
 
 /**
  * @generated from message dnc.registry.v1.GetRegistryStatusResponse
  */
-export type GetRegistryStatusResponse = Message<"dnc.registry.v1.GetRegistryStatusResponse"> & {
+export type GetRegistryStatusResponse = Message<'dnc.registry.v1.GetRegistryStatusResponse'> & {
   /**
    * @generated from field: string country = 1;
    */
@@ -278,13 +292,14 @@ export type GetRegistryStatusResponse = Message<"dnc.registry.v1.GetRegistryStat
  * Describes the message dnc.registry.v1.GetRegistryStatusResponse.
  * Use `create(GetRegistryStatusResponseSchema)` to create a new message.
  */
-export const GetRegistryStatusResponseSchema: GenMessage<GetRegistryStatusResponse> = /*@__PURE__*/
+export const GetRegistryStatusResponseSchema: GenMessage<GetRegistryStatusResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_registry_v1_registry_adapter, 9);
 
 /**
  * @generated from message dnc.registry.v1.SetDrillRequest
  */
-export type SetDrillRequest = Message<"dnc.registry.v1.SetDrillRequest"> & {
+export type SetDrillRequest = Message<'dnc.registry.v1.SetDrillRequest'> & {
   /**
    * Added latency per Check call, in milliseconds.
    *
@@ -309,13 +324,14 @@ export type SetDrillRequest = Message<"dnc.registry.v1.SetDrillRequest"> & {
  * Describes the message dnc.registry.v1.SetDrillRequest.
  * Use `create(SetDrillRequestSchema)` to create a new message.
  */
-export const SetDrillRequestSchema: GenMessage<SetDrillRequest> = /*@__PURE__*/
+export const SetDrillRequestSchema: GenMessage<SetDrillRequest> =
+  /*@__PURE__*/
   messageDesc(file_dnc_registry_v1_registry_adapter, 10);
 
 /**
  * @generated from message dnc.registry.v1.SetDrillResponse
  */
-export type SetDrillResponse = Message<"dnc.registry.v1.SetDrillResponse"> & {
+export type SetDrillResponse = Message<'dnc.registry.v1.SetDrillResponse'> & {
   /**
    * @generated from field: uint32 latency_ms = 1;
    */
@@ -331,7 +347,8 @@ export type SetDrillResponse = Message<"dnc.registry.v1.SetDrillResponse"> & {
  * Describes the message dnc.registry.v1.SetDrillResponse.
  * Use `create(SetDrillResponseSchema)` to create a new message.
  */
-export const SetDrillResponseSchema: GenMessage<SetDrillResponse> = /*@__PURE__*/
+export const SetDrillResponseSchema: GenMessage<SetDrillResponse> =
+  /*@__PURE__*/
   messageDesc(file_dnc_registry_v1_registry_adapter, 11);
 
 /**
@@ -401,7 +418,8 @@ export enum Outcome {
 /**
  * Describes the enum dnc.registry.v1.Outcome.
  */
-export const OutcomeSchema: GenEnum<Outcome> = /*@__PURE__*/
+export const OutcomeSchema: GenEnum<Outcome> =
+  /*@__PURE__*/
   enumDesc(file_dnc_registry_v1_registry_adapter, 0);
 
 /**
@@ -432,7 +450,8 @@ export enum AdapterStatus {
 /**
  * Describes the enum dnc.registry.v1.AdapterStatus.
  */
-export const AdapterStatusSchema: GenEnum<AdapterStatus> = /*@__PURE__*/
+export const AdapterStatusSchema: GenEnum<AdapterStatus> =
+  /*@__PURE__*/
   enumDesc(file_dnc_registry_v1_registry_adapter, 1);
 
 /**
@@ -465,7 +484,8 @@ export enum LoadMode {
 /**
  * Describes the enum dnc.registry.v1.LoadMode.
  */
-export const LoadModeSchema: GenEnum<LoadMode> = /*@__PURE__*/
+export const LoadModeSchema: GenEnum<LoadMode> =
+  /*@__PURE__*/
   enumDesc(file_dnc_registry_v1_registry_adapter, 2);
 
 /**
@@ -491,7 +511,8 @@ export enum DrillFailure {
 /**
  * Describes the enum dnc.registry.v1.DrillFailure.
  */
-export const DrillFailureSchema: GenEnum<DrillFailure> = /*@__PURE__*/
+export const DrillFailureSchema: GenEnum<DrillFailure> =
+  /*@__PURE__*/
   enumDesc(file_dnc_registry_v1_registry_adapter, 3);
 
 /**
@@ -509,22 +530,21 @@ export const RegistryAdapterService: GenService<{
    * @generated from rpc dnc.registry.v1.RegistryAdapterService.Check
    */
   check: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof CheckRequestSchema;
     output: typeof CheckResponseSchema;
-  },
+  };
   /**
    * Describe reports identity, registry snapshot and operational status.
    *
    * @generated from rpc dnc.registry.v1.RegistryAdapterService.Describe
    */
   describe: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof DescribeRequestSchema;
     output: typeof DescribeResponseSchema;
-  },
-}> = /*@__PURE__*/
-  serviceDesc(file_dnc_registry_v1_registry_adapter, 0);
+  };
+}> = /*@__PURE__*/ serviceDesc(file_dnc_registry_v1_registry_adapter, 0);
 
 /**
  * RegistryAdminService is the operator surface of an adapter (dnc-admin registry / adapter drill).
@@ -538,28 +558,26 @@ export const RegistryAdminService: GenService<{
    * @generated from rpc dnc.registry.v1.RegistryAdminService.Load
    */
   load: {
-    methodKind: "client_streaming";
+    methodKind: 'client_streaming';
     input: typeof LoadRequestSchema;
     output: typeof LoadResponseSchema;
-  },
+  };
   /**
    * @generated from rpc dnc.registry.v1.RegistryAdminService.GetRegistryStatus
    */
   getRegistryStatus: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof GetRegistryStatusRequestSchema;
     output: typeof GetRegistryStatusResponseSchema;
-  },
+  };
   /**
    * SetDrill makes the adapter slow or failing; refused unless DNC_ENABLE_DRILLS=1.
    *
    * @generated from rpc dnc.registry.v1.RegistryAdminService.SetDrill
    */
   setDrill: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof SetDrillRequestSchema;
     output: typeof SetDrillResponseSchema;
-  },
-}> = /*@__PURE__*/
-  serviceDesc(file_dnc_registry_v1_registry_adapter, 1);
-
+  };
+}> = /*@__PURE__*/ serviceDesc(file_dnc_registry_v1_registry_adapter, 1);

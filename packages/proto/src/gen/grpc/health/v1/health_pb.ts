@@ -7,20 +7,23 @@
 // @generated from file grpc/health/v1/health.proto (package grpc.health.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Message } from "@bufbuild/protobuf";
+import type { GenEnum, GenFile, GenMessage, GenService } from '@bufbuild/protobuf/codegenv2';
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from '@bufbuild/protobuf/codegenv2';
+import type { Message } from '@bufbuild/protobuf';
 
 /**
  * Describes the file grpc/health/v1/health.proto.
  */
-export const file_grpc_health_v1_health: GenFile = /*@__PURE__*/
-  fileDesc("ChtncnBjL2hlYWx0aC92MS9oZWFsdGgucHJvdG8SDmdycGMuaGVhbHRoLnYxIiUKEkhlYWx0aENoZWNrUmVxdWVzdBIPCgdzZXJ2aWNlGAEgASgJIqkBChNIZWFsdGhDaGVja1Jlc3BvbnNlEkEKBnN0YXR1cxgBIAEoDjIxLmdycGMuaGVhbHRoLnYxLkhlYWx0aENoZWNrUmVzcG9uc2UuU2VydmluZ1N0YXR1cyJPCg1TZXJ2aW5nU3RhdHVzEgsKB1VOS05PV04QABILCgdTRVJWSU5HEAESDwoLTk9UX1NFUlZJTkcQAhITCg9TRVJWSUNFX1VOS05PV04QAzKuAQoGSGVhbHRoElAKBUNoZWNrEiIuZ3JwYy5oZWFsdGgudjEuSGVhbHRoQ2hlY2tSZXF1ZXN0GiMuZ3JwYy5oZWFsdGgudjEuSGVhbHRoQ2hlY2tSZXNwb25zZRJSCgVXYXRjaBIiLmdycGMuaGVhbHRoLnYxLkhlYWx0aENoZWNrUmVxdWVzdBojLmdycGMuaGVhbHRoLnYxLkhlYWx0aENoZWNrUmVzcG9uc2UwAWIGcHJvdG8z");
+export const file_grpc_health_v1_health: GenFile =
+  /*@__PURE__*/
+  fileDesc(
+    'ChtncnBjL2hlYWx0aC92MS9oZWFsdGgucHJvdG8SDmdycGMuaGVhbHRoLnYxIiUKEkhlYWx0aENoZWNrUmVxdWVzdBIPCgdzZXJ2aWNlGAEgASgJIqkBChNIZWFsdGhDaGVja1Jlc3BvbnNlEkEKBnN0YXR1cxgBIAEoDjIxLmdycGMuaGVhbHRoLnYxLkhlYWx0aENoZWNrUmVzcG9uc2UuU2VydmluZ1N0YXR1cyJPCg1TZXJ2aW5nU3RhdHVzEgsKB1VOS05PV04QABILCgdTRVJWSU5HEAESDwoLTk9UX1NFUlZJTkcQAhITCg9TRVJWSUNFX1VOS05PV04QAzKuAQoGSGVhbHRoElAKBUNoZWNrEiIuZ3JwYy5oZWFsdGgudjEuSGVhbHRoQ2hlY2tSZXF1ZXN0GiMuZ3JwYy5oZWFsdGgudjEuSGVhbHRoQ2hlY2tSZXNwb25zZRJSCgVXYXRjaBIiLmdycGMuaGVhbHRoLnYxLkhlYWx0aENoZWNrUmVxdWVzdBojLmdycGMuaGVhbHRoLnYxLkhlYWx0aENoZWNrUmVzcG9uc2UwAWIGcHJvdG8z',
+  );
 
 /**
  * @generated from message grpc.health.v1.HealthCheckRequest
  */
-export type HealthCheckRequest = Message<"grpc.health.v1.HealthCheckRequest"> & {
+export type HealthCheckRequest = Message<'grpc.health.v1.HealthCheckRequest'> & {
   /**
    * @generated from field: string service = 1;
    */
@@ -31,13 +34,14 @@ export type HealthCheckRequest = Message<"grpc.health.v1.HealthCheckRequest"> & 
  * Describes the message grpc.health.v1.HealthCheckRequest.
  * Use `create(HealthCheckRequestSchema)` to create a new message.
  */
-export const HealthCheckRequestSchema: GenMessage<HealthCheckRequest> = /*@__PURE__*/
+export const HealthCheckRequestSchema: GenMessage<HealthCheckRequest> =
+  /*@__PURE__*/
   messageDesc(file_grpc_health_v1_health, 0);
 
 /**
  * @generated from message grpc.health.v1.HealthCheckResponse
  */
-export type HealthCheckResponse = Message<"grpc.health.v1.HealthCheckResponse"> & {
+export type HealthCheckResponse = Message<'grpc.health.v1.HealthCheckResponse'> & {
   /**
    * @generated from field: grpc.health.v1.HealthCheckResponse.ServingStatus status = 1;
    */
@@ -48,7 +52,8 @@ export type HealthCheckResponse = Message<"grpc.health.v1.HealthCheckResponse"> 
  * Describes the message grpc.health.v1.HealthCheckResponse.
  * Use `create(HealthCheckResponseSchema)` to create a new message.
  */
-export const HealthCheckResponseSchema: GenMessage<HealthCheckResponse> = /*@__PURE__*/
+export const HealthCheckResponseSchema: GenMessage<HealthCheckResponse> =
+  /*@__PURE__*/
   messageDesc(file_grpc_health_v1_health, 1);
 
 /**
@@ -81,7 +86,8 @@ export enum HealthCheckResponse_ServingStatus {
 /**
  * Describes the enum grpc.health.v1.HealthCheckResponse.ServingStatus.
  */
-export const HealthCheckResponse_ServingStatusSchema: GenEnum<HealthCheckResponse_ServingStatus> = /*@__PURE__*/
+export const HealthCheckResponse_ServingStatusSchema: GenEnum<HealthCheckResponse_ServingStatus> =
+  /*@__PURE__*/
   enumDesc(file_grpc_health_v1_health, 1, 0);
 
 /**
@@ -92,18 +98,16 @@ export const Health: GenService<{
    * @generated from rpc grpc.health.v1.Health.Check
    */
   check: {
-    methodKind: "unary";
+    methodKind: 'unary';
     input: typeof HealthCheckRequestSchema;
     output: typeof HealthCheckResponseSchema;
-  },
+  };
   /**
    * @generated from rpc grpc.health.v1.Health.Watch
    */
   watch: {
-    methodKind: "server_streaming";
+    methodKind: 'server_streaming';
     input: typeof HealthCheckRequestSchema;
     output: typeof HealthCheckResponseSchema;
-  },
-}> = /*@__PURE__*/
-  serviceDesc(file_grpc_health_v1_health, 0);
-
+  };
+}> = /*@__PURE__*/ serviceDesc(file_grpc_health_v1_health, 0);

@@ -1,0 +1,70 @@
+import { z } from 'zod';
+
+/**
+ * Configuration is a schema parsed once at boot. A bad value stops the process with a message that
+ * names the variable, never with a stack trace.
+ */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration: ${problems.join('; ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export function parseConfig<S extends z.ZodObject>(
+  schema: S,
+  env: NodeJS.ProcessEnv = process.env,
+): z.infer<S> {
+  const result = schema.safeParse(env);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => {
+    const name = issue.path.join('.') || '(environment)';
+    // Never echo the value: it may be a secret.
+    return `${name}: ${issue.message}`;
+  });
+  throw new ConfigError(problems);
+}
+
+/** Parse or exit(1) with the names of the bad variables on stderr. */
+export function loadConfig<S extends z.ZodObject>(schema: S, env: NodeJS.ProcessEnv = process.env): z.infer<S> {
+  try {
+    return parseConfig(schema, env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+}
+
+export const port = (fallback: number) => z.coerce.number().int().min(0).max(65_535).default(fallback);
+
+export const flag = (fallback: boolean) =>
+  z
+    .enum(['0', '1', 'true', 'false'])
+    .default(fallback ? '1' : '0')
+    .transform((v) => v === '1' || v === 'true');
+
+/** Internal service address: `http://host:port` (h2c gRPC). */
+export const serviceAddress = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .refine((v) => /^https?:\/\/[^/\s]+$/.test(v), 'must be http://host:port or https://host:port');
+
+export const commonConfig = {
+  DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/dnc'),
+  REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
+  NATS_URL: z.string().default('nats://127.0.0.1:4222'),
+  DNC_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  DNC_SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(20_000),
+  DNC_METRICS_PORT: port(9464),
+  /** Prefix for NATS stream, subject and bucket names, so test runs never share state. */
+  DNC_NATS_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_]*$/, 'letters, digits and _ only')
+    .default(''),
+};
+
+export { z };

@@ -1,0 +1,91 @@
+import { createHash } from 'node:crypto';
+import { runner } from 'node-pg-migrate';
+import pg from 'pg';
+
+export type Pool = pg.Pool;
+export type PoolClient = pg.PoolClient;
+
+// BIGINT counts (quota ledgers) are read as numbers: they stay far below 2^53.
+pg.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
+
+export function createPool(databaseUrl: string, max = 10): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max,
+    connectionTimeoutMillis: 3_000,
+    idleTimeoutMillis: 30_000,
+    // Bound every statement: a stuck query must not hang a request.
+    statement_timeout: 15_000,
+    application_name: 'dnc-scrub',
+  });
+  // An idle client losing its connection must not crash the process.
+  pool.on('error', () => {});
+  return pool;
+}
+
+/** Create the database named in the URL when it is missing (local stack and tests). */
+export async function ensureDatabase(databaseUrl: string): Promise<void> {
+  const url = new URL(databaseUrl);
+  const name = decodeURIComponent(url.pathname.replace(/^\//, ''));
+  if (!/^[A-Za-z0-9_]+$/.test(name)) throw new Error('DATABASE_URL: database name must be letters, digits or _');
+  url.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: url.toString(), connectionTimeoutMillis: 3_000 });
+  await client.connect();
+  try {
+    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (!rowCount) {
+      try {
+        await client.query(`CREATE DATABASE "${name}"`);
+      } catch (error) {
+        // 42P04: created concurrently by another service starting at the same time.
+        if ((error as { code?: string }).code !== '42P04') throw error;
+      }
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Run one service's migrations into its own schema (node-pg-migrate, SQL files). Each schema keeps its
+ * own migrations table and its own advisory lock, so services migrate independently.
+ */
+export async function migrateSchema(databaseUrl: string, schema: string, dir: string): Promise<string[]> {
+  const lockValue = createHash('sha256').update(`dnc-migrate:${schema}`).digest().readUInt32BE(0);
+  const applied = await runner({
+    databaseUrl,
+    dir,
+    schema,
+    createSchema: true,
+    migrationsSchema: schema,
+    createMigrationsSchema: true,
+    migrationsTable: 'pgmigrations',
+    direction: 'up',
+    checkOrder: true,
+    singleTransaction: true,
+    lockValue,
+    log: () => {},
+  });
+  return applied.map((m) => m.name);
+}
+
+export async function probePostgres(pool: pg.Pool): Promise<boolean> {
+  const r = await pool.query('SELECT 1 AS ok');
+  return r.rows[0]?.ok === 1;
+}
+
+/** Run `work` in one transaction; rolled back on any error. */
+export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw error;
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,60 @@
+import { Code, ConnectError } from '@connectrpc/connect';
+import { platformv1 } from '@dnc/proto';
+import { create, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
+
+export { Code, ConnectError };
+
+export interface PublicErrorOptions {
+  retryAfterSeconds?: number;
+  message?: string;
+  country?: string;
+  /** Further typed details (for example admission's RateLimitInfo). */
+  details?: { desc: DescMessage; value: MessageShape<DescMessage> }[];
+}
+
+/**
+ * The only way an error crosses a service boundary: a ConnectError with a real Code whose
+ * ErrorInfo detail carries the public reason. The gateway's table alone maps it to HTTP.
+ */
+export function publicError(code: Code, reason: string, options: PublicErrorOptions = {}): ConnectError {
+  const info = create(platformv1.ErrorInfoSchema, {
+    reason,
+    retryAfterSeconds: Math.max(0, Math.ceil(options.retryAfterSeconds ?? 0)),
+    message: options.message ?? '',
+    country: options.country ?? '',
+  });
+  const details: { desc: DescMessage; value: MessageShape<DescMessage> }[] = [
+    { desc: platformv1.ErrorInfoSchema, value: info },
+  ];
+  for (const d of options.details ?? []) details.push(d);
+  return new ConnectError(options.message ?? reason, code, undefined, details);
+}
+
+export interface PublicReason {
+  code: Code;
+  reason: string;
+  retryAfterSeconds: number;
+  message: string;
+  country: string;
+}
+
+/** Read the public reason of an error that came over the wire; undefined when it carries none. */
+export function readPublicReason(error: unknown): PublicReason | undefined {
+  const ce = ConnectError.from(error);
+  const [info] = ce.findDetails(platformv1.ErrorInfoSchema);
+  if (!info) return undefined;
+  return {
+    code: ce.code,
+    reason: info.reason,
+    retryAfterSeconds: info.retryAfterSeconds,
+    message: info.message,
+    country: info.country,
+  };
+}
+
+export function findDetail<D extends DescMessage>(error: unknown, desc: D): MessageShape<D> | undefined {
+  return ConnectError.from(error).findDetails(desc)[0];
+}
+
+/** Errors a caller can do nothing about map to one generic public reason. */
+export const PLATFORM_FAILURE = 'platform_failure';

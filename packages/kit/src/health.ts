@@ -1,0 +1,116 @@
+import { Code, ConnectError, type ServiceImpl } from '@connectrpc/connect';
+import { healthv1 } from '@dnc/proto';
+import type { Logger } from 'pino';
+
+const { HealthCheckResponse_ServingStatus: Status } = healthv1;
+
+export type DependencyProbe = () => Promise<boolean>;
+
+/**
+ * Honest health: NOT_SERVING while draining or while any required dependency is down. Probes run
+ * in the background on an interval, so a health check never waits on a dependency.
+ */
+export class HealthState {
+  private draining = false;
+  private readonly probes = new Map<string, DependencyProbe>();
+  private readonly results = new Map<string, boolean>();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly intervalMs = 1000,
+  ) {}
+
+  /** Register a required dependency; the service is serving only while every probe passes. */
+  require(name: string, probe: DependencyProbe): void {
+    this.probes.set(name, probe);
+  }
+
+  async start(): Promise<void> {
+    await this.probeAll();
+    this.timer = setInterval(() => void this.probeAll(), this.intervalMs);
+    this.timer.unref();
+  }
+
+  setDraining(): void {
+    this.draining = true;
+  }
+
+  get isDraining(): boolean {
+    return this.draining;
+  }
+
+  get serving(): boolean {
+    if (this.draining) return false;
+    for (const name of this.probes.keys()) if (this.results.get(name) !== true) return false;
+    return true;
+  }
+
+  /** Names of dependencies currently failing (for logs and readiness bodies, never for clients). */
+  failing(): string[] {
+    return [...this.probes.keys()].filter((n) => this.results.get(n) !== true);
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  private async probeAll(): Promise<void> {
+    await Promise.all(
+      [...this.probes].map(async ([name, probe]) => {
+        let ok = false;
+        try {
+          ok = await withTimeout(probe(), Math.max(200, this.intervalMs - 100));
+        } catch {
+          ok = false;
+        }
+        const before = this.results.get(name);
+        this.results.set(name, ok);
+        if (before !== undefined && before !== ok) {
+          this.logger.warn({ dependency: name, up: ok }, ok ? 'dependency recovered' : 'dependency down');
+        }
+      }),
+    );
+  }
+}
+
+async function withTimeout(p: Promise<boolean>, ms: number): Promise<boolean> {
+  let t: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    t = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([p, timeout]);
+  } finally {
+    clearTimeout(t);
+  }
+}
+
+/** grpc.health.v1.Health as Kubernetes gRPC probes and grpc_health_probe call it. */
+export function healthService(state: HealthState, serviceNames: string[]): ServiceImpl<typeof healthv1.Health> {
+  const known = new Set(['', ...serviceNames]);
+  const statusOf = (service: string) =>
+    !known.has(service) ? Status.SERVICE_UNKNOWN : state.serving ? Status.SERVING : Status.NOT_SERVING;
+  return {
+    check(req) {
+      const status = statusOf(req.service);
+      if (status === Status.SERVICE_UNKNOWN) {
+        // The protocol answers NOT_FOUND for an unknown service name on Check.
+        throw new ConnectError('unknown service', Code.NotFound);
+      }
+      return { status };
+    },
+    async *watch(req, ctx) {
+      let last: number | undefined;
+      while (!ctx.signal.aborted) {
+        const status = statusOf(req.service);
+        if (status !== last) {
+          last = status;
+          yield { status };
+        }
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    },
+  };
+}
+

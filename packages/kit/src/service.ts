@@ -1,0 +1,210 @@
+import http2 from 'node:http2';
+import type { Server as HttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { create } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { Code, ConnectError, type ConnectRouter, type Interceptor } from '@connectrpc/connect';
+import { connectNodeAdapter } from '@connectrpc/connect-node';
+import { healthv1, platformv1 } from '@dnc/proto';
+import type { Logger } from 'pino';
+import { HealthState, healthService } from './health.js';
+import { createLogger } from './logger.js';
+import { Counter, createMetricsRegistry, Histogram, LATENCY_BUCKETS, type Registry, startMetricsServer } from './metrics.js';
+
+export interface ServiceOptions {
+  /** Service name: logs, metrics, health and ServiceInfo. */
+  name: string;
+  version: string;
+  logLevel: string;
+  shutdownTimeoutMs: number;
+  metricsPort?: number;
+  /** Registry adapters report their country in ServiceInfo. */
+  country?: string;
+}
+
+type Closer = () => Promise<void> | void;
+
+/**
+ * The lifecycle of one service process: logger, metrics, health, the gRPC server, and a bounded
+ * graceful shutdown (readiness off, stop accepting, drain in-flight calls, close resources, exit 0).
+ */
+export class Service {
+  readonly logger: Logger;
+  readonly metrics: Registry;
+  readonly health: HealthState;
+  readonly startedAt = new Date();
+  private readonly closers: { name: string; close: Closer }[] = [];
+  private shuttingDown: Promise<void> | undefined;
+  private inFlight = 0;
+  private idleWaiters: (() => void)[] = [];
+
+  constructor(readonly options: ServiceOptions) {
+    this.logger = createLogger(options.name, options.logLevel);
+    this.metrics = createMetricsRegistry(options.name);
+    this.health = new HealthState(this.logger);
+  }
+
+  /** Resources close in reverse order of registration (last opened, first closed). */
+  onClose(name: string, close: Closer): void {
+    this.closers.push({ name, close });
+  }
+
+  /** Count in-flight work that shutdown must wait for (RPCs are counted by the server interceptor). */
+  track<T>(work: Promise<T>): Promise<T> {
+    this.inFlight++;
+    return work.finally(() => {
+      this.inFlight--;
+      if (this.inFlight === 0) for (const w of this.idleWaiters.splice(0)) w();
+    });
+  }
+
+  get inFlightCount(): number {
+    return this.inFlight;
+  }
+
+  waitIdle(): Promise<void> {
+    if (this.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  async startMetrics(): Promise<HttpServer | undefined> {
+    if (this.options.metricsPort === undefined) return undefined;
+    const server = await startMetricsServer(this.metrics, this.options.metricsPort);
+    this.onClose('metrics server', () => new Promise<void>((r) => server.close(() => r())));
+    return server;
+  }
+
+  /**
+   * Connect server over HTTP/2 (h2c) speaking gRPC, gRPC-Web and Connect, with grpc.health.v1 and
+   * dnc.platform.v1.ServiceInfoService registered beside the service's own routes.
+   */
+  async startGrpcServer(opts: {
+    port: number;
+    host?: string;
+    routes: (router: ConnectRouter) => void;
+    serviceNames: string[];
+    readMaxBytes?: number;
+  }): Promise<{ port: number }> {
+    const rpcTotal = new Counter({
+      name: 'dnc_rpc_requests_total',
+      help: 'RPCs served, by method and gRPC code.',
+      labelNames: ['method', 'code'],
+      registers: [this.metrics],
+    });
+    const rpcDuration = new Histogram({
+      name: 'dnc_rpc_duration_seconds',
+      help: 'RPC handling time.',
+      labelNames: ['method'],
+      buckets: LATENCY_BUCKETS,
+      registers: [this.metrics],
+    });
+    const trackCalls: Interceptor = (next) => async (req) => {
+      const method = `${req.service.typeName}/${req.method.name}`;
+      const end = rpcDuration.startTimer({ method });
+      this.inFlight++;
+      try {
+        const res = await next(req);
+        rpcTotal.inc({ method, code: 'ok' });
+        return res;
+      } catch (error) {
+        const ce = ConnectError.from(error);
+        rpcTotal.inc({ method, code: Code[ce.code] ?? String(ce.code) });
+        if (ce.findDetails(platformv1.ErrorInfoSchema).length === 0 && ce.code !== Code.Canceled) {
+          // Unexpected: log the class only; internal causes never cross the boundary.
+          this.logger.error({ method, err: ce.cause instanceof Error ? ce.cause : ce }, 'rpc failed');
+          if (ce.code === Code.Internal || ce.code === Code.Unknown) throw new ConnectError('internal error', Code.Internal);
+        }
+        throw ce;
+      } finally {
+        end();
+        this.inFlight--;
+        if (this.inFlight === 0) for (const w of this.idleWaiters.splice(0)) w();
+      }
+    };
+    const info = create(platformv1.GetServiceInfoResponseSchema, {
+      service: this.options.name,
+      version: this.options.version,
+      startedAt: timestampFromDate(this.startedAt),
+      country: this.options.country ?? '',
+    });
+    const handler = connectNodeAdapter({
+      interceptors: [trackCalls],
+      readMaxBytes: opts.readMaxBytes ?? 64 * 1024 * 1024,
+      routes: (router) => {
+        router.service(healthv1.Health, healthService(this.health, opts.serviceNames));
+        router.service(platformv1.ServiceInfoService, { getServiceInfo: () => info });
+        opts.routes(router);
+      },
+    });
+    const server = http2.createServer(handler);
+    const sessions = new Set<http2.ServerHttp2Session>();
+    server.on('session', (s) => {
+      sessions.add(s);
+      s.on('close', () => sessions.delete(s));
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(opts.port, opts.host ?? '0.0.0.0', () => resolve());
+    });
+    this.onClose('grpc server', async () => {
+      server.close();
+      // GOAWAY to every client: they finish their streams and reconnect elsewhere.
+      for (const s of sessions) s.close();
+      await this.waitIdle();
+      for (const s of sessions) s.destroy();
+    });
+    return { port: (server.address() as AddressInfo).port };
+  }
+
+  /** Bounded graceful shutdown; resolves when every resource is closed or the bound is reached. */
+  shutdown(reason = 'shutdown'): Promise<void> {
+    if (this.shuttingDown) return this.shuttingDown;
+    this.logger.info({ reason, inFlight: this.inFlight }, 'draining');
+    this.health.setDraining();
+    const work = (async () => {
+      for (const { name, close } of [...this.closers].reverse()) {
+        try {
+          await close();
+        } catch (error) {
+          this.logger.warn({ resource: name, err: error }, 'close failed');
+        }
+      }
+      this.health.stop();
+    })();
+    const bound = new Promise<void>((resolve) => {
+      const t = setTimeout(() => {
+        this.logger.warn({ inFlight: this.inFlight }, 'shutdown bound reached');
+        resolve();
+      }, this.options.shutdownTimeoutMs);
+      t.unref();
+    });
+    this.shuttingDown = Promise.race([work, bound]);
+    return this.shuttingDown;
+  }
+
+  /** SIGTERM / SIGINT: drain, then exit 0. A second signal exits at once. */
+  handleSignals(): void {
+    let signalled = false;
+    const onSignal = (signal: string) => {
+      if (signalled) process.exit(1);
+      signalled = true;
+      void this.shutdown(signal).then(() => {
+        this.logger.info('stopped');
+        process.exit(0);
+      });
+    };
+    process.on('SIGTERM', () => onSignal('SIGTERM'));
+    process.on('SIGINT', () => onSignal('SIGINT'));
+  }
+}
+
+/** Run a service's main: configuration and dependency errors end the process with one clear line. */
+export async function runMain(name: string, main: () => Promise<void>): Promise<void> {
+  try {
+    await main();
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    process.stderr.write(`${name}: failed to start: ${message}\n`);
+    process.exit(1);
+  }
+}
