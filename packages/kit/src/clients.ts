@@ -28,6 +28,10 @@ export function defaultDeadline(timeoutMs: number): Interceptor {
   };
 }
 
-export function serviceClient<S extends DescService>(service: S, baseUrl: string, timeoutMs = 10_000): Client<S> {
+export function serviceClient<S extends DescService>(
+  service: S,
+  baseUrl: string,
+  timeoutMs = 10_000,
+): Client<S> {
   return createClient(service, grpcTransport(baseUrl, [defaultDeadline(timeoutMs)]));
 }

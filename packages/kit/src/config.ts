@@ -26,7 +26,10 @@ export function parseConfig<S extends z.ZodObject>(
 }
 
 /** Parse or exit(1) with the names of the bad variables on stderr. */
-export function loadConfig<S extends z.ZodObject>(schema: S, env: NodeJS.ProcessEnv = process.env): z.infer<S> {
+export function loadConfig<S extends z.ZodObject>(
+  schema: S,
+  env: NodeJS.ProcessEnv = process.env,
+): z.infer<S> {
   try {
     return parseConfig(schema, env);
   } catch (error) {

@@ -27,7 +27,8 @@ export function createPool(databaseUrl: string, max = 10): pg.Pool {
 export async function ensureDatabase(databaseUrl: string): Promise<void> {
   const url = new URL(databaseUrl);
   const name = decodeURIComponent(url.pathname.replace(/^\//, ''));
-  if (!/^[A-Za-z0-9_]+$/.test(name)) throw new Error('DATABASE_URL: database name must be letters, digits or _');
+  if (!/^[A-Za-z0-9_]+$/.test(name))
+    throw new Error('DATABASE_URL: database name must be letters, digits or _');
   url.pathname = '/postgres';
   const client = new pg.Client({ connectionString: url.toString(), connectionTimeoutMillis: 3_000 });
   await client.connect();
@@ -75,7 +76,10 @@ export async function probePostgres(pool: pg.Pool): Promise<boolean> {
 }
 
 /** Run `work` in one transaction; rolled back on any error. */
-export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+export async function inTransaction<T>(
+  pool: pg.Pool,
+  work: (client: pg.PoolClient) => Promise<T>,
+): Promise<T> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');

@@ -1,6 +1,6 @@
+import { create, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { platformv1 } from '@dnc/proto';
-import { create, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
 
 export { Code, ConnectError };
 

@@ -87,7 +87,10 @@ async function withTimeout(p: Promise<boolean>, ms: number): Promise<boolean> {
 }
 
 /** grpc.health.v1.Health as Kubernetes gRPC probes and grpc_health_probe call it. */
-export function healthService(state: HealthState, serviceNames: string[]): ServiceImpl<typeof healthv1.Health> {
+export function healthService(
+  state: HealthState,
+  serviceNames: string[],
+): ServiceImpl<typeof healthv1.Health> {
   const known = new Set(['', ...serviceNames]);
   const statusOf = (service: string) =>
     !known.has(service) ? Status.SERVICE_UNKNOWN : state.serving ? Status.SERVING : Status.NOT_SERVING;
@@ -113,4 +116,3 @@ export function healthService(state: HealthState, serviceNames: string[]): Servi
     },
   };
 }
-

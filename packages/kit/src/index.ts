@@ -1,6 +1,7 @@
 export * from './clients.js';
 export * from './config.js';
 export * from './db.js';
+export * from './discovery.js';
 export * from './errors.js';
 export * from './health.js';
 export * from './logger.js';
@@ -8,4 +9,3 @@ export * from './metrics.js';
 export * from './nats.js';
 export * from './redis.js';
 export * from './service.js';
-export * from './discovery.js';

@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 export { Counter, Gauge, Histogram, Registry };
 
@@ -12,7 +12,11 @@ export function createMetricsRegistry(service: string): Registry {
 }
 
 /** Prometheus scrape endpoint on its own port, apart from the service's traffic. */
-export async function startMetricsServer(registry: Registry, port: number, host = '0.0.0.0'): Promise<Server> {
+export async function startMetricsServer(
+  registry: Registry,
+  port: number,
+  host = '0.0.0.0',
+): Promise<Server> {
   const server = createServer(async (req, res) => {
     if (req.method === 'GET' && req.url === '/metrics') {
       try {
@@ -33,4 +37,6 @@ export async function startMetricsServer(registry: Registry, port: number, host 
   return server;
 }
 
-export const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30];
+export const LATENCY_BUCKETS = [
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30,
+];

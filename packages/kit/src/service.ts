@@ -1,5 +1,5 @@
-import http2 from 'node:http2';
 import type { Server as HttpServer } from 'node:http';
+import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
@@ -9,7 +9,14 @@ import { healthv1, platformv1 } from '@dnc/proto';
 import type { Logger } from 'pino';
 import { HealthState, healthService } from './health.js';
 import { createLogger } from './logger.js';
-import { Counter, createMetricsRegistry, Histogram, LATENCY_BUCKETS, type Registry, startMetricsServer } from './metrics.js';
+import {
+  Counter,
+  createMetricsRegistry,
+  Histogram,
+  LATENCY_BUCKETS,
+  type Registry,
+  startMetricsServer,
+} from './metrics.js';
 
 export interface ServiceOptions {
   /** Service name: logs, metrics, health and ServiceInfo. */
@@ -112,7 +119,8 @@ export class Service {
         if (ce.findDetails(platformv1.ErrorInfoSchema).length === 0 && ce.code !== Code.Canceled) {
           // Unexpected: log the class only; internal causes never cross the boundary.
           this.logger.error({ method, err: ce.cause instanceof Error ? ce.cause : ce }, 'rpc failed');
-          if (ce.code === Code.Internal || ce.code === Code.Unknown) throw new ConnectError('internal error', Code.Internal);
+          if (ce.code === Code.Internal || ce.code === Code.Unknown)
+            throw new ConnectError('internal error', Code.Internal);
         }
         throw ce;
       } finally {

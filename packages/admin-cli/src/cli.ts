@@ -1,0 +1,89 @@
+import { parseArgs } from 'node:util';
+import { readPublicReason } from '@dnc/kit';
+
+/** Where the services are: the same variables the services themselves use. */
+export interface AdminEnv {
+  admission: string;
+  quota: string;
+  jobs: string;
+}
+
+export function adminEnv(env: NodeJS.ProcessEnv = process.env): AdminEnv {
+  return {
+    admission: env['DNC_ADMISSION_ADDR'] ?? 'http://127.0.0.1:50051',
+    quota: env['DNC_QUOTA_ADDR'] ?? 'http://127.0.0.1:50052',
+    jobs: env['DNC_JOBS_ADDR'] ?? 'http://127.0.0.1:50053',
+  };
+}
+
+/** A failure the operator can act on: printed as one line on stderr, exit code 1. */
+export class UsageError extends Error {}
+
+export type Flags = Record<string, string | boolean | undefined>;
+
+export interface Command {
+  /** e.g. `org create` */
+  name: string;
+  usage: string;
+  options: Record<string, { type: 'string' | 'boolean' }>;
+  run(flags: Flags, env: AdminEnv, positionals: string[]): Promise<unknown>;
+}
+
+export function requireFlag(flags: Flags, name: string): string {
+  const v = flags[name];
+  if (typeof v !== 'string' || v === '') throw new UsageError(`--${name} is required`);
+  return v;
+}
+
+export function intFlag(flags: Flags, name: string, min: number, max: number): number | undefined {
+  const v = flags[name];
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (typeof v !== 'string' || !Number.isInteger(n) || n < min || n > max) {
+    throw new UsageError(`--${name} must be an integer from ${min} to ${max}`);
+  }
+  return n;
+}
+
+export async function runCli(argv: string[], commands: Command[]): Promise<number> {
+  const words = argv.filter((a) => !a.startsWith('-'));
+  const command =
+    commands.find((c) => c.name === `${words[0]} ${words[1]}`) ?? commands.find((c) => c.name === words[0]);
+  if (!command) {
+    process.stderr.write(
+      `dnc-admin: unknown command. Commands:\n${commands.map((c) => `  ${c.usage}`).join('\n')}\n`,
+    );
+    return 2;
+  }
+  const rest = argv.slice(argv.indexOf(command.name.split(' ').at(-1)!) + 1);
+  try {
+    const { values, positionals } = parseArgs({
+      args: rest,
+      options: command.options,
+      allowPositionals: true,
+    });
+    const result = await command.run(values, adminEnv(), positionals);
+    process.stdout.write(`${JSON.stringify(result, jsonBigint, 2)}\n`);
+    return 0;
+  } catch (error) {
+    process.stderr.write(`dnc-admin: ${describe(error)}\n`);
+    return 1;
+  }
+}
+
+function jsonBigint(_key: string, value: unknown): unknown {
+  return typeof value === 'bigint' ? Number(value) : value;
+}
+
+function describe(error: unknown): string {
+  if (error instanceof UsageError) return error.message;
+  const reason = readPublicReason(error);
+  if (reason) return reason.message ? `${reason.reason}: ${reason.message}` : reason.reason;
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    // Connection refused and the like: name the service address, not a stack trace.
+    if (typeof code === 'number' && code === 14) return `service unavailable (${error.message})`;
+    return error.message.split('\n')[0] ?? 'failed';
+  }
+  return String(error);
+}

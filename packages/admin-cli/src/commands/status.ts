@@ -1,0 +1,54 @@
+import { timestampDate } from '@bufbuild/protobuf/wkt';
+import { createClient } from '@connectrpc/connect';
+import { grpcTransport } from '@dnc/kit';
+import { admissionv1, healthv1, platformv1 } from '@dnc/proto';
+import type { Command } from '../cli.js';
+
+async function probe(name: string, address: string) {
+  const transport = grpcTransport(address);
+  const health = createClient(healthv1.Health, transport);
+  const info = createClient(platformv1.ServiceInfoService, transport);
+  try {
+    const [h, i] = await Promise.all([
+      health.check({ service: '' }, { timeoutMs: 2000 }),
+      info.getServiceInfo({}, { timeoutMs: 2000 }),
+    ]);
+    return {
+      service: name,
+      address,
+      status: h.status === healthv1.HealthCheckResponse_ServingStatus.SERVING ? 'serving' : 'not_serving',
+      version: i.version,
+      ...(i.country ? { country: i.country } : {}),
+      started_at: i.startedAt ? timestampDate(i.startedAt).toISOString() : undefined,
+    };
+  } catch {
+    return { service: name, address, status: 'unreachable' };
+  }
+}
+
+export const statusCommand: Command = {
+  name: 'status',
+  usage: 'status',
+  options: {},
+  async run(_flags, env) {
+    const services = await Promise.all([
+      probe('admission', env.admission),
+      probe('quota', env.quota),
+      probe('job-scheduler', env.jobs),
+    ]);
+    // Adapters are found through discovery, as every other caller finds them.
+    let adapters: Awaited<ReturnType<typeof probe>>[] = [];
+    try {
+      const admin = createClient(admissionv1.AdmissionAdminService, grpcTransport(env.admission));
+      const { countries } = await admin.listCountries({}, { timeoutMs: 3000 });
+      adapters = await Promise.all(
+        countries
+          .filter((c) => c.adapterAddress)
+          .map((c) => probe(`registry-adapter-${c.country}`, c.adapterAddress)),
+      );
+    } catch {
+      // admission unreachable: already reported above
+    }
+    return { services: [...services, ...adapters] };
+  },
+};

@@ -1,0 +1,341 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { createClient } from '@connectrpc/connect';
+import { grpcTransport } from '@dnc/kit';
+import { healthv1 } from '@dnc/proto';
+
+export const LIVE_COUNTRIES = ['mx', 'ar', 'co'] as const;
+
+/** Process names: one per service, one worker process, one adapter per country. */
+export type ProcessName =
+  | 'gateway'
+  | 'admission'
+  | 'quota'
+  | 'job-scheduler'
+  | 'job-worker'
+  | `adapter-${string}`;
+
+export interface StackOptions {
+  /** Repository root (where scripts/run.js lives). */
+  root: string;
+  databaseUrl: string;
+  redisUrl: string;
+  natsUrl: string;
+  /** Isolates NATS stream, subjects and buckets of this stack. */
+  natsPrefix?: string;
+  countries?: readonly string[];
+  /** Fixed ports for the local stack; tests leave it out and get free ports. */
+  basePort?: number;
+  gatewayPort?: number;
+  publicBaseUrl?: string;
+  /** Extra environment for every process, and per process. */
+  env?: Record<string, string>;
+  processEnv?: Partial<Record<ProcessName, Record<string, string>>>;
+  /** Directory for one log file per process; logs are also kept in memory for leak checks. */
+  logDir?: string;
+  /** Echo process output, prefixed with its name (the local stack). */
+  echo?: boolean;
+  /** Processes not to start (a test starts them itself later). */
+  skip?: ProcessName[];
+}
+
+interface Managed {
+  name: ProcessName;
+  role: string;
+  env: Record<string, string>;
+  child?: ChildProcess;
+  exited?: Promise<number | null>;
+}
+
+export interface StackAddresses {
+  gateway: string;
+  admission: string;
+  quota: string;
+  jobs: string;
+  adapters: Record<string, string>;
+  metrics: Record<string, number>;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Every service as its own process (`node scripts/run.js <role>`), wired by environment, with one
+ * database and one NATS prefix. Used by `npm start`, the end-to-end tests and the benchmark.
+ */
+export class Stack {
+  readonly processes = new Map<ProcessName, Managed>();
+  readonly addresses: StackAddresses;
+  readonly baseUrl: string;
+  private readonly output: string[] = [];
+  private readonly files = new Map<ProcessName, WriteStream>();
+
+  private constructor(
+    readonly options: StackOptions,
+    addresses: StackAddresses,
+    readonly commonEnv: Record<string, string>,
+  ) {
+    this.addresses = addresses;
+    this.baseUrl = addresses.gateway;
+  }
+
+  static async create(options: StackOptions): Promise<Stack> {
+    const countries = options.countries ?? LIVE_COUNTRIES;
+    let next = options.basePort;
+    const port = async () => (next === undefined ? freePort() : next++);
+    const gatewayPort = options.gatewayPort ?? (await port());
+    const grpc = { admission: await port(), quota: await port(), jobs: await port() };
+    const adapterPorts: Record<string, number> = {};
+    for (const c of countries) adapterPorts[c] = await port();
+    const metrics: Record<string, number> = {};
+    const names: ProcessName[] = [
+      'gateway',
+      'admission',
+      'quota',
+      'job-scheduler',
+      'job-worker',
+      ...countries.map((c) => `adapter-${c}` as ProcessName),
+    ];
+    for (const n of names) metrics[n] = await port();
+    const workerGrpc = await port();
+    const url = (p: number) => `http://127.0.0.1:${p}`;
+    const addresses: StackAddresses = {
+      gateway: options.publicBaseUrl ?? url(gatewayPort),
+      admission: url(grpc.admission),
+      quota: url(grpc.quota),
+      jobs: url(grpc.jobs),
+      adapters: Object.fromEntries(countries.map((c) => [c, url(adapterPorts[c]!)])),
+      metrics,
+    };
+    const commonEnv: Record<string, string> = {
+      DATABASE_URL: options.databaseUrl,
+      REDIS_URL: options.redisUrl,
+      NATS_URL: options.natsUrl,
+      DNC_NATS_PREFIX: options.natsPrefix ?? '',
+      DNC_ADMISSION_ADDR: addresses.admission,
+      DNC_QUOTA_ADDR: addresses.quota,
+      DNC_JOBS_ADDR: addresses.jobs,
+      DNC_PUBLIC_BASE_URL: addresses.gateway,
+      DNC_GATEWAY_PORT: String(gatewayPort),
+      DNC_FINGERPRINT_SECRET:
+        options.env?.['DNC_FINGERPRINT_SECRET'] ?? 'local-development-fingerprint-secret',
+      DNC_KEKS: options.env?.['DNC_KEKS'] ?? `local1:${Buffer.alloc(32, 7).toString('base64')}`,
+      DNC_KEK_ACTIVE_ID: options.env?.['DNC_KEK_ACTIVE_ID'] ?? 'local1',
+      DNC_ENABLE_DRILLS: '1',
+      DNC_LOG_LEVEL: 'info',
+      ...options.env,
+    };
+    const stack = new Stack(options, addresses, commonEnv);
+    const roleEnv: Record<ProcessName, Record<string, string>> = {
+      gateway: {},
+      admission: { DNC_GRPC_PORT: String(grpc.admission) },
+      quota: { DNC_GRPC_PORT: String(grpc.quota) },
+      'job-scheduler': { DNC_GRPC_PORT: String(grpc.jobs) },
+      'job-worker': { DNC_GRPC_PORT: String(workerGrpc) },
+    };
+    for (const c of countries) {
+      roleEnv[`adapter-${c}`] = {
+        COUNTRY: c,
+        DNC_GRPC_PORT: String(adapterPorts[c]),
+        DNC_ADVERTISE_ADDR: addresses.adapters[c]!,
+      };
+    }
+    for (const name of names) {
+      const role = name.startsWith('adapter-') ? 'registry-adapter' : name;
+      stack.processes.set(name, {
+        name,
+        role,
+        env: {
+          ...roleEnv[name],
+          DNC_METRICS_PORT: String(metrics[name]),
+          ...options.processEnv?.[name],
+        },
+      });
+    }
+    if (options.logDir) mkdirSync(options.logDir, { recursive: true });
+    return stack;
+  }
+
+  /** Start every process (dependencies first) and wait until each one is serving. */
+  async up(): Promise<this> {
+    const skip = new Set(this.options.skip ?? []);
+    const order: ProcessName[][] = [
+      ['quota', ...[...this.processes.keys()].filter((n) => n.startsWith('adapter-'))],
+      ['admission', 'job-scheduler', 'job-worker'],
+      ['gateway'],
+    ];
+    for (const group of order) {
+      await Promise.all(group.filter((n) => !skip.has(n)).map((n) => this.start(n)));
+    }
+    return this;
+  }
+
+  async start(name: ProcessName, timeoutMs = 45_000): Promise<void> {
+    const p = this.processes.get(name);
+    if (!p) throw new Error(`unknown process ${name}`);
+    if (p.child && p.child.exitCode === null) return;
+    const child = spawn(process.execPath, [path.join(this.options.root, 'scripts/run.js'), p.role], {
+      env: { ...process.env, ...this.commonEnv, ...p.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    p.child = child;
+    p.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+    const sink = (chunk: Buffer) => {
+      const text = chunk.toString('utf8');
+      this.output.push(`[${name}] ${text}`);
+      if (this.output.length > 200_000) this.output.splice(0, 100_000);
+      this.file(name)?.write(text);
+      if (this.options.echo) {
+        for (const line of text.split('\n')) if (line) process.stdout.write(`${name.padEnd(13)} | ${line}\n`);
+      }
+    };
+    child.stdout?.on('data', sink);
+    child.stderr?.on('data', sink);
+    await this.waitReady(name, timeoutMs);
+  }
+
+  private file(name: ProcessName): WriteStream | undefined {
+    if (!this.options.logDir) return undefined;
+    let f = this.files.get(name);
+    if (!f) {
+      f = createWriteStream(path.join(this.options.logDir, `${name}.log`), { flags: 'a' });
+      this.files.set(name, f);
+    }
+    return f;
+  }
+
+  /** Wait until the process serves: gRPC health SERVING, or the gateway's /v1/ready 200. */
+  async waitReady(name: ProcessName, timeoutMs = 45_000): Promise<void> {
+    const p = this.processes.get(name)!;
+    const deadline = Date.now() + timeoutMs;
+    const health =
+      name === 'gateway'
+        ? undefined
+        : createClient(healthv1.Health, grpcTransport(`http://127.0.0.1:${p.env['DNC_GRPC_PORT']}`));
+    while (Date.now() < deadline) {
+      if (p.child?.exitCode !== null && p.child?.exitCode !== undefined) {
+        throw new Error(
+          `${name} exited with code ${p.child.exitCode} while starting:\n${this.logsOf(name).slice(-4000)}`,
+        );
+      }
+      try {
+        if (health) {
+          const r = await health.check({ service: '' }, { timeoutMs: 1000 });
+          if (r.status === healthv1.HealthCheckResponse_ServingStatus.SERVING) return;
+        } else {
+          const r = await fetch(`${this.baseUrl}/v1/ready`, { signal: AbortSignal.timeout(1000) });
+          if (r.status === 200) return;
+        }
+      } catch {
+        // not up yet
+      }
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    throw new Error(
+      `${name} did not become ready within ${timeoutMs} ms:\n${this.logsOf(name).slice(-4000)}`,
+    );
+  }
+
+  /** Stop a process with a signal (default SIGTERM: graceful) and wait for it to exit. */
+  async stop(name: ProcessName, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+    const p = this.processes.get(name);
+    if (!p?.child || p.child.exitCode !== null || p.child.signalCode !== null)
+      return p?.child?.exitCode ?? null;
+    p.child.kill(signal);
+    const code = await Promise.race([
+      p.exited!,
+      new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 40_000)),
+    ]);
+    if (code === 'timeout') {
+      p.child.kill('SIGKILL');
+      return p.exited!;
+    }
+    return code;
+  }
+
+  /** `kill -9`: no drain, no cleanup. */
+  kill(name: ProcessName): Promise<number | null> {
+    return this.stop(name, 'SIGKILL');
+  }
+
+  child(name: ProcessName): ChildProcess | undefined {
+    return this.processes.get(name)?.child;
+  }
+
+  /** Everything every process wrote, for leak checks. */
+  logs(): string {
+    return this.output.join('');
+  }
+
+  logsOf(name: ProcessName): string {
+    const prefix = `[${name}] `;
+    return this.output
+      .filter((l) => l.startsWith(prefix))
+      .map((l) => l.slice(prefix.length))
+      .join('');
+  }
+
+  /** Environment for `dnc-admin` against this stack. */
+  adminEnv(): Record<string, string> {
+    return {
+      DNC_ADMISSION_ADDR: this.addresses.admission,
+      DNC_QUOTA_ADDR: this.addresses.quota,
+      DNC_JOBS_ADDR: this.addresses.jobs,
+      DNC_GATEWAY_URL: this.addresses.gateway,
+    };
+  }
+
+  /** Run `dnc-admin` and parse its JSON output; rejects with its one-line error on failure. */
+  admin(args: string[], input?: string): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(
+        process.execPath,
+        [path.join(this.options.root, 'packages/admin-cli/dist/main.js'), ...args],
+        {
+          env: { ...process.env, ...this.adminEnv() },
+          stdio: ['pipe', 'pipe', 'pipe'],
+        },
+      );
+      let out = '';
+      let err = '';
+      child.stdout.on('data', (c) => {
+        out += c;
+      });
+      child.stderr.on('data', (c) => {
+        err += c;
+      });
+      child.stdin.end(input ?? '');
+      child.once('exit', (code) => {
+        if (code !== 0)
+          return reject(new Error(`dnc-admin ${args[0]} ${args[1] ?? ''} failed (${code}): ${err.trim()}`));
+        try {
+          resolve(out.trim() ? JSON.parse(out) : null);
+        } catch {
+          reject(new Error(`dnc-admin printed no JSON: ${out.slice(0, 200)}`));
+        }
+      });
+    });
+  }
+
+  async close(): Promise<void> {
+    const names = [...this.processes.keys()].reverse();
+    await Promise.all(names.map((n) => this.stop(n)));
+    await Promise.all([...this.files.values()].map((f) => new Promise((r) => f.end(r))));
+  }
+}
+
+/** A unique, valid identifier for per-test resources (database name, NATS prefix). */
+export function uniqueSuffix(): string {
+  return `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
+}
