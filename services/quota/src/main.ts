@@ -1,5 +1,13 @@
 import { fileURLToPath } from 'node:url';
-import { createPool, ensureDatabase, loadConfig, migrateSchema, probePostgres, runMain, Service } from '@dnc/kit';
+import {
+  createPool,
+  ensureDatabase,
+  loadConfig,
+  migrateSchema,
+  probePostgres,
+  runMain,
+  Service,
+} from '@dnc/kit';
 import { quotaConfig } from './config.js';
 import { quotaRoutes } from './routes.js';
 
