@@ -1,1 +1,5 @@
-export {};
+export * from './error-codes.js';
+export * from './limits.js';
+export * from './openapi.js';
+export * from './response-validator.js';
+export * from './schemas.js';

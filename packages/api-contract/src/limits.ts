@@ -1,0 +1,86 @@
+/** Every documented limit of the public API, in one place (spec: Limits). */
+export const LIMITS = {
+  v1MaxInputs: 10_000,
+  v2MaxInputs: 500_000,
+  maxPhoneLength: 64,
+  /** 25 MiB: raw HTTP body (v1, v2), canonical durable input and result estimate (v2). */
+  maxBodyBytes: 26_214_400,
+  minIdempotencyKeyLength: 1,
+  maxIdempotencyKeyLength: 255,
+  defaultRateLimit: 60,
+  minRateLimit: 1,
+  maxRateLimit: 60_000,
+  rateLimitWindowSeconds: 60,
+  v1ExecutionBudgetSeconds: 15,
+  v2AdmissionBudgetSeconds: 5,
+  v2ActiveJobHardCapSeconds: 86_400,
+  v1IdempotencyRetentionSeconds: 604_800,
+  v2InputTtlSeconds: 86_400,
+  v2ResultTtlSeconds: 604_800,
+  v2MetadataTtlSeconds: 2_592_000,
+} as const;
+
+/** 1 to 255 visible ASCII characters, no spaces. */
+export const IDEMPOTENCY_KEY_PATTERN = '^[\\x21-\\x7E]{1,255}$';
+export const IDEMPOTENCY_KEY_REGEXP = /^[\x21-\x7E]{1,255}$/;
+
+/** Opaque lowercase UUID. */
+export const JOB_ID_PATTERN = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
+export const JOB_ID_REGEXP = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** Country codes accepted by the request schema. */
+export const COUNTRY_CODES = ['mx', 'ar', 'co', 'es', 'au', 'sg'] as const;
+export type CountryCode = (typeof COUNTRY_CODES)[number];
+/** The sellable and operational catalog; `es`, `au`, `sg` are technical codes only. */
+export const LIVE_COUNTRIES = ['mx', 'ar', 'co'] as const satisfies readonly CountryCode[];
+export type LiveCountry = (typeof LIVE_COUNTRIES)[number];
+
+export const JOB_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'cancelled', 'expired'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+export const ACTIVE_JOB_STATUSES = ['queued', 'running'] as const satisfies readonly JobStatus[];
+export const TERMINAL_JOB_STATUSES = [
+  'succeeded',
+  'failed',
+  'cancelled',
+  'expired',
+] as const satisfies readonly JobStatus[];
+
+export function isTerminalJobStatus(status: string): boolean {
+  return (TERMINAL_JOB_STATUSES as readonly string[]).includes(status);
+}
+
+/**
+ * The documented `reason` vocabulary of an invalid input. `unparseable` is fixed by the spec;
+ * the others are this document's decision for what the spec leaves open.
+ */
+export const INVALID_REASONS = [
+  'unparseable',
+  'invalid_length',
+  'invalid_number',
+  'wrong_country',
+  'obsolete_format',
+  'registry_rejected',
+] as const;
+export type InvalidReason = (typeof INVALID_REASONS)[number];
+
+export const INVALID_REASON_DESCRIPTIONS: Record<InvalidReason, string> = {
+  unparseable: 'the input cannot be parsed as a phone number (letters only, empty, no digits)',
+  invalid_length: 'too few or too many digits for the numbering plan of the selected country',
+  invalid_number: 'digits of a valid length that the numbering plan of the selected country does not assign',
+  wrong_country: 'a valid number of another country (international prefix of another country)',
+  obsolete_format:
+    'a form that is no longer dialable as written, e.g. Mexican 044/045 or +52 1 mobile prefixes (retired 2019-2020)',
+  registry_rejected: 'structurally valid, but the registry rejected it; never classified as safe',
+};
+
+/** Closed vocabulary of JobError.error. */
+export const JOB_ERROR_CODES = [
+  'country_service_maintenance',
+  'country_service_temporarily_unavailable',
+  'platform_failure',
+  'job_expired',
+] as const;
+export type JobErrorCode = (typeof JOB_ERROR_CODES)[number];
+
+export const RETENTION = { v1: 'zero', v2: 'transient-encrypted' } as const;
+export const CACHE_CONTROL = { v1: 'no-store, max-age=0', v2: 'no-store' } as const;
