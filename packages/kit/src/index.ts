@@ -8,4 +8,5 @@ export * from './logger.js';
 export * from './metrics.js';
 export * from './nats.js';
 export * from './redis.js';
+export * from './scrub-result.js';
 export * from './service.js';

@@ -1,0 +1,105 @@
+import { registryv1 } from '@dnc/proto';
+
+const { Outcome } = registryv1;
+
+/** Public `reason` of each invalid outcome (the documented vocabulary of the OpenAPI document). */
+export const OUTCOME_REASONS: ReadonlyMap<number, string> = new Map([
+  [Outcome.INVALID_UNPARSEABLE, 'unparseable'],
+  [Outcome.INVALID_LENGTH, 'invalid_length'],
+  [Outcome.INVALID_NUMBER, 'invalid_number'],
+  [Outcome.INVALID_WRONG_COUNTRY, 'wrong_country'],
+  [Outcome.INVALID_OBSOLETE_FORMAT, 'obsolete_format'],
+  [Outcome.INVALID_REGISTRY_REJECTED, 'registry_rejected'],
+]);
+
+export interface ScrubResult {
+  prohibited_numbers_to_call: string[];
+  safe_numbers_to_call: string[];
+  invalid_numbers: { input: string; reason: string }[];
+  summary: {
+    total_checked: number;
+    prohibited_numbers: number;
+    safe_numbers: number;
+    invalid_numbers: number;
+  };
+}
+
+/**
+ * The adapter's answer did not cover every input with a known outcome. Such an answer is never
+ * turned into a result: a missing or unknown outcome must not become `safe`.
+ */
+export class IncompleteAnswerError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'IncompleteAnswerError';
+  }
+}
+
+/**
+ * Split the ORIGINAL inputs by outcome, keeping their relative order and duplicates. Every input is
+ * counted once in total_checked; the three counts always add up to it.
+ */
+export function buildScrubResult(phones: readonly string[], outcomes: ArrayLike<number>): ScrubResult {
+  if (outcomes.length !== phones.length) {
+    throw new IncompleteAnswerError(`answer has ${outcomes.length} outcomes for ${phones.length} inputs`);
+  }
+  const prohibited: string[] = [];
+  const safe: string[] = [];
+  const invalid: { input: string; reason: string }[] = [];
+  for (let i = 0; i < phones.length; i++) {
+    const outcome = outcomes[i]!;
+    const input = phones[i]!;
+    if (outcome === Outcome.PROHIBITED) prohibited.push(input);
+    else if (outcome === Outcome.SAFE) safe.push(input);
+    else {
+      const reason = OUTCOME_REASONS.get(outcome);
+      if (reason === undefined) throw new IncompleteAnswerError(`unknown outcome ${outcome}`);
+      invalid.push({ input, reason });
+    }
+  }
+  return {
+    prohibited_numbers_to_call: prohibited,
+    safe_numbers_to_call: safe,
+    invalid_numbers: invalid,
+    summary: {
+      total_checked: phones.length,
+      prohibited_numbers: prohibited.length,
+      safe_numbers: safe.length,
+      invalid_numbers: invalid.length,
+    },
+  };
+}
+
+/**
+ * The ScrubResult JSON as consecutive string slices of roughly `sliceChars` characters, so a large
+ * result can be written (or encrypted) piece by piece. Joined, the slices equal
+ * JSON.stringify(result) byte for byte.
+ */
+export function* scrubResultJsonSlices(result: ScrubResult, sliceChars = 1 << 20): Generator<string> {
+  let buffer = '';
+  const flush = function* (force: boolean): Generator<string> {
+    if (buffer.length >= sliceChars || (force && buffer.length > 0)) {
+      yield buffer;
+      buffer = '';
+    }
+  };
+  const strings = function* (key: string, items: string[], last: boolean): Generator<string> {
+    buffer += `${JSON.stringify(key)}:[`;
+    for (let i = 0; i < items.length; i++) {
+      buffer += (i ? ',' : '') + JSON.stringify(items[i]);
+      if (buffer.length >= sliceChars) yield* flush(false);
+    }
+    buffer += last ? ']' : '],';
+  };
+  buffer += '{';
+  yield* strings('prohibited_numbers_to_call', result.prohibited_numbers_to_call, false);
+  yield* strings('safe_numbers_to_call', result.safe_numbers_to_call, false);
+  buffer += '"invalid_numbers":[';
+  const invalid = result.invalid_numbers;
+  for (let i = 0; i < invalid.length; i++) {
+    buffer += (i ? ',' : '') + JSON.stringify(invalid[i]);
+    if (buffer.length >= sliceChars) yield* flush(false);
+  }
+  buffer += `],"summary":${JSON.stringify(result.summary)}}`;
+  yield* flush(true);
+}

@@ -1,0 +1,63 @@
+import { registryv1 } from '@dnc/proto';
+import { describe, expect, it } from 'vitest';
+import { buildScrubResult, IncompleteAnswerError, scrubResultJsonSlices } from '../src/scrub-result.js';
+
+const { Outcome } = registryv1;
+
+describe('buildScrubResult (spec: ScrubResult invariants)', () => {
+  it('keeps the original inputs, their relative order and duplicates, and counts every element', () => {
+    const phones = ['+52 55 1234 5678', 'abc', '5512345678', '+52 55 1234 5678', '', '(55) 9999-0000'];
+    const outcomes = [
+      Outcome.PROHIBITED,
+      Outcome.INVALID_UNPARSEABLE,
+      Outcome.SAFE,
+      Outcome.PROHIBITED,
+      Outcome.INVALID_UNPARSEABLE,
+      Outcome.INVALID_LENGTH,
+    ];
+    const r = buildScrubResult(phones, outcomes);
+    expect(r.prohibited_numbers_to_call).toEqual(['+52 55 1234 5678', '+52 55 1234 5678']);
+    expect(r.safe_numbers_to_call).toEqual(['5512345678']);
+    expect(r.invalid_numbers).toEqual([
+      { input: 'abc', reason: 'unparseable' },
+      { input: '', reason: 'unparseable' },
+      { input: '(55) 9999-0000', reason: 'invalid_length' },
+    ]);
+    expect(r.summary).toEqual({
+      total_checked: 6,
+      prohibited_numbers: 2,
+      safe_numbers: 1,
+      invalid_numbers: 3,
+    });
+    const s = r.summary;
+    expect(s.prohibited_numbers + s.safe_numbers + s.invalid_numbers).toBe(s.total_checked);
+    for (const forbidden of ['matched', 'clean', 'invalid', 'stats']) expect(r).not.toHaveProperty(forbidden);
+  });
+
+  it('empty input gives zero counts', () => {
+    expect(buildScrubResult([], []).summary).toEqual({
+      total_checked: 0,
+      prohibited_numbers: 0,
+      safe_numbers: 0,
+      invalid_numbers: 0,
+    });
+  });
+
+  it('never turns a short answer or an unknown outcome into safe', () => {
+    expect(() => buildScrubResult(['1', '2'], [Outcome.SAFE])).toThrow(IncompleteAnswerError);
+    expect(() => buildScrubResult(['1'], [Outcome.UNSPECIFIED])).toThrow(IncompleteAnswerError);
+    expect(() => buildScrubResult(['1'], [99])).toThrow(IncompleteAnswerError);
+  });
+
+  it('JSON slices join to exactly JSON.stringify(result)', () => {
+    const phones = Array.from({ length: 5000 }, (_, i) => `"+52 ${i}\u00a0\\`);
+    const outcomes = phones.map((_, i) => [Outcome.SAFE, Outcome.PROHIBITED, Outcome.INVALID_NUMBER][i % 3]!);
+    const r = buildScrubResult(phones, outcomes);
+    const slices = [...scrubResultJsonSlices(r, 1000)];
+    expect(slices.length).toBeGreaterThan(10);
+    expect(slices.join('')).toBe(JSON.stringify(r));
+    expect([...scrubResultJsonSlices(buildScrubResult([], []))].join('')).toBe(
+      JSON.stringify(buildScrubResult([], [])),
+    );
+  });
+});
