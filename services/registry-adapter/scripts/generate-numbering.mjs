@@ -1,0 +1,493 @@
+#!/usr/bin/env node
+// Generates src/numbering/generated/<cc>.ts from the libphonenumber-js `max` metadata, so the fast
+// path validates against exactly the data the reference classifier uses.
+//
+//   node services/registry-adapter/scripts/generate-numbering.mjs           write the tables
+//   node services/registry-adapter/scripts/generate-numbering.mjs --check   fail if they are stale
+//
+// What is generated per country:
+// - one minimal DFA over the digits 0-9 that accepts, with a bit per pattern, the country's national
+//   number pattern (bit 0) and every number type pattern (bit 1 + libphonenumber type index);
+// - the IDD prefix pattern and the national prefix for parsing, both finite languages, enumerated
+//   in the order a backtracking regular expression engine tries them (so "first entry that is a
+//   prefix of the input" is exactly what `RegExp.exec` with `^` returns), with the capture group.
+// The generator understands only the regular-expression subset found in the metadata (digits,
+// \d, classes, groups, alternation, ?, *, +, {n}, {n,m}); anything else stops it with an error.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Metadata } from 'libphonenumber-js/max';
+
+const require = createRequire(import.meta.url);
+const libVersion = require('libphonenumber-js/package.json').version;
+
+const COUNTRIES = ['MX', 'AR', 'CO'];
+// libphonenumber-js getType() index order; bit (1 + index) in the DFA accept mask.
+const TYPES = [
+  'FIXED_LINE',
+  'MOBILE',
+  'TOLL_FREE',
+  'PREMIUM_RATE',
+  'PERSONAL_NUMBER',
+  'VOICEMAIL',
+  'UAN',
+  'PAGER',
+  'VOIP',
+  'SHARED_COST',
+];
+const MAX_NSN = 17;
+
+const here = dirname(fileURLToPath(import.meta.url));
+const outDir = resolve(here, '../src/numbering/generated');
+
+// ---------------------------------------------------------------- regular expression subset parser
+
+function parseRegex(src) {
+  let pos = 0;
+  let groupCount = 0;
+  const fail = (msg) => {
+    throw new Error(`unsupported regex ${JSON.stringify(src)} at ${pos}: ${msg}`);
+  };
+  const digitSet = (from, to) => {
+    let m = 0;
+    for (let d = from; d <= to; d++) m |= 1 << d;
+    return m;
+  };
+  function alt() {
+    const items = [seq()];
+    while (src[pos] === '|') {
+      pos++;
+      items.push(seq());
+    }
+    return items.length === 1 ? items[0] : { t: 'alt', items };
+  }
+  function seq() {
+    const items = [];
+    while (pos < src.length && src[pos] !== '|' && src[pos] !== ')') items.push(quantified());
+    return { t: 'seq', items };
+  }
+  function quantified() {
+    let node = atom();
+    for (;;) {
+      const c = src[pos];
+      let min;
+      let max;
+      if (c === '?') [min, max] = [0, 1];
+      else if (c === '*') [min, max] = [0, Number.POSITIVE_INFINITY];
+      else if (c === '+') [min, max] = [1, Number.POSITIVE_INFINITY];
+      else if (c === '{') {
+        const m = /^\{(\d+)(,(\d*))?\}/.exec(src.slice(pos));
+        if (!m) fail('bad quantifier');
+        min = Number(m[1]);
+        max = m[2] === undefined ? min : m[3] === '' ? Number.POSITIVE_INFINITY : Number(m[3]);
+        pos += m[0].length - 1;
+      } else return node;
+      pos++;
+      if (src[pos] === '?') fail('lazy quantifier');
+      node = { t: 'rep', min, max, body: node };
+    }
+  }
+  function atom() {
+    const c = src[pos];
+    if (c === '(') {
+      pos++;
+      let capture = true;
+      if (src.startsWith('?:', pos)) {
+        capture = false;
+        pos += 2;
+      } else if (src[pos] === '?') fail('group kind');
+      const index = capture ? ++groupCount : 0;
+      const body = alt();
+      if (src[pos] !== ')') fail('unclosed group');
+      pos++;
+      return { t: 'group', capture, index, body };
+    }
+    if (c === '[') {
+      pos++;
+      let mask = 0;
+      if (src[pos] === '^') fail('negated class');
+      while (src[pos] !== ']') {
+        if (pos >= src.length) fail('unclosed class');
+        let lo;
+        if (src.startsWith('\\d', pos)) {
+          mask |= digitSet(0, 9);
+          pos += 2;
+          continue;
+        }
+        lo = src[pos];
+        if (!/[0-9]/.test(lo)) fail('non-digit in class');
+        pos++;
+        if (src[pos] === '-' && src[pos + 1] !== ']') {
+          const hi = src[pos + 1];
+          if (!/[0-9]/.test(hi)) fail('non-digit range');
+          mask |= digitSet(Number(lo), Number(hi));
+          pos += 2;
+        } else mask |= 1 << Number(lo);
+      }
+      pos++;
+      return { t: 'set', mask };
+    }
+    if (src.startsWith('\\d', pos)) {
+      pos += 2;
+      return { t: 'set', mask: digitSet(0, 9) };
+    }
+    if (/[0-9]/.test(c)) {
+      pos++;
+      return { t: 'set', mask: 1 << Number(c) };
+    }
+    fail(`character ${JSON.stringify(c)}`);
+  }
+  const ast = alt();
+  if (pos !== src.length) fail('trailing input');
+  return { ast, groupCount };
+}
+
+// ---------------------------------------------------------------- finite language in regex priority order
+
+// Returns [{ s, groups: Map<index, string> }] in the order a backtracking engine tries the paths.
+function enumerate(node, limit = 200_000) {
+  const cat = (a, b) => {
+    const out = [];
+    for (const x of a)
+      for (const y of b) {
+        out.push({ s: x.s + y.s, groups: new Map([...x.groups, ...y.groups]) });
+        if (out.length > limit) throw new Error('language too large to enumerate');
+      }
+    return out;
+  };
+  switch (node.t) {
+    case 'set': {
+      const out = [];
+      for (let d = 0; d <= 9; d++) if (node.mask & (1 << d)) out.push({ s: String(d), groups: new Map() });
+      return out;
+    }
+    case 'seq':
+      return node.items.reduce(
+        (acc, item) => cat(acc, enumerate(item, limit)),
+        [{ s: '', groups: new Map() }],
+      );
+    case 'alt':
+      return node.items.flatMap((item) => enumerate(item, limit));
+    case 'group': {
+      const body = enumerate(node.body, limit);
+      if (!node.capture) return body;
+      return body.map((x) => ({ s: x.s, groups: new Map([...x.groups, [node.index, x.s]]) }));
+    }
+    case 'rep': {
+      if (!Number.isFinite(node.max)) throw new Error('unbounded repetition in a finite pattern');
+      const body = enumerate(node.body, limit);
+      const out = [];
+      // Greedy: the engine tries the most repetitions first.
+      for (let n = node.max; n >= node.min; n--) {
+        let acc = [{ s: '', groups: new Map() }];
+        for (let i = 0; i < n; i++) acc = cat(acc, body);
+        out.push(...acc);
+      }
+      return out;
+    }
+  }
+  throw new Error(`unknown node ${node.t}`);
+}
+
+// ---------------------------------------------------------------- NFA -> DFA -> minimal DFA
+
+function buildDfa(patterns) {
+  // Thompson NFA. eps[s]: epsilon targets; on[s]: [digitMask, target] pairs; tag[s]: accept bits.
+  const eps = [];
+  const on = [];
+  const tag = [];
+  const state = () => {
+    eps.push([]);
+    on.push([]);
+    tag.push(0);
+    return eps.length - 1;
+  };
+  function build(node, from) {
+    // Returns the end state of the fragment starting at `from`.
+    switch (node.t) {
+      case 'set': {
+        const to = state();
+        on[from].push([node.mask, to]);
+        return to;
+      }
+      case 'seq':
+        return node.items.reduce((s, item) => build(item, s), from);
+      case 'alt': {
+        const end = state();
+        for (const item of node.items) {
+          const start = state();
+          eps[from].push(start);
+          eps[build(item, start)].push(end);
+        }
+        return end;
+      }
+      case 'group':
+        return build(node.body, from);
+      case 'rep': {
+        let s = from;
+        for (let i = 0; i < node.min; i++) s = build(node.body, s);
+        if (!Number.isFinite(node.max)) {
+          const loopStart = state();
+          eps[s].push(loopStart);
+          const loopEnd = build(node.body, loopStart);
+          eps[loopEnd].push(loopStart);
+          const end = state();
+          eps[s].push(end);
+          eps[loopEnd].push(end);
+          return end;
+        }
+        const end = state();
+        eps[s].push(end);
+        for (let i = node.min; i < node.max; i++) {
+          s = build(node.body, s);
+          eps[s].push(end);
+        }
+        return end;
+      }
+    }
+    throw new Error(`unknown node ${node.t}`);
+  }
+  const start = state();
+  for (const { bit, source } of patterns) {
+    const s = state();
+    eps[start].push(s);
+    tag[build(parseRegex(source).ast, s)] |= bit;
+  }
+  const closure = (set) => {
+    const seen = new Set(set);
+    const stack = [...set];
+    while (stack.length) {
+      for (const t of eps[stack.pop()]) {
+        if (!seen.has(t)) {
+          seen.add(t);
+          stack.push(t);
+        }
+      }
+    }
+    return [...seen].sort((a, b) => a - b);
+  };
+  // Subset construction; the empty set is the dead state and is not materialised.
+  const ids = new Map();
+  const sets = [];
+  const add = (set) => {
+    const key = set.join(',');
+    let id = ids.get(key);
+    if (id === undefined) {
+      id = sets.length;
+      ids.set(key, id);
+      sets.push(set);
+    }
+    return id;
+  };
+  add(closure([start]));
+  const trans = [];
+  const accept = [];
+  for (let i = 0; i < sets.length; i++) {
+    const set = sets[i];
+    accept[i] = set.reduce((m, s) => m | tag[s], 0);
+    const row = [];
+    for (let d = 0; d <= 9; d++) {
+      const next = [];
+      for (const s of set) for (const [mask, to] of on[s]) if (mask & (1 << d)) next.push(to);
+      row.push(next.length ? add(closure(next)) : -1);
+    }
+    trans[i] = row;
+  }
+  // Moore partition refinement.
+  let cls = accept.map((a) => a);
+  for (;;) {
+    const sig = new Map();
+    const next = cls.map((c, i) => {
+      const key = `${c}|${trans[i].map((t) => (t < 0 ? -1 : cls[t])).join(',')}`;
+      if (!sig.has(key)) sig.set(key, sig.size);
+      return sig.get(key);
+    });
+    const before = new Set(cls).size;
+    cls = next;
+    if (sig.size === before) break;
+  }
+  // Renumber so the start state is 0 and states appear in BFS order (stable output).
+  const order = new Map([[cls[0], 0]]);
+  const repr = [0];
+  for (let q = 0; q < repr.length; q++)
+    for (const t of trans[repr[q]])
+      if (t >= 0 && !order.has(cls[t])) {
+        order.set(cls[t], repr.length);
+        repr.push(t);
+      }
+  return {
+    states: repr.length,
+    trans: repr.flatMap((r) => trans[r].map((t) => (t < 0 ? -1 : order.get(cls[t])))),
+    accept: repr.map((r) => accept[r]),
+  };
+}
+
+// ---------------------------------------------------------------- per country
+
+function countryTables(country) {
+  const metadata = new Metadata();
+  metadata.selectNumberingPlan(country);
+  const plan = metadata.numberingPlan;
+  const callingCode = plan.callingCode();
+  if (metadata.countryCallingCodes()[callingCode].length !== 1)
+    throw new Error(`${country}: calling code ${callingCode} is shared; the fast path assumes it is not`);
+  for (let i = 1; i < callingCode.length; i++)
+    if (metadata.hasCallingCode(callingCode.slice(0, i)))
+      throw new Error(`${country}: a prefix of ${callingCode} is itself a calling code`);
+  const possibleLengths = plan.possibleLengths();
+  const patterns = [{ bit: 1, source: plan.nationalNumberPattern() }];
+  const lengthMaskByType = [];
+  TYPES.forEach((type, index) => {
+    const t = metadata.type(type);
+    if (!t?.pattern()) return;
+    patterns.push({ bit: 1 << (1 + index), source: t.pattern() });
+    lengthMaskByType.push([1 << (1 + index), t.possibleLengths()]);
+  });
+  // typeBitsByLength[len]: the type bits whose possible lengths include len (getNumberType's check).
+  const typeBitsByLength = [];
+  for (let len = 0; len <= MAX_NSN; len++)
+    typeBitsByLength.push(lengthMaskByType.reduce((m, [bit, ls]) => (ls.includes(len) ? m | bit : m), 0));
+  const dfa = buildDfa(patterns);
+  // Keys are national numbers read as integers: a valid number starting with 0 would lose digits.
+  const z = dfa.trans[0];
+  if (z !== -1 && reachableAccepts(dfa, z).some((a) => a & 1 && a & ~1))
+    throw new Error(`${country}: a valid national number may start with 0; integer keys would collide`);
+
+  const idd = enumerate(parseRegex(plan.IDDPrefix()).ast).map((x) => x.s);
+  const npfpSource = plan.nationalPrefixForParsing();
+  let nationalPrefixes = [];
+  let transform = null;
+  if (npfpSource) {
+    const { ast, groupCount } = parseRegex(npfpSource);
+    const rule = plan.nationalPrefixTransformRule();
+    if (rule) {
+      const m = /^(\d*)\$1(\d*)$/.exec(rule);
+      if (!m) throw new Error(`${country}: unsupported transform rule ${rule}`);
+      transform = { before: m[1], after: m[2] };
+    }
+    // libphonenumber-js reads the LAST capture group to decide whether one matched, and group 1 as $1.
+    if (groupCount > 1 && rule) throw new Error(`${country}: more than one capture group with a transform`);
+    // Entry "digits" or "digits/group1": the group is kept only when the last capture group matched
+    // a non-empty string, which is when libphonenumber-js applies the transform rule.
+    nationalPrefixes = enumerate(ast).map((x) => {
+      const last = groupCount > 0 ? x.groups.get(groupCount) : undefined;
+      return last ? `${x.s}/${x.groups.get(1)}` : x.s;
+    });
+  }
+  return {
+    country,
+    callingCode,
+    possibleLengths,
+    typeBitsByLength,
+    idd,
+    nationalPrefixes,
+    transform,
+    dfa,
+  };
+}
+
+function reachableAccepts(dfa, from) {
+  const seen = new Set([from]);
+  const stack = [from];
+  const out = [];
+  while (stack.length) {
+    const s = stack.pop();
+    out.push(dfa.accept[s]);
+    for (let d = 0; d <= 9; d++) {
+      const t = dfa.trans[s * 10 + d];
+      if (t >= 0 && !seen.has(t)) {
+        seen.add(t);
+        stack.push(t);
+      }
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- emit
+
+function chunks(text, size) {
+  const out = [];
+  for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
+  return out.length ? out : [''];
+}
+
+function stringList(name, values, size = 96) {
+  const text = values.join(' ');
+  const parts = chunks(text, size);
+  if (parts.length === 1) return `  ${name}: ${JSON.stringify(text)},\n`;
+  return `  ${name}: [\n${parts.map((p) => `    ${JSON.stringify(p)},\n`).join('')}  ].join(''),\n`;
+}
+
+function emit(t) {
+  const trans = Buffer.from(new Int32Array(t.dfa.trans).buffer).toString('base64');
+  const accept = Buffer.from(new Uint16Array(t.dfa.accept).buffer).toString('base64');
+  const cc = t.country.toLowerCase();
+  let out = '';
+  out += `// Generated by services/registry-adapter/scripts/generate-numbering.mjs from libphonenumber-js ${libVersion}\n`;
+  out += '// metadata.max.json. Do not edit: run `npm run generate:numbering`.\n';
+  out += "import type { CountryTables } from '../tables.js';\n\n";
+  out += `export const ${cc}: CountryTables = {\n`;
+  out += `  country: '${cc}',\n`;
+  out += `  libphonenumberVersion: '${libVersion}',\n`;
+  out += `  callingCode: '${t.callingCode}',\n`;
+  out += `  possibleLengths: [${t.possibleLengths.join(', ')}],\n`;
+  out += `  typeBitsByLength: [${t.typeBitsByLength.join(', ')}],\n`;
+  out += stringList('iddPrefixes', t.idd);
+  out += stringList('nationalPrefixes', t.nationalPrefixes);
+  out += t.transform
+    ? `  transform: { before: '${t.transform.before}', after: '${t.transform.after}' },\n`
+    : '  transform: null,\n';
+  out += `  dfaStates: ${t.dfa.states},\n`;
+  out += stringList('dfaTransitions', [trans]);
+  out += stringList('dfaAccept', [accept]);
+  out += '};\n';
+  return out;
+}
+
+function biomeFormat(files) {
+  const root = resolve(here, '../../..');
+  execFileSync(join(root, 'node_modules/.bin/biome'), ['format', '--write', ...files], {
+    cwd: root,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+}
+
+const check = process.argv.includes('--check');
+const generated = COUNTRIES.map((c) => ({ name: `${c.toLowerCase()}.ts`, text: emit(countryTables(c)) }));
+if (check) {
+  const dir = mkdtempSync(join(resolve(here, '../src/numbering'), '.check-'));
+  try {
+    const files = generated.map((g) => {
+      const file = join(dir, g.name);
+      writeFileSync(file, g.text);
+      return file;
+    });
+    biomeFormat(files);
+    const stale = generated.filter((g, i) => {
+      let current = '';
+      try {
+        current = readFileSync(join(outDir, g.name), 'utf8');
+      } catch {}
+      return current !== readFileSync(files[i], 'utf8');
+    });
+    if (stale.length) {
+      console.error(
+        `numbering tables are stale (${stale.map((g) => g.name).join(', ')}); run npm run generate:numbering`,
+      );
+      process.exitCode = 1;
+    } else console.log(`numbering tables up to date (libphonenumber-js ${libVersion})`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+} else {
+  const files = generated.map((g) => {
+    const file = join(outDir, g.name);
+    writeFileSync(file, g.text);
+    return file;
+  });
+  biomeFormat(files);
+  for (const g of generated) console.log(`wrote src/numbering/generated/${g.name}`);
+}

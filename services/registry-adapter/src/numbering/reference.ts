@@ -1,0 +1,117 @@
+import { registryv1 } from '@dnc/proto';
+import { ParseError, parsePhoneNumberWithError } from 'libphonenumber-js/max';
+
+const { Outcome } = registryv1;
+
+/** Countries whose registries this adapter loads as a local copy. */
+export type NumberingCountry = 'mx' | 'ar' | 'co';
+export const NUMBERING_COUNTRIES: readonly NumberingCountry[] = ['mx', 'ar', 'co'];
+
+/**
+ * The structural classification of one input.
+ * - valid: `outcome` is OUTCOME_UNSPECIFIED (the registry lookup decides SAFE or PROHIBITED), `key` is
+ *   the registry key of the subscriber line and `e164` the number as libphonenumber-js writes it;
+ * - invalid: `outcome` is one of the OUTCOME_INVALID_* values, `key` is 0 and `e164` null.
+ */
+export interface Classification {
+  outcome: registryv1.Outcome;
+  key: number;
+  e164: string | null;
+}
+
+const ISO: Record<NumberingCountry, 'MX' | 'AR' | 'CO'> = { mx: 'MX', ar: 'AR', co: 'CO' };
+const CALLING_CODE: Record<NumberingCountry, string> = { mx: '52', ar: '54', co: '57' };
+
+/**
+ * Mexico's abolished dialing forms, as libphonenumber-js leaves them in the national number:
+ *   1 + 10 digits            `+52 1 55 1234 5678`, `0052 1 ...`, `52 1 ...` (international mobile marker, 2020)
+ *   01 + 10 digits           `01 55 1234 5678` (national long-distance prefix, 2019)
+ *   044/045 + 10 digits      `044 55 1234 5678` (domestic mobile prefixes, 2020)
+ *   521 + 10 digits          `+52 521 ...` (the WhatsApp-style `521` written after an explicit +52)
+ * DECISION: the line behind such a form is the 10-digit number, so we normalize to it and look THAT
+ * up: a registered subscriber written in an old form is found (prohibited), never `safe`. A form
+ * whose 10 digits are not a valid Mexican number stays invalid with the length/number reason.
+ * libphonenumber-js itself rejects all of these (no Mexican number is 11-13 digits long).
+ */
+export function mexicanObsoleteLine(nationalNumber: string): string | undefined {
+  const n = nationalNumber;
+  if (n.length === 11 && n[0] === '1') return n.slice(1);
+  if (n.length === 12 && n.startsWith('01')) return n.slice(2);
+  if (n.length === 13 && (n.startsWith('044') || n.startsWith('045') || n.startsWith('521')))
+    return n.slice(3);
+  return undefined;
+}
+
+/**
+ * The registry key of a valid national number: the integer value of the national significant number,
+ * except Argentina's mobiles, which libphonenumber-js writes as `9` + the 10-digit line
+ * (`+54 9 11 4123 4567`, `011 15 4123 4567`): the `9` and `15` are dialing marks, the registry lists
+ * the 10-digit line `1141234567`, the same key as the landline spelling `+54 11 4123 4567`.
+ * Only mobiles are 11 digits starting with 9 in Argentina (toll-free 800 is the other 11-digit range).
+ */
+export function lineKey(country: NumberingCountry, nationalNumber: string): number {
+  if (country === 'ar' && nationalNumber.length === 11 && nationalNumber[0] === '9') {
+    return Number(nationalNumber.slice(1));
+  }
+  return Number(nationalNumber);
+}
+
+function invalid(outcome: registryv1.Outcome): Classification {
+  return { outcome, key: 0, e164: null };
+}
+
+function parseErrorOutcome(message: string): registryv1.Outcome {
+  switch (message) {
+    case 'TOO_SHORT':
+    case 'TOO_LONG':
+      return Outcome.INVALID_LENGTH;
+    default:
+      // NOT_A_NUMBER, and INVALID_COUNTRY (`+` followed by no known calling code).
+      return Outcome.INVALID_UNPARSEABLE;
+  }
+}
+
+/**
+ * The exact classifier: libphonenumber-js `max` metadata decides validity; the registry key rules
+ * (`lineKey`, `mexicanObsoleteLine`) are applied on top. The fast path must agree with it on every input.
+ */
+export function classifyReference(country: NumberingCountry, input: string): Classification {
+  let phone: ReturnType<typeof parsePhoneNumberWithError>;
+  try {
+    phone = parsePhoneNumberWithError(input, { defaultCountry: ISO[country] });
+  } catch (error) {
+    if (error instanceof ParseError) return invalid(parseErrorOutcome(error.message));
+    throw error;
+  }
+  if (phone.countryCallingCode !== CALLING_CODE[country]) {
+    // A number of another country: `wrong_country` when it is a real number there, otherwise the
+    // structural reason under that country's plan.
+    if (phone.isValid()) return invalid(Outcome.INVALID_WRONG_COUNTRY);
+    return invalid(phone.isPossible() ? Outcome.INVALID_NUMBER : Outcome.INVALID_LENGTH);
+  }
+  const national = phone.nationalNumber;
+  if (phone.isValid()) {
+    return { outcome: Outcome.UNSPECIFIED, key: lineKey(country, national), e164: phone.number };
+  }
+  if (country === 'mx') {
+    const line = mexicanObsoleteLine(national);
+    if (line !== undefined && isValidMexicanLine(line)) {
+      return { outcome: Outcome.UNSPECIFIED, key: Number(line), e164: `+52${line}` };
+    }
+  }
+  return invalid(phone.isPossible() ? Outcome.INVALID_NUMBER : Outcome.INVALID_LENGTH);
+}
+
+function isValidMexicanLine(line: string): boolean {
+  try {
+    return parsePhoneNumberWithError(`+52${line}`).isValid();
+  } catch {
+    return false;
+  }
+}
+
+/** `classifyReference` as the hot-path contract: the key, or `-outcome` for an invalid input. */
+export function normalizeReference(country: NumberingCountry, input: string): number {
+  const c = classifyReference(country, input);
+  return c.outcome === Outcome.UNSPECIFIED ? c.key : -c.outcome;
+}
