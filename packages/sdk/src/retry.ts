@@ -1,0 +1,62 @@
+/*
+ * Which answers may be retried, and how long to wait. The service description allows automatic retries only for
+ * 409 idempotency_request_in_progress, 429 rate_limit_exceeded and 503, with the same idempotency key, honoring
+ * Retry-After, with bounded exponential backoff and jitter. Never 400, 401, 402, 403, quota or key reuse.
+ */
+
+export function isRetryableAnswer(status: number, code: string | undefined): boolean {
+  if (status === 503) return true;
+  if (status === 429) return code === 'rate_limit_exceeded';
+  if (status === 409) return code === 'idempotency_request_in_progress';
+  return false;
+}
+
+/** `Retry-After` as seconds: delta-seconds or an HTTP date; undefined when absent or unreadable. */
+export function parseRetryAfter(
+  value: string | null | undefined,
+  now: number = Date.now(),
+): number | undefined {
+  if (value === null || value === undefined) return undefined;
+  const trimmed = value.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed);
+  const date = Date.parse(trimmed);
+  if (Number.isNaN(date)) return undefined;
+  return Math.max(0, Math.ceil((date - now) / 1000));
+}
+
+export interface BackoffOptions {
+  baseDelayMs: number;
+  maxDelayMs: number;
+  random: () => number;
+}
+
+/** Exponential backoff with "equal jitter": half the capped exponential step plus a random half. */
+export function backoffDelay(attempt: number, options: BackoffOptions): number {
+  const step = Math.min(options.maxDelayMs, options.baseDelayMs * 2 ** attempt);
+  return Math.round(step / 2 + options.random() * (step / 2));
+}
+
+/** Honor Retry-After: wait at least that long, plus up to 10% jitter so that clients do not return in lockstep. */
+export function retryAfterDelay(seconds: number, random: () => number): number {
+  const ms = seconds * 1000;
+  return Math.round(ms + random() * ms * 0.1);
+}
+
+/** Resolves after `ms`, or rejects with the signal's reason as soon as it aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,63 @@
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface RecordedCall {
+  method: string;
+  url: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+  at: number;
+}
+
+/** One scripted answer; `drop` closes the connection without answering (a network error for the client). */
+export type Scripted = { status: number; body?: unknown; headers?: Record<string, string> } | { drop: true };
+
+/**
+ * A real node:http server on port 0 that answers the n-th request with `script(call, n)` and records every call,
+ * so tests can assert how many calls an SDK operation made, with which headers, and when.
+ */
+export async function startScriptedServer(script: (call: RecordedCall, n: number) => Scripted) {
+  const calls: RecordedCall[] = [];
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const call: RecordedCall = {
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+        at: Date.now(),
+      };
+      calls.push(call);
+      const answer = script(call, calls.length - 1);
+      if ('drop' in answer) {
+        req.socket.destroy();
+        return;
+      }
+      const payload = answer.body === undefined ? '' : JSON.stringify(answer.body);
+      res.writeHead(answer.status, {
+        ...(payload ? { 'content-type': 'application/json' } : {}),
+        ...answer.headers,
+      });
+      res.end(payload);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    calls,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve, reject) =>
+        server.close((error) => (error ? reject(error) : resolve())),
+      );
+    },
+  };
+}
+
+/** Plays the answers in order; the last one repeats. */
+export function sequence(...answers: Scripted[]) {
+  return (_call: RecordedCall, n: number): Scripted => answers[Math.min(n, answers.length - 1)] as Scripted;
+}
