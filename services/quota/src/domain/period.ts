@@ -1,0 +1,35 @@
+/** The quota period of an instant: its UTC calendar month, `YYYY-MM`. */
+export function periodOf(at: Date): string {
+  const month = String(at.getUTCMonth() + 1).padStart(2, '0');
+  return `${at.getUTCFullYear()}-${month}`;
+}
+
+/**
+ * Whether a reservation of `amount` fits an account. The invariant the ledger keeps is
+ * `used + reserved <= limit`; a reservation that would break it is refused whole (never partly).
+ */
+export function fits(limit: number, used: number, reserved: number, amount: number): boolean {
+  return used + reserved + amount <= limit;
+}
+
+/** Reservation state machine: reserved -> committed | released; both terminal. */
+export type ReservationState = 'reserved' | 'committed' | 'released';
+
+export type LedgerStep = 'commit' | 'release';
+
+/**
+ * What a commit or release does to a reservation in `state`. Repeating a step is a no-op (each step is
+ * idempotent by reservation id); committing a released reservation is refused, releasing a committed
+ * one changes nothing (usage already recorded stays recorded).
+ */
+export function transition(state: ReservationState, step: LedgerStep): 'apply' | 'noop' | 'refuse' {
+  if (state === 'reserved') return 'apply';
+  if (step === 'commit') return state === 'committed' ? 'noop' : 'refuse';
+  return 'noop';
+}
+
+export const COUNTRY_CODES = ['mx', 'ar', 'co', 'es', 'au', 'sg'] as const;
+
+export function isCountryCode(value: string): boolean {
+  return (COUNTRY_CODES as readonly string[]).includes(value);
+}

@@ -1,0 +1,167 @@
+import { randomUUID } from 'node:crypto';
+import { createClient } from '@connectrpc/connect';
+import { grpcTransport, parseConfig, readPublicReason } from '@dnc/kit';
+import { quotav1 } from '@dnc/proto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dropDatabase, uniqueDatabaseUrl } from '../../../test/support/stack.js';
+import { quotaConfig } from '../src/config.js';
+import { type RunningQuota, startQuota } from '../src/server.js';
+
+const databaseUrl = uniqueDatabaseUrl('quota');
+let quota: RunningQuota;
+let client: ReturnType<typeof createClient<typeof quotav1.QuotaService>>;
+let admin: ReturnType<typeof createClient<typeof quotav1.QuotaAdminService>>;
+
+beforeAll(async () => {
+  quota = await startQuota(
+    parseConfig(quotaConfig, {
+      DATABASE_URL: databaseUrl,
+      DNC_GRPC_PORT: '0',
+      DNC_METRICS_PORT: '0',
+      DNC_LOG_LEVEL: 'silent',
+      DNC_SYNC_RESERVATION_TTL_SECONDS: '30',
+      DNC_RESERVATION_SWEEP_INTERVAL_MS: '3600000',
+    }),
+  );
+  const transport = grpcTransport(`http://127.0.0.1:${quota.port}`);
+  client = createClient(quotav1.QuotaService, transport);
+  admin = createClient(quotav1.QuotaAdminService, transport);
+});
+
+afterAll(async () => {
+  await quota?.service.shutdown('test end');
+  await dropDatabase(databaseUrl);
+});
+
+async function account(orgId: string, country: string) {
+  const { accounts } = await admin.getQuota({ orgId });
+  const a = accounts.find((x) => x.country === country)!;
+  return { limit: Number(a.limit), used: Number(a.used), reserved: Number(a.reserved) };
+}
+
+describe('quota ledger against PostgreSQL', () => {
+  it('parallel reservations over the limit: exactly those that fit succeed, used+reserved never above it', async () => {
+    const org = randomUUID();
+    await admin.setLimit({ orgId: org, country: 'mx', limit: 1000n });
+    // 40 reservations of 70 = 2800 asked for a limit of 1000: exactly 14 fit (980).
+    const results = await Promise.allSettled(
+      Array.from({ length: 40 }, () =>
+        client.reserve({
+          reservationId: randomUUID(),
+          orgId: org,
+          country: 'mx',
+          amount: 70n,
+          kind: quotav1.UsageKind.SYNC,
+        }),
+      ),
+    );
+    const ok = results.filter((r) => r.status === 'fulfilled').length;
+    const refused = results.filter((r) => r.status === 'rejected');
+    expect(ok).toBe(14);
+    for (const r of refused) {
+      expect(readPublicReason((r as PromiseRejectedResult).reason)?.reason).toBe('customer_quota_exceeded');
+    }
+    expect(await account(org, 'mx')).toEqual({ limit: 1000, used: 0, reserved: 980 });
+  });
+
+  it('reserve, commit and release are idempotent by reservation id; one usage record per commit', async () => {
+    const org = randomUUID();
+    await admin.setLimit({ orgId: org, country: 'co', limit: 100n });
+    const id = randomUUID();
+    const req = { reservationId: id, orgId: org, country: 'co', amount: 40n, kind: quotav1.UsageKind.SYNC };
+    await Promise.all([client.reserve(req), client.reserve(req), client.reserve(req)]);
+    expect(await account(org, 'co')).toEqual({ limit: 100, used: 0, reserved: 40 });
+    await Promise.all([client.commit({ reservationId: id }), client.commit({ reservationId: id })]);
+    await client.release({ reservationId: id }); // after commit: no effect
+    expect(await account(org, 'co')).toEqual({ limit: 100, used: 40, reserved: 0 });
+    const { records } = await admin.listUsage({ orgId: org });
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({
+      country: 'co',
+      count: 40n,
+      kind: quotav1.UsageKind.SYNC,
+      reservationId: id,
+    });
+
+    const other = randomUUID();
+    await client.reserve({ ...req, reservationId: other });
+    await client.release({ reservationId: other });
+    await client.release({ reservationId: other });
+    expect(await account(org, 'co')).toEqual({ limit: 100, used: 40, reserved: 0 });
+    // A released reservation can neither be committed nor taken again.
+    await expect(client.commit({ reservationId: other })).rejects.toThrow(/released/);
+    await expect(client.reserve({ ...req, reservationId: other })).rejects.toThrow(/released/);
+    expect((await admin.listUsage({ orgId: org })).records).toHaveLength(1);
+  });
+
+  it('a release that arrives before its reserve leaves a tombstone: the late reserve takes nothing', async () => {
+    const org = randomUUID();
+    await admin.setLimit({ orgId: org, country: 'ar', limit: 10n });
+    const id = randomUUID();
+    await client.release({ reservationId: id });
+    await expect(
+      client.reserve({
+        reservationId: id,
+        orgId: org,
+        country: 'ar',
+        amount: 5n,
+        kind: quotav1.UsageKind.JOB,
+      }),
+    ).rejects.toThrow();
+    expect(await account(org, 'ar')).toEqual({ limit: 10, used: 0, reserved: 0 });
+  });
+
+  it('a quota with no limit set refuses; no usage on refusal', async () => {
+    const org = randomUUID();
+    const err = await client
+      .reserve({
+        reservationId: randomUUID(),
+        orgId: org,
+        country: 'mx',
+        amount: 1n,
+        kind: quotav1.UsageKind.SYNC,
+      })
+      .catch((e: unknown) => e);
+    expect(readPublicReason(err)).toMatchObject({ reason: 'customer_quota_exceeded', retryAfterSeconds: 0 });
+    expect((await admin.listUsage({ orgId: org })).records).toHaveLength(0);
+  });
+
+  it('the sweeper releases v1 reservations left behind, never job reservations', async () => {
+    const org = randomUUID();
+    await admin.setLimit({ orgId: org, country: 'mx', limit: 100n });
+    const sync = randomUUID();
+    const job = randomUUID();
+    await client.reserve({
+      reservationId: sync,
+      orgId: org,
+      country: 'mx',
+      amount: 10n,
+      kind: quotav1.UsageKind.SYNC,
+    });
+    await client.reserve({
+      reservationId: job,
+      orgId: org,
+      country: 'mx',
+      amount: 20n,
+      kind: quotav1.UsageKind.JOB,
+    });
+    // Age both past the 30 s TTL of this test's configuration.
+    const db = new pg.Client({ connectionString: databaseUrl });
+    await db.connect();
+    await db.query(
+      "UPDATE quota.reservations SET created_at = now() - interval '1 hour' WHERE reservation_id = ANY($1)",
+      [[sync, job]],
+    );
+    await db.end();
+    expect(await quota.sweeper.sweepOnce()).toBe(1);
+    expect(await account(org, 'mx')).toEqual({ limit: 100, used: 0, reserved: 20 });
+  });
+
+  it('rejects an unknown country and a missing reservation id', async () => {
+    await expect(
+      client.reserve({ reservationId: randomUUID(), orgId: 'o', country: 'fr', amount: 1n, kind: 1 }),
+    ).rejects.toThrow(/country/);
+    await expect(client.commit({ reservationId: '' })).rejects.toThrow(/reservation_id/);
+  });
+});
