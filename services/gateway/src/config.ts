@@ -1,0 +1,33 @@
+import { commonConfig, port, serviceAddress, z } from '@dnc/kit';
+
+export const gatewayConfig = z.object({
+  DNC_LOG_LEVEL: commonConfig.DNC_LOG_LEVEL,
+  DNC_SHUTDOWN_TIMEOUT_MS: commonConfig.DNC_SHUTDOWN_TIMEOUT_MS,
+  DNC_METRICS_PORT: commonConfig.DNC_METRICS_PORT,
+  DNC_GATEWAY_PORT: port(8080),
+  DNC_GATEWAY_HOST: z.string().default('0.0.0.0'),
+  /** Absolute base of status_url, result_url and cancel_url. */
+  DNC_PUBLIC_BASE_URL: z
+    .string()
+    .url()
+    .default('http://127.0.0.1:8080')
+    .transform((v) => v.replace(/\/+$/, '')),
+  DNC_ADMISSION_ADDR: serviceAddress('http://127.0.0.1:50051'),
+  DNC_JOBS_ADDR: serviceAddress('http://127.0.0.1:50053'),
+  /** Keyed fingerprint of idempotent requests; the version is stored with each fingerprint. */
+  DNC_FINGERPRINT_SECRET: z.string().min(16, 'must be at least 16 characters'),
+  DNC_FINGERPRINT_VERSION: z
+    .string()
+    .regex(/^[a-z0-9]{1,8}$/, 'lowercase letters and digits, at most 8')
+    .default('v1'),
+  /** v1 execution budget (spec: 15 seconds). */
+  DNC_V1_BUDGET_MS: z.coerce.number().int().min(100).max(15_000).default(15_000),
+  /** v2 admission budget (spec: 5 seconds). */
+  DNC_V2_ADMISSION_BUDGET_MS: z.coerce.number().int().min(100).max(5_000).default(5_000),
+  /** Delay between readiness turning 503 and closing the listener (Kubernetes endpoint removal). */
+  DNC_DRAIN_DELAY_MS: z.coerce.number().int().min(0).max(60_000).default(0),
+  /** Trust X-Forwarded-For from this many proxies (for the abuse guard's client address). */
+  DNC_TRUST_PROXY_HOPS: z.coerce.number().int().min(0).max(5).default(0),
+});
+
+export type GatewayConfig = z.infer<typeof gatewayConfig>;

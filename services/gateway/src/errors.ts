@@ -1,0 +1,52 @@
+import { ERROR_CODES, type ErrorCode, isErrorCode } from '@dnc/api-contract';
+import { Code, ConnectError, readPublicReason } from '@dnc/kit';
+import type { FastifyReply } from 'fastify';
+
+/** A public error decided inside the gateway (validation, limits). */
+export class PublicHttpError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message?: string,
+    readonly retryAfterSeconds = 0,
+  ) {
+    super(message ?? code);
+  }
+}
+
+export interface MappedError {
+  status: number;
+  body: { error: ErrorCode; message?: string };
+  retryAfterSeconds: number;
+}
+
+/**
+ * THE mapping from a public reason to HTTP: the status comes from the contract's table, and
+ * Retry-After only where the contract allows it. Nothing else in the code base knows HTTP statuses.
+ */
+export function toHttp(code: ErrorCode, message?: string, retryAfterSeconds = 0): MappedError {
+  const info = ERROR_CODES[code];
+  let retryAfter = info.retryAfter === 'absent' ? 0 : Math.max(0, Math.ceil(retryAfterSeconds));
+  if (info.retryAfter === 'required' && retryAfter < 1) retryAfter = 1;
+  const body: MappedError['body'] = { error: code };
+  if (message) body.message = message;
+  return { status: info.status, body, retryAfterSeconds: retryAfter };
+}
+
+/**
+ * An error from an internal service. Its public reason (ErrorInfo detail) is used when it is one of
+ * the contract's codes; otherwise the failure is the platform's (or the country's, for an adapter).
+ */
+export function fromRpcError(error: unknown, whenNoReason: ErrorCode = 'platform_failure'): MappedError {
+  const reason = readPublicReason(error);
+  if (reason && isErrorCode(reason.reason)) {
+    return toHttp(reason.reason, reason.message || undefined, reason.retryAfterSeconds);
+  }
+  const ce = ConnectError.from(error);
+  if (ce.code === Code.InvalidArgument) return toHttp('validation_error');
+  return toHttp(whenNoReason, undefined, 1);
+}
+
+export function sendMapped(reply: FastifyReply, mapped: MappedError): FastifyReply {
+  if (mapped.retryAfterSeconds > 0) reply.header('retry-after', String(mapped.retryAfterSeconds));
+  return reply.code(mapped.status).type('application/json; charset=utf-8').send(mapped.body);
+}

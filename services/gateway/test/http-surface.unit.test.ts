@@ -1,0 +1,107 @@
+import { createLogger, HealthState, Registry } from '@dnc/kit';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../src/app.js';
+import { createUpstreams } from '../src/clients.js';
+import { gatewayConfig } from '../src/config.js';
+
+// A port nothing listens on: admission is "down" for these tests.
+const DOWN = 'http://127.0.0.1:1';
+
+describe('gateway HTTP surface without its upstreams (spec: Endpoints / Common, health, ready, 405)', () => {
+  let app: FastifyInstance;
+  const logger = createLogger('gateway-test', 'silent');
+  const health = new HealthState(logger);
+
+  beforeAll(async () => {
+    const config = gatewayConfig.parse({
+      DNC_FINGERPRINT_SECRET: 'test-secret-0123456789',
+      DNC_ADMISSION_ADDR: DOWN,
+      DNC_JOBS_ADDR: DOWN,
+    });
+    health.require('admission', async () => false);
+    await health.start();
+    app = await buildApp({
+      config,
+      upstreams: createUpstreams(DOWN, DOWN),
+      health,
+      logger,
+      metrics: new Registry(),
+    });
+  });
+  afterAll(async () => {
+    health.stop();
+    await app.close();
+  });
+
+  const v1Headers = (h: Record<string, unknown>) => {
+    expect(h['x-retention']).toBe('zero');
+    expect(h['cache-control']).toBe('no-store, max-age=0');
+  };
+
+  it('GET /v1/health answers {ok:true} with the v1 headers and no rate-limit headers', async () => {
+    const r = await app.inject({ method: 'GET', url: '/v1/health' });
+    expect(r.statusCode).toBe(200);
+    expect(r.json()).toEqual({ ok: true });
+    v1Headers(r.headers);
+    expect(Object.keys(r.headers).filter((k) => k.includes('ratelimit'))).toEqual([]);
+  });
+
+  it('POST /v1/health is 405 with Allow: GET and the v1 headers', async () => {
+    const r = await app.inject({ method: 'POST', url: '/v1/health', payload: {} });
+    expect(r.statusCode).toBe(405);
+    expect(r.headers['allow']).toBe('GET');
+    expect(r.json()).toEqual({ error: 'method_not_allowed', message: 'Use GET.' });
+    v1Headers(r.headers);
+  });
+
+  it('GET /v1/scrub is 405 with Allow: POST', async () => {
+    const r = await app.inject({ method: 'GET', url: '/v1/scrub' });
+    expect(r.statusCode).toBe(405);
+    expect(r.headers['allow']).toBe('POST');
+    v1Headers(r.headers);
+  });
+
+  it('an unknown route is a JSON 404', async () => {
+    const r = await app.inject({ method: 'GET', url: '/v1/nothing-here' });
+    expect(r.statusCode).toBe(404);
+    expect(r.json()).toEqual({ error: 'not_found', message: 'No such endpoint.' });
+    v1Headers(r.headers);
+    const other = await app.inject({ method: 'GET', url: '/elsewhere' });
+    expect(other.statusCode).toBe(404);
+    expect(other.headers['x-retention']).toBeUndefined();
+  });
+
+  it('GET /v1/ready is 503 while admission is unreachable, with the v1 headers', async () => {
+    const r = await app.inject({ method: 'GET', url: '/v1/ready' });
+    expect(r.statusCode).toBe(503);
+    expect(r.json()).toEqual({ ok: false, error: 'not_ready' });
+    v1Headers(r.headers);
+  });
+
+  it('an authenticated route answers 503 platform_failure (no internals) when admission is down', async () => {
+    const r = await app.inject({
+      method: 'POST',
+      url: '/v1/scrub',
+      headers: { authorization: 'Bearer dnc_test_key', 'idempotency-key': 'k1' },
+      payload: { country: 'co', phones: ['3001234567'] },
+    });
+    expect(r.statusCode).toBe(503);
+    expect(r.json()).toEqual({ error: 'platform_failure' });
+    expect(r.headers['retry-after']).toBe('1');
+    v1Headers(r.headers);
+    expect(r.body).not.toMatch(/127\.0\.0\.1|ECONNREFUSED|stack|at .*\.js/);
+  });
+
+  it('a v2 path carries x-retention: transient-encrypted even on 404', async () => {
+    const r = await app.inject({ method: 'GET', url: '/v2/unknown' });
+    expect(r.statusCode).toBe(404);
+    expect(r.headers['x-retention']).toBe('transient-encrypted');
+  });
+
+  it('serves the OpenAPI document without authentication', async () => {
+    const r = await app.inject({ method: 'GET', url: '/openapi.json' });
+    expect(r.statusCode).toBe(200);
+    expect(r.json()).toMatchObject({ openapi: '3.1.0', info: { version: '2.1.0' } });
+  });
+});
