@@ -1,1 +1,3 @@
-export {};
+export { type Command, parseCommand, USAGE, UsageError } from './args.js';
+export { PhoneFileError, parsePhoneList, readPhoneFile } from './phone-file.js';
+export { type CliEnvironment, DEFAULT_BASE_URL, runCli } from './run.js';
