@@ -45,14 +45,15 @@ export function createLogger(service: string, level: string, destination?: pino.
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       formatters: {
         level: (label) => ({ level: label }),
-        log: (object) => {
-          const err = object['err'];
-          if (err instanceof Error) {
-            // Keep the class and a masked message; stack traces stay out of shipped logs.
-            object['err'] = { type: err.name, message: maskDigits(err.message) };
-          }
-          return object;
-        },
+      },
+      serializers: {
+        // Keep the class and a masked message; stack traces stay out of shipped logs.
+        err: (err: unknown) =>
+          err instanceof Error
+            ? { type: err.name, message: maskDigits(err.message) }
+            : typeof err === 'object' && err !== null
+              ? err
+              : { message: maskDigits(String(err)) },
       },
       hooks: {
         logMethod(args, method) {
