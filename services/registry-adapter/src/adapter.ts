@@ -1,0 +1,166 @@
+import { randomUUID } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import {
+  connectNats,
+  createPool,
+  ensureDatabase,
+  migrateSchema,
+  natsNames,
+  openBucket,
+  provisionJetStream,
+  Service,
+} from '@dnc/kit';
+import { AdapterAnnouncer } from './announcer.js';
+import type { AdapterConfig } from './config.js';
+import { SnapshotWatcher } from './index/snapshot-watcher.js';
+import { AdapterMetrics } from './metrics.js';
+import { DrillProvider } from './providers/drill-provider.js';
+import { LocalProvider } from './providers/local-provider.js';
+import type { RegistryProvider } from './providers/provider.js';
+import { RemoteProvider } from './providers/remote-provider.js';
+import { adapterRoutes } from './routes.js';
+import { loadRegistry } from './store/registry-load.js';
+import { RegistryStore } from './store/registry-store.js';
+import { createNormalizer, keyToE164 } from './validation.js';
+
+const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
+
+export interface RunningAdapter {
+  service: Service;
+  port: number;
+  address: string;
+  instanceId: string;
+  watcher?: SnapshotWatcher;
+  announcer: AdapterAnnouncer;
+  provider: DrillProvider;
+  shutdown(): Promise<void>;
+}
+
+/**
+ * Start one registry adapter (one country) inside this process: store, index, providers, discovery and
+ * the gRPC server. `main()` calls it with the environment; integration tests call it on port 0.
+ */
+export async function startAdapter(config: AdapterConfig): Promise<RunningAdapter> {
+  const country = config.COUNTRY;
+  const version = config.npm_package_version ?? '0.1.0';
+  const service = new Service({
+    name: 'registry-adapter',
+    version,
+    logLevel: config.DNC_LOG_LEVEL,
+    shutdownTimeoutMs: config.DNC_SHUTDOWN_TIMEOUT_MS,
+    metricsPort: config.DNC_METRICS_PORT,
+    country,
+  });
+  const logger = service.logger.child({ country });
+  try {
+    const normalizer = createNormalizer(country);
+    let store: RegistryStore | undefined;
+    let watcher: SnapshotWatcher | undefined;
+    let inner: RegistryProvider;
+    if (config.DNC_REGISTRY_PROVIDER === 'local') {
+      await ensureDatabase(config.DATABASE_URL);
+      const pool = createPool(config.DATABASE_URL);
+      service.onClose('postgres', () => pool.end());
+      store = new RegistryStore(pool, country);
+      await migrateSchema(config.DATABASE_URL, store.schema, MIGRATIONS);
+      if (config.DNC_REGISTRY_SEED_FILE) await seed(store, normalizer, config.DNC_REGISTRY_SEED_FILE);
+      watcher = new SnapshotWatcher(store, logger, config.DNC_SNAPSHOT_POLL_MS);
+      await watcher.start();
+      const w = watcher;
+      service.onClose('snapshot watcher', () => w.stop());
+      inner = new LocalProvider(watcher);
+    } else {
+      inner = new RemoteProvider({
+        baseUrl: config.DNC_REMOTE_REGISTRY_URL!,
+        country,
+        toE164: (key) => keyToE164(country, key),
+        batchSize: config.DNC_REMOTE_BATCH_SIZE,
+        timeoutMs: config.DNC_REMOTE_TIMEOUT_MS,
+        retries: config.DNC_REMOTE_RETRIES,
+        logger,
+      });
+    }
+    const provider = new DrillProvider(inner);
+    const metrics = new AdapterMetrics(service.metrics, country, () => provider.state());
+    // Serving (for Kubernetes and the stack) only with a registry to answer from and not draining.
+    service.health.require('registry', async () => (watcher ? watcher.current !== undefined : true));
+    await service.health.start();
+    await service.startMetrics();
+
+    const nc = await connectNats(config.NATS_URL, `registry-adapter-${country}`);
+    service.onClose('nats', () => nc.drain());
+    await provisionJetStream(nc, config.DNC_NATS_PREFIX);
+    const kv = await openBucket(nc, natsNames(config.DNC_NATS_PREFIX).adaptersBucket);
+
+    const { port } = await service.startGrpcServer({
+      port: config.DNC_GRPC_PORT,
+      serviceNames: ['dnc.registry.v1.RegistryAdapterService', 'dnc.registry.v1.RegistryAdminService'],
+      routes: adapterRoutes({
+        country,
+        version,
+        normalizer,
+        provider,
+        ...(store ? { store } : {}),
+        ...(watcher ? { onSnapshotCommitted: () => watcher.refresh() } : {}),
+        drillsEnabled: config.DNC_ENABLE_DRILLS,
+        metrics,
+        logger,
+      }),
+    });
+    const address =
+      config.DNC_ADVERTISE_ADDR && config.DNC_ADVERTISE_ADDR !== 'http://127.0.0.1:0'
+        ? config.DNC_ADVERTISE_ADDR
+        : `http://127.0.0.1:${port}`;
+    const instanceId = randomUUID().slice(0, 8);
+    const announcer = new AdapterAnnouncer(
+      kv,
+      { country, instanceId, address, version },
+      () => provider.state(),
+      config.ADAPTER_HEARTBEAT_MS,
+      logger,
+    );
+    await announcer.start();
+    // Registered last, so it runs first on shutdown: callers stop choosing this instance before it drains.
+    service.onClose('discovery entry', () => announcer.stop());
+    logger.info(
+      { port, address, provider: inner.kind, instance_id: instanceId },
+      'registry adapter listening',
+    );
+    return {
+      service,
+      port,
+      address,
+      instanceId,
+      ...(watcher ? { watcher } : {}),
+      announcer,
+      provider,
+      shutdown: () => service.shutdown(),
+    };
+  } catch (error) {
+    await service.shutdown('failed to start');
+    throw error;
+  }
+}
+
+/** Load the seed file as the first snapshot when the store has none (development and e2e stacks). */
+async function seed(store: RegistryStore, normalizer: ReturnType<typeof createNormalizer>, file: string) {
+  if (await store.current()) return;
+  async function* chunks(): AsyncGenerator<string[]> {
+    const lines = createInterface({ input: createReadStream(file), crlfDelay: Number.POSITIVE_INFINITY });
+    let chunk: string[] = [];
+    for await (const line of lines) {
+      chunk.push(line);
+      if (chunk.length === 10_000) {
+        yield chunk;
+        chunk = [];
+      }
+    }
+    if (chunk.length) yield chunk;
+  }
+  await loadRegistry(store, normalizer, 'seed', chunks()).catch((error) => {
+    // Another replica seeding at the same moment holds the lock; its snapshot will be picked up.
+    if ((error as { kind?: string }).kind !== 'busy') throw error;
+  });
+}

@@ -1,0 +1,53 @@
+import { commonConfig, flag, port, serviceAddress, z } from '@dnc/kit';
+
+/** Countries whose registry is a local copy (loaded with `dnc-admin registry load`). */
+export const LOCAL_COUNTRIES = ['mx', 'ar', 'co'] as const;
+/** Technical countries: their registries are only reachable through a remote API. */
+export const REMOTE_ONLY_COUNTRIES = ['es', 'au', 'sg'] as const;
+
+export const adapterConfig = z
+  .object({
+    ...commonConfig,
+    COUNTRY: z.enum([...LOCAL_COUNTRIES, ...REMOTE_ONLY_COUNTRIES]),
+    DNC_GRPC_PORT: port(50061),
+    /** Address other services use to reach this instance; defaults to http://127.0.0.1:<port>. */
+    DNC_ADVERTISE_ADDR: serviceAddress('http://127.0.0.1:0').optional(),
+    DNC_ENABLE_DRILLS: flag(false),
+    /** `local` (registry copy in Postgres, default) or `remote` (the registry's own API). */
+    DNC_REGISTRY_PROVIDER: z.enum(['local', 'remote']).default('local'),
+    /** Base URL of the remote registry API (provider `remote`). */
+    DNC_REMOTE_REGISTRY_URL: z.string().url().optional(),
+    DNC_REMOTE_BATCH_SIZE: z.coerce.number().int().min(1).max(100_000).default(500),
+    DNC_REMOTE_TIMEOUT_MS: z.coerce.number().int().min(50).max(60_000).default(3_000),
+    DNC_REMOTE_RETRIES: z.coerce.number().int().min(0).max(5).default(2),
+    /** How often every replica looks for a new snapshot. */
+    DNC_SNAPSHOT_POLL_MS: z.coerce.number().int().min(100).max(60_000).default(1_000),
+    /** Discovery heartbeat. */
+    ADAPTER_HEARTBEAT_MS: z.coerce.number().int().min(200).max(30_000).default(2_000),
+    /**
+     * A registry file loaded as the first snapshot when the store has none (development stacks and
+     * end-to-end tests). Ignored once any snapshot exists.
+     */
+    DNC_REGISTRY_SEED_FILE: z.string().optional(),
+    npm_package_version: z.string().optional(),
+  })
+  .superRefine((c, ctx) => {
+    const remoteOnly = (REMOTE_ONLY_COUNTRIES as readonly string[]).includes(c.COUNTRY);
+    if (remoteOnly && c.DNC_REGISTRY_PROVIDER !== 'remote') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['COUNTRY'],
+        message: `${c.COUNTRY} is served only with DNC_REGISTRY_PROVIDER=remote`,
+      });
+    }
+    if (c.DNC_REGISTRY_PROVIDER === 'remote' && !c.DNC_REMOTE_REGISTRY_URL) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['DNC_REMOTE_REGISTRY_URL'],
+        message: 'required with DNC_REGISTRY_PROVIDER=remote',
+      });
+    }
+  });
+
+export type AdapterConfig = z.infer<typeof adapterConfig>;
+export type AdapterCountry = AdapterConfig['COUNTRY'];

@@ -1,0 +1,71 @@
+import type { Logger } from 'pino';
+import type { RegistryStore } from '../store/registry-store.js';
+import { RegistryIndex, sortDistinct } from './registry-index.js';
+
+/**
+ * Keeps this replica's in-memory index on the store's current snapshot: it polls the pointer every
+ * `pollMs` and, when it moved, reads the new snapshot into a fresh index and swaps ONE reference. A
+ * Check holding the previous index finishes on it; the next Check sees the new one. Until the first
+ * snapshot is read `current` is undefined and the adapter answers nothing (never `safe`).
+ */
+export class SnapshotWatcher {
+  private index: RegistryIndex | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private failures = 0;
+
+  constructor(
+    private readonly store: RegistryStore,
+    private readonly logger: Logger,
+    private readonly pollMs: number,
+    private readonly onSwap: (index: RegistryIndex) => void = () => {},
+  ) {}
+
+  get current(): RegistryIndex | undefined {
+    return this.index;
+  }
+
+  async start(): Promise<void> {
+    await this.refresh().catch((error) => this.logger.warn({ err: error }, 'registry snapshot not read yet'));
+    this.timer = setInterval(() => {
+      void this.refresh().catch((error) => {
+        // Logged once per streak; the previous index keeps serving meanwhile.
+        if (this.failures++ === 0) this.logger.warn({ err: error }, 'registry snapshot refresh failed');
+      });
+    }, this.pollMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** Look at the pointer now (also called right after a local load); concurrent calls share one run. */
+  refresh(): Promise<void> {
+    if (!this.running) {
+      this.running = this.load().finally(() => {
+        this.running = undefined;
+      });
+    }
+    return this.running;
+  }
+
+  private async load(): Promise<void> {
+    const snapshot = await this.store.current();
+    if (!snapshot || snapshot.id === this.index?.snapshotId) {
+      this.failures = 0;
+      return;
+    }
+    const started = Date.now();
+    const keys = sortDistinct(await this.store.readKeys(snapshot));
+    const next = RegistryIndex.fromSorted(snapshot.id, snapshot.time, keys);
+    this.index = next;
+    this.failures = 0;
+    this.onSwap(next);
+    this.logger.info(
+      { snapshot_id: next.snapshotId, registry_size: next.size, ms: Date.now() - started },
+      'registry snapshot swapped in',
+    );
+  }
+}

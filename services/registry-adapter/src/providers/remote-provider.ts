@@ -1,0 +1,206 @@
+import type { Logger } from 'pino';
+import { type LookupResult, ProviderError, type ProviderState, type RegistryProvider } from './provider.js';
+
+/**
+ * Client of a registry that is only reachable through an API ("wash" registries). Wire protocol,
+ * deliberately small so a country team can put a thin proxy in front of any real registry API:
+ *
+ *   POST <base>/v1/lookup   {"country":"es","numbers":["+34612345678", ...]}
+ *   200 {"registered":[true,false,...], "snapshot_id":"..."}     one boolean per number, same order
+ *   503 {"status":"maintenance","until":"<ISO time>"}             planned maintenance (not retried)
+ *   429 / 5xx / timeout / connection error                        retried, then unavailable
+ *
+ * Batches of `batchSize`, each request with its own deadline (never beyond the caller's), bounded
+ * retries with exponential backoff and full jitter, and a circuit breaker that fails fast while the
+ * registry is down. Failures leave as ProviderError('maintenance' | 'unavailable') only.
+ */
+export interface RemoteProviderOptions {
+  baseUrl: string;
+  country: string;
+  toE164: (key: number) => string;
+  batchSize: number;
+  timeoutMs: number;
+  retries: number;
+  /** Consecutive failed lookups that open the breaker. */
+  breakerThreshold?: number;
+  breakerCooldownMs?: number;
+  concurrency?: number;
+  backoffBaseMs?: number;
+  logger: Logger;
+}
+
+class RetryableFailure extends Error {}
+
+export class RemoteProvider implements RegistryProvider {
+  readonly kind = 'remote';
+  private consecutiveFailures = 0;
+  private openUntil = 0;
+  private halfOpenTrial = false;
+  private maintenanceUntil: Date | undefined;
+  private lastSnapshotId = '';
+  private lastSuccess: Date | undefined;
+
+  constructor(private readonly o: RemoteProviderOptions) {}
+
+  private get threshold(): number {
+    return this.o.breakerThreshold ?? 5;
+  }
+
+  state(): ProviderState {
+    const now = Date.now();
+    const base = {
+      snapshotId: this.lastSnapshotId,
+      registrySize: 0,
+      ...(this.lastSuccess ? { snapshotTime: this.lastSuccess } : {}),
+    };
+    if (this.maintenanceUntil && this.maintenanceUntil.getTime() > now) {
+      return { ...base, status: 'maintenance', maintenanceUntil: this.maintenanceUntil };
+    }
+    if (this.openUntil > now) return { ...base, status: 'unavailable' };
+    return { ...base, status: 'serving' };
+  }
+
+  async lookup(keys: Float64Array, signal: AbortSignal): Promise<LookupResult> {
+    const now = Date.now();
+    if (this.maintenanceUntil && this.maintenanceUntil.getTime() > now) {
+      throw new ProviderError(
+        'maintenance',
+        'remote registry in maintenance',
+        Math.ceil((this.maintenanceUntil.getTime() - now) / 1000),
+        this.maintenanceUntil,
+      );
+    }
+    if (this.openUntil > now) {
+      throw new ProviderError('unavailable', 'circuit open', Math.ceil((this.openUntil - now) / 1000));
+    }
+    if (this.consecutiveFailures >= this.threshold) {
+      // Half-open: one trial call at a time; the others keep failing fast until it succeeds.
+      if (this.halfOpenTrial) throw new ProviderError('unavailable', 'circuit half-open', 1);
+      this.halfOpenTrial = true;
+    }
+    const registered = new Uint8Array(keys.length);
+    if (keys.length === 0) return { snapshotId: this.lastSnapshotId, registered };
+    try {
+      const batches: [number, number][] = [];
+      for (let i = 0; i < keys.length; i += this.o.batchSize)
+        batches.push([i, Math.min(keys.length, i + this.o.batchSize)]);
+      let snapshotId = '';
+      let next = 0;
+      const worker = async () => {
+        while (next < batches.length) {
+          const [from, to] = batches[next++]!;
+          const numbers: string[] = [];
+          for (let i = from; i < to; i++) numbers.push(this.o.toE164(keys[i] as number));
+          const answer = await this.batchWithRetries(numbers, signal);
+          for (let i = 0; i < answer.registered.length; i++)
+            registered[from + i] = answer.registered[i] ? 1 : 0;
+          if (!snapshotId) snapshotId = answer.snapshotId;
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(this.o.concurrency ?? 4, batches.length) }, worker));
+      this.consecutiveFailures = 0;
+      this.halfOpenTrial = false;
+      this.lastSuccess = new Date();
+      this.lastSnapshotId = snapshotId || 'remote';
+      return { snapshotId: this.lastSnapshotId, registered };
+    } catch (error) {
+      this.halfOpenTrial = false;
+      if (signal.aborted) throw error;
+      if (error instanceof ProviderError && error.errorClass === 'maintenance') throw error;
+      this.consecutiveFailures++;
+      if (this.consecutiveFailures >= this.threshold) {
+        this.openUntil = Date.now() + (this.o.breakerCooldownMs ?? 10_000);
+        this.o.logger.warn({ country: this.o.country }, 'remote registry circuit opened');
+      }
+      throw error instanceof ProviderError
+        ? error
+        : new ProviderError('unavailable', 'remote registry failed', 5);
+    }
+  }
+
+  private async batchWithRetries(
+    numbers: string[],
+    signal: AbortSignal,
+  ): Promise<{ registered: boolean[]; snapshotId: string }> {
+    const base = this.o.backoffBaseMs ?? 100;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.batch(numbers, signal);
+      } catch (error) {
+        if (signal.aborted) throw signal.reason ?? error;
+        if (!(error instanceof RetryableFailure) || attempt >= this.o.retries) {
+          if (error instanceof ProviderError) throw error;
+          throw new ProviderError('unavailable', 'remote registry failed', 5);
+        }
+        // Exponential backoff with full jitter, cut short by the caller's deadline.
+        const delay = Math.random() * base * 2 ** attempt;
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, delay);
+          signal.addEventListener(
+            'abort',
+            () => {
+              clearTimeout(t);
+              resolve();
+            },
+            { once: true },
+          );
+        });
+      }
+    }
+  }
+
+  private async batch(
+    numbers: string[],
+    signal: AbortSignal,
+  ): Promise<{ registered: boolean[]; snapshotId: string }> {
+    let res: Response;
+    try {
+      res = await fetch(new URL('/v1/lookup', this.o.baseUrl), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ country: this.o.country, numbers }),
+        signal: AbortSignal.any([signal, AbortSignal.timeout(this.o.timeoutMs)]),
+      });
+    } catch {
+      throw new RetryableFailure('request failed');
+    }
+    if (res.status === 503) {
+      const body = (await res.json().catch(() => ({}))) as { status?: string; until?: string };
+      if (body.status === 'maintenance') {
+        const until = body.until ? new Date(body.until) : undefined;
+        if (until && !Number.isNaN(until.getTime())) this.maintenanceUntil = until;
+        const retry = until ? Math.max(1, Math.ceil((until.getTime() - Date.now()) / 1000)) : 60;
+        throw new ProviderError('maintenance', 'remote registry in maintenance', retry, until);
+      }
+      throw new RetryableFailure('unavailable');
+    }
+    if (res.status === 429 || res.status >= 500) {
+      await res.body?.cancel().catch(() => {});
+      throw new RetryableFailure(`status ${res.status}`);
+    }
+    if (res.status !== 200) {
+      await res.body?.cancel().catch(() => {});
+      throw new ProviderError('unavailable', 'remote registry refused the request', 5);
+    }
+    let body: { registered?: unknown; snapshot_id?: unknown };
+    try {
+      body = (await res.json()) as typeof body;
+    } catch {
+      throw new RetryableFailure('bad body');
+    }
+    const registered = body.registered;
+    if (
+      !Array.isArray(registered) ||
+      registered.length !== numbers.length ||
+      registered.some((r) => typeof r !== 'boolean')
+    ) {
+      // A malformed answer is never read as "not registered".
+      throw new ProviderError('unavailable', 'remote registry answered malformed data', 5);
+    }
+    this.maintenanceUntil = undefined;
+    return {
+      registered: registered as boolean[],
+      snapshotId: typeof body.snapshot_id === 'string' ? body.snapshot_id : '',
+    };
+  }
+}

@@ -1,0 +1,235 @@
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import type { ConnectRouter, HandlerContext, ServiceImpl } from '@connectrpc/connect';
+import { Code, ConnectError, publicError } from '@dnc/kit';
+import { registryv1 } from '@dnc/proto';
+import type { Logger } from 'pino';
+import { checkPhones } from './check.js';
+import type { AdapterMetrics } from './metrics.js';
+import type { Drill, DrillFailure, DrillProvider } from './providers/drill-provider.js';
+import { ProviderError, type ProviderState } from './providers/provider.js';
+import { type LoadMode, LoadRefused, loadRegistry } from './store/registry-load.js';
+import type { RegistryStore } from './store/registry-store.js';
+import { MAX_PHONE_LENGTH, type Normalizer } from './validation.js';
+
+/** Inputs per Check call (the contract's sizing). */
+export const MAX_CHECK_BATCH = 100_000;
+
+export interface AdapterDeps {
+  country: string;
+  version: string;
+  normalizer: Normalizer;
+  /** The provider chain: drills around the local index or the remote client. */
+  provider: DrillProvider;
+  /** Present with the local provider: the registry copy that Load writes. */
+  store?: RegistryStore;
+  /** Called after a load committed, so this replica swaps at once (others follow within a poll). */
+  onSnapshotCommitted?: () => Promise<void>;
+  drillsEnabled: boolean;
+  metrics: AdapterMetrics;
+  logger: Logger;
+}
+
+const STATUS: Record<ProviderState['status'], registryv1.AdapterStatus> = {
+  serving: registryv1.AdapterStatus.SERVING,
+  maintenance: registryv1.AdapterStatus.MAINTENANCE,
+  unavailable: registryv1.AdapterStatus.UNAVAILABLE,
+};
+
+function invalidArgument(message: string): ConnectError {
+  return publicError(Code.InvalidArgument, 'validation_error', { message });
+}
+
+export function registryAdapterService(
+  deps: AdapterDeps,
+): ServiceImpl<typeof registryv1.RegistryAdapterService> {
+  const { country, metrics } = deps;
+  return {
+    async check(req, ctx) {
+      if (req.country !== country) throw invalidArgument(`this adapter serves country ${country}`);
+      if (req.phones.length > MAX_CHECK_BATCH)
+        throw invalidArgument(`at most ${MAX_CHECK_BATCH} phones per call`);
+      for (const phone of req.phones) {
+        if (phone.length > MAX_PHONE_LENGTH)
+          throw invalidArgument(`each phone is at most ${MAX_PHONE_LENGTH} characters`);
+      }
+      const end = metrics.checkDuration.startTimer({ country });
+      try {
+        const answer = await checkPhones(req.phones, deps.normalizer, deps.provider, ctx.signal);
+        metrics.countOutcomes(answer.outcomes);
+        return { outcomes: answer.outcomes, snapshotId: answer.snapshotId };
+      } catch (error) {
+        throw checkFailure(error, ctx, deps);
+      } finally {
+        end();
+      }
+    },
+
+    describe() {
+      const state = deps.provider.state();
+      return {
+        country,
+        adapterVersion: deps.version,
+        status: STATUS[state.status],
+        maintenanceUntil: state.maintenanceUntil ? timestampFromDate(state.maintenanceUntil) : undefined,
+        snapshotId: state.snapshotId,
+        snapshotTime: state.snapshotTime ? timestampFromDate(state.snapshotTime) : undefined,
+        registrySize: BigInt(state.registrySize),
+      };
+    },
+  };
+}
+
+/** Map a failed Check to its public form; provider details never cross the boundary. */
+function checkFailure(error: unknown, ctx: HandlerContext, deps: AdapterDeps): ConnectError {
+  if (ctx.signal.aborted) {
+    // The caller's deadline passed or it went away: not a provider failure.
+    const ce = ConnectError.from(ctx.signal.reason ?? error);
+    return ce.code === Code.Canceled ? ce : new ConnectError('deadline exceeded', Code.DeadlineExceeded);
+  }
+  const errorClass = error instanceof ProviderError ? error.errorClass : 'unavailable';
+  deps.metrics.providerErrors.inc({ country: deps.country, class: errorClass });
+  if (!(error instanceof ProviderError)) deps.logger.error({ err: error }, 'registry lookup failed');
+  const retryAfterSeconds = error instanceof ProviderError ? error.retryAfterSeconds : 5;
+  return publicError(
+    Code.Unavailable,
+    errorClass === 'maintenance' ? 'country_service_maintenance' : 'country_service_temporarily_unavailable',
+    { retryAfterSeconds, country: deps.country },
+  );
+}
+
+const LOAD_MODES: Partial<Record<registryv1.LoadMode, LoadMode>> = {
+  [registryv1.LoadMode.REPLACE]: 'replace',
+  [registryv1.LoadMode.ADD]: 'add',
+  [registryv1.LoadMode.REMOVE]: 'remove',
+};
+
+const DRILL_FAILURES: Record<registryv1.DrillFailure, DrillFailure> = {
+  [registryv1.DrillFailure.UNSPECIFIED]: 'none',
+  [registryv1.DrillFailure.UNAVAILABLE]: 'unavailable',
+  [registryv1.DrillFailure.MAINTENANCE]: 'maintenance',
+};
+
+function drillToProto(drill: Drill) {
+  const failure =
+    drill.failure === 'maintenance'
+      ? registryv1.DrillFailure.MAINTENANCE
+      : drill.failure === 'unavailable'
+        ? registryv1.DrillFailure.UNAVAILABLE
+        : registryv1.DrillFailure.UNSPECIFIED;
+  return { latencyMs: drill.latencyMs, failure };
+}
+
+export function registryAdminService(deps: AdapterDeps): ServiceImpl<typeof registryv1.RegistryAdminService> {
+  const { country } = deps;
+  return {
+    async load(requests) {
+      const store = deps.store;
+      if (!store) {
+        throw new ConnectError(
+          'this adapter serves a remote registry; there is nothing to load',
+          Code.FailedPrecondition,
+        );
+      }
+      const iterator = requests[Symbol.asyncIterator]();
+      const first = await iterator.next();
+      if (first.done || first.value.part.case !== 'header') {
+        throw new ConnectError('the first message must be the header', Code.InvalidArgument);
+      }
+      const header = first.value.part.value;
+      if (header.country !== country) {
+        throw new ConnectError(`this adapter serves country ${country}`, Code.InvalidArgument);
+      }
+      const mode = LOAD_MODES[header.mode];
+      if (!mode) throw new ConnectError('mode must be replace, add or remove', Code.InvalidArgument);
+      async function* chunks(): AsyncGenerator<readonly string[]> {
+        for (;;) {
+          const next = await iterator.next();
+          if (next.done) return;
+          if (next.value.part.case !== 'chunk') {
+            throw new ConnectError('only chunks may follow the header', Code.InvalidArgument);
+          }
+          yield next.value.part.value.lines;
+        }
+      }
+      const started = Date.now();
+      try {
+        const result = await loadRegistry(store, deps.normalizer, mode, chunks());
+        deps.logger.info(
+          {
+            mode,
+            snapshot_id: result.snapshot.id,
+            registry_size: result.snapshot.size,
+            lines_read: result.linesRead,
+            rejected: result.rejected,
+            ms: Date.now() - started,
+          },
+          'registry snapshot committed',
+        );
+        await deps.onSnapshotCommitted?.().catch((error) => {
+          deps.logger.warn({ err: error }, 'swap after load failed; the poll retries');
+        });
+        return {
+          snapshotId: result.snapshot.id,
+          linesRead: BigInt(result.linesRead),
+          accepted: BigInt(result.accepted),
+          rejected: BigInt(result.rejected),
+          registrySize: BigInt(result.snapshot.size),
+          snapshotTime: timestampFromDate(result.snapshot.time),
+        };
+      } catch (error) {
+        if (error instanceof LoadRefused) {
+          throw new ConnectError(
+            error.message,
+            error.kind === 'busy' ? Code.Aborted : Code.FailedPrecondition,
+          );
+        }
+        throw error;
+      }
+    },
+
+    async getRegistryStatus() {
+      if (deps.store) {
+        const current = await deps.store.current();
+        return {
+          country,
+          snapshotId: current?.id ?? '',
+          snapshotTime: current ? timestampFromDate(current.time) : undefined,
+          registrySize: BigInt(current?.size ?? 0),
+        };
+      }
+      const state = deps.provider.state();
+      return {
+        country,
+        snapshotId: state.snapshotId,
+        snapshotTime: state.snapshotTime ? timestampFromDate(state.snapshotTime) : undefined,
+        registrySize: BigInt(state.registrySize),
+      };
+    },
+
+    setDrill(req) {
+      if (!deps.drillsEnabled) {
+        throw new ConnectError(
+          'drills are disabled on this adapter (DNC_ENABLE_DRILLS)',
+          Code.PermissionDenied,
+        );
+      }
+      if (req.clear) {
+        deps.provider.set({ latencyMs: 0, failure: 'none' });
+      } else {
+        if (req.latencyMs > 120_000)
+          throw new ConnectError('latency_ms is at most 120000', Code.InvalidArgument);
+        deps.provider.set({ latencyMs: req.latencyMs, failure: DRILL_FAILURES[req.failure] ?? 'none' });
+      }
+      const drill = deps.provider.current;
+      deps.logger.warn({ latency_ms: drill.latencyMs, failure: drill.failure }, 'drill set');
+      return drillToProto(drill);
+    },
+  };
+}
+
+export function adapterRoutes(deps: AdapterDeps): (router: ConnectRouter) => void {
+  return (router) => {
+    router.service(registryv1.RegistryAdapterService, registryAdapterService(deps));
+    router.service(registryv1.RegistryAdminService, registryAdminService(deps));
+  };
+}

@@ -1,0 +1,201 @@
+import { createHash } from 'node:crypto';
+import { Readable, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Pool, PoolClient } from '@dnc/kit';
+import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
+
+/** Identity of one committed registry snapshot. */
+export interface SnapshotInfo {
+  id: string;
+  time: Date;
+  size: number;
+}
+
+export type SnapshotMode = 'replace' | 'add' | 'remove' | 'seed';
+
+export interface SnapshotStats {
+  mode: SnapshotMode;
+  linesRead: number;
+  accepted: number;
+  rejected: number;
+}
+
+/** Old snapshot tables kept besides the current one, so a replica still reading one is not cut off. */
+const KEEP_PREVIOUS = 2;
+
+/**
+ * The registry copy of one country in Postgres schema `registry_<cc>`: immutable snapshot tables and
+ * the pointer to the current one. Only this adapter reads or writes the schema.
+ */
+export class RegistryStore {
+  readonly schema: string;
+  private readonly lockKey: string;
+
+  constructor(
+    private readonly pool: Pool,
+    readonly country: string,
+  ) {
+    if (!/^[a-z]{2}$/.test(country)) throw new Error('country must be two lowercase letters');
+    this.schema = `registry_${country}`;
+    // A signed 64-bit advisory lock key derived from the schema name: one writer per country.
+    this.lockKey = createHash('sha256')
+      .update(`dnc-registry-load:${this.schema}`)
+      .digest()
+      .readBigInt64BE(0)
+      .toString();
+  }
+
+  private t(name: string): string {
+    return `"${this.schema}"."${name}"`;
+  }
+
+  async current(client: Pool | PoolClient = this.pool): Promise<SnapshotInfo | undefined> {
+    const { rows } = await client.query<{ id: number; created_at: Date; size: number }>(
+      `SELECT s.id, s.created_at, s.size FROM ${this.t('current_snapshot')} c
+         JOIN ${this.t('snapshots')} s ON s.id = c.snapshot_id`,
+    );
+    const row = rows[0];
+    return row ? { id: String(row.id), time: row.created_at, size: Number(row.size) } : undefined;
+  }
+
+  /**
+   * Read every key of a snapshot into a Float64Array (COPY TO STDOUT, parsed from bytes: no string per
+   * row). The table was written sorted and distinct; the caller verifies that.
+   */
+  async readKeys(snapshot: SnapshotInfo, client?: PoolClient): Promise<Float64Array> {
+    const own = client ?? (await this.pool.connect());
+    try {
+      const { rows } = await own.query<{ table_name: string | null }>(
+        `SELECT table_name FROM ${this.t('snapshots')} WHERE id = $1`,
+        [snapshot.id],
+      );
+      const table = rows[0]?.table_name;
+      if (!table) throw new Error(`snapshot ${snapshot.id} has no numbers table`);
+      await own.query('SET statement_timeout = 0');
+      const keys = new Float64Array(snapshot.size);
+      let n = 0;
+      let value = 0;
+      let inNumber = false;
+      const sink = new Writable({
+        write(chunk: Buffer, _enc, done) {
+          for (let i = 0; i < chunk.length; i++) {
+            const c = chunk[i] as number;
+            if (c === 10) {
+              if (inNumber) {
+                if (n >= keys.length) return done(new Error('snapshot holds more rows than recorded'));
+                keys[n++] = value;
+              }
+              value = 0;
+              inNumber = false;
+            } else {
+              value = value * 10 + (c - 48);
+              inNumber = true;
+            }
+          }
+          done();
+        },
+      });
+      await pipeline(own.query(copyTo(`COPY ${this.t(table)} (key) TO STDOUT`)), sink);
+      if (n !== keys.length) throw new Error('snapshot holds fewer rows than recorded');
+      return keys;
+    } finally {
+      await own.query('RESET statement_timeout').catch(() => {});
+      if (!client) own.release();
+    }
+  }
+
+  /**
+   * Run `work` holding this country's load lock on a dedicated connection; undefined when another
+   * load holds it (the caller reports "busy" instead of queueing a second 10,000,000-line load).
+   */
+  async withLoadLock<T>(work: (client: PoolClient) => Promise<T>): Promise<T | undefined> {
+    const client = await this.pool.connect();
+    let locked = false;
+    try {
+      const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS ok', [
+        this.lockKey,
+      ]);
+      locked = rows[0]?.ok === true;
+      if (!locked) return undefined;
+      return await work(client);
+    } finally {
+      if (locked) await client.query('SELECT pg_advisory_unlock($1::bigint)', [this.lockKey]).catch(() => {});
+      client.release();
+    }
+  }
+
+  /**
+   * Write `keys` (sorted, distinct) as a new snapshot and make it current, in ONE transaction: the
+   * table, its rows, the snapshot row and the pointer flip commit together or not at all.
+   */
+  async commitSnapshot(
+    client: PoolClient,
+    keys: Float64Array,
+    stats: SnapshotStats,
+    basedOn: SnapshotInfo | undefined,
+  ): Promise<SnapshotInfo> {
+    await client.query('BEGIN');
+    try {
+      await client.query('SET LOCAL statement_timeout = 0');
+      const { rows } = await client.query<{ id: number }>(
+        `SELECT nextval('${this.t('snapshot_ids')}') AS id`,
+      );
+      const id = Number(rows[0]?.id);
+      const table = `numbers_${id}`;
+      await client.query(`CREATE TABLE ${this.t(table)} (key bigint NOT NULL)`);
+      await pipeline(
+        Readable.from(keyLines(keys)),
+        client.query(copyFrom(`COPY ${this.t(table)} (key) FROM STDIN`)),
+      );
+      const inserted = await client.query<{ created_at: Date }>(
+        `INSERT INTO ${this.t('snapshots')} (id, mode, size, lines_read, accepted, rejected, based_on, table_name)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING created_at`,
+        [
+          id,
+          stats.mode,
+          keys.length,
+          stats.linesRead,
+          stats.accepted,
+          stats.rejected,
+          basedOn?.id ?? null,
+          table,
+        ],
+      );
+      await client.query(
+        `INSERT INTO ${this.t('current_snapshot')} (singleton, snapshot_id) VALUES (true, $1)
+         ON CONFLICT (singleton) DO UPDATE SET snapshot_id = EXCLUDED.snapshot_id, updated_at = now()`,
+        [id],
+      );
+      await client.query('COMMIT');
+      return { id: String(id), time: inserted.rows[0]!.created_at, size: keys.length };
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    }
+  }
+
+  /** Drop the numbers tables of snapshots older than the current one and its KEEP_PREVIOUS predecessors. */
+  async dropOldSnapshots(client: PoolClient, currentId: string): Promise<number> {
+    const { rows } = await client.query<{ id: number; table_name: string }>(
+      `SELECT id, table_name FROM ${this.t('snapshots')}
+        WHERE id < $1 AND table_name IS NOT NULL ORDER BY id DESC OFFSET $2`,
+      [currentId, KEEP_PREVIOUS],
+    );
+    for (const row of rows) {
+      await client.query(`DROP TABLE IF EXISTS ${this.t(row.table_name)}`);
+      await client.query(`UPDATE ${this.t('snapshots')} SET table_name = NULL WHERE id = $1`, [row.id]);
+    }
+    return rows.length;
+  }
+}
+
+/** The keys as COPY text, in blocks of 16,384 lines. */
+function* keyLines(keys: Float64Array): Generator<string> {
+  const BLOCK = 16_384;
+  for (let i = 0; i < keys.length; i += BLOCK) {
+    const end = Math.min(keys.length, i + BLOCK);
+    let s = '';
+    for (let j = i; j < end; j++) s += `${keys[j]}\n`;
+    yield s;
+  }
+}

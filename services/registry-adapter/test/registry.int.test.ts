@@ -1,0 +1,186 @@
+import { Code, ConnectError, createClient } from '@connectrpc/connect';
+import { grpcTransport, readPublicReason } from '@dnc/kit';
+import { healthv1, registryv1 } from '@dnc/proto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningAdapter } from '../src/index.js';
+import { adapterClients, isolatedEnv, loadLines, startTestAdapter } from './support/adapter.js';
+
+const { Outcome, LoadMode } = registryv1;
+
+// Written forms of two registered Mexican lines and one unregistered line (issue 4: every written form
+// of a registered number is found; old forms 044/045/+52 1 normalize to the 10-digit line).
+const REGISTERED = ['55 1234 5678', '+52 81 8123 4567'];
+const FORMS_OF_5512345678 = [
+  '+52 55 1234 5678',
+  '+525512345678',
+  '5512345678',
+  '(55) 1234-5678',
+  '55.1234.5678',
+  '0052 55 1234 5678',
+  '044 55 1234 5678',
+  '045 55 1234 5678',
+  '+52 1 55 1234 5678',
+  'tel:+52-55-1234-5678',
+  ' 55 1234 5678 ',
+];
+
+describe('registry adapter (mx) against PostgreSQL and NATS', () => {
+  const env = isolatedEnv('adapter_mx');
+  let adapter: RunningAdapter;
+
+  beforeAll(async () => {
+    adapter = await startTestAdapter(env, 'mx', { DNC_ENABLE_DRILLS: '1' });
+  });
+  afterAll(async () => {
+    await adapter?.shutdown();
+    await env.drop();
+  });
+
+  it('refuses to answer without a snapshot: unavailable, never safe', async () => {
+    const { adapter: client } = adapterClients(adapter.address);
+    const err = await client.check({ country: 'mx', phones: ['55 1234 5678'] }).catch((e) => e);
+    expect(err).toBeInstanceOf(ConnectError);
+    expect(err.code).toBe(Code.Unavailable);
+    expect(readPublicReason(err)?.reason).toBe('country_service_temporarily_unavailable');
+    const d = await client.describe({});
+    expect(d.status).toBe(registryv1.AdapterStatus.UNAVAILABLE);
+    const health = createClient(healthv1.Health, grpcTransport(adapter.address));
+    const h = await health.check({ service: '' });
+    expect(h.status).toBe(healthv1.HealthCheckResponse_ServingStatus.NOT_SERVING);
+  });
+
+  it('loads a file, counts bad lines, and finds every written form of a registered line', async () => {
+    const res = await loadLines(adapter.address, 'mx', LoadMode.REPLACE, [
+      ...REGISTERED,
+      '# a comment',
+      '',
+      'not a number',
+      '+1 212 555 0123',
+      '55 1234 5678', // duplicate
+      'x'.repeat(80),
+    ]);
+    expect(res.linesRead).toBe(6n);
+    expect(res.accepted).toBe(3n);
+    expect(res.rejected).toBe(3n);
+    expect(res.registrySize).toBe(2n);
+    expect(res.snapshotId).not.toBe('');
+
+    const { adapter: client, admin } = adapterClients(adapter.address);
+    const phones = [
+      ...FORMS_OF_5512345678,
+      '81 8123 4567',
+      '55 9999 0000',
+      'garbage',
+      '+57 300 123 4567',
+      '123',
+    ];
+    const answer = await client.check({ country: 'mx', phones });
+    expect(answer.snapshotId).toBe(res.snapshotId);
+    expect(answer.outcomes).toEqual([
+      ...FORMS_OF_5512345678.map(() => Outcome.PROHIBITED),
+      Outcome.PROHIBITED,
+      Outcome.SAFE,
+      Outcome.INVALID_UNPARSEABLE,
+      Outcome.INVALID_WRONG_COUNTRY,
+      Outcome.INVALID_LENGTH,
+    ]);
+
+    const status = await admin.getRegistryStatus({});
+    expect(status).toMatchObject({ country: 'mx', snapshotId: res.snapshotId, registrySize: 2n });
+    const d = await client.describe({});
+    expect(d).toMatchObject({ country: 'mx', status: registryv1.AdapterStatus.SERVING, registrySize: 2n });
+    expect(d.snapshotTime).toBeDefined();
+  });
+
+  it('add and remove build new snapshots from the current one', async () => {
+    const added = await loadLines(adapter.address, 'mx', LoadMode.ADD, ['+52 33 3123 4567', '55 1234 5678']);
+    expect(added.registrySize).toBe(3n);
+    const removed = await loadLines(adapter.address, 'mx', LoadMode.REMOVE, ['+52 1 55 1234 5678']);
+    expect(removed.registrySize).toBe(2n);
+    const { adapter: client } = adapterClients(adapter.address);
+    const answer = await client.check({
+      country: 'mx',
+      phones: ['55 1234 5678', '33 3123 4567', '81 8123 4567'],
+    });
+    expect(answer.snapshotId).toBe(removed.snapshotId);
+    expect(answer.outcomes).toEqual([Outcome.SAFE, Outcome.PROHIBITED, Outcome.PROHIBITED]);
+  });
+
+  it('refuses a replace without one valid number (an empty registry would answer safe)', async () => {
+    const err = await loadLines(adapter.address, 'mx', LoadMode.REPLACE, ['bad', '+1 212 555 0123']).catch(
+      (e) => e,
+    );
+    expect(err.code).toBe(Code.FailedPrecondition);
+    const { admin } = adapterClients(adapter.address);
+    expect((await admin.getRegistryStatus({})).registrySize).toBe(2n);
+  });
+
+  it('rejects a wrong country, an oversized batch and an oversized phone', async () => {
+    const { adapter: client } = adapterClients(adapter.address);
+    const wrong = await client.check({ country: 'ar', phones: ['55 1234 5678'] }).catch((e) => e);
+    expect(wrong.code).toBe(Code.InvalidArgument);
+    const big = await client.check({ country: 'mx', phones: new Array(100_001).fill('1') }).catch((e) => e);
+    expect(big.code).toBe(Code.InvalidArgument);
+    const long = await client.check({ country: 'mx', phones: ['5'.repeat(65)] }).catch((e) => e);
+    expect(long.code).toBe(Code.InvalidArgument);
+    const ok = await client.check({ country: 'mx', phones: [] });
+    expect(ok.outcomes).toEqual([]);
+  });
+
+  it('drills: latency honours the deadline, unavailable and maintenance fail with their public reason', async () => {
+    const { adapter: client, admin } = adapterClients(adapter.address);
+    await admin.setDrill({ latencyMs: 2_000 });
+    const started = Date.now();
+    const slow = await client
+      .check({ country: 'mx', phones: ['55 1234 5678'] }, { timeoutMs: 300 })
+      .catch((e) => e);
+    expect(slow.code).toBe(Code.DeadlineExceeded);
+    expect(Date.now() - started).toBeLessThan(1_500);
+
+    await admin.setDrill({ failure: registryv1.DrillFailure.UNAVAILABLE });
+    const down = await client.check({ country: 'mx', phones: ['55 1234 5678'] }).catch((e) => e);
+    expect(down.code).toBe(Code.Unavailable);
+    expect(readPublicReason(down)?.reason).toBe('country_service_temporarily_unavailable');
+    expect((await client.describe({})).status).toBe(registryv1.AdapterStatus.UNAVAILABLE);
+
+    await admin.setDrill({ failure: registryv1.DrillFailure.MAINTENANCE });
+    const maint = await client.check({ country: 'mx', phones: ['55 1234 5678'] }).catch((e) => e);
+    expect(maint.code).toBe(Code.Unavailable);
+    expect(readPublicReason(maint)?.reason).toBe('country_service_maintenance');
+    expect(String(maint.message)).not.toMatch(/drill|provider|local/i);
+    expect((await client.describe({})).status).toBe(registryv1.AdapterStatus.MAINTENANCE);
+
+    const cleared = await admin.setDrill({ clear: true });
+    expect(cleared).toMatchObject({ latencyMs: 0, failure: registryv1.DrillFailure.UNSPECIFIED });
+    const ok = await client.check({ country: 'mx', phones: ['33 3123 4567'] });
+    expect(ok.outcomes).toEqual([Outcome.PROHIBITED]);
+  });
+
+  it('metrics count checks, outcomes and provider errors without any phone number', async () => {
+    const text = await adapter.service.metrics.metrics();
+    expect(text).toMatch(/dnc_adapter_check_duration_seconds_count\{[^}]*country="mx"[^}]*\} [1-9]/);
+    expect(text).toMatch(/dnc_adapter_outcomes_total\{[^}]*outcome="prohibited"[^}]*\} [1-9]/);
+    expect(text).toMatch(/dnc_adapter_provider_errors_total\{[^}]*class="maintenance"[^}]*\} [1-9]/);
+    expect(text).toMatch(/dnc_registry_size\{[^}]*\} 2/);
+    expect(text).toMatch(/dnc_registry_snapshot_timestamp_seconds\{[^}]*\} 1\d{9}/);
+    expect(text).not.toMatch(/5512345678|3331234567/);
+  });
+});
+
+describe('drills are refused unless enabled', () => {
+  const env = isolatedEnv('adapter_nodrill');
+  let adapter: RunningAdapter;
+  beforeAll(async () => {
+    adapter = await startTestAdapter(env, 'co');
+  });
+  afterAll(async () => {
+    await adapter?.shutdown();
+    await env.drop();
+  });
+
+  it('answers PermissionDenied', async () => {
+    const { admin } = adapterClients(adapter.address);
+    const err = await admin.setDrill({ failure: registryv1.DrillFailure.UNAVAILABLE }).catch((e) => e);
+    expect(err.code).toBe(Code.PermissionDenied);
+  });
+});
