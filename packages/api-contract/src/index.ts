@@ -2,4 +2,5 @@ export * from './error-codes.js';
 export * from './limits.js';
 export * from './openapi.js';
 export * from './response-validator.js';
+export * from './routes.js';
 export * from './schemas.js';

@@ -8,6 +8,7 @@ import {
   LIMITS,
   RETENTION,
 } from './limits.js';
+import { OPERATION_ERRORS } from './routes.js';
 import { SCHEMAS } from './schemas.js';
 
 export const API_VERSION = '2.1.0';
@@ -201,28 +202,6 @@ function errorResponses(
   return out;
 }
 
-const SCRUB_ERRORS: Record<number, readonly ErrorCode[]> = {
-  400: ['validation_error'],
-  401: ['invalid_key'],
-  402: ['subscription_inactive'],
-  403: ['account_suspended', 'activation_incomplete', 'country_not_in_plan'],
-  405: ['method_not_allowed'],
-  409: ['idempotency_request_in_progress', 'idempotency_key_reused'],
-  413: ['payload_too_large'],
-  429: ['rate_limit_exceeded', 'customer_quota_exceeded', 'temporarily_blocked'],
-  500: ['internal_error'],
-  503: ['country_service_maintenance', 'country_service_temporarily_unavailable', 'platform_failure'],
-};
-
-const JOB_READ_ERRORS: Record<number, readonly ErrorCode[]> = {
-  401: ['invalid_key'],
-  404: ['job_not_found'],
-  405: ['method_not_allowed'],
-  429: ['rate_limit_exceeded', 'temporarily_blocked'],
-  500: ['internal_error'],
-  503: ['platform_failure'],
-};
-
 const EXAMPLE_JOB_ID = '0b3f5c1e-8f5a-4f7e-9a43-2f1f6f0f9d11';
 const EXAMPLE_BASE = 'http://127.0.0.1:8080';
 
@@ -363,7 +342,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
             headers: okHeaders(v1Public),
             content: jsonContent(ref('Health'), { ok: { summary: 'alive', value: { ok: true } } }),
           },
-          ...errorResponses(v1Public, { 405: ['method_not_allowed'] }),
+          ...errorResponses(v1Public, OPERATION_ERRORS.getHealth),
         },
       },
     },
@@ -387,7 +366,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
               not_ready: { summary: 'not ready', value: { ok: false, error: 'not_ready' } },
             }),
           },
-          ...errorResponses(v1Public, { 405: ['method_not_allowed'] }),
+          ...errorResponses(v1Public, OPERATION_ERRORS.getReady),
         },
       },
     },
@@ -416,7 +395,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
               result: { summary: 'complete result', value: exampleResult },
             }),
           },
-          ...errorResponses(v1, SCRUB_ERRORS),
+          ...errorResponses(v1, OPERATION_ERRORS.scrub),
         },
       },
     },
@@ -454,7 +433,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
               queued: { summary: 'accepted', value: exampleJob('queued') },
             }),
           },
-          ...errorResponses(v2, SCRUB_ERRORS),
+          ...errorResponses(v2, OPERATION_ERRORS.createScrubJob),
         },
       },
     },
@@ -489,7 +468,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
               },
             }),
           },
-          ...errorResponses(v2, JOB_READ_ERRORS),
+          ...errorResponses(v2, OPERATION_ERRORS.getScrubJob),
         },
       },
     },
@@ -508,11 +487,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
               result: { summary: 'complete result', value: exampleResult },
             }),
           },
-          ...errorResponses(v2, {
-            ...JOB_READ_ERRORS,
-            409: ['job_result_not_ready'],
-            410: ['job_expired', 'job_result_expired'],
-          }),
+          ...errorResponses(v2, OPERATION_ERRORS.getScrubJobResult),
         },
       },
     },
@@ -545,7 +520,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
               },
             }),
           },
-          ...errorResponses(v2, JOB_READ_ERRORS),
+          ...errorResponses(v2, OPERATION_ERRORS.cancelScrubJob),
         },
       },
     },

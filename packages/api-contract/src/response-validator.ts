@@ -278,8 +278,12 @@ function semanticProblems(schemaName: string | undefined, received: ReceivedResp
       problems.push(`a ${status} job must carry error`);
     if (status !== 'failed' && status !== 'expired' && hasError)
       problems.push(`a ${String(status)} job must not carry error`);
-    if (status === 'expired' && hasError && (body['error'] as JsonObject)['error'] !== 'job_expired') {
+    const jobError = hasError ? (body['error'] as JsonObject) : undefined;
+    if (status === 'expired' && jobError && jobError['error'] !== 'job_expired') {
       problems.push('an expired job carries error job_expired');
+    }
+    if (String(jobError?.['error']).startsWith('country_service_') && jobError?.['country'] === undefined) {
+      problems.push('a country JobError must carry its country');
     }
     const jobId = String(body['job_id']);
     const urls: [string, string][] = [

@@ -10,6 +10,7 @@ import {
   INVALID_REASONS,
   LIMITS,
   RATE_LIMIT_HEADER_NAMES,
+  ROUTES,
   SCHEMAS,
   ScrubRequest,
 } from '../src/index.js';
@@ -155,5 +156,44 @@ describe('JSON Schemas work in draft-07 (the gateway’s fastify/ajv default)', 
     expect(v1({ country: 'co', phones: 'a,b' })).toBe(false);
     expect(v1({ country: 'co', phones: [], extra: 1 })).toBe(false);
     expect(v1({ phones: [] })).toBe(false);
+  });
+});
+
+describe('ROUTES (fastify schemas) agree with the document', () => {
+  const ajv = new AjvDraft07({ strict: true, allErrors: true, strictTypes: false });
+  ajv.addFormat('uuid', true).addFormat('date-time', true).addFormat('uri', true);
+
+  it('has one route per operation with the same statuses, and every documented example validates', () => {
+    expect(ROUTES.map((r) => `${r.method} ${r.path}`).sort()).toEqual(
+      OPERATIONS.map(([p, m]) => `${m.toUpperCase()} ${p}`).sort(),
+    );
+    for (const route of ROUTES) {
+      const operation = op(route.path, route.method.toLowerCase());
+      expect(operation['operationId']).toBe(route.operationId);
+      expect(Object.keys(route.schema.response).sort()).toEqual(Object.keys(operation['responses']).sort());
+      for (const [status, response] of Object.entries(operation['responses'] as Obj)) {
+        const validate = ajv.compile(route.schema.response[Number(status)] as object);
+        const examples = Object.values((response['content']['application/json'].examples ?? {}) as Obj);
+        expect(examples.length, `${route.operationId} ${status}`).toBeGreaterThan(0);
+        for (const example of examples)
+          expect(validate(example.value), `${route.operationId} ${status}`).toBe(true);
+        // A code of another status does not pass this status's schema.
+        if (Number(status) >= 400 && status !== '503') {
+          expect(validate({ error: 'platform_failure' }), `${route.operationId} ${status}`).toBe(false);
+        }
+      }
+    }
+  });
+
+  it('requires the Idempotency-Key header on both scrub routes', () => {
+    for (const route of ROUTES.filter(
+      (r) => r.operationId === 'scrub' || r.operationId === 'createScrubJob',
+    )) {
+      const validate = ajv.compile(route.schema.headers as object);
+      expect(validate({ 'idempotency-key': 'abc-123' })).toBe(true);
+      expect(validate({})).toBe(false);
+      expect(validate({ 'idempotency-key': 'a b' })).toBe(false);
+      expect(validate({ 'idempotency-key': 'k'.repeat(256) })).toBe(false);
+    }
   });
 });

@@ -373,3 +373,16 @@ describe('createResponseValidator rejects what the document does not say', () =>
     expect(text).not.toContain(secret);
   });
 });
+
+describe('createResponseValidator JobError rules', () => {
+  it('a country JobError without its country', () => {
+    const problems = validator.check({
+      method: 'GET',
+      route: `/v2/scrub/${JOB_ID}`,
+      status: 200,
+      headers: { ...v2Headers, ...rateLimit },
+      body: job('failed', { error: { error: 'country_service_temporarily_unavailable' } }),
+    });
+    expect(problems.join('\n')).toMatch(/a country JobError must carry its country/);
+  });
+});
