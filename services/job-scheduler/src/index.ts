@@ -1,1 +1,6 @@
-export {};
+export { jobsConfig } from './config.js';
+export { KeyRing } from './crypto/envelope.js';
+export * from './domain/failures.js';
+export * from './domain/result.js';
+export * from './domain/states.js';
+export { main } from './main.js';

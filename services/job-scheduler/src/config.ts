@@ -1,0 +1,44 @@
+import { commonConfig, port, serviceAddress, z } from '@dnc/kit';
+
+const seconds = (fallback: number) => z.coerce.number().int().min(1).max(31_536_000).default(fallback);
+
+export const jobsConfig = z.object({
+  ...commonConfig,
+  /** api: JobsService, admin and sweepers; worker: JetStream consumers; all: both in one process. */
+  DNC_ROLE: z.enum(['api', 'worker', 'all']).default('all'),
+  DNC_GRPC_PORT: port(50053),
+  DNC_QUOTA_ADDR: serviceAddress('http://127.0.0.1:50052'),
+  /** `id:base64key,id2:base64key`: 256-bit key-encryption keys by id. Old ids stay for decryption. */
+  DNC_KEKS: z.string().min(1),
+  DNC_KEK_ACTIVE_ID: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, _ . - only'),
+  DNC_JOB_HARD_CAP_SECONDS: seconds(86_400),
+  DNC_RESULT_TTL_SECONDS: seconds(604_800),
+  DNC_METADATA_TTL_SECONDS: seconds(2_592_000),
+  /** How often the sweepers (dispatch reconciliation, hard cap, retention, cleanup retries) run. */
+  DNC_SWEEP_INTERVAL_MS: z.coerce.number().int().min(50).max(600_000).default(5_000),
+  /** A queued job whose dispatch is not confirmed within this time is published again. */
+  DNC_REDISPATCH_AFTER_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
+  /** Countries whose work queues this worker consumes. */
+  DNC_COUNTRIES: z
+    .string()
+    .default('mx,ar,co')
+    .transform((v) => v.split(',').map((c) => c.trim()))
+    .refine((cs) => cs.every((c) => /^[a-z]{2}$/.test(c)), 'comma-separated two-letter country codes'),
+  /** Jobs one worker process runs at the same time, per country. */
+  DNC_WORKER_JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
+  /** Adapter calls in flight for one job. */
+  DNC_WORKER_UNIT_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(2),
+  DNC_WORKER_UNIT_SIZE: z.coerce.number().int().min(1).max(100_000).default(50_000),
+  /** Deadline of one adapter call, and how many times a temporary failure is retried. */
+  DNC_ADAPTER_CALL_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(60_000),
+  DNC_ADAPTER_RETRIES: z.coerce.number().int().min(0).max(10).default(3),
+  /** A lease not renewed within this time is taken over by another worker. */
+  DNC_JOB_LEASE_MS: z.coerce.number().int().min(1_000).max(600_000).default(15_000),
+  /** JetStream redelivers a message not acked (or heartbeated) within this time. */
+  DNC_JOBS_ACK_WAIT_MS: z.coerce.number().int().min(1_000).max(600_000).default(30_000),
+  DNC_JOBS_MAX_DELIVER: z.coerce.number().int().min(1).max(100).default(10),
+  /** A job claimed this many times without finishing fails with platform_failure. */
+  DNC_JOB_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
+});
+
+export type JobsConfig = z.infer<typeof jobsConfig>;

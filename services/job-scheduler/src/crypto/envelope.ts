@@ -1,0 +1,130 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+
+/**
+ * Envelope encryption of job blobs: AES-256-GCM under a random 256-bit data key per job blob, the
+ * data key wrapped by a key-encryption key (KEK) that has an id. The additional authenticated data
+ * binds job, organization, blob kind and segment position, so a ciphertext moved to another job,
+ * organization, kind or position (or a truncated blob) fails to open.
+ */
+export type BlobKind = 'input' | 'result';
+
+const NONCE_BYTES = 12;
+const TAG_BYTES = 16;
+
+export class KeyRing {
+  private constructor(
+    private readonly keys: ReadonlyMap<string, Buffer>,
+    readonly activeId: string,
+  ) {}
+
+  /** `id1:base64,id2:base64`; every key must be 32 bytes; the active id must be present. */
+  static parse(spec: string, activeId: string): KeyRing {
+    const keys = new Map<string, Buffer>();
+    for (const part of spec.split(',')) {
+      const at = part.indexOf(':');
+      const id = part.slice(0, at).trim();
+      const key = Buffer.from(part.slice(at + 1).trim(), 'base64');
+      if (at <= 0 || !/^[A-Za-z0-9_.-]{1,64}$/.test(id))
+        throw new Error('DNC_KEKS: each entry must be id:base64');
+      if (key.length !== 32) throw new Error(`DNC_KEKS: key ${id} must be 32 bytes (base64)`);
+      if (keys.has(id)) throw new Error(`DNC_KEKS: key id ${id} appears twice`);
+      keys.set(id, key);
+    }
+    if (!keys.has(activeId)) throw new Error('DNC_KEK_ACTIVE_ID: not one of the ids in DNC_KEKS');
+    return new KeyRing(keys, activeId);
+  }
+
+  private kek(id: string): Buffer {
+    const key = this.keys.get(id);
+    if (!key) throw new Error(`key-encryption key ${id} is not configured`);
+    return key;
+  }
+
+  /** A fresh data key, and its wrapped form under the active KEK. */
+  newDataKey(binding: BlobBinding): { dek: Buffer; kekId: string; wrapped: Buffer } {
+    const dek = randomBytes(32);
+    const wrapped = seal(this.kek(this.activeId), dek, aad('dek', binding));
+    return { dek, kekId: this.activeId, wrapped };
+  }
+
+  unwrap(kekId: string, wrapped: Buffer, binding: BlobBinding): Buffer {
+    return open(this.kek(kekId), wrapped, aad('dek', binding));
+  }
+}
+
+export interface BlobBinding {
+  jobId: string;
+  orgId: string;
+  kind: BlobKind;
+}
+
+function aad(purpose: string, b: BlobBinding, seq?: number, last?: boolean): Buffer {
+  const tail = seq === undefined ? '' : `|${seq}|${last ? 'last' : 'more'}`;
+  return Buffer.from(`dnc.jobs.v1|${purpose}|${b.jobId}|${b.orgId}|${b.kind}${tail}`, 'utf8');
+}
+
+function seal(key: Buffer, plaintext: Buffer, additional: Buffer): Buffer {
+  const nonce = randomBytes(NONCE_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', key, nonce);
+  cipher.setAAD(additional);
+  const body = Buffer.concat([cipher.update(plaintext), cipher.final()]);
+  return Buffer.concat([nonce, body, cipher.getAuthTag()]);
+}
+
+function open(key: Buffer, sealed: Buffer, additional: Buffer): Buffer {
+  if (sealed.length < NONCE_BYTES + TAG_BYTES) throw new Error('sealed value too short');
+  const nonce = sealed.subarray(0, NONCE_BYTES);
+  const tag = sealed.subarray(sealed.length - TAG_BYTES);
+  const decipher = createDecipheriv('aes-256-gcm', key, nonce);
+  decipher.setAAD(additional);
+  decipher.setAuthTag(tag);
+  return Buffer.concat([
+    decipher.update(sealed.subarray(NONCE_BYTES, sealed.length - TAG_BYTES)),
+    decipher.final(),
+  ]);
+}
+
+/** One segment of a blob: nonce || ciphertext || tag, bound to its position. */
+export function sealSegment(
+  dek: Buffer,
+  binding: BlobBinding,
+  seq: number,
+  last: boolean,
+  plain: Buffer,
+): Buffer {
+  return seal(dek, plain, aad('segment', binding, seq, last));
+}
+
+export function openSegment(
+  dek: Buffer,
+  binding: BlobBinding,
+  seq: number,
+  last: boolean,
+  sealed: Buffer,
+): Buffer {
+  return open(dek, sealed, aad('segment', binding, seq, last));
+}
+
+/** Split text into UTF-8 segments of at most `segmentBytes` bytes each (at least one segment). */
+export function* segmentsOf(pieces: Iterable<string>, segmentBytes = 1 << 20): Generator<Buffer> {
+  let pending: Buffer[] = [];
+  let size = 0;
+  let emitted = false;
+  for (const piece of pieces) {
+    let buf = Buffer.from(piece, 'utf8');
+    while (size + buf.length >= segmentBytes) {
+      const take = segmentBytes - size;
+      pending.push(buf.subarray(0, take));
+      yield Buffer.concat(pending);
+      emitted = true;
+      pending = [];
+      size = 0;
+      buf = buf.subarray(take);
+    }
+    if (buf.length > 0) {
+      pending.push(buf);
+      size += buf.length;
+    }
+  }
+  if (size > 0 || !emitted) yield Buffer.concat(pending);
+}

@@ -1,0 +1,45 @@
+import { type Logger, type NatsConnection, natsNames } from '@dnc/kit';
+import { type JetStreamClient, jetstream } from '@nats-io/jetstream';
+import type { JobRow, JobStore } from './store/jobs.js';
+
+/** The work message: only the job id. Numbers never travel through NATS. */
+export interface WorkMessage {
+  job_id: string;
+}
+
+/**
+ * Publishes jobs to DNC_JOBS (a subject per country). The first publish uses the job id as
+ * Nats-Msg-Id, so a repeated first publish is dropped by the stream; a later re-dispatch of a job
+ * whose message was lost gets its own id. Postgres records each confirmed publish.
+ */
+export class Dispatcher {
+  private readonly js: JetStreamClient;
+  private readonly names: ReturnType<typeof natsNames>;
+
+  constructor(
+    nc: NatsConnection,
+    prefix: string,
+    private readonly store: JobStore,
+    private readonly logger: Logger,
+  ) {
+    this.js = jetstream(nc);
+    this.names = natsNames(prefix);
+  }
+
+  async dispatch(job: JobRow): Promise<boolean> {
+    const msgID = job.dispatchCount === 0 ? job.id : `${job.id}.${job.dispatchCount}`;
+    const body: WorkMessage = { job_id: job.id };
+    try {
+      await this.js.publish(this.names.jobsSubject(job.country), JSON.stringify(body), {
+        msgID,
+        timeout: 2_000,
+      });
+    } catch (error) {
+      // The job is durable in Postgres; the reconciler publishes it again.
+      this.logger.warn({ job_id: job.id, err: error }, 'dispatch not confirmed; will retry');
+      return false;
+    }
+    await this.store.markDispatched(job.id);
+    return true;
+  }
+}

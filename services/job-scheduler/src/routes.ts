@@ -1,0 +1,196 @@
+import { create } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import type { ConnectRouter, ServiceImpl } from '@connectrpc/connect';
+import { Code, type Logger, publicError } from '@dnc/kit';
+import { jobsv1 } from '@dnc/proto';
+import type { KeyRing } from './crypto/envelope.js';
+import type { Dispatcher } from './dispatch.js';
+import {
+  carriesError,
+  expiresAt,
+  fromProtoStatus,
+  isJobState,
+  type RetentionPolicy,
+  resultAvailability,
+  toProtoStatus,
+} from './domain/states.js';
+import type { JobMetrics } from './metrics.js';
+import type { QuotaSettlement } from './settlement.js';
+import { BlobMissing, readBlob } from './store/blobs.js';
+import type { CleanupStore } from './store/cleanup.js';
+import { isJobId, type JobRow, type JobStore } from './store/jobs.js';
+
+const COUNTRY = /^[a-z]{2}$/;
+const MAX_INPUTS = 500_000;
+
+/** The Job message: the spec's fields only. JobError only for failed and expired. */
+export function jobMessage(job: JobRow, policy: RetentionPolicy): jobsv1.Job {
+  return create(jobsv1.JobSchema, {
+    jobId: job.id,
+    status: toProtoStatus(job.status),
+    country: job.country,
+    submittedCount: job.submittedCount,
+    createdAt: timestampFromDate(job.createdAt),
+    expiresAt: timestampFromDate(expiresAt(job, policy)),
+    error:
+      carriesError(job.status) && job.error
+        ? create(jobsv1.JobErrorSchema, {
+            error: job.error,
+            country: job.error === 'platform_failure' || job.error === 'job_expired' ? '' : job.country,
+            retryAfterSeconds: job.errorRetryAfter ?? 0,
+          })
+        : undefined,
+    cancelRequested: job.status === 'running' && job.cancelRequested,
+  });
+}
+
+const notFound = () => publicError(Code.NotFound, 'job_not_found');
+
+export interface RouteDeps {
+  store: JobStore;
+  cleanup: CleanupStore;
+  keys: KeyRing;
+  dispatcher: Dispatcher;
+  settlement: QuotaSettlement;
+  metrics: JobMetrics;
+  logger: Logger;
+  track: <T>(p: Promise<T>) => Promise<T>;
+}
+
+export function jobsService(deps: RouteDeps): ServiceImpl<typeof jobsv1.JobsService> {
+  const { store, keys, dispatcher, settlement } = deps;
+  const policy = store.policy;
+  return {
+    async submitJob(req) {
+      if (!isJobId(req.jobId))
+        throw publicError(Code.InvalidArgument, 'validation_error', { message: 'job_id' });
+      if (!req.orgId || !req.reservationId)
+        throw publicError(Code.InvalidArgument, 'validation_error', { message: 'org_id and reservation_id' });
+      if (!COUNTRY.test(req.country))
+        throw publicError(Code.InvalidArgument, 'validation_error', { message: 'country' });
+      if (req.phones.length > MAX_INPUTS || req.phones.some((p) => p.length > 64))
+        throw publicError(Code.InvalidArgument, 'validation_error', { message: 'phones' });
+      const { job, created } = await store.submit({
+        jobId: req.jobId,
+        orgId: req.orgId,
+        country: req.country,
+        reservationId: req.reservationId,
+        phones: req.phones,
+      });
+      // The id names another organization's job (never expected: ids are random): refuse.
+      if (job.orgId !== req.orgId || job.reservationId !== req.reservationId)
+        throw publicError(Code.AlreadyExists, 'platform_failure');
+      if (created) await dispatcher.dispatch(job);
+      return { job: jobMessage(job, policy) };
+    },
+
+    async getJob(req) {
+      const job = await store.findForOrg(req.orgId, req.jobId);
+      if (!job) throw notFound();
+      return { job: jobMessage(job, policy) };
+    },
+
+    async *getJobResult(req) {
+      const job = await store.findForOrg(req.orgId, req.jobId);
+      if (!job) throw notFound();
+      const availability = resultAvailability(
+        { status: job.status, terminalAt: job.terminalAt, resultPurged: job.resultPurgedAt !== null },
+        policy,
+        new Date(),
+      );
+      switch (availability.kind) {
+        case 'not_ready':
+          throw publicError(Code.FailedPrecondition, 'job_result_not_ready', {
+            retryAfterSeconds: availability.retryAfterSeconds,
+          });
+        case 'job_expired':
+          throw publicError(Code.FailedPrecondition, 'job_expired');
+        case 'result_expired':
+          throw publicError(Code.FailedPrecondition, 'job_result_expired');
+        case 'ready':
+          break;
+      }
+      try {
+        for await (const chunk of readBlob(store.pool, keys, {
+          jobId: job.id,
+          orgId: job.orgId,
+          kind: 'result',
+        })) {
+          yield { chunk };
+        }
+      } catch (error) {
+        // Purged between the state read and the first segment: retention passed.
+        if (error instanceof BlobMissing) throw publicError(Code.FailedPrecondition, 'job_result_expired');
+        throw error;
+      }
+    },
+
+    async cancelJob(req) {
+      const outcome = await store.cancel(req.orgId, req.jobId);
+      if (!outcome) throw notFound();
+      if (outcome.decision.kind === 'cancel_now') {
+        deps.metrics.duration.observe(
+          { state: 'cancelled' },
+          (Date.now() - outcome.job.createdAt.getTime()) / 1000,
+        );
+        await settlement.settle(outcome.job);
+      }
+      return { job: jobMessage(outcome.job, policy) };
+    },
+  };
+}
+
+export function jobsAdminService(deps: RouteDeps): ServiceImpl<typeof jobsv1.JobsAdminService> {
+  const { store, cleanup } = deps;
+  return {
+    async listJobs(req) {
+      if (!req.orgId)
+        throw publicError(Code.InvalidArgument, 'validation_error', { message: 'org_id is required' });
+      const status = req.status === jobsv1.JobStatus.UNSPECIFIED ? undefined : fromProtoStatus(req.status);
+      const jobs = await store.list(req.orgId, status && isJobState(status) ? status : undefined);
+      return { jobs: jobs.map((j) => jobMessage(j, store.policy)) };
+    },
+
+    async getJobDetail(req) {
+      const job = await store.find(req.jobId);
+      if (!job) throw notFound();
+      const history = await store.history(job.id);
+      return {
+        job: jobMessage(job, store.policy),
+        orgId: job.orgId,
+        attempts: job.attempts,
+        history: history.map((h) =>
+          create(jobsv1.JobTransitionSchema, {
+            status: isJobState(h.status) ? toProtoStatus(h.status) : jobsv1.JobStatus.UNSPECIFIED,
+            at: timestampFromDate(h.at),
+            note: h.note,
+          }),
+        ),
+      };
+    },
+
+    async getCleanupStatus() {
+      const s = await cleanup.status();
+      return {
+        pending: BigInt(s.pending),
+        failed: BigInt(s.failed),
+        tasks: s.tasks.map((t) =>
+          create(jobsv1.CleanupTaskSchema, {
+            jobId: t.jobId,
+            target: t.target,
+            attempts: t.attempts,
+            lastError: t.lastError,
+            dueAt: timestampFromDate(t.dueAt),
+          }),
+        ),
+      };
+    },
+  };
+}
+
+export function jobsRoutes(deps: RouteDeps): (router: ConnectRouter) => void {
+  return (router) => {
+    router.service(jobsv1.JobsService, jobsService(deps));
+    router.service(jobsv1.JobsAdminService, jobsAdminService(deps));
+  };
+}

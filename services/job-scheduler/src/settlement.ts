@@ -1,0 +1,33 @@
+import type { Client } from '@connectrpc/connect';
+import type { Logger } from '@dnc/kit';
+import type { quotav1 } from '@dnc/proto';
+import type { JobMetrics } from './metrics.js';
+import type { JobRow, JobStore } from './store/jobs.js';
+
+/**
+ * Settles a terminal job's reservation with the quota service: commit on success, release otherwise.
+ * Quota is idempotent by reservation id, so a retry after a lost answer changes nothing; the job row
+ * records the confirmation, and the sweeper retries unconfirmed ones.
+ */
+export class QuotaSettlement {
+  constructor(
+    private readonly quota: Client<typeof quotav1.QuotaService>,
+    private readonly store: JobStore,
+    private readonly metrics: JobMetrics,
+    private readonly logger: Logger,
+  ) {}
+
+  async settle(job: JobRow): Promise<boolean> {
+    if (!job.quotaSettlement || job.quotaSettledAt) return true;
+    try {
+      if (job.quotaSettlement === 'commit') await this.quota.commit({ reservationId: job.reservationId });
+      else await this.quota.release({ reservationId: job.reservationId });
+      await this.store.markSettled(job.id);
+      return true;
+    } catch (error) {
+      this.metrics.quotaSettleFailures.inc();
+      this.logger.warn({ job_id: job.id, err: error }, 'quota settlement failed; will retry');
+      return false;
+    }
+  }
+}

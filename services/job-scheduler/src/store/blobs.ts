@@ -1,0 +1,107 @@
+import type { Pool, PoolClient } from '@dnc/kit';
+import { type BlobBinding, type KeyRing, openSegment, sealSegment, segmentsOf } from '../crypto/envelope.js';
+
+/**
+ * Encrypted blobs in Postgres: the wrapped data key in `job_blobs`, the sealed segments in
+ * `job_blob_segments`. Plaintext never reaches the database.
+ */
+export async function writeBlob(
+  client: PoolClient,
+  keys: KeyRing,
+  binding: BlobBinding,
+  pieces: Iterable<string>,
+): Promise<{ segments: number; bytes: number }> {
+  const { dek, kekId, wrapped } = keys.newDataKey(binding);
+  const sealed: Buffer[] = [];
+  let bytes = 0;
+  let previous: Buffer | undefined;
+  // Seal one segment behind, so the last one is known and bound as last.
+  for (const segment of segmentsOf(pieces)) {
+    if (previous) sealed.push(sealSegment(dek, binding, sealed.length, false, previous));
+    bytes += segment.length;
+    previous = segment;
+  }
+  sealed.push(sealSegment(dek, binding, sealed.length, true, previous ?? Buffer.alloc(0)));
+  dek.fill(0);
+  await client.query(
+    `INSERT INTO jobs.job_blobs (job_id, kind, kek_id, wrapped_dek, segment_count, byte_length)
+     VALUES ($1, $2, $3, $4, $5, $6)`,
+    [binding.jobId, binding.kind, kekId, wrapped, sealed.length, bytes],
+  );
+  // Several segments per statement: fewer round trips for a 25 MiB blob.
+  for (let i = 0; i < sealed.length; i += 8) {
+    const batch = sealed.slice(i, i + 8);
+    const values: string[] = [];
+    const params: unknown[] = [binding.jobId, binding.kind];
+    batch.forEach((s, j) => {
+      params.push(i + j, s);
+      values.push(`($1, $2, $${params.length - 1}, $${params.length})`);
+    });
+    await client.query(
+      `INSERT INTO jobs.job_blob_segments (job_id, kind, seq, sealed) VALUES ${values.join(', ')}`,
+      params,
+    );
+  }
+  return { segments: sealed.length, bytes };
+}
+
+export class BlobMissing extends Error {
+  constructor() {
+    super('blob missing');
+    this.name = 'BlobMissing';
+  }
+}
+
+/**
+ * The plaintext of a blob, segment by segment, read a few segments at a time so a large result
+ * streams instead of being held whole. Throws BlobMissing when the blob is absent, and fails
+ * authentication when any segment was altered, moved, or the blob truncated.
+ */
+export async function* readBlob(pool: Pool, keys: KeyRing, binding: BlobBinding): AsyncGenerator<Buffer> {
+  const head = await pool.query<{ kek_id: string; wrapped_dek: Buffer; segment_count: number }>(
+    'SELECT kek_id, wrapped_dek, segment_count FROM jobs.job_blobs WHERE job_id = $1 AND kind = $2',
+    [binding.jobId, binding.kind],
+  );
+  const row = head.rows[0];
+  if (!row) throw new BlobMissing();
+  const dek = keys.unwrap(row.kek_id, row.wrapped_dek, binding);
+  try {
+    const batch = 4;
+    for (let from = 0; from < row.segment_count; from += batch) {
+      const r = await pool.query<{ seq: number; sealed: Buffer }>(
+        `SELECT seq, sealed FROM jobs.job_blob_segments
+         WHERE job_id = $1 AND kind = $2 AND seq >= $3 AND seq < $4 ORDER BY seq`,
+        [binding.jobId, binding.kind, from, from + batch],
+      );
+      const expected = Math.min(batch, row.segment_count - from);
+      if (r.rows.length !== expected) throw new BlobMissing();
+      for (const s of r.rows) {
+        yield openSegment(dek, binding, s.seq, s.seq === row.segment_count - 1, s.sealed);
+      }
+    }
+  } finally {
+    dek.fill(0);
+  }
+}
+
+export async function readBlobWhole(pool: Pool, keys: KeyRing, binding: BlobBinding): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const part of readBlob(pool, keys, binding)) parts.push(part);
+  return Buffer.concat(parts);
+}
+
+/** Delete a blob (wrapped key first: without it the segments are unreadable) and verify it is gone. */
+export async function purgeBlob(
+  db: Pool | PoolClient,
+  jobId: string,
+  kind: 'input' | 'result',
+): Promise<boolean> {
+  await db.query('DELETE FROM jobs.job_blobs WHERE job_id = $1 AND kind = $2', [jobId, kind]);
+  await db.query('DELETE FROM jobs.job_blob_segments WHERE job_id = $1 AND kind = $2', [jobId, kind]);
+  const left = await db.query(
+    `SELECT (SELECT count(*) FROM jobs.job_blobs WHERE job_id = $1 AND kind = $2)
+          + (SELECT count(*) FROM jobs.job_blob_segments WHERE job_id = $1 AND kind = $2) AS n`,
+    [jobId, kind],
+  );
+  return Number(left.rows[0]?.n ?? 1) === 0;
+}

@@ -1,0 +1,535 @@
+import { randomUUID } from 'node:crypto';
+import { inTransaction, type Pool, type PoolClient } from '@dnc/kit';
+import type { KeyRing } from '../crypto/envelope.js';
+import { type FailureCause, publicJobError } from '../domain/failures.js';
+import {
+  type CancelDecision,
+  decideCancel,
+  isTerminal,
+  type JobErrorCode,
+  type JobState,
+  quotaSettlementFor,
+  type RetentionPolicy,
+  type TerminalState,
+} from '../domain/states.js';
+import { purgeBlob, writeBlob } from './blobs.js';
+
+export interface JobRow {
+  id: string;
+  orgId: string;
+  country: string;
+  status: JobState;
+  submittedCount: number;
+  reservationId: string;
+  createdAt: Date;
+  hardCapAt: Date;
+  startedAt: Date | null;
+  terminalAt: Date | null;
+  error: JobErrorCode | null;
+  errorRetryAfter: number | null;
+  cancelRequested: boolean;
+  externalCalls: number;
+  leaseToken: string | null;
+  attempts: number;
+  dispatchedAt: Date | null;
+  dispatchCount: number;
+  quotaSettlement: 'commit' | 'release' | null;
+  quotaSettledAt: Date | null;
+  inputPurgedAt: Date | null;
+  resultPurgedAt: Date | null;
+}
+
+type Raw = Record<string, unknown>;
+
+function toRow(r: Raw): JobRow {
+  return {
+    id: r['id'] as string,
+    orgId: r['org_id'] as string,
+    country: r['country'] as string,
+    status: r['status'] as JobState,
+    submittedCount: r['submitted_count'] as number,
+    reservationId: r['reservation_id'] as string,
+    createdAt: r['created_at'] as Date,
+    hardCapAt: r['hard_cap_at'] as Date,
+    startedAt: (r['started_at'] as Date | null) ?? null,
+    terminalAt: (r['terminal_at'] as Date | null) ?? null,
+    error: (r['error'] as JobErrorCode | null) ?? null,
+    errorRetryAfter: (r['error_retry_after'] as number | null) ?? null,
+    cancelRequested: r['cancel_requested'] as boolean,
+    externalCalls: r['external_calls'] as number,
+    leaseToken: (r['lease_token'] as string | null) ?? null,
+    attempts: r['attempts'] as number,
+    dispatchedAt: (r['dispatched_at'] as Date | null) ?? null,
+    dispatchCount: r['dispatch_count'] as number,
+    quotaSettlement: (r['quota_settlement'] as 'commit' | 'release' | null) ?? null,
+    quotaSettledAt: (r['quota_settled_at'] as Date | null) ?? null,
+    inputPurgedAt: (r['input_purged_at'] as Date | null) ?? null,
+    resultPurgedAt: (r['result_purged_at'] as Date | null) ?? null,
+  };
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export function isJobId(value: string): boolean {
+  return UUID.test(value);
+}
+
+export interface Terminalization {
+  to: TerminalState;
+  error?: JobErrorCode;
+  retryAfterSeconds?: number;
+  note: string;
+}
+
+/** Every read and write of job state. Worker writes are guarded by the lease token. */
+export class JobStore {
+  constructor(
+    readonly pool: Pool,
+    private readonly keys: KeyRing,
+    readonly policy: RetentionPolicy,
+  ) {}
+
+  /**
+   * Store a new job (`queued`) and its encrypted input in one transaction. Idempotent by job id: a
+   * second submit returns the stored job and stores nothing. `created: false` for a replay.
+   */
+  async submit(input: {
+    jobId: string;
+    orgId: string;
+    country: string;
+    reservationId: string;
+    phones: readonly string[];
+  }): Promise<{ job: JobRow; created: boolean }> {
+    const existing = await this.find(input.jobId);
+    if (existing) return { job: existing, created: false };
+    try {
+      return await inTransaction(this.pool, async (client) => {
+        const r = await client.query(
+          `INSERT INTO jobs.jobs (id, org_id, country, status, submitted_count, reservation_id, hard_cap_at)
+           VALUES ($1, $2, $3, 'queued', $4, $5, now() + make_interval(secs => $6))
+           RETURNING *`,
+          [
+            input.jobId,
+            input.orgId,
+            input.country,
+            input.phones.length,
+            input.reservationId,
+            this.policy.hardCapSeconds,
+          ],
+        );
+        await client.query(
+          `INSERT INTO jobs.job_transitions (job_id, status, note) VALUES ($1, 'queued', 'admitted')`,
+          [input.jobId],
+        );
+        await writeBlob(
+          client,
+          this.keys,
+          { jobId: input.jobId, orgId: input.orgId, kind: 'input' },
+          canonicalInput(input.phones),
+        );
+        return { job: toRow(r.rows[0] as Raw), created: true };
+      });
+    } catch (error) {
+      // 23505: the same job id submitted concurrently; the first one won.
+      if ((error as { code?: string }).code === '23505') {
+        const job = await this.find(input.jobId);
+        if (job) return { job, created: false };
+      }
+      throw error;
+    }
+  }
+
+  async find(jobId: string): Promise<JobRow | undefined> {
+    if (!isJobId(jobId)) return undefined;
+    const r = await this.pool.query('SELECT * FROM jobs.jobs WHERE id = $1', [jobId]);
+    return r.rows[0] ? toRow(r.rows[0] as Raw) : undefined;
+  }
+
+  /** A job of this organization; another organization's job is as absent as a missing one. */
+  async findForOrg(orgId: string, jobId: string): Promise<JobRow | undefined> {
+    const job = await this.find(jobId);
+    return job && job.orgId === orgId ? job : undefined;
+  }
+
+  async list(orgId: string, status: JobState | undefined, limit = 500): Promise<JobRow[]> {
+    const r = await this.pool.query(
+      `SELECT * FROM jobs.jobs WHERE org_id = $1 AND ($2::text IS NULL OR status = $2)
+       ORDER BY created_at DESC LIMIT $3`,
+      [orgId, status ?? null, limit],
+    );
+    return r.rows.map((x) => toRow(x as Raw));
+  }
+
+  async history(jobId: string): Promise<{ status: string; at: Date; note: string }[]> {
+    const r = await this.pool.query<{ status: string; at: Date; note: string }>(
+      'SELECT status, at, note FROM jobs.job_transitions WHERE job_id = $1 ORDER BY seq',
+      [jobId],
+    );
+    return r.rows;
+  }
+
+  async markDispatched(jobId: string): Promise<void> {
+    await this.pool.query(
+      `UPDATE jobs.jobs SET dispatched_at = now(), dispatch_count = dispatch_count + 1 WHERE id = $1`,
+      [jobId],
+    );
+  }
+
+  /**
+   * Claim a job for one execution attempt with a new lease token. Possible when the job is queued,
+   * or running under a lease that expired (its worker died). A job claimed too often fails with
+   * platform_failure; a stale job whose cancel was requested becomes cancelled.
+   */
+  async claim(
+    jobId: string,
+    leaseMs: number,
+    maxAttempts: number,
+  ): Promise<
+    | { kind: 'claimed'; job: JobRow; token: string }
+    | { kind: 'terminal' | 'gone' }
+    | { kind: 'held'; retryInMs: number }
+    | { kind: 'terminalized'; job: JobRow }
+  > {
+    if (!isJobId(jobId)) return { kind: 'gone' };
+    return inTransaction(this.pool, async (client) => {
+      const r = await client.query(
+        `SELECT *, GREATEST(0, EXTRACT(EPOCH FROM (lease_expires_at - now())) * 1000)::int AS lease_left_ms
+         FROM jobs.jobs WHERE id = $1 FOR UPDATE`,
+        [jobId],
+      );
+      const raw = r.rows[0] as Raw | undefined;
+      if (!raw) return { kind: 'gone' as const };
+      const job = toRow(raw);
+      if (isTerminal(job.status)) return { kind: 'terminal' as const };
+      const leaseLeft = (raw['lease_left_ms'] as number | null) ?? 0;
+      if (job.status === 'running' && leaseLeft > 0) return { kind: 'held' as const, retryInMs: leaseLeft };
+      if (job.status === 'running' && job.cancelRequested) {
+        const done = await this.terminalizeLocked(client, job, {
+          to: 'cancelled',
+          note: 'cancel reconciled after the worker was lost',
+        });
+        return { kind: 'terminalized' as const, job: done };
+      }
+      if (job.attempts >= maxAttempts) {
+        const done = await this.terminalizeLocked(client, job, {
+          to: 'failed',
+          error: 'platform_failure',
+          note: 'too many execution attempts',
+        });
+        return { kind: 'terminalized' as const, job: done };
+      }
+      const token = randomUUID();
+      const u = await client.query(
+        `UPDATE jobs.jobs SET status = 'running', lease_token = $2,
+           lease_expires_at = now() + make_interval(secs => $3), started_at = COALESCE(started_at, now()),
+           attempts = attempts + 1, external_calls = 0
+         WHERE id = $1 RETURNING *`,
+        [jobId, token, leaseMs / 1000],
+      );
+      await client.query(
+        `INSERT INTO jobs.job_transitions (job_id, status, note) VALUES ($1, 'running', $2)`,
+        [jobId, job.status === 'queued' ? 'execution started' : 'execution resumed after a lost lease'],
+      );
+      return { kind: 'claimed' as const, job: toRow(u.rows[0] as Raw), token };
+    });
+  }
+
+  /** Extend the lease; `lost` when another owner or a terminal state took the job. */
+  async renewLease(
+    jobId: string,
+    token: string,
+    leaseMs: number,
+  ): Promise<{ lost: boolean; cancelRequested: boolean }> {
+    const r = await this.pool.query<{ cancel_requested: boolean }>(
+      `UPDATE jobs.jobs SET lease_expires_at = now() + make_interval(secs => $3)
+       WHERE id = $1 AND lease_token = $2 AND status = 'running' RETURNING cancel_requested`,
+      [jobId, token, leaseMs / 1000],
+    );
+    const row = r.rows[0];
+    return row
+      ? { lost: false, cancelRequested: row.cancel_requested }
+      : { lost: true, cancelRequested: false };
+  }
+
+  /** Before an adapter call: counted as in flight, unless the lease is gone or cancel was requested. */
+  async beginExternalCall(jobId: string, token: string): Promise<boolean> {
+    const r = await this.pool.query(
+      `UPDATE jobs.jobs SET external_calls = external_calls + 1
+       WHERE id = $1 AND lease_token = $2 AND status = 'running' AND NOT cancel_requested`,
+      [jobId, token],
+    );
+    return r.rowCount === 1;
+  }
+
+  async endExternalCall(jobId: string, token: string): Promise<{ lost: boolean; cancelRequested: boolean }> {
+    const r = await this.pool.query<{ cancel_requested: boolean }>(
+      `UPDATE jobs.jobs SET external_calls = GREATEST(0, external_calls - 1)
+       WHERE id = $1 AND lease_token = $2 AND status = 'running' RETURNING cancel_requested`,
+      [jobId, token],
+    );
+    const row = r.rows[0];
+    return row
+      ? { lost: false, cancelRequested: row.cancel_requested }
+      : { lost: true, cancelRequested: false };
+  }
+
+  /** Give the lease back early (the attempt failed for a passing reason): the next delivery may claim. */
+  async releaseLease(jobId: string, token: string): Promise<void> {
+    await this.pool.query(
+      `UPDATE jobs.jobs SET lease_expires_at = now(), external_calls = 0
+       WHERE id = $1 AND lease_token = $2 AND status = 'running'`,
+      [jobId, token],
+    );
+  }
+
+  /**
+   * The worker's final step: the encrypted result, input purge, `succeeded`, quota marked for commit,
+   * all in one transaction and only under the current lease. A cancel requested meanwhile wins: the
+   * result is discarded and the job becomes `cancelled`.
+   */
+  async complete(
+    jobId: string,
+    token: string,
+    resultPieces: () => Iterable<string>,
+  ): Promise<{ kind: 'succeeded' | 'cancelled'; job: JobRow } | { kind: 'lost' }> {
+    return inTransaction(this.pool, async (client) => {
+      const job = await this.lockLeased(client, jobId, token);
+      if (!job) return { kind: 'lost' as const };
+      if (job.cancelRequested) {
+        const done = await this.terminalizeLocked(client, job, {
+          to: 'cancelled',
+          note: 'cancelled; result discarded',
+        });
+        return { kind: 'cancelled' as const, job: done };
+      }
+      await writeBlob(client, this.keys, { jobId, orgId: job.orgId, kind: 'result' }, resultPieces());
+      const done = await this.terminalizeLocked(client, job, {
+        to: 'succeeded',
+        note: 'every unit completed',
+      });
+      return { kind: 'succeeded' as const, job: done };
+    });
+  }
+
+  /** The worker's failure step, under the current lease. A requested cancel still ends as `cancelled`. */
+  async fail(jobId: string, token: string, cause: FailureCause): Promise<JobRow | undefined> {
+    return inTransaction(this.pool, async (client) => {
+      const job = await this.lockLeased(client, jobId, token);
+      if (!job) return undefined;
+      if (job.cancelRequested)
+        return this.terminalizeLocked(client, job, { to: 'cancelled', note: 'cancelled; attempt discarded' });
+      const retryAfterSeconds =
+        cause.kind === 'maintenance' || cause.kind === 'country_unavailable' ? cause.retryAfterSeconds : 0;
+      return this.terminalizeLocked(client, job, {
+        to: 'failed',
+        error: publicJobError(cause),
+        retryAfterSeconds,
+        note: `failed: ${cause.kind}`,
+      });
+    });
+  }
+
+  /** The worker saw the cancel request once its in-flight calls returned. */
+  async finishCancelled(jobId: string, token: string): Promise<JobRow | undefined> {
+    return inTransaction(this.pool, async (client) => {
+      const job = await this.lockLeased(client, jobId, token);
+      if (!job) return undefined;
+      return this.terminalizeLocked(client, job, {
+        to: 'cancelled',
+        note: 'cancelled after the in-flight registry call was reconciled',
+      });
+    });
+  }
+
+  /** Cancel by the States table. `job` is the state after the request. */
+  async cancel(orgId: string, jobId: string): Promise<{ decision: CancelDecision; job: JobRow } | undefined> {
+    if (!isJobId(jobId)) return undefined;
+    return inTransaction(this.pool, async (client) => {
+      const r = await client.query('SELECT * FROM jobs.jobs WHERE id = $1 AND org_id = $2 FOR UPDATE', [
+        jobId,
+        orgId,
+      ]);
+      if (!r.rows[0]) return undefined;
+      const job = toRow(r.rows[0] as Raw);
+      // A lease holder that vanished has no call in flight any more.
+      const calls = job.leaseToken ? job.externalCalls : 0;
+      const decision = decideCancel(job.status, calls);
+      if (decision.kind === 'keep_terminal') return { decision, job };
+      if (decision.kind === 'cancel_now') {
+        const done = await this.terminalizeLocked(client, job, {
+          to: 'cancelled',
+          note: 'cancelled by the client',
+        });
+        return { decision, job: done };
+      }
+      if (job.cancelRequested) return { decision, job };
+      const u = await client.query('UPDATE jobs.jobs SET cancel_requested = true WHERE id = $1 RETURNING *', [
+        jobId,
+      ]);
+      await client.query(
+        `INSERT INTO jobs.job_transitions (job_id, status, note)
+         VALUES ($1, 'running', 'cancel accepted; waiting for the in-flight registry call')`,
+        [jobId],
+      );
+      return { decision, job: toRow(u.rows[0] as Raw) };
+    });
+  }
+
+  /** Active jobs past the hard cap become `expired` (job_expired). Returns the expired jobs. */
+  async expireOverdue(limit = 100): Promise<JobRow[]> {
+    return inTransaction(this.pool, async (client) => {
+      const r = await client.query(
+        `SELECT * FROM jobs.jobs WHERE status IN ('queued', 'running') AND hard_cap_at <= now()
+         ORDER BY hard_cap_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
+        [limit],
+      );
+      const out: JobRow[] = [];
+      for (const raw of r.rows) {
+        out.push(
+          await this.terminalizeLocked(client, toRow(raw as Raw), {
+            to: 'expired',
+            error: 'job_expired',
+            note: 'hard cap reached',
+          }),
+        );
+      }
+      return out;
+    });
+  }
+
+  /** Running jobs whose worker vanished while a cancel was pending: the cancel completes now. */
+  async reconcileStaleCancels(limit = 100): Promise<JobRow[]> {
+    return inTransaction(this.pool, async (client) => {
+      const r = await client.query(
+        `SELECT * FROM jobs.jobs WHERE status = 'running' AND cancel_requested AND lease_expires_at < now()
+         LIMIT $1 FOR UPDATE SKIP LOCKED`,
+        [limit],
+      );
+      const out: JobRow[] = [];
+      for (const raw of r.rows) {
+        out.push(
+          await this.terminalizeLocked(client, toRow(raw as Raw), {
+            to: 'cancelled',
+            note: 'cancel reconciled after the worker was lost',
+          }),
+        );
+      }
+      return out;
+    });
+  }
+
+  /**
+   * Jobs whose work message may be missing: queued and never confirmed as published, queued with a
+   * dispatch older than `afterMs`, or running under a lease expired for longer than `afterMs`.
+   */
+  async dispatchCandidates(afterMs: number, limit = 200): Promise<JobRow[]> {
+    const r = await this.pool.query(
+      `SELECT * FROM jobs.jobs
+       WHERE (status = 'queued' AND dispatched_at IS NULL AND created_at < now() - interval '1 second')
+          OR (status = 'queued' AND dispatched_at < now() - make_interval(secs => $1))
+          OR (status = 'running' AND lease_expires_at < now() - make_interval(secs => $1)
+              AND (dispatched_at IS NULL OR dispatched_at < now() - make_interval(secs => $1)))
+       ORDER BY created_at LIMIT $2`,
+      [afterMs / 1000, limit],
+    );
+    return r.rows.map((x) => toRow(x as Raw));
+  }
+
+  async unsettled(limit = 100): Promise<JobRow[]> {
+    const r = await this.pool.query(
+      `SELECT * FROM jobs.jobs WHERE quota_settlement IS NOT NULL AND quota_settled_at IS NULL
+       AND terminal_at < now() - interval '2 seconds' ORDER BY terminal_at LIMIT $1`,
+      [limit],
+    );
+    return r.rows.map((x) => toRow(x as Raw));
+  }
+
+  async markSettled(jobId: string): Promise<void> {
+    await this.pool.query(
+      'UPDATE jobs.jobs SET quota_settled_at = now() WHERE id = $1 AND quota_settled_at IS NULL',
+      [jobId],
+    );
+  }
+
+  async countsByState(): Promise<{ states: Record<string, number>; nearHardCap: number }> {
+    const r = await this.pool.query<{ status: string; n: number }>(
+      'SELECT status, count(*)::int AS n FROM jobs.jobs GROUP BY status',
+    );
+    const near = await this.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM jobs.jobs WHERE status IN ('queued', 'running')
+       AND hard_cap_at < now() + make_interval(secs => $1)`,
+      [Math.max(1, Math.floor(this.policy.hardCapSeconds / 12))],
+    );
+    return {
+      states: Object.fromEntries(r.rows.map((x) => [x.status, x.n])),
+      nearHardCap: near.rows[0]?.n ?? 0,
+    };
+  }
+
+  private async lockLeased(client: PoolClient, jobId: string, token: string): Promise<JobRow | undefined> {
+    const r = await client.query(
+      `SELECT * FROM jobs.jobs WHERE id = $1 AND lease_token = $2 AND status = 'running' FOR UPDATE`,
+      [jobId, token],
+    );
+    return r.rows[0] ? toRow(r.rows[0] as Raw) : undefined;
+  }
+
+  /**
+   * Move a locked active job to a terminal state: JobError only for failed/expired, lease cleared,
+   * reservation marked for commit or release, input purged in the same transaction, and the
+   * retention tasks scheduled (input verification now, result and metadata at their TTLs).
+   */
+  private async terminalizeLocked(client: PoolClient, job: JobRow, t: Terminalization): Promise<JobRow> {
+    const u = await client.query(
+      `UPDATE jobs.jobs SET status = $2, terminal_at = now(), error = $3, error_retry_after = $4,
+         lease_token = NULL, lease_expires_at = NULL, external_calls = 0,
+         cancel_requested = (cancel_requested OR $2 = 'cancelled'),
+         quota_settlement = $5, input_purged_at = now()
+       WHERE id = $1 AND status IN ('queued', 'running') RETURNING *`,
+      [
+        job.id,
+        t.to,
+        t.to === 'failed' || t.to === 'expired' ? (t.error ?? 'platform_failure') : null,
+        t.retryAfterSeconds || null,
+        quotaSettlementFor(t.to),
+      ],
+    );
+    if (u.rowCount !== 1) throw new Error('terminalize: job is not active');
+    await client.query('INSERT INTO jobs.job_transitions (job_id, status, note) VALUES ($1, $2, $3)', [
+      job.id,
+      t.to,
+      t.note,
+    ]);
+    await purgeBlob(client, job.id, 'input');
+    await client.query(
+      `INSERT INTO jobs.cleanup_tasks (job_id, target, due_at) VALUES
+         ($1, 'input', now()),
+         ($1, 'metadata', now() + make_interval(secs => $2))
+       ON CONFLICT DO NOTHING`,
+      [job.id, this.policy.metadataTtlSeconds],
+    );
+    if (t.to === 'succeeded') {
+      await client.query(
+        `INSERT INTO jobs.cleanup_tasks (job_id, target, due_at)
+         VALUES ($1, 'result', now() + make_interval(secs => $2)) ON CONFLICT DO NOTHING`,
+        [job.id, this.policy.resultTtlSeconds],
+      );
+    }
+    return toRow(u.rows[0] as Raw);
+  }
+}
+
+/** The durable input: the phones as one JSON array, in pieces (no 25 MiB string at once). */
+export function* canonicalInput(phones: readonly string[], pieceSize = 20_000): Generator<string> {
+  if (phones.length === 0) {
+    yield '[]';
+    return;
+  }
+  for (let i = 0; i < phones.length; i += pieceSize) {
+    const slice = phones.slice(i, i + pieceSize);
+    const body = JSON.stringify(slice);
+    const open = i === 0 ? '[' : ',';
+    const close = i + pieceSize >= phones.length ? ']' : '';
+    yield open + body.slice(1, -1) + close;
+  }
+}

@@ -1,0 +1,143 @@
+import type { Logger, Pool, PoolClient } from '@dnc/kit';
+import type { Dispatcher } from './dispatch.js';
+import { JOB_STATES } from './domain/states.js';
+import type { JobMetrics } from './metrics.js';
+import type { QuotaSettlement } from './settlement.js';
+import type { CleanupStore } from './store/cleanup.js';
+import type { JobRow, JobStore } from './store/jobs.js';
+
+/** Advisory lock key of the sweepers: one replica sweeps at a time, the others skip the tick. */
+const SWEEP_LOCK = 0x646e636a; // "dncj"
+
+export interface SweeperDeps {
+  pool: Pool;
+  store: JobStore;
+  cleanup: CleanupStore;
+  dispatcher: Dispatcher;
+  settlement: QuotaSettlement;
+  metrics: JobMetrics;
+  logger: Logger;
+  intervalMs: number;
+  redispatchAfterMs: number;
+}
+
+/**
+ * The API role's background work, each tick: expire jobs past the hard cap, complete cancels whose
+ * worker vanished, re-dispatch jobs whose work message may be missing, retry quota settlements and
+ * retention tasks, and refresh the gauges. Every step is idempotent; a failed step is logged and
+ * retried on the next tick.
+ */
+export class Sweeper {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(private readonly deps: SweeperDeps) {}
+
+  start(): void {
+    const loop = () => {
+      if (this.stopped) return;
+      this.running = this.tick().finally(() => {
+        this.running = undefined;
+        if (!this.stopped) this.timer = setTimeout(loop, this.deps.intervalMs);
+      });
+    };
+    this.timer = setTimeout(loop, Math.min(this.deps.intervalMs, 500));
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.running;
+  }
+
+  async tick(): Promise<void> {
+    let client: PoolClient | undefined;
+    try {
+      client = await this.deps.pool.connect();
+      const got = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [SWEEP_LOCK]);
+      if (!got.rows[0]?.ok) return;
+      try {
+        await this.step('hard cap', () => this.expire());
+        await this.step('stale cancels', () => this.staleCancels());
+        await this.step('dispatch', () => this.redispatch());
+        await this.step('quota settlement', () => this.settle());
+        await this.step('cleanup', () => this.cleanupDue());
+        await this.step('gauges', () => this.gauges());
+      } finally {
+        await client.query('SELECT pg_advisory_unlock($1)', [SWEEP_LOCK]).catch(() => {});
+      }
+    } catch (error) {
+      this.deps.logger.warn({ err: error }, 'sweep skipped: database unavailable');
+    } finally {
+      client?.release();
+    }
+  }
+
+  private async step(name: string, work: () => Promise<void>): Promise<void> {
+    try {
+      await work();
+    } catch (error) {
+      this.deps.logger.warn({ step: name, err: error }, 'sweep step failed; retried next tick');
+    }
+  }
+
+  private observeTerminal(jobs: JobRow[]): void {
+    for (const j of jobs) {
+      this.deps.metrics.duration.observe({ state: j.status }, (Date.now() - j.createdAt.getTime()) / 1000);
+    }
+  }
+
+  private async expire(): Promise<void> {
+    const expired = await this.deps.store.expireOverdue();
+    this.observeTerminal(expired);
+    for (const job of expired) {
+      this.deps.logger.info({ job_id: job.id }, 'job expired at the hard cap');
+      await this.deps.settlement.settle(job);
+    }
+  }
+
+  private async staleCancels(): Promise<void> {
+    const done = await this.deps.store.reconcileStaleCancels();
+    this.observeTerminal(done);
+    for (const job of done) await this.deps.settlement.settle(job);
+  }
+
+  private async redispatch(): Promise<void> {
+    for (const job of await this.deps.store.dispatchCandidates(this.deps.redispatchAfterMs)) {
+      await this.deps.dispatcher.dispatch(job);
+    }
+  }
+
+  private async settle(): Promise<void> {
+    for (const job of await this.deps.store.unsettled()) await this.deps.settlement.settle(job);
+  }
+
+  private async cleanupDue(): Promise<void> {
+    for (const task of await this.deps.cleanup.due()) {
+      let done = false;
+      let errorClass = 'target still present after purge';
+      try {
+        done = await this.deps.cleanup.run(task);
+      } catch (error) {
+        errorClass = `${(error as { code?: string }).code ?? (error as Error).name ?? 'error'}`;
+      }
+      if (!done) {
+        this.deps.metrics.cleanupFailures.inc({ target: task.target });
+        this.deps.logger.warn(
+          { job_id: task.jobId, target: task.target, error: errorClass },
+          'cleanup failed',
+        );
+        await this.deps.cleanup.recordFailure(task, errorClass).catch(() => {});
+      }
+    }
+  }
+
+  private async gauges(): Promise<void> {
+    const { states, nearHardCap } = await this.deps.store.countsByState();
+    for (const s of JOB_STATES) this.deps.metrics.jobs.set({ state: s }, states[s] ?? 0);
+    this.deps.metrics.nearHardCap.set(nearHardCap);
+    const status = await this.deps.cleanup.status(1);
+    this.deps.metrics.cleanupPending.set(status.pending);
+  }
+}

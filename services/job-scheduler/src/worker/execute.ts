@@ -1,0 +1,132 @@
+import type { Client } from '@connectrpc/connect';
+import type { AdapterDirectory } from '@dnc/kit';
+import type { registryv1 } from '@dnc/proto';
+import { backoffMs, classifyAdapterError, type FailureCause, JobFailure } from '../domain/failures.js';
+import { isConclusive } from '../domain/result.js';
+
+/** Why execution stopped before every unit completed, other than a job failure. */
+export class ExecutionStopped extends Error {
+  constructor(readonly reason: 'cancel' | 'lease_lost' | 'shutdown') {
+    super(`execution stopped: ${reason}`);
+    this.name = 'ExecutionStopped';
+  }
+}
+
+export interface ExecutionHooks {
+  /** Before each adapter call: false when the job must not call out any more (cancel, lease). */
+  beginCall(): Promise<'go' | 'cancel' | 'lease_lost'>;
+  /** After each adapter call (whatever its outcome): the call is reconciled. */
+  endCall(): Promise<'go' | 'cancel' | 'lease_lost'>;
+  /** Aborted when the lease is lost or the worker shuts down. */
+  signal: AbortSignal;
+  stopReason(): 'lease_lost' | 'shutdown';
+}
+
+export interface ExecutionOptions {
+  unitSize: number;
+  concurrency: number;
+  retries: number;
+  callTimeoutMs: number;
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+export type AdapterClients = (address: string) => Client<typeof registryv1.RegistryAdapterService>;
+
+const defaultSleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+
+/**
+ * Run a job's inputs in units against the country's adapter with bounded concurrency. Each unit is
+ * retried (bounded, exponential backoff with jitter) on temporary failures; known maintenance stops
+ * the job at once. The answer is complete or the job fails: there is never a partial result.
+ */
+export async function executeUnits(
+  country: string,
+  phones: readonly string[],
+  directory: AdapterDirectory,
+  clients: AdapterClients,
+  hooks: ExecutionHooks,
+  options: ExecutionOptions,
+): Promise<Uint8Array> {
+  const sleep = options.sleep ?? defaultSleep;
+  const outcomes = new Uint8Array(phones.length);
+  const units: [number, number][] = [];
+  for (let i = 0; i < phones.length; i += options.unitSize)
+    units.push([i, Math.min(phones.length, i + options.unitSize)]);
+  let next = 0;
+  let stop: ExecutionStopped | JobFailure | undefined;
+
+  const checkUnit = async (from: number, to: number): Promise<void> => {
+    let lastCause: FailureCause = { kind: 'country_unavailable', retryAfterSeconds: 0 };
+    for (let attempt = 0; attempt <= options.retries; attempt++) {
+      if (attempt > 0) await sleep(backoffMs(attempt - 1), hooks.signal);
+      if (hooks.signal.aborted) throw new ExecutionStopped(hooks.stopReason());
+      const adapter = directory.pick(country);
+      if (!adapter) {
+        const maintenance = directory.instances(country).find((e) => e.status === 'maintenance');
+        if (maintenance) {
+          const until = maintenance.maintenance_until
+            ? Date.parse(maintenance.maintenance_until)
+            : Number.NaN;
+          const retryAfterSeconds = Number.isFinite(until)
+            ? Math.max(0, Math.ceil((until - Date.now()) / 1000))
+            : 0;
+          throw new JobFailure({ kind: 'maintenance', retryAfterSeconds });
+        }
+        lastCause = { kind: 'country_unavailable', retryAfterSeconds: 0 };
+        continue;
+      }
+      try {
+        const signal = AbortSignal.any([hooks.signal, AbortSignal.timeout(options.callTimeoutMs)]);
+        const res = await clients(adapter.address).check(
+          { country, phones: phones.slice(from, to) as string[] },
+          { signal },
+        );
+        if (res.outcomes.length !== to - from || !res.outcomes.every(isConclusive)) {
+          lastCause = { kind: 'inconclusive' };
+          continue;
+        }
+        outcomes.set(res.outcomes, from);
+        return;
+      } catch (error) {
+        if (hooks.signal.aborted) throw new ExecutionStopped(hooks.stopReason());
+        const { cause, retryable } = classifyAdapterError(error);
+        if (!retryable) throw new JobFailure(cause);
+        lastCause = cause;
+      }
+    }
+    throw new JobFailure(lastCause);
+  };
+
+  const runner = async (): Promise<void> => {
+    while (!stop && next < units.length) {
+      const [from, to] = units[next++]!;
+      const begin = await hooks.beginCall();
+      if (begin !== 'go') {
+        stop ??= new ExecutionStopped(begin);
+        return;
+      }
+      try {
+        await checkUnit(from, to);
+      } catch (error) {
+        stop ??=
+          error instanceof JobFailure || error instanceof ExecutionStopped
+            ? error
+            : new JobFailure({ kind: 'platform' });
+      } finally {
+        // The call's outcome is reconciled here, also when it failed: a pending cancel now applies.
+        const after = await hooks.endCall().catch(() => 'lease_lost' as const);
+        if (after !== 'go') stop ??= new ExecutionStopped(after);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(options.concurrency, units.length) }, runner));
+  if (stop) throw stop;
+  return outcomes;
+}

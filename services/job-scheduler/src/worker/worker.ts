@@ -1,0 +1,278 @@
+import type { AdapterDirectory, Logger, NatsConnection } from '@dnc/kit';
+import { natsNames } from '@dnc/kit';
+import { AckPolicy, type Consumer, type JsMsg, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { nanos } from '@nats-io/transport-node';
+import type { KeyRing } from '../crypto/envelope.js';
+import type { WorkMessage } from '../dispatch.js';
+import { backoffMs, JobFailure } from '../domain/failures.js';
+import { renderResult } from '../domain/result.js';
+import type { JobMetrics } from '../metrics.js';
+import type { QuotaSettlement } from '../settlement.js';
+import { BlobMissing, readBlobWhole } from '../store/blobs.js';
+import type { JobRow, JobStore } from '../store/jobs.js';
+import { type AdapterClients, ExecutionStopped, executeUnits } from './execute.js';
+
+export interface WorkerOptions {
+  prefix: string;
+  countries: string[];
+  jobConcurrency: number;
+  unitConcurrency: number;
+  unitSize: number;
+  retries: number;
+  callTimeoutMs: number;
+  leaseMs: number;
+  ackWaitMs: number;
+  maxDeliver: number;
+  maxAttempts: number;
+}
+
+export interface WorkerDeps {
+  nc: NatsConnection;
+  store: JobStore;
+  keys: KeyRing;
+  directory: AdapterDirectory;
+  clients: AdapterClients;
+  settlement: QuotaSettlement;
+  metrics: JobMetrics;
+  logger: Logger;
+}
+
+/**
+ * JetStream pull consumers, one durable per country, each with bounded job concurrency. A message
+ * only says "job X is ready"; the worker claims the job in Postgres with a lease, heartbeats both the
+ * lease and the message while it works, and acks after the outcome is written.
+ */
+export class JobWorker {
+  private stopping = false;
+  private readonly loops: Promise<void>[] = [];
+  private readonly inFlight = new Set<{ abort: AbortController; done: Promise<void> }>();
+
+  constructor(
+    private readonly deps: WorkerDeps,
+    private readonly options: WorkerOptions,
+  ) {}
+
+  /** Create (or update) the durable consumers and start pulling. */
+  async start(): Promise<void> {
+    const names = natsNames(this.options.prefix);
+    const jsm = await jetstreamManager(this.deps.nc);
+    const js = jetstream(this.deps.nc);
+    for (const country of this.options.countries) {
+      const config = {
+        durable_name: names.jobsConsumer(country),
+        filter_subject: names.jobsSubject(country),
+        ack_policy: AckPolicy.Explicit,
+        ack_wait: nanos(this.options.ackWaitMs),
+        max_deliver: this.options.maxDeliver,
+        max_ack_pending: 1_000,
+      };
+      try {
+        await jsm.consumers.add(names.jobsStream, config);
+      } catch {
+        await jsm.consumers.update(names.jobsStream, config.durable_name, {
+          ack_wait: config.ack_wait,
+          max_deliver: config.max_deliver,
+          max_ack_pending: config.max_ack_pending,
+        });
+      }
+      const consumer = await js.consumers.get(names.jobsStream, config.durable_name);
+      for (let i = 0; i < this.options.jobConcurrency; i++) this.loops.push(this.pull(consumer));
+    }
+  }
+
+  /** Stop pulling; hand running jobs back (lease released, message nak'ed) so another worker resumes. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    for (const job of this.inFlight) job.abort.abort();
+    await Promise.all([...this.inFlight].map((j) => j.done));
+    await Promise.all(this.loops);
+  }
+
+  private async pull(consumer: Consumer): Promise<void> {
+    while (!this.stopping) {
+      let msg: JsMsg | null = null;
+      try {
+        msg = await consumer.next({ expires: 2_000 });
+      } catch (error) {
+        if (this.stopping) return;
+        this.deps.logger.warn({ err: error }, 'work queue unavailable; retrying');
+        await new Promise((r) => setTimeout(r, 1_000));
+        continue;
+      }
+      if (!msg) continue;
+      if (this.stopping) {
+        msg.nak();
+        return;
+      }
+      const abort = new AbortController();
+      const entry = { abort, done: this.handle(msg, abort) };
+      this.inFlight.add(entry);
+      await entry.done;
+      this.inFlight.delete(entry);
+    }
+  }
+
+  private async handle(msg: JsMsg, abort: AbortController): Promise<void> {
+    let jobId: string;
+    try {
+      jobId = (JSON.parse(msg.string()) as WorkMessage).job_id;
+      if (typeof jobId !== 'string') throw new Error('no job id');
+    } catch {
+      msg.term('malformed work message');
+      return;
+    }
+    const { store, metrics, settlement } = this.deps;
+    let claim: Awaited<ReturnType<JobStore['claim']>>;
+    try {
+      claim = await store.claim(jobId, this.options.leaseMs, this.options.maxAttempts);
+    } catch (error) {
+      this.deps.logger.warn({ job_id: jobId, err: error }, 'claim failed; message will be redelivered');
+      msg.nak(2_000);
+      return;
+    }
+    switch (claim.kind) {
+      case 'gone':
+      case 'terminal':
+        msg.ack();
+        return;
+      case 'held':
+        // Another worker holds a live lease: look again when it would have expired.
+        msg.nak(claim.retryInMs + 500);
+        return;
+      case 'terminalized':
+        this.finished(claim.job);
+        await settlement.settle(claim.job);
+        msg.ack();
+        return;
+      case 'claimed':
+        break;
+    }
+    const { job, token } = claim;
+    if (job.attempts === 1 && job.startedAt)
+      metrics.dispatchLag.observe(Math.max(0, (job.startedAt.getTime() - job.createdAt.getTime()) / 1000));
+    this.deps.logger.info({ job_id: job.id, attempt: job.attempts }, 'job started');
+    await this.run(job, token, msg, abort);
+  }
+
+  private async run(job: JobRow, token: string, msg: JsMsg, abort: AbortController): Promise<void> {
+    const { store, settlement } = this.deps;
+    let stopReason: 'lease_lost' | 'shutdown' = 'shutdown';
+    const leaseLost = () => {
+      stopReason = 'lease_lost';
+      abort.abort();
+    };
+    const beat = setInterval(
+      () => {
+        try {
+          msg.working();
+        } catch {
+          // NATS reconnecting: the lease in Postgres still protects the job.
+        }
+        void store.renewLease(job.id, token, this.options.leaseMs).then(
+          (r) => {
+            if (r.lost) leaseLost();
+          },
+          () => {},
+        );
+      },
+      Math.max(250, Math.min(this.options.leaseMs, this.options.ackWaitMs) / 3),
+    );
+    const state = async (ok: boolean): Promise<'go' | 'cancel' | 'lease_lost'> => {
+      if (ok) return 'go';
+      const r = await store.renewLease(job.id, token, this.options.leaseMs);
+      if (r.lost) return 'lease_lost';
+      return r.cancelRequested ? 'cancel' : 'go';
+    };
+    try {
+      const input = await readBlobWhole(store.pool, this.deps.keys, {
+        jobId: job.id,
+        orgId: job.orgId,
+        kind: 'input',
+      });
+      const phones = JSON.parse(input.toString('utf8')) as string[];
+      const outcomes = await executeUnits(
+        job.country,
+        phones,
+        this.deps.directory,
+        this.deps.clients,
+        {
+          signal: abort.signal,
+          stopReason: () => stopReason,
+          beginCall: async () => state(await store.beginExternalCall(job.id, token)),
+          endCall: async () => {
+            const r = await store.endExternalCall(job.id, token);
+            return r.lost ? 'lease_lost' : r.cancelRequested ? 'cancel' : 'go';
+          },
+        },
+        {
+          unitSize: this.options.unitSize,
+          concurrency: this.options.unitConcurrency,
+          retries: this.options.retries,
+          callTimeoutMs: this.options.callTimeoutMs,
+        },
+      );
+      const done = await store.complete(job.id, token, () => renderResult(phones, outcomes));
+      if (done.kind !== 'lost') {
+        this.finished(done.job);
+        await settlement.settle(done.job);
+      }
+      msg.ack();
+    } catch (error) {
+      await this.afterError(job, token, msg, error);
+    } finally {
+      clearInterval(beat);
+    }
+  }
+
+  private async afterError(job: JobRow, token: string, msg: JsMsg, error: unknown): Promise<void> {
+    const { store, settlement, logger } = this.deps;
+    try {
+      if (error instanceof ExecutionStopped) {
+        if (error.reason === 'cancel') {
+          const done = await store.finishCancelled(job.id, token);
+          if (done) {
+            this.finished(done);
+            await settlement.settle(done);
+          }
+          msg.ack();
+        } else if (error.reason === 'shutdown') {
+          await store.releaseLease(job.id, token);
+          msg.nak();
+        } else {
+          // Another owner or a terminal state took the job; nothing of this attempt is written.
+          msg.ack();
+        }
+        return;
+      }
+      const cause =
+        error instanceof JobFailure
+          ? error.failure
+          : error instanceof BlobMissing
+            ? { kind: 'platform' as const }
+            : undefined;
+      if (cause) {
+        const done = await store.fail(job.id, token, cause);
+        if (done) {
+          logger.info({ job_id: job.id, error: done.error ?? 'cancelled' }, 'job ended without result');
+          this.finished(done);
+          await settlement.settle(done);
+        }
+        msg.ack();
+        return;
+      }
+      // Storage or worker trouble: give the attempt back; attempts are bounded by the claim.
+      logger.warn({ job_id: job.id, err: error }, 'job attempt failed; will retry');
+      await store.releaseLease(job.id, token);
+      msg.nak(backoffMs(job.attempts, 1_000, 15_000));
+    } catch (second) {
+      // Postgres unreachable: the lease expires and the message is redelivered.
+      logger.warn({ job_id: job.id, err: second }, 'could not record the attempt; redelivery will resume it');
+      msg.nak(backoffMs(job.attempts, 1_000, 15_000));
+    }
+  }
+
+  private finished(job: JobRow): void {
+    this.deps.metrics.duration.observe({ state: job.status }, (Date.now() - job.createdAt.getTime()) / 1000);
+    this.deps.logger.info({ job_id: job.id, state: job.status }, 'job terminal');
+  }
+}
