@@ -1,0 +1,81 @@
+import { Code, ConnectError, publicError } from '@dnc/kit';
+import { registryv1 } from '@dnc/proto';
+import { describe, expect, it } from 'vitest';
+import { backoffMs, classifyAdapterError, publicJobError } from '../src/domain/failures.js';
+import { renderResult } from '../src/domain/result.js';
+
+const { Outcome } = registryv1;
+
+function render(phones: string[], outcomes: registryv1.Outcome[], piece?: number) {
+  const gen = renderResult(phones, outcomes, piece);
+  let text = '';
+  let r = gen.next();
+  while (!r.done) {
+    text += r.value;
+    r = gen.next();
+  }
+  return { doc: JSON.parse(text), summary: r.value, text };
+}
+
+describe('ScrubResult of a job (same model as v1)', () => {
+  it('original inputs in order, duplicates kept, invalid with reasons, summary adds up', () => {
+    const phones = ['55 1234 5678', '+52 55 1234 5678', 'abc', '55 1234 5678', '044 55 1111 2222', 'x"y\\'];
+    const outcomes = [
+      Outcome.PROHIBITED,
+      Outcome.SAFE,
+      Outcome.INVALID_UNPARSEABLE,
+      Outcome.PROHIBITED,
+      Outcome.INVALID_OBSOLETE_FORMAT,
+      Outcome.INVALID_REGISTRY_REJECTED,
+    ];
+    const { doc } = render(phones, outcomes, 8);
+    expect(doc).toEqual({
+      prohibited_numbers_to_call: ['55 1234 5678', '55 1234 5678'],
+      safe_numbers_to_call: ['+52 55 1234 5678'],
+      invalid_numbers: [
+        { input: 'abc', reason: 'unparseable' },
+        { input: '044 55 1111 2222', reason: 'obsolete_format' },
+        { input: 'x"y\\', reason: 'registry_rejected' },
+      ],
+      summary: { total_checked: 6, prohibited_numbers: 2, safe_numbers: 1, invalid_numbers: 3 },
+    });
+    expect(Object.keys(doc)).not.toContain('matched');
+  });
+
+  it('an empty job has an empty, complete result', () => {
+    expect(render([], []).doc.summary).toEqual({
+      total_checked: 0,
+      prohibited_numbers: 0,
+      safe_numbers: 0,
+      invalid_numbers: 0,
+    });
+  });
+
+  it('never classifies an unspecified outcome: the answer is refused, not guessed as safe', () => {
+    expect(() => render(['1'], [Outcome.UNSPECIFIED])).toThrow(/inconclusive/);
+    expect(() => render(['1', '2'], [Outcome.SAFE])).toThrow(/count/);
+  });
+});
+
+describe('internal-to-public failure mapping', () => {
+  it('maintenance is final at once; unavailable and deadline are retried; both map to the spec vocabulary', () => {
+    const m = classifyAdapterError(
+      publicError(Code.Unavailable, 'country_service_maintenance', { retryAfterSeconds: 60 }),
+    );
+    expect(m.retryable).toBe(false);
+    expect(publicJobError(m.cause)).toBe('country_service_maintenance');
+    const u = classifyAdapterError(new ConnectError('down', Code.Unavailable));
+    expect(u.retryable).toBe(true);
+    expect(publicJobError(u.cause)).toBe('country_service_temporarily_unavailable');
+    expect(classifyAdapterError(new ConnectError('slow', Code.DeadlineExceeded)).retryable).toBe(true);
+    expect(publicJobError({ kind: 'inconclusive' })).toBe('country_service_temporarily_unavailable');
+    expect(publicJobError({ kind: 'platform' })).toBe('platform_failure');
+  });
+
+  it('backoff grows exponentially, is jittered, and is capped', () => {
+    expect(backoffMs(0, 200, 5000, () => 0)).toBe(100);
+    expect(backoffMs(0, 200, 5000, () => 1)).toBe(200);
+    expect(backoffMs(3, 200, 5000, () => 1)).toBe(1600);
+    expect(backoffMs(20, 200, 5000, () => 1)).toBe(5000);
+  });
+});

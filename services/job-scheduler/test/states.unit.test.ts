@@ -1,0 +1,104 @@
+import { describe, expect, it } from 'vitest';
+import {
+  canTransition,
+  carriesError,
+  decideCancel,
+  expiresAt,
+  JOB_STATES,
+  quotaSettlementFor,
+  resultAvailability,
+} from '../src/domain/states.js';
+
+const policy = { hardCapSeconds: 86_400, resultTtlSeconds: 604_800, metadataTtlSeconds: 2_592_000 };
+const created = new Date('2026-01-01T00:00:00Z');
+const terminal = new Date('2026-01-01T01:00:00Z');
+
+describe('States table', () => {
+  it('terminal states keep their state (no transition out of succeeded, failed, cancelled, expired)', () => {
+    for (const from of ['succeeded', 'failed', 'cancelled', 'expired'] as const)
+      for (const to of JOB_STATES) expect(canTransition(from, to)).toBe(false);
+  });
+
+  it('queued -> running | cancelled | expired; running -> every terminal state; never back to queued', () => {
+    expect(canTransition('queued', 'running')).toBe(true);
+    expect(canTransition('queued', 'cancelled')).toBe(true);
+    expect(canTransition('queued', 'succeeded')).toBe(false);
+    expect(canTransition('running', 'queued')).toBe(false);
+    for (const to of ['succeeded', 'failed', 'cancelled', 'expired'] as const)
+      expect(canTransition('running', to)).toBe(true);
+  });
+
+  it('cancel: queued at once; running without a call at once; running with a call after it; terminal unchanged', () => {
+    expect(decideCancel('queued', 0)).toEqual({ kind: 'cancel_now' });
+    expect(decideCancel('running', 0)).toEqual({ kind: 'cancel_now' });
+    expect(decideCancel('running', 2)).toEqual({ kind: 'cancel_after_call' });
+    expect(decideCancel('succeeded', 0)).toEqual({ kind: 'keep_terminal', state: 'succeeded' });
+    expect(decideCancel('expired', 3)).toEqual({ kind: 'keep_terminal', state: 'expired' });
+  });
+
+  it('quota is committed only on success and released on every other terminal state', () => {
+    expect(quotaSettlementFor('succeeded')).toBe('commit');
+    for (const s of ['failed', 'cancelled', 'expired'] as const)
+      expect(quotaSettlementFor(s)).toBe('release');
+  });
+
+  it('JobError only for failed and expired; cancelled never carries one', () => {
+    expect(JOB_STATES.filter(carriesError)).toEqual(['failed', 'expired']);
+  });
+});
+
+describe('expires_at by state', () => {
+  it('queued or running: admission plus the hard cap', () => {
+    for (const status of ['queued', 'running'] as const)
+      expect(expiresAt({ status, createdAt: created, terminalAt: null }, policy).toISOString()).toBe(
+        '2026-01-02T00:00:00.000Z',
+      );
+  });
+  it('succeeded: terminalization plus 7 days', () => {
+    expect(
+      expiresAt({ status: 'succeeded', createdAt: created, terminalAt: terminal }, policy).toISOString(),
+    ).toBe('2026-01-08T01:00:00.000Z');
+  });
+  it('failed, cancelled, expired: terminalization plus 30 days', () => {
+    for (const status of ['failed', 'cancelled', 'expired'] as const)
+      expect(expiresAt({ status, createdAt: created, terminalAt: terminal }, policy).toISOString()).toBe(
+        '2026-01-31T01:00:00.000Z',
+      );
+  });
+  it('follows configured periods', () => {
+    const short = { hardCapSeconds: 5, resultTtlSeconds: 7, metadataTtlSeconds: 9 };
+    expect(expiresAt({ status: 'queued', createdAt: created, terminalAt: null }, short).getTime()).toBe(
+      created.getTime() + 5_000,
+    );
+    expect(
+      expiresAt({ status: 'succeeded', createdAt: created, terminalAt: terminal }, short).getTime(),
+    ).toBe(terminal.getTime() + 7_000);
+  });
+});
+
+describe('result availability', () => {
+  const at = (status: (typeof JOB_STATES)[number], purged = false) =>
+    resultAvailability(
+      { status, terminalAt: terminal, resultPurged: purged },
+      policy,
+      new Date(terminal.getTime() + 1000),
+    );
+  it('409 not ready while queued or running (with Retry-After), failed or cancelled (without)', () => {
+    expect(at('queued')).toEqual({ kind: 'not_ready', retryAfterSeconds: 2 });
+    expect(at('running')).toEqual({ kind: 'not_ready', retryAfterSeconds: 2 });
+    expect(at('failed')).toEqual({ kind: 'not_ready' });
+    expect(at('cancelled')).toEqual({ kind: 'not_ready' });
+  });
+  it('410 job_expired for an expired job; 410 job_result_expired after the result TTL or a purge', () => {
+    expect(at('expired')).toEqual({ kind: 'job_expired' });
+    expect(at('succeeded')).toEqual({ kind: 'ready' });
+    expect(at('succeeded', true)).toEqual({ kind: 'result_expired' });
+    expect(
+      resultAvailability(
+        { status: 'succeeded', terminalAt: terminal, resultPurged: false },
+        policy,
+        new Date(terminal.getTime() + 604_800_000),
+      ),
+    ).toEqual({ kind: 'result_expired' });
+  });
+});
