@@ -9,12 +9,13 @@ import type { CountryTables } from './tables.js';
 // the inputs people really send to this country: number extraction, `+`/IDD + own calling code,
 // the calling code without `+`, the national prefix for parsing (with its transform rule), and the
 // validity check against the generated DFA. It decides only inputs inside that grammar and returns
-// UNDECIDED for everything else (letters or `#`/`;` inside the number, extensions, foreign calling
-// codes, fewer than three digits, ...); the caller then asks the reference. Every step cites the
+// UNDECIDED for everything else (letters or `#`/`;` inside the number, rarer extension forms, foreign
+// calling codes, two digits, ...); the caller then asks the reference. Every step cites the
 // libphonenumber-js source it mirrors, so a change there shows up in the differential test.
 //
 // Deliberate differences from the reference: none. Inputs outside the grammar are not decided here.
 
+const INVALID_UNPARSEABLE = registryv1.Outcome.INVALID_UNPARSEABLE;
 const INVALID_LENGTH = registryv1.Outcome.INVALID_LENGTH;
 const INVALID_NUMBER = registryv1.Outcome.INVALID_NUMBER;
 
@@ -157,6 +158,7 @@ const SHORTER = new Uint8Array(MAX_INPUT_STRING_LENGTH + 8);
 const FULL = new Uint8Array(MAX_INPUT_STRING_LENGTH + 8);
 let digitCount = 0;
 let hasPlus = false;
+let hasExtension = false;
 /** Where the national number of the last decided valid input lives in NATIONAL (for classify). */
 let lineOffset = 0;
 let lineLength = 0;
@@ -201,14 +203,64 @@ function isPunctuation(c: number): boolean {
   }
 }
 
+/** ASCII letter at input[i], lowercased, or 0. */
+function lowerAt(input: string, i: number): number {
+  const c = input.charCodeAt(i);
+  if ((c >= 65 && c <= 90) || (c >= 97 && c <= 122)) return c | 0x20;
+  return 0;
+}
+
+function isAt(input: string, i: number, word: string): boolean {
+  for (let k = 0; k < word.length; k++) if (lowerAt(input, i + k) !== word.charCodeAt(k)) return false;
+  return true;
+}
+
+const NO_EXTENSION = -1;
+const UNSURE = -2;
+
 /**
- * One pass over the char codes: fills DIGITS/digitCount/hasPlus and returns true when the input is
- * inside the grammar where the reference's extraction is known (parse.js extractFormattedPhoneNumber,
- * isViablePhoneNumber, extractExtension; RFC3966 handling only triggers on `;`):
- *   anything but `;` and plus signs   before the first digit or `+`  (parse() skips it: `tel:`, labels)
- *   `+`?                              ASCII plus as the first significant char
- *   digits and punctuation            the number
- *   anything but digits, `#`, `;`     after the last digit (parse() strips it)
+ * An extension starting at input[i] (the first character after the number that is not punctuation),
+ * in the forms of createExtensionPattern.js that cannot start inside the number:
+ *   [ \u00A0\t,]* (ext | extn | int | x) [:.]? [ \u00A0\t,-]* digit{1,6}      (case-insensitive)
+ * Returns the index after the extension digits, NO_EXTENSION, or UNSURE (too many digits: the
+ * reference applies per-label limits).
+ */
+function extensionEnd(input: string, i: number): number {
+  const length = input.length;
+  let j = i;
+  for (; j < length; j++) {
+    const c = input.charCodeAt(j);
+    if (c !== 0x20 && c !== 0xa0 && c !== 0x09 && c !== 0x2c) break;
+  }
+  if (isAt(input, j, 'ext')) {
+    j += 3;
+    if (lowerAt(input, j) === 0x6e) j++; // extn
+  } else if (isAt(input, j, 'int')) j += 3;
+  else if (lowerAt(input, j) === 0x78)
+    j++; // x
+  else return NO_EXTENSION;
+  let c = input.charCodeAt(j);
+  if (c === 0x3a || c === 0x2e) c = input.charCodeAt(++j); // : .
+  while (c === 0x20 || c === 0xa0 || c === 0x09 || c === 0x2c || c === 0x2d) c = input.charCodeAt(++j);
+  let k = 0;
+  while (j < length && digitValue(input.charCodeAt(j)) >= 0) {
+    j++;
+    k++;
+  }
+  if (k === 0) return NO_EXTENSION;
+  return k > 6 ? UNSURE : j;
+}
+
+/**
+ * One pass over the char codes: fills DIGITS/digitCount/hasPlus/hasExtension and returns true when
+ * the input is inside the grammar where the reference's extraction is known (parse.js
+ * extractFormattedPhoneNumber, isViablePhoneNumber, extractExtension; RFC 3966 handling only
+ * triggers on `;`):
+ *   anything but `;`, `#`, plus signs   before the first digit or `+`  (skipped: `tel:`, labels)
+ *   `+`?                                ASCII plus as the first significant character
+ *   digits and punctuation              the number
+ *   an extension (extensionEnd)?        not part of the line
+ *   anything but digits, `#`, `;`       after that (parse() strips it)
  */
 function scan(input: string): boolean {
   const length = input.length;
@@ -217,6 +269,7 @@ function scan(input: string): boolean {
   let started = false;
   let tail = false;
   hasPlus = false;
+  hasExtension = false;
   for (let i = 0; i < length; i++) {
     const c = input.charCodeAt(i);
     const d = digitValue(c);
@@ -225,7 +278,7 @@ function scan(input: string): boolean {
       DIGITS[n++] = d;
       started = true;
     } else if (c === 0x3b || c === 0x23) {
-      return false; // `;` (RFC 3966 parameters, extensions) or `#` (extensions)
+      return false; // `;` (RFC 3966 parameters) or `#` (extension forms with other rules)
     } else if (!started) {
       if (c === 0x2b) {
         hasPlus = true;
@@ -233,17 +286,22 @@ function scan(input: string): boolean {
       } else if (c === 0xff0b) {
         return false; // full-width plus starts the number but is not read as a plus
       }
-    } else if (!tail && isPunctuation(c)) {
-      // separator inside the number
+    } else if (tail || isPunctuation(c)) {
+      // separator inside the number, or trailing text
     } else if (n === 0) {
       return false; // `+` followed by something that is not a number
     } else {
+      const end = extensionEnd(input, i);
+      if (end === UNSURE) return false;
+      if (end !== NO_EXTENSION) {
+        hasExtension = true;
+        i = end - 1;
+      }
       tail = true;
     }
   }
   digitCount = n;
-  // Two or fewer digits take other paths in isViablePhoneNumber().
-  return n >= 3;
+  return true;
 }
 
 function trieMatch(t: Trie, src: Uint8Array, offset: number, length: number): number {
@@ -373,6 +431,10 @@ export function decideFast(country: NumberingCountry, input: string): number {
   const c = COMPILED[country];
   if (!scan(input)) return UNDECIDED;
   const n = digitCount;
+  // isViablePhoneNumber(): no digit is NOT_A_NUMBER; one digit is TOO_SHORT; two digits and a number
+  // with an extension but fewer than three digits take other paths.
+  if (n === 0) return -INVALID_UNPARSEABLE;
+  if (n < 3) return n === 1 && !hasExtension ? -INVALID_LENGTH : UNDECIDED;
   let national: number;
   if (hasPlus) {
     // extractCountryCallingCode.js: `+0...` and other calling codes are left to the reference.

@@ -56,6 +56,23 @@ export function lineKey(country: NumberingCountry, nationalNumber: string): numb
   return Number(nationalNumber);
 }
 
+const PHONE_CONTEXT = ';phone-context=';
+
+/**
+ * libphonenumber-js (1.13.16) validates an RFC 3966 `;phone-context=` with two module-level RegExps
+ * created with the `g` flag, so `.test()` resumes at the previous call's `lastIndex` and the same
+ * input can be read differently on consecutive calls. A context that fails both patterns resets both
+ * `lastIndex` to 0, so every real parse that reaches them starts from the documented, fresh state.
+ * (The test "is deterministic for RFC 3966 phone-context URIs" fails if this stops working.)
+ */
+function resetPhoneContextPatterns(): void {
+  try {
+    parsePhoneNumberWithError('0;phone-context=!');
+  } catch {
+    // Expected: NOT_A_NUMBER.
+  }
+}
+
 function invalid(outcome: registryv1.Outcome): Classification {
   return { outcome, key: 0, e164: null };
 }
@@ -77,6 +94,7 @@ function parseErrorOutcome(message: string): registryv1.Outcome {
  */
 export function classifyReference(country: NumberingCountry, input: string): Classification {
   let phone: ReturnType<typeof parsePhoneNumberWithError>;
+  if (input.includes(PHONE_CONTEXT)) resetPhoneContextPatterns();
   try {
     phone = parsePhoneNumberWithError(input, { defaultCountry: ISO[country] });
   } catch (error) {

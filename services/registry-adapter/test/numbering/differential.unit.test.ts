@@ -1,0 +1,62 @@
+// Differential test: the generated fast path must agree with the libphonenumber-js reference on
+// outcome, registry key and E.164 for every generated written form. The normal suite runs a sample;
+// DNC_DIFFERENTIAL_SAMPLES=1000000 runs the full million per country (npm run test:differential).
+// DNC_DIFFERENTIAL_SEED reproduces a run; the seed is printed on failure.
+// Deliberate differences between the implementations: none.
+import { describe, expect, it } from 'vitest';
+import { prng, writtenForm } from '../../scripts/written-forms.mjs';
+import {
+  classifyReference,
+  createNumbering,
+  decideFast,
+  NUMBERING_COUNTRIES,
+  normalizeReference,
+  UNDECIDED,
+} from '../../src/numbering/index.js';
+
+const SAMPLES = Number(process.env['DNC_DIFFERENTIAL_SAMPLES'] ?? 20_000);
+const SEED = Number(process.env['DNC_DIFFERENTIAL_SEED'] ?? 20_251_122);
+const MAX_REPORTED = 10;
+
+describe.each(NUMBERING_COUNTRIES)('fast and reference numbering agree (%s)', (country) => {
+  it(`on ${SAMPLES} generated written forms (seed ${SEED})`, {
+    timeout: Math.max(60_000, SAMPLES / 2),
+  }, async () => {
+    const seed = SEED + NUMBERING_COUNTRIES.indexOf(country);
+    const random = prng(seed);
+    const fast = createNumbering(country, 'fast');
+    const mismatches: string[] = [];
+    let decided = 0;
+    let valid = 0;
+    for (let i = 0; i < SAMPLES; i++) {
+      // Yield now and then: a worker blocked for minutes misses vitest's RPC heartbeats.
+      if (i % 10_000 === 0) await new Promise((resolve) => setImmediate(resolve));
+      const input = writtenForm(random, country);
+      const expected = classifyReference(country, input);
+      const actual = fast.classify(input);
+      const normalized = fast.normalize(input);
+      if (decideFast(country, input) !== UNDECIDED) decided++;
+      if (expected.key > 0) valid++;
+      const same =
+        actual.outcome === expected.outcome &&
+        actual.key === expected.key &&
+        actual.e164 === expected.e164 &&
+        normalized === normalizeReference(country, input);
+      if (!same && mismatches.length < MAX_REPORTED) {
+        mismatches.push(
+          `#${i} ${JSON.stringify(input)}: fast ${JSON.stringify(actual)} / ${normalized}, reference ${JSON.stringify(expected)}`,
+        );
+      }
+    }
+    if (mismatches.length > 0) {
+      throw new Error(
+        `fast path disagrees with the reference (country ${country}, seed ${seed}; rerun with DNC_DIFFERENTIAL_SEED=${SEED}):\n${mismatches.join('\n')}`,
+      );
+    }
+    // The sample must exercise both paths and both verdicts, or it proves nothing.
+    expect(decided / SAMPLES).toBeGreaterThan(0.5);
+    expect(decided).toBeLessThan(SAMPLES);
+    expect(valid / SAMPLES).toBeGreaterThan(0.2);
+    expect(valid / SAMPLES).toBeLessThan(0.9);
+  });
+});
