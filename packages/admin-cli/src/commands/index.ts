@@ -1,5 +1,24 @@
 import type { Command } from '../cli.js';
+import { adapterDrillCommand } from './adapter.js';
+import { countryCommands } from './country.js';
+import { keyCommands } from './key.js';
+import { orgCommands } from './org.js';
+import { purchaseCommands } from './purchase.js';
+import { quotaCommands } from './quota.js';
+import { registryLoadCommand, registryStatusCommand } from './registry.js';
 import { statusCommand } from './status.js';
+import { usageCommand } from './usage.js';
 
 // Each area adds its commands here (org, key, purchase, quota, usage, country, registry, adapter, jobs).
-export const commands: Command[] = [statusCommand];
+export const commands: Command[] = [
+  statusCommand,
+  ...orgCommands,
+  ...keyCommands,
+  ...purchaseCommands,
+  ...quotaCommands,
+  usageCommand,
+  ...countryCommands,
+  registryLoadCommand,
+  registryStatusCommand,
+  adapterDrillCommand,
+];

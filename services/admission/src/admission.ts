@@ -1,0 +1,348 @@
+import { randomUUID } from 'node:crypto';
+import { create } from '@bufbuild/protobuf';
+import type { Client, ServiceImpl } from '@connectrpc/connect';
+import {
+  type AdapterDirectory,
+  Code,
+  ConnectError,
+  Counter,
+  type Logger,
+  publicError,
+  type Registry,
+  readPublicReason,
+} from '@dnc/kit';
+import { admissionv1, type quotav1 } from '@dnc/proto';
+import { digestMatches, parseApiKey } from './domain/api-key.js';
+import { admissionGate, type Rejection } from './domain/check-order.js';
+import { isCountryCode } from './domain/countries.js';
+import {
+  decideIdempotency,
+  hashIdempotencyKey,
+  isValidFingerprint,
+  isValidIdempotencyKey,
+  type Kind,
+} from './domain/idempotency.js';
+import type { RateDecision } from './domain/rate-window.js';
+import type { RequestLimiter } from './limiter.js';
+import type { AdmissionStore } from './store.js';
+
+export interface AdmissionDeps {
+  store: AdmissionStore;
+  limiter: RequestLimiter;
+  directory: AdapterDirectory;
+  quota: Client<typeof quotav1.QuotaService>;
+  logger: Logger;
+  metrics: Registry;
+  defaultRateLimit: number;
+  syncClaimMs: number;
+  jobClaimMs: number;
+}
+
+const KIND: Record<number, Kind | undefined> = {
+  [admissionv1.RequestKind.SYNC]: 'sync',
+  [admissionv1.RequestKind.JOB]: 'job',
+};
+const USAGE_KIND: Record<Kind, quotav1.UsageKind> = { sync: 1, job: 2 };
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+function rateInfo(rate: RateDecision) {
+  return {
+    desc: admissionv1.RateLimitInfoSchema,
+    value: create(admissionv1.RateLimitInfoSchema, {
+      limit: rate.limit,
+      remaining: rate.remaining,
+      resetUnix: BigInt(rate.resetUnix),
+    }),
+  };
+}
+
+function invalid(message: string): ConnectError {
+  return publicError(Code.InvalidArgument, 'validation_error', { message });
+}
+
+function requireUuid(value: string, name: string): string {
+  if (!UUID.test(value)) throw invalid(`${name} must be a lowercase UUID`);
+  return value;
+}
+
+export function admissionService(deps: AdmissionDeps): ServiceImpl<typeof admissionv1.AdmissionService> {
+  const { store, limiter, quota, directory } = deps;
+  const rejections = new Counter({
+    name: 'dnc_admission_rejections_total',
+    help: 'Requests refused by admission, by public reason.',
+    labelNames: ['reason'],
+    registers: [deps.metrics],
+  });
+  const reject = (error: ConnectError): ConnectError => {
+    rejections.inc({ reason: readPublicReason(error)?.reason ?? 'internal' });
+    return error;
+  };
+  const fromRejection = (r: Rejection, country: string) =>
+    reject(
+      publicError(r.code, r.reason, {
+        message: r.message,
+        country,
+        ...(r.retryAfterSeconds !== undefined ? { retryAfterSeconds: r.retryAfterSeconds } : {}),
+      }),
+    );
+  const platformFailure = () =>
+    publicError(Code.Unavailable, 'platform_failure', {
+      message: 'A platform component is unavailable; retry later.',
+      retryAfterSeconds: 2,
+    });
+
+  /** Reserve through the quota service; its public reason (customer_quota_exceeded) passes through. */
+  async function reserve(admissionId: string, orgId: string, country: string, amount: number, kind: Kind) {
+    try {
+      await quota.reserve({
+        reservationId: admissionId,
+        orgId,
+        country,
+        amount: BigInt(amount),
+        kind: USAGE_KIND[kind],
+      });
+    } catch (error) {
+      const reason = readPublicReason(error);
+      if (reason?.reason === 'customer_quota_exceeded') {
+        throw reject(
+          publicError(Code.ResourceExhausted, reason.reason, {
+            message: 'The monthly quota of this country is used up; ask for a higher quota.',
+            country,
+          }),
+        );
+      }
+      throw error;
+    }
+  }
+
+  const impl: ServiceImpl<typeof admissionv1.AdmissionService> = {
+    /** Steps 0-3 of CHECK_ORDER. */
+    async authenticate(req) {
+      const blockedFor = await limiter.addressBlockedSeconds(req.clientAddress);
+      if (blockedFor > 0) {
+        throw reject(
+          publicError(Code.ResourceExhausted, 'temporarily_blocked', {
+            message: 'Too many failed attempts; wait before retrying.',
+            retryAfterSeconds: blockedFor,
+          }),
+        );
+      }
+      const parsed = parseApiKey(req.apiKey);
+      const credential = parsed ? await store.credential(parsed.publicId) : undefined;
+      const matches = parsed ? digestMatches(parsed.digest, credential?.digest) : false;
+      if (!parsed || !credential || !matches || credential.revoked) {
+        await limiter.recordAuthFailure(req.clientAddress);
+        throw reject(publicError(Code.Unauthenticated, 'invalid_key'));
+      }
+      const limit = credential.rateLimit ?? deps.defaultRateLimit;
+      const verdict = await limiter.countRequest(credential.orgId, limit);
+      if (verdict.kind === 'blocked') {
+        throw reject(
+          publicError(Code.ResourceExhausted, 'temporarily_blocked', {
+            message: 'Requests far past the rate limit; this account is blocked for a while.',
+            retryAfterSeconds: verdict.retryAfterSeconds,
+            details: [rateInfo(verdict.rate)],
+          }),
+        );
+      }
+      if (verdict.kind === 'limited') {
+        throw reject(
+          publicError(Code.ResourceExhausted, 'rate_limit_exceeded', {
+            message: 'Rate limit exceeded; retry after the window resets.',
+            retryAfterSeconds: Math.max(1, verdict.rate.resetUnix - Math.floor(Date.now() / 1000)),
+            details: [rateInfo(verdict.rate)],
+          }),
+        );
+      }
+      return {
+        orgId: credential.orgId,
+        keyId: credential.keyId,
+        rateLimit: rateInfo(verdict.rate).value,
+      };
+    },
+
+    /** Steps 5-9 of CHECK_ORDER (step 4 is the gateway's). */
+    async admit(req) {
+      const orgId = requireUuid(req.orgId, 'org_id');
+      const keyId = requireUuid(req.keyId, 'key_id');
+      const kind = KIND[req.kind];
+      if (!kind) throw invalid('kind must be SYNC or JOB');
+      if (!isCountryCode(req.country)) throw invalid('country must be one of mx, ar, co, es, au, sg');
+      if (!isValidIdempotencyKey(req.idempotencyKey))
+        throw invalid('Idempotency-Key must be 1 to 255 visible ASCII characters without spaces');
+      if (!isValidFingerprint(req.fingerprint)) throw invalid('fingerprint is malformed');
+      const country = req.country;
+
+      // 5-7: organization, purchase, activation and availability.
+      const [org, purchase, maintenanceUntil] = await Promise.all([
+        store.organization(orgId),
+        store.purchaseFor(orgId, country),
+        store.maintenanceUntil(country),
+      ]);
+      const nowMs = Date.now();
+      const rejection = admissionGate({
+        country,
+        organization: org,
+        purchase,
+        maintenanceUntilMs: maintenanceUntil?.getTime(),
+        adapters: directory.instances(country, nowMs).map((a) => ({
+          status: a.status,
+          ...(a.maintenance_until ? { maintenanceUntilMs: Date.parse(a.maintenance_until) } : {}),
+        })),
+        nowMs,
+      });
+      if (rejection) throw fromRejection(rejection, country);
+      const adapterAddress = kind === 'sync' ? (directory.pick(country)?.address ?? '') : '';
+      if (kind === 'sync' && !adapterAddress) {
+        // The adapter went away between the gate and the pick.
+        throw reject(
+          publicError(Code.Unavailable, 'country_service_temporarily_unavailable', {
+            message: 'The country service is temporarily unavailable; retry later.',
+            retryAfterSeconds: 5,
+            country,
+          }),
+        );
+      }
+
+      // 8: idempotency. A claim is taken before the reservation; any failure drops it again, so a
+      // request refused here or by quota does not consume its Idempotency-Key.
+      const keyHash = hashIdempotencyKey(req.idempotencyKey);
+      const admissionId = randomUUID();
+      const jobId = kind === 'job' ? randomUUID() : null;
+      const existing = await store.claim(keyId, keyHash, {
+        fingerprint: req.fingerprint,
+        kind,
+        admissionId,
+        jobId,
+      });
+      let granted: { admissionId: string; jobId: string | null; replay: boolean } = {
+        admissionId,
+        jobId,
+        replay: false,
+      };
+      if (existing) {
+        const decision = decideIdempotency(existing, { fingerprint: req.fingerprint, kind }, Date.now(), {
+          syncClaimMs: deps.syncClaimMs,
+          jobClaimMs: deps.jobClaimMs,
+        });
+        switch (decision.action) {
+          case 'reused':
+            throw reject(
+              publicError(Code.AlreadyExists, 'idempotency_key_reused', {
+                message: 'This Idempotency-Key was used for another request; use a new key.',
+              }),
+            );
+          case 'in_progress':
+            throw reject(
+              publicError(Code.Aborted, 'idempotency_request_in_progress', {
+                message: 'The original request is still being processed; retry with the same key.',
+                retryAfterSeconds: decision.retryAfterSeconds,
+              }),
+            );
+          case 'replay':
+            return {
+              admissionId: existing.admissionId,
+              replay: true,
+              jobId: existing.jobId ?? '',
+              adapterAddress,
+            };
+          case 'reclaim': {
+            if (!(await store.takeOver(keyId, keyHash, existing.admissionId, admissionId))) {
+              throw reject(
+                publicError(Code.Aborted, 'idempotency_request_in_progress', {
+                  message: 'The original request is still being processed; retry with the same key.',
+                  retryAfterSeconds: 1,
+                }),
+              );
+            }
+            // The dead owner's reservation goes back (release is idempotent; after commit a no-op).
+            try {
+              await quota.release({ reservationId: existing.admissionId });
+            } catch (error) {
+              await store.dropClaim(admissionId).catch(() => {});
+              throw error;
+            }
+            break;
+          }
+          case 'resume': {
+            // Same job identity and the same reservation: the job store is idempotent by job id.
+            granted = { admissionId: existing.admissionId, jobId: existing.jobId, replay: false };
+            try {
+              await reserve(existing.admissionId, orgId, country, req.inputCount, kind);
+            } catch (error) {
+              // Released already: the job was stored and settled by the scheduler; it exists.
+              if (ConnectError.from(error).code !== Code.FailedPrecondition) {
+                await store.dropClaim(existing.admissionId);
+                throw error;
+              }
+            }
+            return {
+              admissionId: granted.admissionId,
+              replay: false,
+              jobId: granted.jobId ?? '',
+              adapterAddress,
+            };
+          }
+        }
+      }
+
+      // 9: quota.
+      try {
+        await reserve(granted.admissionId, orgId, country, req.inputCount, kind);
+      } catch (error) {
+        await store.dropClaim(granted.admissionId).catch(() => {});
+        if (readPublicReason(error)) throw error;
+        deps.logger.error({ err: error }, 'quota reservation failed');
+        throw reject(platformFailure());
+      }
+      return { admissionId: granted.admissionId, replay: false, jobId: granted.jobId ?? '', adapterAddress };
+    },
+
+    async complete(req) {
+      const admissionId = requireUuid(req.admissionId, 'admission_id');
+      const claim = await store.claimByAdmission(admissionId);
+      if (!claim) throw new ConnectError('no admission in progress with this id', Code.FailedPrecondition);
+      if (claim.state === 'completed') return {};
+      await quota.commit({ reservationId: admissionId });
+      await store.markClaim(admissionId, 'completed');
+      return {};
+    },
+
+    async abort(req) {
+      const admissionId = requireUuid(req.admissionId, 'admission_id');
+      await quota.release({ reservationId: admissionId });
+      await store.dropClaim(admissionId);
+      return {};
+    },
+
+    async confirmJob(req) {
+      const admissionId = requireUuid(req.admissionId, 'admission_id');
+      const jobId = requireUuid(req.jobId, 'job_id');
+      const claim = await store.claimByAdmission(admissionId);
+      if (claim?.kind !== 'job' || claim.jobId !== jobId)
+        throw new ConnectError('no job admission with this id', Code.NotFound);
+      if (claim.state !== 'accepted') await store.markClaim(admissionId, 'accepted', jobId);
+      return {};
+    },
+  };
+
+  /**
+   * A dependency failing (Postgres, quota) is a platform failure for the caller: a public reason with
+   * Retry-After, never an internal message. Errors that already carry a public reason pass unchanged.
+   */
+  const guarded = {} as Record<string, unknown>;
+  for (const [name, handler] of Object.entries(impl)) {
+    guarded[name] = async (req: never, ctx: never) => {
+      try {
+        return await (handler as (r: never, c: never) => Promise<unknown>)(req, ctx);
+      } catch (error) {
+        if (readPublicReason(error)) throw error;
+        const ce = ConnectError.from(error);
+        if (ce.code === Code.FailedPrecondition || ce.code === Code.NotFound) throw ce;
+        deps.logger.error({ method: name, err: error }, 'admission dependency failed');
+        throw reject(platformFailure());
+      }
+    };
+  }
+  return guarded as ServiceImpl<typeof admissionv1.AdmissionService>;
+}

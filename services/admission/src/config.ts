@@ -1,0 +1,36 @@
+import { commonConfig, port, serviceAddress, z } from '@dnc/kit';
+
+const int = (min: number, max: number, fallback: number) =>
+  z.coerce.number().int().min(min).max(max).default(fallback);
+
+export const admissionConfig = z.object({
+  ...commonConfig,
+  DNC_GRPC_PORT: port(50051),
+  DNC_QUOTA_ADDR: serviceAddress('http://127.0.0.1:50052'),
+  /** Prefix of every Redis key, so parallel stacks never share counters. */
+  DNC_REDIS_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_:.-]*$/, 'letters, digits and _ : . - only')
+    .default(''),
+  /** Monthly quota (checked inputs) a purchase comes with when none is given. */
+  DNC_DEFAULT_MONTHLY_QUOTA: int(0, Number.MAX_SAFE_INTEGER, 1_000_000),
+  DNC_DEFAULT_RATE_LIMIT: int(1, 60_000, 60),
+  DNC_RATE_WINDOW_SECONDS: int(1, 3600, 60),
+  /** Without Redis each process enforces limit / divisor (at least 1) on its own. */
+  DNC_RATE_DEGRADED_DIVISOR: int(1, 1000, 2),
+  /** Failed authentications from one address within the window that block the address. */
+  DNC_ABUSE_AUTH_FAILURES: int(1, 1_000_000, 20),
+  DNC_ABUSE_AUTH_WINDOW_SECONDS: int(1, 86_400, 60),
+  /** An organization is blocked once its window count passes its limit times this factor. */
+  DNC_ABUSE_ORG_FACTOR: z.coerce.number().min(1.01).max(1000).default(5),
+  DNC_ABUSE_BLOCK_SECONDS: int(1, 86_400, 300),
+  /** v1 budget (15 s) plus margin: an older in-progress claim is reclaimed. */
+  DNC_SYNC_CLAIM_TIMEOUT_SECONDS: int(16, 3600, 20),
+  /** v2 admission budget (5 s) plus margin: an older unconfirmed claim is resumed. */
+  DNC_JOB_CLAIM_TIMEOUT_SECONDS: int(6, 3600, 10),
+  /** Idempotency records are kept at least 7 days (spec). */
+  DNC_IDEMPOTENCY_RETENTION_SECONDS: int(604_800, 31_536_000, 691_200),
+  DNC_IDEMPOTENCY_PURGE_INTERVAL_MS: int(1000, 86_400_000, 3_600_000),
+});
+
+export type AdmissionConfig = z.infer<typeof admissionConfig>;

@@ -1,0 +1,160 @@
+import { Code } from '@dnc/kit';
+import { type CountryCode, isLive } from './countries.js';
+
+/**
+ * THE check order of admission, one list for the whole platform. Each request passes these in order
+ * and is rejected by the first that fails:
+ *
+ *   0. address block        429 temporarily_blocked   Authenticate (before the key is looked up, so a
+ *                                                       blocked address cannot keep probing keys)
+ *   1. authentication       401 invalid_key            Authenticate
+ *   2. abuse guard (org)    429 temporarily_blocked   Authenticate
+ *   3. rate limit           429 rate_limit_exceeded   Authenticate
+ *   4. body and key         400 / 413                 gateway (validation, Idempotency-Key, sizes)
+ *   5. organization         403 account_suspended, activation_incomplete      Admit -> admissionGate
+ *   6. purchase             403 country_not_in_plan, 402 subscription_inactive Admit -> admissionGate
+ *   7. activation and       503 country_service_temporarily_unavailable,      Admit -> admissionGate
+ *      availability             country_service_maintenance (Retry-After)
+ *   8. idempotency          409 idempotency_request_in_progress / _key_reused Admit -> decideIdempotency
+ *   9. quota                429 customer_quota_exceeded                        Admit -> quota.Reserve
+ *
+ * Steps 1-3 run for every authenticated request (scrub, job status, result, cancel); every answer
+ * after step 1 carries the rate-limit figures.
+ */
+export const CHECK_ORDER = [
+  'address_block',
+  'authentication',
+  'abuse_guard',
+  'rate_limit',
+  'request_validation',
+  'organization',
+  'purchase',
+  'availability',
+  'idempotency',
+  'quota',
+] as const;
+export type CheckStep = (typeof CHECK_ORDER)[number];
+
+export interface Rejection {
+  step: CheckStep;
+  code: Code;
+  reason: string;
+  message: string;
+  retryAfterSeconds?: number;
+}
+
+export interface OrganizationFacts {
+  suspended: boolean;
+  activationComplete: boolean;
+}
+
+export type PurchaseState = 'pending_payment' | 'active' | 'lapsed';
+
+export interface PurchaseFacts {
+  status: PurchaseState;
+  activated: boolean;
+}
+
+/** One adapter instance as discovery shows it (fresh entries only). */
+export interface AdapterFacts {
+  status: 'serving' | 'maintenance' | 'unavailable';
+  maintenanceUntilMs?: number;
+}
+
+export interface GateFacts {
+  country: CountryCode;
+  organization: OrganizationFacts | undefined;
+  /** The organization's purchase of the country (the open one, else the latest lapsed). */
+  purchase: PurchaseFacts | undefined;
+  /** Operator maintenance window of the country, when one is set. */
+  maintenanceUntilMs: number | undefined;
+  adapters: AdapterFacts[];
+  nowMs: number;
+}
+
+function secondsUntil(untilMs: number, nowMs: number): number {
+  return Math.max(1, Math.ceil((untilMs - nowMs) / 1000));
+}
+
+/**
+ * Steps 5-7 of CHECK_ORDER as one pure function: facts in, the first rejection out (or none).
+ * Steps 8-9 follow in Admit because they change state (a claim, a reservation).
+ */
+export function admissionGate(f: GateFacts): Rejection | undefined {
+  // 5. organization
+  if (!f.organization || f.organization.suspended) {
+    return {
+      step: 'organization',
+      code: Code.PermissionDenied,
+      reason: 'account_suspended',
+      message: 'This account is suspended; contact support.',
+    };
+  }
+  if (!f.organization.activationComplete) {
+    return {
+      step: 'organization',
+      code: Code.PermissionDenied,
+      reason: 'activation_incomplete',
+      message: 'Complete the account activation before sending requests.',
+    };
+  }
+  // 6. purchase
+  if (!isLive(f.country) || !f.purchase) {
+    return {
+      step: 'purchase',
+      code: Code.PermissionDenied,
+      reason: 'country_not_in_plan',
+      message: 'Your plan does not include this country.',
+    };
+  }
+  if (f.purchase.status !== 'active') {
+    return {
+      step: 'purchase',
+      code: Code.FailedPrecondition,
+      reason: 'subscription_inactive',
+      message:
+        f.purchase.status === 'pending_payment'
+          ? 'The subscription for this country awaits its initial payment.'
+          : 'The subscription for this country is inactive; renew it to continue.',
+    };
+  }
+  // 7. activation, then operational availability
+  if (!f.purchase.activated) {
+    return {
+      step: 'availability',
+      code: Code.Unavailable,
+      reason: 'country_service_temporarily_unavailable',
+      message: 'The country service is being activated for your account; retry later.',
+    };
+  }
+  if (f.maintenanceUntilMs !== undefined && f.maintenanceUntilMs > f.nowMs) {
+    return {
+      step: 'availability',
+      code: Code.Unavailable,
+      reason: 'country_service_maintenance',
+      message: 'The country service is in a maintenance window.',
+      retryAfterSeconds: secondsUntil(f.maintenanceUntilMs, f.nowMs),
+    };
+  }
+  if (f.adapters.some((a) => a.status === 'serving')) return undefined;
+  const inMaintenance = f.adapters.filter((a) => a.status === 'maintenance');
+  if (inMaintenance.length > 0) {
+    const ends = inMaintenance
+      .map((a) => a.maintenanceUntilMs)
+      .filter((t): t is number => t !== undefined && t > f.nowMs);
+    return {
+      step: 'availability',
+      code: Code.Unavailable,
+      reason: 'country_service_maintenance',
+      message: 'The country service is in a maintenance window.',
+      ...(ends.length > 0 ? { retryAfterSeconds: secondsUntil(Math.min(...ends), f.nowMs) } : {}),
+    };
+  }
+  return {
+    step: 'availability',
+    code: Code.Unavailable,
+    reason: 'country_service_temporarily_unavailable',
+    message: 'The country service is temporarily unavailable; retry later.',
+    retryAfterSeconds: 5,
+  };
+}

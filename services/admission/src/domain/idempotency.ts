@@ -1,0 +1,84 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * Idempotency decisions (spec: Idempotency). A record is keyed by (API key, SHA-256 of the
+ * Idempotency-Key) and holds only the keyed fingerprint `<version>:<hex>` of (country, phones in order),
+ * the request kind, its state and, for v2, the job identity. Nothing else of the request is kept.
+ */
+export type RecordState = 'in_progress' | 'completed' | 'accepted';
+export type Kind = 'sync' | 'job';
+
+export interface IdempotencyRecord {
+  fingerprint: string;
+  kind: Kind;
+  state: RecordState;
+  /** When the current owner claimed the key (renewed on reclaim). */
+  claimedAtMs: number;
+}
+
+export interface Timeouts {
+  /** A v1 claim still in progress after this belongs to a gateway that died: it may be reclaimed. */
+  syncClaimMs: number;
+  /** A v2 claim whose job was not confirmed within this is resumed with the same job identity. */
+  jobClaimMs: number;
+}
+
+export type IdempotencyDecision =
+  | { action: 'reused' }
+  | { action: 'replay' }
+  | { action: 'in_progress'; retryAfterSeconds: number }
+  /** v1: the owner died; a new admission (new reservation) replaces the old one. */
+  | { action: 'reclaim' }
+  /** v2: the job may or may not be stored; the same job id and reservation are handed out again. */
+  | { action: 'resume' };
+
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+const FINGERPRINT = /^(v[0-9]{1,4}):([0-9a-f]{64})$/;
+
+/** 1 to 255 visible ASCII characters, no spaces (spec: Limits). */
+export function isValidIdempotencyKey(key: string): boolean {
+  return IDEMPOTENCY_KEY.test(key);
+}
+
+export function isValidFingerprint(fp: string): boolean {
+  return FINGERPRINT.test(fp);
+}
+
+/** The raw Idempotency-Key is not stored; its hash identifies the record. */
+export function hashIdempotencyKey(key: string): Buffer {
+  return createHash('sha256').update(key, 'utf8').digest();
+}
+
+function fingerprintVersion(fp: string): string {
+  return fp.slice(0, fp.indexOf(':'));
+}
+
+/**
+ * Same logical request? Fingerprints of the same version must be equal. Across a secret rotation
+ * (different versions) the two cannot be compared; the retry is then taken as the same request, so
+ * an exact retry is never refused as reused during the 7-day protection (see README, rotation).
+ */
+export function samePayload(stored: string, presented: string): boolean {
+  if (fingerprintVersion(stored) !== fingerprintVersion(presented)) return true;
+  return stored === presented;
+}
+
+export function decideIdempotency(
+  record: IdempotencyRecord,
+  request: { fingerprint: string; kind: Kind },
+  nowMs: number,
+  timeouts: Timeouts,
+): IdempotencyDecision {
+  if (record.kind !== request.kind || !samePayload(record.fingerprint, request.fingerprint)) {
+    return { action: 'reused' };
+  }
+  if (record.state === 'completed' || record.state === 'accepted') return { action: 'replay' };
+  const bound = record.kind === 'sync' ? timeouts.syncClaimMs : timeouts.jobClaimMs;
+  const age = nowMs - record.claimedAtMs;
+  if (age >= bound) return { action: record.kind === 'sync' ? 'reclaim' : 'resume' };
+  // Short: the original usually finishes in well under the bound; at least 1 s as the spec requires.
+  return {
+    action: 'in_progress',
+    retryAfterSeconds: Math.min(5, Math.max(1, Math.ceil((bound - age) / 1000))),
+  };
+}

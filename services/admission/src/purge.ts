@@ -1,0 +1,42 @@
+import type { Logger } from '@dnc/kit';
+import type { AdmissionStore } from './store.js';
+
+/** Deletes idempotency records past their retention (at least 7 days, spec: Idempotency). */
+export class IdempotencyPurge {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<number> | undefined;
+
+  constructor(
+    private readonly store: AdmissionStore,
+    private readonly logger: Logger,
+    private readonly retentionSeconds: number,
+    private readonly intervalMs: number,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => void this.purgeOnce(), this.intervalMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    await this.running;
+  }
+
+  purgeOnce(): Promise<number> {
+    if (this.running) return this.running;
+    this.running = (async () => {
+      try {
+        const purged = await this.store.purgeIdempotency(this.retentionSeconds);
+        if (purged > 0) this.logger.info({ purged }, 'purged expired idempotency records');
+        return purged;
+      } catch (error) {
+        this.logger.warn({ err: error }, 'idempotency purge failed; retrying next interval');
+        return 0;
+      } finally {
+        this.running = undefined;
+      }
+    })();
+    return this.running;
+  }
+}

@@ -1,0 +1,91 @@
+import { describe, expect, it } from 'vitest';
+import {
+  decideIdempotency,
+  hashIdempotencyKey,
+  type IdempotencyRecord,
+  isValidFingerprint,
+  isValidIdempotencyKey,
+} from '../src/domain/idempotency.js';
+
+const FP = `v1:${'a'.repeat(64)}`;
+const OTHER = `v1:${'b'.repeat(64)}`;
+const T = { syncClaimMs: 20_000, jobClaimMs: 10_000 };
+
+function rec(over: Partial<IdempotencyRecord> = {}): IdempotencyRecord {
+  return { fingerprint: FP, kind: 'sync', state: 'in_progress', claimedAtMs: 1_000_000, ...over };
+}
+
+describe('Idempotency-Key format (spec: 1 to 255 visible ASCII, no spaces)', () => {
+  it('accepts 1 and 255 visible characters', () => {
+    expect(isValidIdempotencyKey('a')).toBe(true);
+    expect(isValidIdempotencyKey('~'.repeat(255))).toBe(true);
+  });
+  it('refuses empty, 256, spaces, tabs and non-ASCII', () => {
+    for (const bad of ['', 'x'.repeat(256), 'a b', 'a\tb', 'clé', 'a\u00a0b']) {
+      expect(isValidIdempotencyKey(bad)).toBe(false);
+    }
+  });
+  it('the raw key is not stored: a 32-byte hash identifies the record', () => {
+    expect(hashIdempotencyKey('order-1')).toHaveLength(32);
+    expect(hashIdempotencyKey('order-1').equals(hashIdempotencyKey('order-2'))).toBe(false);
+  });
+  it('fingerprints carry a version', () => {
+    expect(isValidFingerprint(FP)).toBe(true);
+    expect(isValidFingerprint('a'.repeat(64))).toBe(false);
+    expect(isValidFingerprint(`v1:${'A'.repeat(64)}`)).toBe(false);
+  });
+});
+
+describe('idempotency decisions', () => {
+  it('other country or phones (other fingerprint) -> key reused; so is another kind', () => {
+    expect(
+      decideIdempotency(rec({ state: 'completed' }), { fingerprint: OTHER, kind: 'sync' }, 1_000_001, T),
+    ).toEqual({
+      action: 'reused',
+    });
+    expect(decideIdempotency(rec(), { fingerprint: FP, kind: 'job' }, 1_000_001, T)).toEqual({
+      action: 'reused',
+    });
+  });
+
+  it('exact retry of a completed v1 request or accepted v2 job -> replay', () => {
+    expect(
+      decideIdempotency(rec({ state: 'completed' }), { fingerprint: FP, kind: 'sync' }, 9e12, T).action,
+    ).toBe('replay');
+    expect(
+      decideIdempotency(rec({ kind: 'job', state: 'accepted' }), { fingerprint: FP, kind: 'job' }, 9e12, T)
+        .action,
+    ).toBe('replay');
+  });
+
+  it('original still running -> in progress with Retry-After >= 1', () => {
+    const d = decideIdempotency(rec(), { fingerprint: FP, kind: 'sync' }, 1_000_000 + 19_999, T);
+    expect(d).toEqual({ action: 'in_progress', retryAfterSeconds: 1 });
+    const early = decideIdempotency(rec(), { fingerprint: FP, kind: 'sync' }, 1_000_000, T);
+    expect(early.action).toBe('in_progress');
+    expect((early as { retryAfterSeconds: number }).retryAfterSeconds).toBeGreaterThanOrEqual(1);
+  });
+
+  it('a v1 claim whose owner died becomes retryable by itself (reclaim after the bound)', () => {
+    expect(decideIdempotency(rec(), { fingerprint: FP, kind: 'sync' }, 1_000_000 + 20_000, T).action).toBe(
+      'reclaim',
+    );
+  });
+
+  it('a v2 claim never confirmed is resumed with the same job after the bound', () => {
+    const r = rec({ kind: 'job' });
+    expect(decideIdempotency(r, { fingerprint: FP, kind: 'job' }, 1_000_000 + 9_999, T).action).toBe(
+      'in_progress',
+    );
+    expect(decideIdempotency(r, { fingerprint: FP, kind: 'job' }, 1_000_000 + 10_000, T).action).toBe(
+      'resume',
+    );
+  });
+
+  it('across a fingerprint secret rotation (other version) an exact retry is not refused as reused', () => {
+    const rotated = `v2:${'c'.repeat(64)}`;
+    expect(
+      decideIdempotency(rec({ state: 'completed' }), { fingerprint: rotated, kind: 'sync' }, 1, T).action,
+    ).toBe('replay');
+  });
+});
