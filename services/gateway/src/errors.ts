@@ -36,14 +36,29 @@ export function toHttp(code: ErrorCode, message?: string, retryAfterSeconds = 0)
  * An error from an internal service. Its public reason (ErrorInfo detail) is used when it is one of
  * the contract's codes; otherwise the failure is the platform's (or the country's, for an adapter).
  */
-export function fromRpcError(error: unknown, whenNoReason: ErrorCode = 'platform_failure'): MappedError {
+export function fromRpcError(
+  error: unknown,
+  whenNoReason: ErrorCode = 'platform_failure',
+  options: { unexpectedIsInternal?: boolean } = {},
+): MappedError {
   const reason = readPublicReason(error);
   if (reason && isErrorCode(reason.reason)) {
     return toHttp(reason.reason, reason.message || undefined, reason.retryAfterSeconds);
   }
   const ce = ConnectError.from(error);
-  if (ce.code === Code.InvalidArgument) return toHttp('validation_error');
-  return toHttp(whenNoReason, undefined, 1);
+  if (options.unexpectedIsInternal === false) return toHttp(whenNoReason, undefined, 1);
+  switch (ce.code) {
+    case Code.InvalidArgument:
+      return toHttp('validation_error');
+    // A bug or broken state behind the boundary: an unexpected failure, not an outage.
+    case Code.Internal:
+    case Code.Unknown:
+    case Code.DataLoss:
+      return toHttp('internal_error');
+    default:
+      // Unreachable, overloaded or too slow: the documented outage code, retryable.
+      return toHttp(whenNoReason, undefined, 1);
+  }
 }
 
 export function sendMapped(reply: FastifyReply, mapped: MappedError): FastifyReply {

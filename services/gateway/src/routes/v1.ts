@@ -103,7 +103,7 @@ export function v1Routes(config: GatewayConfig, upstreams: Upstreams) {
           // temporarily unavailable: an unreachable, slow or inconclusive adapter is a country failure.
           failure = deadline.expired()
             ? toHttp('country_service_temporarily_unavailable', undefined, 1)
-            : fromRpcError(error, 'country_service_temporarily_unavailable');
+            : fromRpcError(error, 'country_service_temporarily_unavailable', { unexpectedIsInternal: false });
         }
         await abort();
         return sendMapped(reply, failure);

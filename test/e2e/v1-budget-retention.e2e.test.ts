@@ -1,0 +1,90 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, expectNoLeak } from '../support/http.js';
+import { findInNats, findInPostgres, findInRedis } from '../support/retention-scan.js';
+import { loadRegistry, type SeededOrg, seedOrg } from '../support/seed.js';
+import { startTestStack, type TestStack } from '../support/stack.js';
+
+// Spec: v1 execution budget (Limits) and zero retention (What the service does 2). Issue 5 items 3-4.
+describe('v1 budget and zero retention (issue 5)', () => {
+  let stack: TestStack;
+  let org: SeededOrg;
+  const BUDGET_MS = 1_500;
+
+  beforeAll(async () => {
+    stack = await startTestStack({
+      label: 'v1budget',
+      countries: ['co'],
+      processEnv: { gateway: { DNC_V1_BUDGET_MS: String(BUDGET_MS) } },
+    });
+    org = await seedOrg(stack, ['co']);
+    await loadRegistry(stack, 'co', ['+57 300 123 4567']);
+  });
+  afterAll(async () => {
+    await stack?.teardown();
+  });
+
+  const usage = async () => {
+    const q = (await stack.admin(['quota', 'show', '--org', org.orgId])) as {
+      accounts: { country: string; used: number; reserved: number }[];
+    };
+    const a = q.accounts.find((x) => x.country === 'co');
+    const records = ((await stack.admin(['usage', '--org', org.orgId])) as { records: unknown[] }).records
+      .length;
+    return { used: Number(a?.used ?? 0), reserved: Number(a?.reserved ?? 0), records };
+  };
+
+  it('an overrun fails the whole request with 503, consumes nothing, leaves no work behind, and the key can be retried', async () => {
+    const before = await usage();
+    await stack.admin(['adapter', 'drill', '--country', 'co', '--latency-ms', String(BUDGET_MS * 3)]);
+    const k = `budget-${Date.now()}`;
+    const body = { country: 'co', phones: ['+57 300 123 4567', '3109999999'] };
+    try {
+      const started = Date.now();
+      const res = await call(stack.baseUrl, 'POST', '/v1/scrub', {
+        apiKey: org.apiKey,
+        idempotencyKey: k,
+        json: body,
+      });
+      const elapsed = Date.now() - started;
+      expect(res.status).toBe(503);
+      expect(res.body.error).toBe('country_service_temporarily_unavailable');
+      expect(res.body).not.toHaveProperty('prohibited_numbers_to_call');
+      expect(res.headers.get('x-retention')).toBe('zero');
+      expectNoLeak(res);
+      expect(elapsed).toBeLessThan(BUDGET_MS + 1_000);
+      // Nothing finishes in the background once the adapter's delay has passed.
+      await new Promise((r) => setTimeout(r, BUDGET_MS * 3));
+      expect(await usage()).toEqual(before);
+    } finally {
+      await stack.admin(['adapter', 'drill', '--country', 'co', '--clear']);
+    }
+    const retry = await call(stack.baseUrl, 'POST', '/v1/scrub', {
+      apiKey: org.apiKey,
+      idempotencyKey: k,
+      json: body,
+    });
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get('idempotency-replayed')).toBeNull();
+    const after = await usage();
+    expect(after.used).toBe(before.used + 2);
+    expect(after.records).toBe(before.records + 1);
+  });
+
+  it('nothing of a request or its result is written to Postgres, Redis, NATS or any log', async () => {
+    // Distinctive inputs: a registered number in an unusual spelling, a safe one, an invalid one.
+    const canaryPhones = ['+57-300-123-4567', '+57 318 765 4321', 'CANARY-ZR-58213'];
+    const res = await call(stack.baseUrl, 'POST', '/v1/scrub', {
+      apiKey: org.apiKey,
+      idempotencyKey: `retention-${Date.now()}`,
+      json: { country: 'co', phones: canaryPhones },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.safe_numbers_to_call).toEqual(['+57 318 765 4321']);
+    const canaries = ['3187654321', '318 765 4321', '+57-300-123-4567', 'CANARY-ZR-58213'];
+    expect(await findInPostgres(stack.databaseUrl, canaries)).toEqual([]);
+    expect(await findInRedis(canaries)).toEqual([]);
+    expect(await findInNats(stack.natsPrefix, canaries)).toEqual([]);
+    const logs = stack.logs();
+    for (const c of [...canaries, org.apiKey]) expect(logs.includes(c), `logs contain ${c}`).toBe(false);
+  });
+});

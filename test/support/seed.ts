@@ -1,0 +1,52 @@
+import type { Stack } from '@dnc/devstack';
+
+export interface SeededOrg {
+  orgId: string;
+  apiKey: string;
+  keyId: string;
+  purchases: Record<string, string>;
+}
+
+/**
+ * An organization with an API key and active, activated purchases for the given countries, created
+ * through `dnc-admin` as an operator would.
+ */
+export async function seedOrg(
+  stack: Stack,
+  countries: readonly string[] = ['co'],
+  options: { quota?: number; name?: string } = {},
+): Promise<SeededOrg> {
+  const org = (await stack.admin(['org', 'create', '--name', options.name ?? 'Test Org'])) as {
+    org_id: string;
+  };
+  const key = (await stack.admin(['key', 'create', '--org', org.org_id])) as {
+    key_id: string;
+    api_key: string;
+  };
+  const purchases: Record<string, string> = {};
+  for (const country of countries) {
+    const args = ['purchase', 'create', '--org', org.org_id, '--country', country];
+    if (options.quota !== undefined) args.push('--quota', String(options.quota));
+    const p = (await stack.admin(args)) as { purchase_id: string };
+    await stack.admin(['purchase', 'pay', '--purchase', p.purchase_id]);
+    if (country !== 'co') await stack.admin(['purchase', 'activate', '--purchase', p.purchase_id]);
+    purchases[country] = p.purchase_id;
+  }
+  return { orgId: org.org_id, apiKey: key.api_key, keyId: key.key_id, purchases };
+}
+
+/** Load registry lines for a country through `dnc-admin registry load` (replace by default). */
+export async function loadRegistry(
+  stack: Stack,
+  country: string,
+  lines: string[],
+  mode: 'replace' | 'add' | 'remove' = 'replace',
+): Promise<unknown> {
+  const { mkdtempSync, writeFileSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const path = await import('node:path');
+  const dir = mkdtempSync(path.join(tmpdir(), 'dnc-registry-'));
+  const file = path.join(dir, `${country}.txt`);
+  writeFileSync(file, `${lines.join('\n')}\n`);
+  return stack.admin(['registry', 'load', '--country', country, '--file', file, '--mode', mode]);
+}
