@@ -9,6 +9,7 @@ import {
   migrateSchema,
   natsNames,
   openBucket,
+  probePostgres,
   provisionJetStream,
   Service,
 } from '@dnc/kit';
@@ -63,6 +64,7 @@ export async function startAdapter(config: AdapterConfig): Promise<RunningAdapte
       await ensureDatabase(config.DATABASE_URL);
       const pool = createPool(config.DATABASE_URL);
       service.onClose('postgres', () => pool.end());
+      service.health.require('postgres', () => probePostgres(pool));
       store = new RegistryStore(pool, country);
       await migrateSchema(config.DATABASE_URL, store.schema, MIGRATIONS);
       if (config.DNC_REGISTRY_SEED_FILE) await seed(store, normalizer, config.DNC_REGISTRY_SEED_FILE);
@@ -84,8 +86,10 @@ export async function startAdapter(config: AdapterConfig): Promise<RunningAdapte
     }
     const provider = new DrillProvider(inner);
     const metrics = new AdapterMetrics(service.metrics, country, () => provider.state());
-    // Serving (for Kubernetes and the stack) only with a registry to answer from and not draining.
-    service.health.require('registry', async () => (watcher ? watcher.current !== undefined : true));
+    // gRPC health says whether the process can take work (Check AND the admin Load that brings the
+    // first snapshot), so it does not wait for a snapshot: Kubernetes would otherwise keep the pod out
+    // of its Service and no registry could ever be loaded. Without a snapshot the adapter is
+    // `unavailable` in discovery and Check fails with country_service_temporarily_unavailable.
     await service.health.start();
     await service.startMetrics();
 
