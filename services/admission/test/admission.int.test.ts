@@ -1,0 +1,422 @@
+import { randomUUID } from 'node:crypto';
+import { findDetail, readPublicReason } from '@dnc/kit';
+import { admissionv1 } from '@dnc/proto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { failure, fingerprint, Harness, outcome } from './harness.js';
+
+const SYNC = admissionv1.RequestKind.SYNC;
+const JOB = admissionv1.RequestKind.JOB;
+const h = new Harness();
+
+beforeAll(async () => {
+  await h.start({ DNC_ABUSE_AUTH_FAILURES: '5', DNC_ABUSE_BLOCK_SECONDS: '30' });
+  await h.adapter('mx');
+  await h.adapter('co');
+});
+
+afterAll(async () => {
+  await h.stop();
+});
+
+function admitReq(c: { orgId: string; keyId: string }, over: Partial<admissionv1.AdmitRequest> = {}) {
+  return {
+    orgId: c.orgId,
+    keyId: c.keyId,
+    country: 'mx',
+    idempotencyKey: randomUUID(),
+    fingerprint: fingerprint(randomUUID()),
+    inputCount: 10,
+    kind: SYNC,
+    ...over,
+  };
+}
+
+/** Wait until at least `seconds` remain in the current 60-second window, so a burst stays in one. */
+async function roomInWindow(seconds: number) {
+  const into = (Date.now() / 1000) % 60;
+  if (60 - into < seconds) await new Promise((r) => setTimeout(r, (60 - into) * 1000 + 50));
+}
+
+describe('organizations, purchases and availability through Admit (issue 3 items 1, 3, 4)', () => {
+  it('walks a purchase from pending payment to active: 402, then 503 until mx is activated, then admitted', async () => {
+    const { admin, admission } = h.clients();
+    const { orgId } = await admin.createOrganization({ name: 'Acme' });
+    const { keyId } = await admin.createApiKey({ orgId });
+    const c = { orgId, keyId };
+    expect(await outcome(admission.admit(admitReq(c)))).toBe('country_not_in_plan');
+    const { purchase } = await admin.createPurchase({ orgId, country: 'mx', monthlyQuota: 500n });
+    expect(purchase).toMatchObject({ status: admissionv1.PurchaseStatus.PENDING_PAYMENT, activated: false });
+    expect(await h.account(orgId, 'mx')).toMatchObject({ limit: 500 });
+    expect(await outcome(admission.admit(admitReq(c)))).toBe('subscription_inactive');
+    const paid = await admin.payPurchase({ purchaseId: purchase!.purchaseId });
+    expect(paid.purchase).toMatchObject({ status: admissionv1.PurchaseStatus.ACTIVE, activated: false });
+    expect(await outcome(admission.admit(admitReq(c)))).toBe('country_service_temporarily_unavailable');
+    await admin.activatePurchase({ purchaseId: purchase!.purchaseId });
+    const ok = await admission.admit(admitReq(c));
+    expect(ok.adapterAddress).toMatch(/^http:\/\//);
+    expect(ok.replay).toBe(false);
+    await admin.lapsePurchase({ purchaseId: purchase!.purchaseId });
+    expect(await outcome(admission.admit(admitReq(c)))).toBe('subscription_inactive');
+  });
+
+  it('co is active at the moment of payment with no manual step; es/au/sg cannot be purchased', async () => {
+    const { admin, admission } = h.clients();
+    const { orgId } = await admin.createOrganization({ name: 'Co buyer' });
+    const { keyId } = await admin.createApiKey({ orgId });
+    const { purchase } = await admin.createPurchase({ orgId, country: 'co', monthlyQuota: 0n });
+    expect(Number(purchase!.monthlyQuota)).toBe(1_000_000); // the configured default
+    const paid = await admin.payPurchase({ purchaseId: purchase!.purchaseId });
+    expect(paid.purchase).toMatchObject({ status: admissionv1.PurchaseStatus.ACTIVE, activated: true });
+    expect(await outcome(admission.admit(admitReq({ orgId, keyId }, { country: 'co' })))).toBe('ok');
+    for (const country of ['es', 'au', 'sg']) {
+      expect(await outcome(admin.createPurchase({ orgId, country }))).toBe('country_not_in_plan');
+      expect(await outcome(admission.admit(admitReq({ orgId, keyId }, { country })))).toBe(
+        'country_not_in_plan',
+      );
+    }
+  });
+
+  it('suspended -> account_suspended; activation incomplete -> activation_incomplete; both reversible', async () => {
+    const { admin, admission } = h.clients();
+    const c = await h.customer(['mx']);
+    await admin.suspendOrganization({ orgId: c.orgId });
+    expect(await outcome(admission.admit(admitReq(c)))).toBe('account_suspended');
+    await admin.reinstateOrganization({ orgId: c.orgId });
+    await admin.setActivation({ orgId: c.orgId, complete: false });
+    expect(await outcome(admission.admit(admitReq(c)))).toBe('activation_incomplete');
+    await admin.setActivation({ orgId: c.orgId, complete: true });
+    expect(await outcome(admission.admit(admitReq(c)))).toBe('ok');
+    const created = await admin.createOrganization({ name: 'Onboarding', activationComplete: false });
+    const key = await admin.createApiKey({ orgId: created.orgId });
+    expect(await outcome(admission.admit(admitReq({ orgId: created.orgId, keyId: key.keyId })))).toBe(
+      'activation_incomplete',
+    );
+  });
+
+  it('operator maintenance -> country_service_maintenance with Retry-After to the window end; clear restores', async () => {
+    const { admin, admission } = h.clients();
+    const c = await h.customer(['mx']);
+    const until = new Date(Date.now() + 120_000);
+    await admin.setMaintenance({
+      country: 'mx',
+      until: { seconds: BigInt(Math.floor(until.getTime() / 1000)), nanos: 0 } as never,
+    });
+    const err = await failure(admission.admit(admitReq(c)));
+    const reason = readPublicReason(err)!;
+    expect(reason.reason).toBe('country_service_maintenance');
+    expect(reason.retryAfterSeconds).toBeGreaterThanOrEqual(118);
+    expect(reason.retryAfterSeconds).toBeLessThanOrEqual(120);
+    const { countries } = await admin.listCountries({});
+    expect(countries.find((x) => x.country === 'mx')?.maintenanceUntil).toBeDefined();
+    await admin.clearMaintenance({ country: 'mx' });
+    expect(await outcome(admission.admit(admitReq(c)))).toBe('ok');
+  });
+
+  it('no adapter discovered -> temporarily unavailable; adapter in maintenance -> maintenance', async () => {
+    const { admission, admin } = h.clients();
+    const c = await h.customer(['ar']);
+    expect(await outcome(admission.admit(admitReq(c, { country: 'ar' })))).toBe(
+      'country_service_temporarily_unavailable',
+    );
+    await h.adapter('ar', 'maintenance', new Date(Date.now() + 60_000));
+    const err = await failure(admission.admit(admitReq(c, { country: 'ar' })));
+    expect(readPublicReason(err)).toMatchObject({ reason: 'country_service_maintenance' });
+    expect(readPublicReason(err)!.retryAfterSeconds).toBeGreaterThan(50);
+    const { countries } = await admin.listCountries({});
+    expect(countries.map((x) => [x.country, x.live, x.adapterServing])).toEqual([
+      ['mx', true, true],
+      ['ar', true, false],
+      ['co', true, true],
+      ['es', false, false],
+      ['au', false, false],
+      ['sg', false, false],
+    ]);
+  });
+});
+
+describe('authentication, rate limit and abuse guard (issue 3 items 2, 5, 6)', () => {
+  it('missing, malformed, unknown or revoked keys -> invalid_key with no rate-limit figures', async () => {
+    const { admission, admin } = h.clients();
+    const c = await h.customer();
+    const good = await admission.authenticate({ apiKey: c.apiKey, clientAddress: '10.0.0.1' });
+    expect(good).toMatchObject({ orgId: c.orgId, keyId: c.keyId });
+    expect(good.rateLimit?.limit).toBe(60);
+    const unknown = `dnc_${'0'.repeat(12)}_${'A'.repeat(43)}`;
+    const wrongSecret = `${c.apiKey.slice(0, 17)}${'B'.repeat(43)}`;
+    for (const apiKey of ['', 'garbage', unknown, wrongSecret]) {
+      const err = await failure(admission.authenticate({ apiKey, clientAddress: '10.0.0.2' }));
+      expect(readPublicReason(err)?.reason).toBe('invalid_key');
+      expect(findDetail(err, admissionv1.RateLimitInfoSchema)).toBeUndefined();
+    }
+    // Rotation: a second key works beside the first; revoking the first leaves the second working.
+    const second = await admin.createApiKey({ orgId: c.orgId });
+    await admin.revokeApiKey({ keyId: c.keyId });
+    expect(await outcome(admission.authenticate({ apiKey: c.apiKey, clientAddress: '10.0.0.3' }))).toBe(
+      'invalid_key',
+    );
+    expect(await outcome(admission.authenticate({ apiKey: second.apiKey, clientAddress: '10.0.0.3' }))).toBe(
+      'ok',
+    );
+    const { keys } = await admin.listApiKeys({ orgId: c.orgId });
+    expect(keys).toHaveLength(2);
+    expect(JSON.stringify(keys.map((k) => k.prefix))).not.toContain(c.apiKey.slice(17));
+    expect(keys.find((k) => k.keyId === c.keyId)?.revokedAt).toBeDefined();
+  });
+
+  it('a revocation is seen at once by another replica (no key cache)', async () => {
+    const other = await h.addInstance();
+    const c = await h.customer();
+    expect(await outcome(other.admission.authenticate({ apiKey: c.apiKey, clientAddress: '' }))).toBe('ok');
+    await h.clients(0).admin.revokeApiKey({ keyId: c.keyId });
+    const started = Date.now();
+    expect(await outcome(other.admission.authenticate({ apiKey: c.apiKey, clientAddress: '' }))).toBe(
+      'invalid_key',
+    );
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it('a burst of 200 from one organization with limit 60, across two replicas: exactly 60 admitted', async () => {
+    const c = await h.customer();
+    await roomInWindow(15);
+    const replicas = [h.clients(0), h.clients(h.instances.length - 1)];
+    const results = await Promise.allSettled(
+      Array.from({ length: 200 }, (_, i) =>
+        replicas[i % 2]!.admission.authenticate({ apiKey: c.apiKey, clientAddress: '10.1.0.1' }),
+      ),
+    );
+    const ok = results.filter((r) => r.status === 'fulfilled');
+    expect(ok).toHaveLength(60);
+    const remaining = ok.map(
+      (r) => (r as PromiseFulfilledResult<admissionv1.AuthenticateResponse>).value.rateLimit!.remaining,
+    );
+    expect(new Set(remaining).size).toBe(60); // 59..0, each once
+    const limited = results.filter((r) => r.status === 'rejected') as PromiseRejectedResult[];
+    for (const r of limited) {
+      const reason = readPublicReason(r.reason)!;
+      expect(reason.reason).toBe('rate_limit_exceeded');
+      expect(reason.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+      const info = findDetail(r.reason, admissionv1.RateLimitInfoSchema)!;
+      expect(info).toMatchObject({ limit: 60, remaining: 0 });
+      expect(Number(info.resetUnix) % 60).toBe(0);
+    }
+  });
+
+  it('operator override of the limit (1..60000) applies at once', async () => {
+    const { admin, admission } = h.clients();
+    const c = await h.customer();
+    await admin.setRateLimit({ orgId: c.orgId, limit: 3 });
+    expect(await outcome(admin.setRateLimit({ orgId: c.orgId, limit: 0 }))).toBe('validation_error');
+    expect(await outcome(admin.setRateLimit({ orgId: c.orgId, limit: 60_001 }))).toBe('validation_error');
+    await roomInWindow(10);
+    const r = [];
+    for (let i = 0; i < 4; i++)
+      r.push(await outcome(admission.authenticate({ apiKey: c.apiKey, clientAddress: '' })));
+    expect(r).toEqual(['ok', 'ok', 'ok', 'rate_limit_exceeded']);
+  });
+
+  it('repeated failed authentication blocks the address, even for a valid key; other addresses unaffected', async () => {
+    const { admission } = h.clients();
+    const c = await h.customer();
+    const address = `10.9.${Math.floor(Math.random() * 250)}.7`;
+    for (let i = 0; i < 5; i++) {
+      expect(await outcome(admission.authenticate({ apiKey: 'dnc_nope', clientAddress: address }))).toBe(
+        'invalid_key',
+      );
+    }
+    const err = await failure(admission.authenticate({ apiKey: c.apiKey, clientAddress: address }));
+    expect(readPublicReason(err)?.reason).toBe('temporarily_blocked');
+    expect(readPublicReason(err)!.retryAfterSeconds).toBeGreaterThan(0);
+    expect(await outcome(admission.authenticate({ apiKey: c.apiKey, clientAddress: '10.8.0.1' }))).toBe('ok');
+  });
+
+  it('an organization far past its limit is blocked for a while (temporarily_blocked, with rate figures)', async () => {
+    const { admin, admission } = h.clients();
+    const c = await h.customer();
+    await admin.setRateLimit({ orgId: c.orgId, limit: 2 });
+    await roomInWindow(15);
+    const seen: string[] = [];
+    for (let i = 0; i < 12; i++)
+      seen.push(await outcome(admission.authenticate({ apiKey: c.apiKey, clientAddress: '' })));
+    // threshold = 2 x 5 = 10: requests 3..10 are limited, the 11th trips the block.
+    expect(seen.slice(0, 2)).toEqual(['ok', 'ok']);
+    expect(seen.slice(2, 10).every((s) => s === 'rate_limit_exceeded')).toBe(true);
+    expect(seen.slice(10)).toEqual(['temporarily_blocked', 'temporarily_blocked']);
+    const err = await failure(admission.authenticate({ apiKey: c.apiKey, clientAddress: '' }));
+    expect(findDetail(err, admissionv1.RateLimitInfoSchema)).toMatchObject({ limit: 2, remaining: 0 });
+  });
+});
+
+describe('idempotency and quota (issue 3 items 7, 8)', () => {
+  it('parallel identical v1 requests: one admission, one reservation; then one usage record, replays are free', async () => {
+    const { admission } = h.clients();
+    const c = await h.customer(['mx'], 1000);
+    const req = admitReq(c, { inputCount: 25 });
+    const results = await Promise.all(Array.from({ length: 20 }, () => outcome(admission.admit(req))));
+    expect(results.filter((r) => r === 'ok')).toHaveLength(1);
+    expect(results.filter((r) => r === 'idempotency_request_in_progress')).toHaveLength(19);
+    expect(await h.account(c.orgId, 'mx')).toEqual({ limit: 1000, used: 0, reserved: 25 });
+    const inProgress = await failure(admission.admit(req));
+    expect(readPublicReason(inProgress)!.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+    const [first] = (
+      await h.sql('SELECT admission_id FROM admission.idempotency_records WHERE fingerprint = $1', [
+        req.fingerprint,
+      ])
+    ).rows;
+    await Promise.all([
+      admission.complete({ admissionId: first.admission_id }),
+      admission.complete({ admissionId: first.admission_id }),
+    ]);
+    expect(await h.account(c.orgId, 'mx')).toEqual({ limit: 1000, used: 25, reserved: 0 });
+    const replays = await Promise.all(Array.from({ length: 5 }, () => admission.admit(req)));
+    for (const r of replays) expect(r).toMatchObject({ replay: true, admissionId: first.admission_id });
+    expect(await h.account(c.orgId, 'mx')).toEqual({ limit: 1000, used: 25, reserved: 0 });
+    const { records } = await h.quotaAdmin.listUsage({ orgId: c.orgId });
+    expect(records).toHaveLength(1);
+    expect(Number(records[0]!.count)).toBe(25);
+    // Same key, other phones or other country -> reused.
+    expect(await outcome(admission.admit({ ...req, fingerprint: fingerprint('other phones') }))).toBe(
+      'idempotency_key_reused',
+    );
+    expect(await outcome(admission.admit({ ...req, kind: JOB }))).toBe('idempotency_key_reused');
+  });
+
+  it('the idempotency key is scoped to the API key; the raw key is not stored', async () => {
+    const { admission, admin } = h.clients();
+    const c = await h.customer(['mx']);
+    const second = await admin.createApiKey({ orgId: c.orgId });
+    const req = admitReq(c, { idempotencyKey: 'order-7781' });
+    expect(await outcome(admission.admit(req))).toBe('ok');
+    expect(
+      await outcome(admission.admit({ ...req, keyId: second.keyId, fingerprint: fingerprint('x') })),
+    ).toBe('ok');
+    const dump = JSON.stringify((await h.sql('SELECT * FROM admission.idempotency_records')).rows);
+    expect(dump).not.toContain('order-7781');
+  });
+
+  it('a failed admission does not consume its key: abort, quota refusal and later success with the same key', async () => {
+    const { admission } = h.clients();
+    const c = await h.customer(['mx'], 100);
+    const req = admitReq(c, { inputCount: 60 });
+    const first = await admission.admit(req);
+    await admission.abort({ admissionId: first.admissionId });
+    await admission.abort({ admissionId: first.admissionId });
+    expect(await h.account(c.orgId, 'mx')).toMatchObject({ used: 0, reserved: 0 });
+    const again = await admission.admit(req);
+    expect(again.replay).toBe(false);
+    // Quota refusal: 60 + 60 > 100 -> customer_quota_exceeded without Retry-After, key not consumed.
+    const big = admitReq(c, { inputCount: 60 });
+    const err = await failure(admission.admit(big));
+    expect(readPublicReason(err)).toMatchObject({ reason: 'customer_quota_exceeded', retryAfterSeconds: 0 });
+    await h.quotaAdmin.setLimit({ orgId: c.orgId, country: 'mx', limit: 200n });
+    expect(await outcome(admission.admit(big))).toBe('ok');
+    expect(await h.account(c.orgId, 'mx')).toEqual({ limit: 200, used: 0, reserved: 120 });
+  });
+
+  it('parallel reservations over the quota: exactly those that fit; used + reserved never above the limit', async () => {
+    const { admission } = h.clients();
+    const c = await h.customer(['mx'], 1000);
+    const results = await Promise.all(
+      Array.from({ length: 30 }, () => outcome(admission.admit(admitReq(c, { inputCount: 70 })))),
+    );
+    expect(results.filter((r) => r === 'ok')).toHaveLength(14);
+    expect(results.filter((r) => r === 'customer_quota_exceeded')).toHaveLength(16);
+    expect(await h.account(c.orgId, 'mx')).toEqual({ limit: 1000, used: 0, reserved: 980 });
+    expect(
+      (await h.sql('SELECT count(*)::int AS n FROM admission.idempotency_records')).rows[0].n,
+    ).toBeGreaterThan(0);
+  });
+
+  it('a v1 claim whose owner died becomes retryable: new admission, the old reservation released', async () => {
+    const { admission } = h.clients();
+    const c = await h.customer(['mx'], 1000);
+    const req = admitReq(c, { inputCount: 10 });
+    const first = await admission.admit(req);
+    expect(await outcome(admission.admit(req))).toBe('idempotency_request_in_progress');
+    await h.sql(
+      "UPDATE admission.idempotency_records SET claimed_at = now() - interval '1 minute' WHERE admission_id = $1",
+      [first.admissionId],
+    );
+    const second = await admission.admit(req);
+    expect(second.admissionId).not.toBe(first.admissionId);
+    expect(await h.account(c.orgId, 'mx')).toMatchObject({ reserved: 10, used: 0 });
+    await admission.complete({ admissionId: second.admissionId });
+    expect(await outcome(admission.complete({ admissionId: first.admissionId }))).not.toBe('ok');
+    expect(await h.account(c.orgId, 'mx')).toMatchObject({ reserved: 0, used: 10 });
+  });
+
+  it('v2: new job id, exact retry -> same job and no new reservation; unconfirmed claim resumes with the same job', async () => {
+    const { admission } = h.clients();
+    const c = await h.customer(['mx'], 1000);
+    const req = admitReq(c, { kind: JOB, inputCount: 300 });
+    const first = await admission.admit(req);
+    expect(first.jobId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(first.adapterAddress).toBe('');
+    expect(await outcome(admission.admit(req))).toBe('idempotency_request_in_progress');
+    // The gateway died before ConfirmJob: after the bound the same job and reservation come back.
+    await h.sql(
+      "UPDATE admission.idempotency_records SET claimed_at = now() - interval '1 minute' WHERE admission_id = $1",
+      [first.admissionId],
+    );
+    const resumed = await admission.admit(req);
+    expect(resumed).toMatchObject({ replay: false, jobId: first.jobId, admissionId: first.admissionId });
+    expect(await h.account(c.orgId, 'mx')).toMatchObject({ reserved: 300 });
+    await admission.confirmJob({ admissionId: first.admissionId, jobId: first.jobId });
+    const replay = await admission.admit(req);
+    expect(replay).toMatchObject({ replay: true, jobId: first.jobId });
+    expect(await h.account(c.orgId, 'mx')).toMatchObject({ reserved: 300, used: 0 });
+    expect(
+      await outcome(admission.confirmJob({ admissionId: first.admissionId, jobId: randomUUID() })),
+    ).not.toBe('ok');
+  });
+
+  it('idempotency records older than the retention are purged, younger ones kept', async () => {
+    const { admission } = h.clients();
+    const c = await h.customer(['mx']);
+    const old = await admission.admit(admitReq(c));
+    const young = await admission.admit(admitReq(c));
+    await h.sql(
+      "UPDATE admission.idempotency_records SET created_at = now() - interval '9 days' WHERE admission_id = $1",
+      [old.admissionId],
+    );
+    expect(await h.instances[0]!.purge.purgeOnce()).toBeGreaterThanOrEqual(1);
+    const left = (await h.sql('SELECT admission_id FROM admission.idempotency_records')).rows.map(
+      (r) => r.admission_id,
+    );
+    expect(left).toContain(young.admissionId);
+    expect(left).not.toContain(old.admissionId);
+  });
+});
+
+describe('Redis unreachable (issue 3 item 5: degrade, never an outage, never unlimited)', () => {
+  it('counts per process within the conservative limit; idempotency and quota stay exact', async () => {
+    const degraded = await h.addInstance({
+      REDIS_URL: 'redis://127.0.0.1:1',
+      DNC_RATE_DEGRADED_DIVISOR: '2',
+    });
+    const c = await h.customer(['mx'], 100, degraded);
+    await roomInWindow(15);
+    const results = await Promise.all(
+      Array.from({ length: 50 }, () =>
+        outcome(degraded.admission.authenticate({ apiKey: c.apiKey, clientAddress: '' })),
+      ),
+    );
+    expect(results.filter((r) => r === 'ok')).toHaveLength(30);
+    expect(results.filter((r) => r === 'rate_limit_exceeded')).toHaveLength(20);
+    const running = h.instances.at(-1)!;
+    expect(running.limiter.isDegraded).toBe(true);
+    expect(await running.service.metrics.getSingleMetricAsString('dnc_rate_limiter_degraded')).toMatch(
+      / 1$/m,
+    );
+
+    const req = admitReq(c, { inputCount: 40 });
+    const parallel = await Promise.all(
+      Array.from({ length: 10 }, () => outcome(degraded.admission.admit(req))),
+    );
+    expect(parallel.filter((r) => r === 'ok')).toHaveLength(1);
+    const others = await Promise.all(
+      Array.from({ length: 5 }, () => outcome(degraded.admission.admit(admitReq(c, { inputCount: 40 })))),
+    );
+    expect(others.filter((r) => r === 'ok')).toHaveLength(1);
+    expect(await h.account(c.orgId, 'mx')).toEqual({ limit: 100, used: 0, reserved: 80 });
+  });
+});

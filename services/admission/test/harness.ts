@@ -1,0 +1,183 @@
+import { randomUUID } from 'node:crypto';
+import { type Client, createClient } from '@connectrpc/connect';
+import { uniqueSuffix } from '@dnc/devstack';
+import {
+  type AdapterEntry,
+  announceAdapter,
+  connectNats,
+  createRedis,
+  grpcTransport,
+  type NatsConnection,
+  natsNames,
+  openBucket,
+  parseConfig,
+  readPublicReason,
+} from '@dnc/kit';
+import { admissionv1, quotav1 } from '@dnc/proto';
+import pg from 'pg';
+import {
+  dropDatabase,
+  dropNatsPrefix,
+  TEST_NATS_URL,
+  uniqueDatabaseUrl,
+} from '../../../test/support/stack.js';
+import { quotaConfig } from '../../quota/src/config.js';
+import { type RunningQuota, startQuota } from '../../quota/src/server.js';
+import { admissionConfig } from '../src/config.js';
+import { type RunningAdmission, startAdmission } from '../src/server.js';
+
+export interface AdmissionClients {
+  admission: Client<typeof admissionv1.AdmissionService>;
+  admin: Client<typeof admissionv1.AdmissionAdminService>;
+}
+
+/**
+ * Quota and admission in-process on port 0 against the real PostgreSQL, Redis and NATS, with a unique
+ * database, NATS prefix and Redis prefix. Adapters are simulated by their discovery entries only.
+ */
+export class Harness {
+  quota!: RunningQuota;
+  instances: RunningAdmission[] = [];
+  quotaAdmin!: Client<typeof quotav1.QuotaAdminService>;
+  nc!: NatsConnection;
+  private readonly adapters = new Map<string, AdapterEntry>();
+  private heartbeat: NodeJS.Timeout | undefined;
+  readonly databaseUrl = uniqueDatabaseUrl('admission');
+  readonly prefix = `T${uniqueSuffix()}_`;
+
+  async start(env: Record<string, string> = {}): Promise<this> {
+    this.quota = await startQuota(
+      parseConfig(quotaConfig, {
+        DATABASE_URL: this.databaseUrl,
+        DNC_GRPC_PORT: '0',
+        DNC_METRICS_PORT: '0',
+        DNC_LOG_LEVEL: 'silent',
+      }),
+    );
+    this.quotaAdmin = createClient(
+      quotav1.QuotaAdminService,
+      grpcTransport(`http://127.0.0.1:${this.quota.port}`),
+    );
+    await this.addInstance(env);
+    this.nc = await connectNats(TEST_NATS_URL, 'admission-test');
+    this.heartbeat = setInterval(() => void this.announceAll(), 1000);
+    return this;
+  }
+
+  /** One more admission process-equivalent (a replica) on the same stores. */
+  async addInstance(env: Record<string, string> = {}): Promise<AdmissionClients> {
+    const running = await startAdmission(
+      parseConfig(admissionConfig, {
+        DATABASE_URL: this.databaseUrl,
+        NATS_URL: TEST_NATS_URL,
+        DNC_NATS_PREFIX: this.prefix,
+        DNC_REDIS_PREFIX: this.prefix,
+        DNC_QUOTA_ADDR: `http://127.0.0.1:${this.quota.port}`,
+        DNC_GRPC_PORT: '0',
+        DNC_METRICS_PORT: '0',
+        DNC_LOG_LEVEL: 'silent',
+        ...env,
+      }),
+    );
+    this.instances.push(running);
+    return this.clients(this.instances.length - 1);
+  }
+
+  clients(index = 0): AdmissionClients {
+    const transport = grpcTransport(`http://127.0.0.1:${this.instances[index]!.port}`);
+    return {
+      admission: createClient(admissionv1.AdmissionService, transport),
+      admin: createClient(admissionv1.AdmissionAdminService, transport),
+    };
+  }
+
+  /** Announce (and keep announcing) an adapter of the country in discovery. */
+  async adapter(country: string, status: AdapterEntry['status'] = 'serving', maintenanceUntil?: Date) {
+    this.adapters.set(country, {
+      country,
+      instance_id: `${country}-test`,
+      address: `http://127.0.0.1:1${country === 'mx' ? '1' : '2'}000`,
+      version: 'test',
+      status,
+      ...(maintenanceUntil ? { maintenance_until: maintenanceUntil.toISOString() } : {}),
+      snapshot_id: 's1',
+      registry_size: 0,
+      updated_at: new Date().toISOString(),
+    });
+    await this.announceAll();
+    // Let every instance's watch see it.
+    await new Promise((r) => setTimeout(r, 300));
+  }
+
+  private async announceAll(): Promise<void> {
+    if (this.adapters.size === 0) return;
+    const kv = await openBucket(this.nc, natsNames(this.prefix).adaptersBucket);
+    for (const e of this.adapters.values())
+      await announceAdapter(kv, { ...e, updated_at: new Date().toISOString() });
+  }
+
+  /** Organization with one key and an active, activated purchase of each country given. */
+  async customer(countries: string[] = ['mx'], quota = 1_000_000, client = this.clients()) {
+    const { orgId } = await client.admin.createOrganization({ name: `org ${randomUUID().slice(0, 8)}` });
+    const { keyId, apiKey } = await client.admin.createApiKey({ orgId });
+    for (const country of countries) {
+      const { purchase } = await client.admin.createPurchase({ orgId, country, monthlyQuota: BigInt(quota) });
+      await client.admin.payPurchase({ purchaseId: purchase!.purchaseId });
+      await client.admin.activatePurchase({ purchaseId: purchase!.purchaseId });
+    }
+    return { orgId, keyId, apiKey };
+  }
+
+  async account(orgId: string, country: string) {
+    const { accounts } = await this.quotaAdmin.getQuota({ orgId });
+    const a = accounts.find((x) => x.country === country);
+    return { limit: Number(a?.limit ?? 0), used: Number(a?.used ?? 0), reserved: Number(a?.reserved ?? 0) };
+  }
+
+  async sql(text: string, params: unknown[] = []) {
+    const db = new pg.Client({ connectionString: this.databaseUrl });
+    await db.connect();
+    try {
+      return await db.query(text, params);
+    } finally {
+      await db.end();
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    for (const i of this.instances) await i.service.shutdown('test end');
+    await this.quota?.service.shutdown('test end');
+    await this.nc?.close();
+    await dropDatabase(this.databaseUrl);
+    await dropNatsPrefix(this.prefix);
+    const redis = createRedis(process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379');
+    if (redis.status !== 'ready') await new Promise((r) => redis.once('ready', r));
+    const keys = await redis.keys(`${this.prefix}*`);
+    if (keys.length > 0) await redis.del(...keys);
+    redis.disconnect();
+  }
+}
+
+export function fingerprint(seed: string): string {
+  return `v1:${Buffer.from(seed.padEnd(32, '.')).toString('hex').slice(0, 64).padEnd(64, '0')}`;
+}
+
+/** The public reason a call failed with (or 'ok'). */
+export async function outcome(call: Promise<unknown>): Promise<string> {
+  try {
+    await call;
+    return 'ok';
+  } catch (error) {
+    return readPublicReason(error)?.reason ?? `no-reason: ${String(error)}`;
+  }
+}
+
+export async function failure(call: Promise<unknown>) {
+  try {
+    await call;
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected the call to fail');
+}
