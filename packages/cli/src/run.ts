@@ -106,5 +106,6 @@ export async function runCli(argv: readonly string[], io: CliEnvironment): Promi
 async function emit(io: CliEnvironment, value: unknown, out: string | undefined): Promise<void> {
   const text = `${JSON.stringify(value, null, 2)}\n`;
   if (out === undefined) io.stdout.write(text);
-  else await writeFile(out, text);
+  // Results hold phone numbers: readable by the owner only when the file is created.
+  else await writeFile(out, text, { mode: 0o600 });
 }

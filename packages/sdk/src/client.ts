@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { DncApiError, DncConnectionError, DncJobError, DncWaitTimeoutError } from './errors.js';
 import { backoffDelay, isRetryableAnswer, parseRetryAfter, retryAfterDelay, sleep } from './retry.js';
 import type { DurableScrubRequest, ScrubJobStatus, ScrubRequest, ScrubResult } from './types.js';
@@ -65,7 +64,7 @@ interface Answer<T> {
 }
 
 function idempotencyKeyFor(options: ScrubOptions | undefined): string {
-  const key = options?.idempotencyKey ?? randomUUID();
+  const key = options?.idempotencyKey ?? globalThis.crypto.randomUUID();
   if (!IDEMPOTENCY_KEY.test(key))
     throw new TypeError('idempotencyKey must be 1 to 255 visible ASCII characters, no spaces');
   return key;

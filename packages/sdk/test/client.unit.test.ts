@@ -107,7 +107,7 @@ describe('DncClient.scrub (v1)', () => {
     expect(calls.map((c) => c.headers['idempotency-key'])).toEqual(['order-42', 'order-42', 'order-42']);
     const [a, b, c] = calls.map((call) => call.at) as [number, number, number];
     expect(b - a).toBeGreaterThanOrEqual(1000);
-    expect(b - a).toBeLessThan(1500);
+    expect(b - a).toBeLessThan(2500);
     expect(c - b).toBeGreaterThanOrEqual(1000);
   });
 
@@ -167,9 +167,12 @@ describe('DncClient.scrub (v1)', () => {
   });
 
   it('an AbortSignal stops a Retry-After wait at once', async () => {
-    const { client, calls } = await clientFor(sequence(err(503, 'platform_failure', { 'retry-after': '5' })));
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 50);
+    const { client, calls } = await clientFor(() => {
+      // Abort while the client sleeps on Retry-After: 5, i.e. after the answer was sent.
+      setTimeout(() => controller.abort(), 50);
+      return err(503, 'platform_failure', { 'retry-after': '5' });
+    });
     const started = Date.now();
     await expect(client.scrub(request, { signal: controller.signal })).rejects.toMatchObject({
       name: 'AbortError',
@@ -239,7 +242,7 @@ describe('DncClient.jobs (v2)', () => {
     const at = calls.map((c) => c.at) as [number, number, number, number];
     expect(at[1] - at[0]).toBeGreaterThanOrEqual(15);
     expect(at[2] - at[1]).toBeGreaterThanOrEqual(1000);
-    expect(at[3] - at[2]).toBeLessThan(500);
+    expect(at[3] - at[2]).toBeLessThan(900);
   });
 
   it('wait is bounded by maxWaitMs', async () => {
@@ -250,15 +253,18 @@ describe('DncClient.jobs (v2)', () => {
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(DncWaitTimeoutError);
     expect((error as DncWaitTimeoutError).job.status).toBe('running');
-    expect(Date.now() - started).toBeLessThan(600);
+    expect(Date.now() - started).toBeLessThan(1500);
     expect(calls.length).toBeGreaterThan(2);
     expect(calls.length).toBeLessThan(15);
   });
 
   it('an AbortSignal cancels a wait between polls', async () => {
-    const { client, calls } = await clientFor(sequence({ status: 200, body: job('running') }));
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 100);
+    const { client, calls } = await clientFor(() => {
+      // Abort while the client sleeps before its next poll.
+      setTimeout(() => controller.abort(), 50);
+      return { status: 200, body: job('running') };
+    });
     const started = Date.now();
     await expect(
       client.jobs.wait(JOB_ID, { pollIntervalMs: 5_000, signal: controller.signal }),
