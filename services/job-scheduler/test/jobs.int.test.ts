@@ -1,0 +1,213 @@
+import { ConnectError } from '@connectrpc/connect';
+import { readPublicReason } from '@dnc/kit';
+import { registryv1 } from '@dnc/proto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type JobsHarness,
+  killProcess,
+  plaintextInDatabase,
+  startJobsHarness,
+  status,
+} from './support/harness.js';
+
+// Distinctive numbers: searched for afterwards in Postgres and in every process's logs.
+const LISTED = ['+52 55 8123 4567', '55 8123 4568'];
+const NOT_LISTED = ['+52 33 9876 5432'];
+const NEEDLES = ['8123 4567', '81234567', '81234568', '98765432', '9876 5432'];
+
+async function reason(p: Promise<unknown>): Promise<string | undefined> {
+  try {
+    await p;
+    return undefined;
+  } catch (error) {
+    return readPublicReason(ConnectError.from(error))?.reason;
+  }
+}
+
+describe('job scheduler through its gRPC API (real quota, adapter, Postgres, NATS; separate processes)', () => {
+  let h: JobsHarness;
+
+  beforeAll(async () => {
+    h = await startJobsHarness({
+      registry: ['+525581234567', '+525581234568'],
+      env: { DNC_SWEEP_INTERVAL_MS: '200', DNC_ADAPTER_RETRIES: '1', DNC_LOG_LEVEL: 'info' },
+      processEnv: {
+        'job-worker': { DNC_WORKER_UNIT_SIZE: '2', DNC_JOB_LEASE_MS: '2000', DNC_JOBS_ACK_WAIT_MS: '3000' },
+      },
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('a job runs to succeeded; the result has the v1 model; quota is committed once', async () => {
+    const phones = [...LISTED, ...NOT_LISTED, 'not a number', LISTED[0]!];
+    const before = await h.reserved();
+    const accepted = await h.submit(phones);
+    expect(accepted.status).toBe(status.QUEUED);
+    expect(accepted.jobId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    const done = await h.waitFor(accepted.jobId, (j) => j.status === status.SUCCEEDED);
+    expect(done.error).toBeUndefined();
+    // expires_at = terminalization + 7 days
+    const expires = Number(done.expiresAt!.seconds) * 1000;
+    expect(expires - Date.now()).toBeGreaterThan(604_800_000 - 60_000);
+    const result = await h.result(accepted.jobId);
+    expect(result).toEqual({
+      prohibited_numbers_to_call: [LISTED[0], LISTED[1], LISTED[0]],
+      safe_numbers_to_call: NOT_LISTED,
+      invalid_numbers: [{ input: 'not a number', reason: 'unparseable' }],
+      summary: { total_checked: 5, prohibited_numbers: 3, safe_numbers: 1, invalid_numbers: 1 },
+    });
+    await expect.poll(() => h.reserved(), { timeout: 5_000 }).toEqual({ used: before.used + 5, reserved: 0 });
+    // Idempotent submit: the same job identity, nothing stored twice, no second reservation needed.
+    const again = await h.jobs.submitJob({
+      jobId: accepted.jobId,
+      orgId: h.org,
+      reservationId: `res_${accepted.jobId}`,
+      country: 'mx',
+      phones,
+    });
+    expect(again.job?.status).toBe(status.SUCCEEDED);
+    const blobs = await h.db.query(`SELECT kind FROM jobs.job_blobs WHERE job_id = $1`, [accepted.jobId]);
+    expect(blobs.rows).toEqual([{ kind: 'result' }]);
+  });
+
+  it("another organization's job is indistinguishable from a missing one", async () => {
+    const job = await h.submit(['55 1111 2222']);
+    const other = await reason(h.jobs.getJob({ orgId: 'org_other', jobId: job.jobId }));
+    const missing = await reason(
+      h.jobs.getJob({ orgId: h.org, jobId: '00000000-0000-4000-8000-000000000000' }),
+    );
+    expect(other).toBe('job_not_found');
+    expect(missing).toBe('job_not_found');
+    expect(await reason(h.result(job.jobId, 'org_other'))).toBe('job_not_found');
+    expect(await reason(h.jobs.cancelJob({ orgId: 'org_other', jobId: job.jobId }))).toBe('job_not_found');
+    await h.waitFor(job.jobId, (j) => j.status === status.SUCCEEDED);
+  });
+
+  it('cancel while queued is immediate and releases quota; cancel again keeps the state', async () => {
+    await h.stack.stop('job-worker');
+    try {
+      const before = await h.reserved();
+      const job = await h.submit(['55 2222 3333', '55 2222 4444']);
+      expect((await h.reserved()).reserved).toBe(before.reserved + 2);
+      expect(await reason(h.result(job.jobId))).toBe('job_result_not_ready');
+      const c = await h.jobs.cancelJob({ orgId: h.org, jobId: job.jobId });
+      expect(c.job?.status).toBe(status.CANCELLED);
+      expect(c.job?.error).toBeUndefined();
+      const again = await h.jobs.cancelJob({ orgId: h.org, jobId: job.jobId });
+      expect(again.job?.status).toBe(status.CANCELLED);
+      expect(await reason(h.result(job.jobId))).toBe('job_result_not_ready');
+      await expect.poll(() => h.reserved(), { timeout: 5_000 }).toEqual(before);
+      const input = await h.db.query(
+        `SELECT count(*)::int AS n FROM jobs.job_blob_segments WHERE job_id = $1`,
+        [job.jobId],
+      );
+      expect(input.rows[0].n).toBe(0);
+    } finally {
+      await h.stack.start('job-worker');
+    }
+  });
+
+  it('cancel during an in-flight registry call: stays running until the call returns, then cancelled', async () => {
+    await h.registry.setDrill({ latencyMs: 2_500 });
+    try {
+      const before = await h.reserved();
+      const job = await h.submit(['55 3333 4444', '55 3333 5555', '55 3333 6666']);
+      await h.waitFor(job.jobId, (j) => j.status === status.RUNNING);
+      await new Promise((r) => setTimeout(r, 400));
+      const c = await h.jobs.cancelJob({ orgId: h.org, jobId: job.jobId });
+      expect(c.job?.status).toBe(status.RUNNING);
+      expect(c.job?.cancelRequested).toBe(true);
+      expect((await h.reserved()).reserved).toBeGreaterThan(0);
+      const done = await h.waitFor(job.jobId, (j) => j.status !== status.RUNNING, 15_000);
+      expect(done.status).toBe(status.CANCELLED);
+      expect(done.error).toBeUndefined();
+      expect(await reason(h.result(job.jobId))).toBe('job_result_not_ready');
+      await expect.poll(() => h.reserved(), { timeout: 5_000 }).toEqual(before);
+    } finally {
+      await h.registry.setDrill({ clear: true });
+    }
+  });
+
+  it('known maintenance -> failed/country_service_maintenance; temporary failure -> country_service_temporarily_unavailable', async () => {
+    const before = await h.reserved();
+    await h.registry.setDrill({ failure: registryv1.DrillFailure.MAINTENANCE });
+    try {
+      const job = await h.submit(['55 4444 5555']);
+      const done = await h.waitFor(job.jobId, (j) => j.status === status.FAILED);
+      expect(done.error?.error).toBe('country_service_maintenance');
+      expect(done.error?.country).toBe('mx');
+      expect(await reason(h.result(job.jobId))).toBe('job_result_not_ready');
+    } finally {
+      await h.registry.setDrill({ clear: true });
+    }
+    await h.registry.setDrill({ failure: registryv1.DrillFailure.UNAVAILABLE });
+    try {
+      const job = await h.submit(['55 4444 6666']);
+      const done = await h.waitFor(job.jobId, (j) => j.status === status.FAILED);
+      expect(done.error?.error).toBe('country_service_temporarily_unavailable');
+    } finally {
+      await h.registry.setDrill({ clear: true });
+    }
+    await expect.poll(() => h.reserved(), { timeout: 5_000 }).toEqual(before);
+  });
+
+  it('storage failure (the encrypted input is gone) -> failed/platform_failure, quota released', async () => {
+    await h.stack.stop('job-worker');
+    const before = await h.reserved();
+    let jobId = '';
+    try {
+      jobId = (await h.submit(['55 5555 6666'])).jobId;
+      await h.db.query(`DELETE FROM jobs.job_blobs WHERE job_id = $1`, [jobId]);
+    } finally {
+      await h.stack.start('job-worker');
+    }
+    const done = await h.waitFor(jobId, (j) => j.status === status.FAILED);
+    expect(done.error?.error).toBe('platform_failure');
+    expect(done.error?.country).toBe('');
+    await expect.poll(() => h.reserved(), { timeout: 5_000 }).toEqual(before);
+  });
+
+  it('kill -9 of the worker mid-job: the job still completes, once', async () => {
+    await h.registry.setDrill({ latencyMs: 1_500 });
+    const before = await h.reserved();
+    const phones = ['55 6666 7777', '55 6666 8888', '55 6666 9999', '55 7777 0000'];
+    const job = await h.submit(phones);
+    await h.waitFor(job.jobId, (j) => j.status === status.RUNNING);
+    await killProcess(h.stack, 'job-worker');
+    await h.registry.setDrill({ clear: true });
+    await h.stack.start('job-worker');
+    const done = await h.waitFor(job.jobId, (j) => j.status === status.SUCCEEDED, 40_000);
+    expect(done.status).toBe(status.SUCCEEDED);
+    const result = (await h.result(job.jobId)) as { summary: { total_checked: number } };
+    expect(result.summary.total_checked).toBe(4);
+    await expect.poll(() => h.reserved(), { timeout: 5_000 }).toEqual({ used: before.used + 4, reserved: 0 });
+    const detail = await h.admin.getJobDetail({ jobId: job.jobId });
+    expect(detail.attempts).toBe(2);
+    expect(detail.history.map((x) => status[x.status])).toEqual([
+      'QUEUED',
+      'RUNNING',
+      'RUNNING',
+      'SUCCEEDED',
+    ]);
+  });
+
+  it('operator view lists jobs by state and never returns numbers; cleanup status is observable', async () => {
+    const list = await h.admin.listJobs({ orgId: h.org, status: status.SUCCEEDED });
+    expect(list.jobs.length).toBeGreaterThan(0);
+    expect(list.jobs.every((j) => j.status === status.SUCCEEDED)).toBe(true);
+    const cleanup = await h.admin.getCleanupStatus({});
+    expect(cleanup.failed).toBe(0n);
+    const text = JSON.stringify(list, (_k, v) => (typeof v === 'bigint' ? String(v) : v));
+    for (const n of NEEDLES) expect(text).not.toContain(n);
+  });
+
+  it('no plaintext number in Postgres or in any log; no reservation left behind', async () => {
+    expect(await plaintextInDatabase(h.db, NEEDLES)).toEqual([]);
+    const logs = h.stack.logs();
+    for (const n of NEEDLES) expect(logs).not.toContain(n);
+    expect((await h.reserved()).reserved).toBe(0);
+  });
+});

@@ -1,0 +1,168 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { create } from '@bufbuild/protobuf';
+import { type Client, createClient } from '@connectrpc/connect';
+import { ensureDatabase, grpcTransport } from '@dnc/kit';
+import { jobsv1, quotav1, registryv1 } from '@dnc/proto';
+import pg from 'pg';
+import {
+  type ProcessName,
+  startTestStack,
+  type TestStack,
+  type TestStackOptions,
+  uniqueDatabaseUrl,
+} from '../../../../test/support/stack.js';
+
+/**
+ * The scheduler as other services see it: its processes (api + worker) beside real quota and a real
+ * mx registry adapter, all separate processes, on a unique database and NATS prefix.
+ */
+export interface JobsHarness {
+  stack: TestStack;
+  jobs: Client<typeof jobsv1.JobsService>;
+  admin: Client<typeof jobsv1.JobsAdminService>;
+  quota: Client<typeof quotav1.QuotaService>;
+  quotaAdmin: Client<typeof quotav1.QuotaAdminService>;
+  registry: Client<typeof registryv1.RegistryAdminService>;
+  db: pg.Pool;
+  org: string;
+  /** Reserve quota as admission does, then submit the job. */
+  submit(phones: string[], opts?: { org?: string; jobId?: string }): Promise<jobsv1.Job>;
+  waitFor(
+    jobId: string,
+    pred: (j: jobsv1.Job) => boolean,
+    timeoutMs?: number,
+    org?: string,
+  ): Promise<jobsv1.Job>;
+  result(jobId: string, org?: string): Promise<unknown>;
+  reserved(org?: string): Promise<{ used: number; reserved: number }>;
+  close(): Promise<void>;
+}
+
+export async function startJobsHarness(
+  options: TestStackOptions & { registry?: string[] } = {},
+): Promise<JobsHarness> {
+  // The adapter serves once it has a snapshot: it seeds from a file at start.
+  const dir = mkdtempSync(path.join(tmpdir(), 'dnc-jobs-'));
+  const seedFile = path.join(dir, 'registry.txt');
+  writeFileSync(seedFile, `${(options.registry ?? []).join('\n')}\n`);
+  // Created up front: services starting together race on CREATE DATABASE (kit reports 23505 then).
+  const databaseUrl = options.databaseUrl ?? uniqueDatabaseUrl('jobs');
+  await ensureDatabase(databaseUrl);
+  const stack = await startTestStack({
+    databaseUrl,
+    countries: ['mx'],
+    skip: ['gateway', 'admission'],
+    ...options,
+    processEnv: {
+      ...options.processEnv,
+      'adapter-mx': { DNC_REGISTRY_SEED_FILE: seedFile, ...options.processEnv?.['adapter-mx'] },
+    },
+  });
+  const t = (addr: string) => grpcTransport(addr);
+  const jobs = createClient(jobsv1.JobsService, t(stack.addresses.jobs));
+  const admin = createClient(jobsv1.JobsAdminService, t(stack.addresses.jobs));
+  const quota = createClient(quotav1.QuotaService, t(stack.addresses.quota));
+  const quotaAdmin = createClient(quotav1.QuotaAdminService, t(stack.addresses.quota));
+  const registry = createClient(registryv1.RegistryAdminService, t(stack.addresses.adapters['mx']!));
+  const db = new pg.Pool({ connectionString: stack.databaseUrl, max: 2 });
+  const org = `org_${randomUUID().slice(0, 8)}`;
+  await quotaAdmin.setLimit({ orgId: org, country: 'mx', limit: 10_000_000n });
+
+  const h: JobsHarness = {
+    stack,
+    jobs,
+    admin,
+    quota,
+    quotaAdmin,
+    registry,
+    db,
+    org,
+    async submit(phones, opts = {}) {
+      const orgId = opts.org ?? org;
+      const jobId = opts.jobId ?? randomUUID();
+      const reservationId = `res_${jobId}`;
+      await quota.reserve({
+        reservationId,
+        orgId,
+        country: 'mx',
+        amount: BigInt(phones.length),
+        kind: quotav1.UsageKind.JOB,
+      });
+      const r = await jobs.submitJob({ jobId, orgId, reservationId, country: 'mx', phones });
+      return r.job!;
+    },
+    async waitFor(jobId, pred, timeoutMs = 30_000, orgId = org) {
+      const deadline = Date.now() + timeoutMs;
+      let last: jobsv1.Job | undefined;
+      while (Date.now() < deadline) {
+        last = (await jobs.getJob({ orgId, jobId })).job!;
+        if (pred(last)) return last;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      throw new Error(`job did not reach the expected state; last ${jobsv1.JobStatus[last?.status ?? 0]}`);
+    },
+    async result(jobId, orgId = org) {
+      const parts: Uint8Array[] = [];
+      for await (const m of jobs.getJobResult({ orgId, jobId })) parts.push(m.chunk);
+      return JSON.parse(Buffer.concat(parts).toString('utf8'));
+    },
+    async reserved(orgId = org) {
+      const r = await quotaAdmin.getQuota({ orgId });
+      const a = r.accounts.find((x) => x.country === 'mx');
+      return { used: Number(a?.used ?? 0), reserved: Number(a?.reserved ?? 0) };
+    },
+    async close() {
+      await db.end();
+      await stack.teardown();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return h;
+}
+
+/** Load the mx registry through the adapter's streamed Load. */
+export async function loadRegistry(h: JobsHarness, lines: string[]): Promise<void> {
+  async function* requests() {
+    yield create(registryv1.LoadRequestSchema, {
+      part: { case: 'header', value: { country: 'mx', mode: registryv1.LoadMode.REPLACE } },
+    });
+    for (let i = 0; i < lines.length; i += 50_000)
+      yield create(registryv1.LoadRequestSchema, {
+        part: { case: 'chunk', value: { lines: lines.slice(i, i + 50_000) } },
+      });
+  }
+  await h.registry.load(requests(), { timeoutMs: 120_000 });
+}
+
+/** Every value stored in the jobs schema, searched for plaintext: text as is, bytea as raw bytes. */
+export async function plaintextInDatabase(db: pg.Pool, needles: string[]): Promise<string[]> {
+  const tables = await db.query<{ table_name: string }>(
+    `SELECT table_name FROM information_schema.tables WHERE table_schema = 'jobs'`,
+  );
+  const found: string[] = [];
+  for (const { table_name } of tables.rows) {
+    const rows = await db.query(`SELECT * FROM jobs."${table_name}"`);
+    for (const row of rows.rows) {
+      for (const value of Object.values(row)) {
+        const bytes = Buffer.isBuffer(value) ? value : Buffer.from(String(value), 'utf8');
+        for (const n of needles) if (bytes.includes(Buffer.from(n, 'utf8'))) found.push(`${table_name}:${n}`);
+      }
+    }
+  }
+  return found;
+}
+
+export const status = jobsv1.JobStatus;
+
+/**
+ * `kill -9` a process so that `stack.start` can start it again. Stack.start treats a child without an
+ * exit code as running, and a child killed by a signal has none (only a signalCode).
+ */
+export async function killProcess(stack: TestStack, name: ProcessName): Promise<void> {
+  await stack.kill(name);
+  const managed = stack.processes.get(name);
+  if (managed) managed.child = undefined;
+}
