@@ -34,9 +34,9 @@ function isNoise(line: string): boolean {
  * are counted, never fatal. Memory: the keys live in Float64Arrays (8 bytes per number, plus the base
  * snapshot for add/remove), never in a JS array or Set, so 10,000,000 lines fit.
  *
- * - replace: the file becomes the whole registry (refused when not one line is a valid number, since
- *   an empty registry would answer `safe` for everyone);
- * - add / remove: a new snapshot from the current one plus / minus the file's numbers.
+ * - replace: the file becomes the whole registry;
+ * - add / remove: a new snapshot from the current one (none: empty) plus / minus the file's numbers.
+ * A load whose result is an empty registry is refused: it would answer `safe` for everyone.
  */
 export async function loadRegistry(
   store: RegistryStore,
@@ -70,18 +70,18 @@ export async function loadRegistry(
     const fileKeys = buffer.takeSortedDistinct();
     let keys: Float64Array;
     if (mode === 'replace' || mode === 'seed') {
-      if (fileKeys.length === 0) {
-        throw new LoadRefused(
-          'the file holds no valid number of this country; the registry is unchanged',
-          'empty',
-        );
-      }
+      keys = fileKeys;
+    } else if (!base) {
+      if (mode === 'remove') throw new LoadRefused('there is no registry yet: nothing to remove', 'no_base');
       keys = fileKeys;
     } else {
-      if (!base)
-        throw new LoadRefused('there is no registry yet: load one with --mode replace first', 'no_base');
       const baseKeys = sortDistinct(await store.readKeys(base, client));
       keys = mode === 'add' ? union(baseKeys, fileKeys) : difference(baseKeys, fileKeys);
+    }
+    if (keys.length === 0) {
+      // An empty registry answers `safe` for everyone: never the result of a file with no valid line
+      // or of a removal of everything. (A country with a truly empty registry is not a case to serve.)
+      throw new LoadRefused('the result would be an empty registry; the registry is unchanged', 'empty');
     }
     const snapshot = await store.commitSnapshot(client, keys, { mode, linesRead, accepted, rejected }, base);
     await store.dropOldSnapshots(client, snapshot.id).catch(() => 0);

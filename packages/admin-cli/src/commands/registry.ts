@@ -1,0 +1,163 @@
+import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { timestampDate } from '@bufbuild/protobuf/wkt';
+import { createClient } from '@connectrpc/connect';
+import { grpcTransport } from '@dnc/kit';
+import { admissionv1, registryv1 } from '@dnc/proto';
+import { type AdminEnv, type Command, type Flags, requireFlag, UsageError } from '../cli.js';
+
+/** Lines per Load message: small enough to stream, large enough to keep the RPC overhead low. */
+const CHUNK_LINES = 10_000;
+const PROGRESS_EVERY = 1_000_000;
+
+export function countryFlag(flags: Flags): string {
+  const country = requireFlag(flags, 'country').toLowerCase();
+  if (!/^[a-z]{2}$/.test(country)) throw new UsageError('--country must be a two-letter country code');
+  return country;
+}
+
+/**
+ * Where the country's adapter is: `--address`, else DNC_ADAPTER_ADDR_<CC>, else admission's country
+ * list (adapters found through discovery, as every other caller finds them).
+ */
+export async function adapterAddress(flags: Flags, country: string, env: AdminEnv): Promise<string> {
+  const explicit = flags['address'];
+  const fromEnv = process.env[`DNC_ADAPTER_ADDR_${country.toUpperCase()}`];
+  const raw = typeof explicit === 'string' && explicit ? explicit : fromEnv;
+  if (raw) return raw.includes('://') ? raw : `http://${raw}`;
+  let countries: admissionv1.CountryStatus[];
+  try {
+    const admin = createClient(admissionv1.AdmissionAdminService, grpcTransport(env.admission));
+    ({ countries } = await admin.listCountries({}, { timeoutMs: 3_000 }));
+  } catch {
+    throw new UsageError(
+      `cannot find the ${country} adapter: admission is unreachable; pass --address or DNC_ADAPTER_ADDR_${country.toUpperCase()}`,
+    );
+  }
+  const found = countries.find((c) => c.country === country && c.adapterAddress);
+  if (!found) {
+    throw new UsageError(
+      `no ${country} adapter is announced; pass --address or DNC_ADAPTER_ADDR_${country.toUpperCase()}`,
+    );
+  }
+  return found.adapterAddress;
+}
+
+const MODES: Record<string, registryv1.LoadMode> = {
+  replace: registryv1.LoadMode.REPLACE,
+  add: registryv1.LoadMode.ADD,
+  remove: registryv1.LoadMode.REMOVE,
+};
+
+/** The file (or stdin for `-`) as chunks of lines; never the whole file in memory. */
+async function* fileChunks(file: string, onLines: (n: number) => void): AsyncGenerator<string[]> {
+  const input = file === '-' ? process.stdin : createReadStream(file);
+  const lines = createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY });
+  let chunk: string[] = [];
+  for await (const line of lines) {
+    chunk.push(line);
+    if (chunk.length === CHUNK_LINES) {
+      onLines(chunk.length);
+      yield chunk;
+      chunk = [];
+    }
+  }
+  if (chunk.length > 0) {
+    onLines(chunk.length);
+    yield chunk;
+  }
+}
+
+export const registryLoadCommand: Command = {
+  name: 'registry load',
+  usage: 'registry load --country CC --file F|- [--mode replace|add|remove] [--address HOST:PORT]',
+  options: {
+    country: { type: 'string' },
+    file: { type: 'string' },
+    mode: { type: 'string' },
+    address: { type: 'string' },
+  },
+  async run(flags, env) {
+    const country = countryFlag(flags);
+    const file = requireFlag(flags, 'file');
+    const modeName = typeof flags['mode'] === 'string' ? flags['mode'] : 'replace';
+    const mode = MODES[modeName];
+    if (mode === undefined) throw new UsageError('--mode must be replace, add or remove');
+    if (file !== '-') {
+      // Fail before connecting when the file cannot be read.
+      await new Promise<void>((resolve, reject) => {
+        const s = createReadStream(file);
+        s.once('open', () => {
+          s.destroy();
+          resolve();
+        });
+        s.once('error', () => reject(new UsageError(`cannot read ${file}`)));
+      });
+    }
+    const address = await adapterAddress(flags, country, env);
+    const admin = createClient(registryv1.RegistryAdminService, grpcTransport(address));
+    let sent = 0;
+    let nextProgress = PROGRESS_EVERY;
+    const started = Date.now();
+    async function* requests(): AsyncGenerator<registryv1.LoadRequest | object> {
+      yield { part: { case: 'header', value: { country, mode } } };
+      for await (const lines of fileChunks(file, (n) => {
+        sent += n;
+      })) {
+        yield { part: { case: 'chunk', value: { lines } } };
+        if (sent >= nextProgress) {
+          process.stderr.write(
+            `registry load: ${sent.toLocaleString('en')} lines sent (${Math.round((Date.now() - started) / 1000)} s)\n`,
+          );
+          nextProgress += PROGRESS_EVERY;
+        }
+      }
+      if (sent >= PROGRESS_EVERY) process.stderr.write('registry load: file sent, building the snapshot\n');
+    }
+    const res = await admin.load(requests() as AsyncIterable<registryv1.LoadRequest>, {
+      timeoutMs: 60 * 60 * 1000,
+    });
+    return {
+      country,
+      mode: modeName,
+      snapshot_id: res.snapshotId,
+      snapshot_time: res.snapshotTime ? timestampDate(res.snapshotTime).toISOString() : undefined,
+      lines_read: Number(res.linesRead),
+      accepted: Number(res.accepted),
+      rejected: Number(res.rejected),
+      registry_size: Number(res.registrySize),
+      seconds: Math.round((Date.now() - started) / 100) / 10,
+    };
+  },
+};
+
+export const registryStatusCommand: Command = {
+  name: 'registry status',
+  usage: 'registry status --country CC [--address HOST:PORT]',
+  options: { country: { type: 'string' }, address: { type: 'string' } },
+  async run(flags, env) {
+    const country = countryFlag(flags);
+    const address = await adapterAddress(flags, country, env);
+    const transport = grpcTransport(address);
+    const admin = createClient(registryv1.RegistryAdminService, transport);
+    const adapter = createClient(registryv1.RegistryAdapterService, transport);
+    const [status, described] = await Promise.all([
+      admin.getRegistryStatus({}, { timeoutMs: 5_000 }),
+      adapter.describe({}, { timeoutMs: 5_000 }),
+    ]);
+    const snapshotTime = status.snapshotTime ? timestampDate(status.snapshotTime) : undefined;
+    return {
+      country: status.country,
+      snapshot_id: status.snapshotId || null,
+      snapshot_time: snapshotTime?.toISOString() ?? null,
+      snapshot_age_seconds: snapshotTime ? Math.round((Date.now() - snapshotTime.getTime()) / 1000) : null,
+      registry_size: Number(status.registrySize),
+      adapter: {
+        address,
+        version: described.adapterVersion,
+        status: registryv1.AdapterStatus[described.status]?.toLowerCase() ?? 'unspecified',
+        serving_snapshot_id: described.snapshotId || null,
+      },
+    };
+  },
+};

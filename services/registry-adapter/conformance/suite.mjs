@@ -1,0 +1,416 @@
+// The adapter conformance suite: contract tests for any RegistryAdapterService implementation, spoken
+// over plain gRPC (@grpc/grpc-js) with the contract's protobuf messages, so an adapter written in any
+// language is checked exactly as the platform calls it. See README.md beside this file.
+import { readFileSync } from 'node:fs';
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { BinaryReader } from '@bufbuild/protobuf/wire';
+import { healthv1, platformv1, registryv1 } from '@dnc/proto';
+import grpc from '@grpc/grpc-js';
+
+const { Outcome, AdapterStatus } = registryv1;
+const ADAPTER = '/dnc.registry.v1.RegistryAdapterService';
+const ADMIN = '/dnc.registry.v1.RegistryAdminService';
+const MAX_BATCH = 100_000;
+
+/** Inputs that are not a phone number of any country: every one must be INVALID_*, never SAFE. */
+export const GARBAGE = [
+  '',
+  ' ',
+  'abc',
+  '+',
+  '++',
+  '()',
+  '-',
+  'null',
+  '0',
+  '00',
+  '123',
+  '1'.repeat(30),
+  '+999 1234 5678',
+  "1'; DROP TABLE numbers; --",
+  '📞📞📞',
+  'x'.repeat(64),
+  '+52 55 1234 567a',
+  '12345678901234567890',
+];
+
+/** Valid numbers of other countries, by country they must NOT be checked against. */
+const FOREIGN = {
+  us: '+44 20 7946 0958',
+  default: '+1 212 555 0123',
+};
+
+function method(path, req, res) {
+  return {
+    path,
+    serialize: (value) => Buffer.from(toBinary(req, create(req, value))),
+    deserialize: (bytes) => fromBinary(res, bytes),
+  };
+}
+
+const M = {
+  check: method(`${ADAPTER}/Check`, registryv1.CheckRequestSchema, registryv1.CheckResponseSchema),
+  describe: method(
+    `${ADAPTER}/Describe`,
+    registryv1.DescribeRequestSchema,
+    registryv1.DescribeResponseSchema,
+  ),
+  load: method(`${ADMIN}/Load`, registryv1.LoadRequestSchema, registryv1.LoadResponseSchema),
+  setDrill: method(`${ADMIN}/SetDrill`, registryv1.SetDrillRequestSchema, registryv1.SetDrillResponseSchema),
+  health: method(
+    '/grpc.health.v1.Health/Check',
+    healthv1.HealthCheckRequestSchema,
+    healthv1.HealthCheckResponseSchema,
+  ),
+};
+
+/** The public reason in `grpc-status-details-bin` (google.rpc.Status with a dnc.platform.v1.ErrorInfo). */
+export function errorReason(error) {
+  const bin = error?.metadata?.get?.('grpc-status-details-bin')?.[0];
+  if (!bin) return undefined;
+  try {
+    const status = new BinaryReader(bin);
+    while (status.pos < status.len) {
+      const [field, wire] = status.tag();
+      if (field !== 3) {
+        status.skip(wire);
+        continue;
+      }
+      const any = new BinaryReader(status.bytes());
+      let typeUrl = '';
+      let value;
+      while (any.pos < any.len) {
+        const [f, w] = any.tag();
+        if (f === 1) typeUrl = any.string();
+        else if (f === 2) value = any.bytes();
+        else any.skip(w);
+      }
+      if (typeUrl.endsWith('/dnc.platform.v1.ErrorInfo') && value) {
+        return fromBinary(platformv1.ErrorInfoSchema, value).reason;
+      }
+    }
+  } catch {
+    return undefined;
+  }
+  return undefined;
+}
+
+export class AdapterConnection {
+  constructor(address) {
+    this.client = new grpc.Client(address.replace(/^https?:\/\//, ''), grpc.credentials.createInsecure(), {
+      'grpc.max_receive_message_length': 64 * 1024 * 1024,
+      'grpc.max_send_message_length': 64 * 1024 * 1024,
+    });
+  }
+
+  unary(m, request, timeoutMs = 10_000) {
+    return new Promise((resolve, reject) => {
+      this.client.makeUnaryRequest(
+        m.path,
+        m.serialize,
+        m.deserialize,
+        request,
+        new grpc.Metadata(),
+        { deadline: Date.now() + timeoutMs },
+        (error, response) => (error ? reject(error) : resolve(response)),
+      );
+    });
+  }
+
+  check(country, phones, timeoutMs) {
+    return this.unary(M.check, { country, phones }, timeoutMs);
+  }
+
+  describe() {
+    return this.unary(M.describe, {});
+  }
+
+  health() {
+    return this.unary(M.health, { service: '' });
+  }
+
+  setDrill(request) {
+    return this.unary(M.setDrill, request);
+  }
+
+  /** Client-streaming Load: header, then chunks of lines. */
+  load(country, mode, lines) {
+    return new Promise((resolve, reject) => {
+      const call = this.client.makeClientStreamRequest(
+        M.load.path,
+        M.load.serialize,
+        M.load.deserialize,
+        new grpc.Metadata(),
+        { deadline: Date.now() + 60_000 },
+        (error, response) => (error ? reject(error) : resolve(response)),
+      );
+      call.write({ part: { case: 'header', value: { country, mode } } });
+      for (let i = 0; i < lines.length; i += 10_000) {
+        call.write({ part: { case: 'chunk', value: { lines: lines.slice(i, i + 10_000) } } });
+      }
+      call.end();
+    });
+  }
+
+  close() {
+    this.client.close();
+  }
+}
+
+/** Registered numbers of a fixture file (one per line, `#` comments). */
+export function readFixture(file) {
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
+}
+
+const isInvalid = (o) => o >= Outcome.INVALID_UNPARSEABLE && o <= Outcome.INVALID_REGISTRY_REJECTED;
+const name = (o) => Outcome[o] ?? String(o);
+
+function assert(condition, message) {
+  if (!condition) throw new Error(message);
+}
+
+function expectGrpcCode(error, codes, what) {
+  assert(error && typeof error.code === 'number', `${what}: expected a gRPC error, got an answer`);
+  assert(
+    codes.includes(error.code),
+    `${what}: expected ${codes.map((c) => grpc.status[c]).join(' or ')}, got ${grpc.status[error.code]}`,
+  );
+}
+
+/** Deterministic shuffle (the suite must be reproducible). */
+function shuffled(items, seed = 7) {
+  const out = [...items];
+  let s = seed;
+  for (let i = out.length - 1; i > 0; i--) {
+    s = (s * 1103515245 + 12345) & 0x7fffffff;
+    const j = s % (i + 1);
+    [out[i], out[j]] = [out[j], out[i]];
+  }
+  return out;
+}
+
+/**
+ * Run the suite. Options: address (host:port), country, registered (numbers known to be in the
+ * registry, as the adapter's country writes them), drills (the adapter runs with drills enabled: the
+ * deadline test adds latency), loadFixture (add `registered` through the admin Load first and remove
+ * them at the end; test deployments only). Returns one result per test; never throws for a failed test.
+ */
+export async function runConformance(options) {
+  const { address, country } = options;
+  const registered = options.registered ?? [];
+  const conn = new AdapterConnection(address);
+  const results = [];
+  let described;
+  const test = async (title, fn) => {
+    const started = Date.now();
+    try {
+      const note = await fn();
+      results.push({ title, ok: true, ms: Date.now() - started, ...(note ? { note } : {}) });
+    } catch (error) {
+      results.push({ title, ok: false, ms: Date.now() - started, error: error?.message ?? String(error) });
+    }
+  };
+  try {
+    if (options.loadFixture) {
+      await test('admin Load adds the fixture', async () => {
+        const r = await conn.load(country, registryv1.LoadMode.ADD, registered);
+        assert(Number(r.rejected) === 0, `${r.rejected} fixture lines rejected`);
+        // Replicas pick a new snapshot up within seconds; wait until this one serves it.
+        for (let i = 0; i < 50; i++) {
+          const d = await conn.describe();
+          if (d.snapshotId === r.snapshotId) return `snapshot ${r.snapshotId}`;
+          await new Promise((res) => setTimeout(res, 200));
+        }
+        throw new Error('the new snapshot was not served within 10 s');
+      });
+    }
+
+    await test('Describe: identity, status serving, snapshot', async () => {
+      described = await conn.describe();
+      assert(described.country === country, `country is "${described.country}", expected "${country}"`);
+      assert(described.adapterVersion !== '', 'adapter_version is empty');
+      assert(
+        described.status === AdapterStatus.SERVING,
+        `status is ${AdapterStatus[described.status]}; the suite needs a serving adapter`,
+      );
+      assert(described.snapshotId !== '', 'snapshot_id is empty');
+      assert(described.snapshotTime !== undefined, 'snapshot_time is not set');
+      assert(
+        described.registrySize >= BigInt(options.loadFixture ? registered.length : 0),
+        'registry_size is smaller than the fixture',
+      );
+      return `version ${described.adapterVersion}, snapshot ${described.snapshotId}, size ${described.registrySize}`;
+    });
+
+    await test('gRPC health reports SERVING', async () => {
+      // Health may lag a new snapshot by its probe interval: allow a few seconds.
+      for (let i = 0; i < 25; i++) {
+        const h = await conn.health();
+        if (h.status === healthv1.HealthCheckResponse_ServingStatus.SERVING) return;
+        await new Promise((res) => setTimeout(res, 200));
+      }
+      throw new Error('health is not SERVING');
+    });
+
+    await test('registered numbers are prohibited', async () => {
+      assert(registered.length > 0, 'no registered numbers given (--registered or --load-fixture)');
+      const r = await conn.check(country, registered);
+      assert(r.outcomes.length === registered.length, 'one outcome per input');
+      r.outcomes.forEach((o, i) => {
+        assert(o === Outcome.PROHIBITED, `registered input #${i} answered ${name(o)}`);
+      });
+      assert(r.snapshotId !== '', 'snapshot_id of the answer is empty');
+    });
+
+    await test('invalid inputs are invalid with a reason, never safe', async () => {
+      const foreign = FOREIGN[country] ?? FOREIGN.default;
+      const inputs = [...GARBAGE, foreign];
+      const r = await conn.check(country, inputs);
+      assert(r.outcomes.length === inputs.length, 'one outcome per input');
+      r.outcomes.forEach((o, i) => {
+        assert(isInvalid(o), `invalid input #${i} answered ${name(o)}`);
+      });
+    });
+
+    await test('every outcome is defined (never UNSPECIFIED) and the order is the input order', async () => {
+      const inputs = [...registered, ...GARBAGE, ...registered.map((r) => `${r} `)];
+      const single = [];
+      for (const input of inputs) {
+        const r = await conn.check(country, [input]);
+        assert(r.outcomes.length === 1, 'one outcome per input');
+        single.push(r.outcomes[0]);
+      }
+      single.forEach((o, i) => {
+        assert(o !== Outcome.UNSPECIFIED && Outcome[o] !== undefined, `input #${i}: outcome ${o}`);
+      });
+      const order = shuffled(inputs.map((_, i) => i));
+      const r = await conn.check(
+        country,
+        order.map((i) => inputs[i]),
+      );
+      assert(r.outcomes.length === inputs.length, 'one outcome per input');
+      order.forEach((original, position) => {
+        assert(
+          r.outcomes[position] === single[original],
+          `position ${position}: ${name(r.outcomes[position])} in a batch, ${name(single[original])} alone`,
+        );
+      });
+    });
+
+    await test('duplicates are answered once per occurrence', async () => {
+      const one = registered[0] ?? GARBAGE[2];
+      const inputs = [one, GARBAGE[2], one, one, GARBAGE[2], one];
+      const r = await conn.check(country, inputs);
+      assert(
+        r.outcomes.length === inputs.length,
+        `${r.outcomes.length} outcomes for ${inputs.length} inputs`,
+      );
+      inputs.forEach((input, i) => {
+        const first = inputs.indexOf(input);
+        assert(r.outcomes[i] === r.outcomes[first], `duplicate #${i} answered differently`);
+      });
+    });
+
+    await test(`a batch of ${MAX_BATCH.toLocaleString('en')} inputs is answered in order`, async () => {
+      const inputs = new Array(MAX_BATCH);
+      for (let i = 0; i < MAX_BATCH; i++) {
+        inputs[i] =
+          i % 10 === 0 && registered.length
+            ? registered[(i / 10) % registered.length]
+            : GARBAGE[i % GARBAGE.length];
+      }
+      const started = Date.now();
+      const r = await conn.check(country, inputs, 30_000);
+      const ms = Date.now() - started;
+      assert(r.outcomes.length === MAX_BATCH, `${r.outcomes.length} outcomes`);
+      for (let i = 0; i < MAX_BATCH; i++) {
+        const o = r.outcomes[i];
+        if (i % 10 === 0 && registered.length) assert(o === Outcome.PROHIBITED, `input #${i}: ${name(o)}`);
+        else assert(isInvalid(o), `input #${i}: ${name(o)}`);
+      }
+      return `${ms} ms`;
+    });
+
+    await test('more than the batch limit is refused with INVALID_ARGUMENT', async () => {
+      const error = await conn.check(country, new Array(MAX_BATCH + 1).fill('1'), 30_000).then(
+        () => undefined,
+        (e) => e,
+      );
+      expectGrpcCode(
+        error,
+        [grpc.status.INVALID_ARGUMENT, grpc.status.RESOURCE_EXHAUSTED],
+        'oversized batch',
+      );
+    });
+
+    await test('a Check for another country is refused with INVALID_ARGUMENT', async () => {
+      const other = country === 'zz' ? 'zy' : 'zz';
+      const error = await conn.check(other, registered.slice(0, 1)).then(
+        () => undefined,
+        (e) => e,
+      );
+      expectGrpcCode(error, [grpc.status.INVALID_ARGUMENT], 'wrong country');
+    });
+
+    await test('the caller deadline is honoured', async () => {
+      if (options.drills) await conn.setDrill({ latencyMs: 3_000 });
+      try {
+        const started = Date.now();
+        const error = await conn.check(country, registered.length ? registered : ['1'], 250).then(
+          () => undefined,
+          (e) => e,
+        );
+        const ms = Date.now() - started;
+        if (options.drills || error) {
+          expectGrpcCode(error, [grpc.status.DEADLINE_EXCEEDED], 'slow Check');
+          assert(ms < 1_500, `the call returned after ${ms} ms`);
+        }
+      } finally {
+        if (options.drills) await conn.setDrill({ clear: true });
+      }
+      // The adapter keeps serving after abandoned calls.
+      const r = await conn.check(country, registered.slice(0, 1));
+      assert(r.outcomes.length === Math.min(1, registered.length), 'adapter did not answer after a deadline');
+      return options.drills
+        ? 'with 3 s drill latency'
+        : 'without drills: only checked that the adapter recovers';
+    });
+
+    if (options.drills) {
+      await test('drill failures answer UNAVAILABLE with the public reason and show in Describe', async () => {
+        try {
+          await conn.setDrill({ failure: registryv1.DrillFailure.MAINTENANCE });
+          const m = await conn.check(country, registered.slice(0, 1)).then(
+            () => undefined,
+            (e) => e,
+          );
+          expectGrpcCode(m, [grpc.status.UNAVAILABLE], 'maintenance');
+          assert(errorReason(m) === 'country_service_maintenance', `reason ${errorReason(m)}`);
+          assert((await conn.describe()).status === AdapterStatus.MAINTENANCE, 'Describe is not MAINTENANCE');
+          await conn.setDrill({ failure: registryv1.DrillFailure.UNAVAILABLE });
+          const u = await conn.check(country, registered.slice(0, 1)).then(
+            () => undefined,
+            (e) => e,
+          );
+          expectGrpcCode(u, [grpc.status.UNAVAILABLE], 'unavailable');
+          assert(errorReason(u) === 'country_service_temporarily_unavailable', `reason ${errorReason(u)}`);
+        } finally {
+          await conn.setDrill({ clear: true });
+        }
+      });
+    }
+
+    if (options.loadFixture) {
+      await test('admin Load removes the fixture again', async () => {
+        const r = await conn.load(country, registryv1.LoadMode.REMOVE, registered);
+        return `snapshot ${r.snapshotId}`;
+      });
+    }
+  } finally {
+    conn.close();
+  }
+  return results;
+}

@@ -1,0 +1,57 @@
+import { registryv1 } from '@dnc/proto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// The kit is plain JavaScript so a country team can run it without this repository's build.
+// @ts-expect-error no declaration file for the .mjs kit
+import { readFixture, runConformance } from '../conformance/suite.mjs';
+import type { RunningAdapter } from '../src/index.js';
+import { isolatedEnv, loadLines, startTestAdapter } from './support/adapter.js';
+
+interface Result {
+  title: string;
+  ok: boolean;
+  error?: string;
+}
+
+const FIXTURES = new URL('../conformance/fixtures/', import.meta.url);
+// A registry besides the fixture, so removing the fixture at the end leaves a non-empty registry.
+const BACKGROUND: Record<string, string[]> = {
+  mx: ['+52 55 5555 0000', '+52 81 1111 2222'],
+  ar: ['+54 11 5555 0000', '+54 9 11 6666 1111'],
+  co: ['+57 310 555 0000', '+57 602 555 0000'],
+};
+
+describe.each(['mx', 'ar', 'co'])('conformance kit against the %s adapter', (country) => {
+  const env = isolatedEnv(`conf_${country}`);
+  let adapter: RunningAdapter;
+
+  beforeAll(async () => {
+    adapter = await startTestAdapter(env, country, { DNC_ENABLE_DRILLS: '1' });
+    await loadLines(adapter.address, country, registryv1.LoadMode.REPLACE, BACKGROUND[country]!);
+  });
+  afterAll(async () => {
+    await adapter?.shutdown();
+    await env.drop();
+  });
+
+  it('passes every contract test (fixture loaded and removed through the admin Load, with drills)', async () => {
+    const registered: string[] = readFixture(new URL(`${country}.txt`, FIXTURES));
+    const results: Result[] = await runConformance({
+      address: adapter.address,
+      country,
+      registered,
+      drills: true,
+      loadFixture: true,
+    });
+    expect(results.filter((r) => !r.ok)).toEqual([]);
+    expect(results.length).toBeGreaterThanOrEqual(12);
+  });
+
+  it('fails when the registered numbers are not in the registry (the kit can fail)', async () => {
+    const results: Result[] = await runConformance({
+      address: adapter.address,
+      country,
+      registered: readFixture(new URL(`${country}.txt`, FIXTURES)),
+    });
+    expect(results.find((r) => r.title === 'registered numbers are prohibited')?.ok).toBe(false);
+  });
+});
