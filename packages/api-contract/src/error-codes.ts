@@ -75,15 +75,14 @@ export const ERROR_CODES = {
     status: 409,
     retryAfter: 'required',
     retryable: true,
-    description:
-      'The original request with this Idempotency-Key is still processing; retry after Retry-After seconds.',
+    description: 'The original request with this Idempotency-Key is still processing.',
   },
   idempotency_key_reused: {
     status: 409,
     retryAfter: 'absent',
     retryable: false,
     description:
-      'The Idempotency-Key was already used with a different country or phones array; use a new key.',
+      'The Idempotency-Key was already used with a different country or phones array; a new logical request needs a new key.',
   },
   job_result_not_ready: {
     status: 409,
@@ -113,19 +112,19 @@ export const ERROR_CODES = {
     status: 429,
     retryAfter: 'required',
     retryable: true,
-    description: 'Technical request window exceeded; retry after Retry-After seconds.',
+    description: 'Technical request window exceeded (independent of the customer quota).',
   },
   customer_quota_exceeded: {
     status: 429,
     retryAfter: 'absent',
     retryable: false,
-    description: 'The customer quota of the country is exhausted; do not retry.',
+    description: 'The customer quota of the country is exhausted.',
   },
   temporarily_blocked: {
     status: 429,
     retryAfter: 'optional',
     retryable: false,
-    description: 'The abuse guard blocked the organization for a while; do not retry automatically.',
+    description: 'The abuse guard blocked the organization for a while.',
   },
   internal_error: {
     status: 500,

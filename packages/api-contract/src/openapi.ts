@@ -152,7 +152,7 @@ function errorResponse(ctx: OperationContext, status: number, codes: readonly Er
           ? ' `Retry-After` may be present.'
           : '';
     const auto = ERROR_CODES[code].retryable
-      ? ' Retry with the same Idempotency-Key, bounded exponential backoff with jitter.'
+      ? ' Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.'
       : ' Do not retry without correcting the cause.';
     return `- \`${code}\`: ${ERROR_CODES[code].description}${retry}${auto}`;
   });

@@ -678,8 +678,8 @@ export interface operations {
       /**
        * @description Conflict.
        *
-       *     - `idempotency_request_in_progress`: The original request with this Idempotency-Key is still processing; retry after Retry-After seconds. `Retry-After` present. Retry with the same Idempotency-Key, bounded exponential backoff with jitter.
-       *     - `idempotency_key_reused`: The Idempotency-Key was already used with a different country or phones array; use a new key. Do not retry without correcting the cause.
+       *     - `idempotency_request_in_progress`: The original request with this Idempotency-Key is still processing. `Retry-After` present. Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.
+       *     - `idempotency_key_reused`: The Idempotency-Key was already used with a different country or phones array; a new logical request needs a new key. Do not retry without correcting the cause.
        */
       409: {
         headers: {
@@ -745,9 +745,9 @@ export interface operations {
       /**
        * @description Too many requests.
        *
-       *     - `rate_limit_exceeded`: Technical request window exceeded; retry after Retry-After seconds. `Retry-After` present. Retry with the same Idempotency-Key, bounded exponential backoff with jitter.
-       *     - `customer_quota_exceeded`: The customer quota of the country is exhausted; do not retry. Do not retry without correcting the cause.
-       *     - `temporarily_blocked`: The abuse guard blocked the organization for a while; do not retry automatically. `Retry-After` may be present. Do not retry without correcting the cause.
+       *     - `rate_limit_exceeded`: Technical request window exceeded (independent of the customer quota). `Retry-After` present. Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.
+       *     - `customer_quota_exceeded`: The customer quota of the country is exhausted. Do not retry without correcting the cause.
+       *     - `temporarily_blocked`: The abuse guard blocked the organization for a while. `Retry-After` may be present. Do not retry without correcting the cause.
        */
       429: {
         headers: {
@@ -813,9 +813,9 @@ export interface operations {
       /**
        * @description Service unavailable.
        *
-       *     - `country_service_maintenance`: Known maintenance window of the country service. `Retry-After` may be present. Retry with the same Idempotency-Key, bounded exponential backoff with jitter.
-       *     - `country_service_temporarily_unavailable`: Temporary or inconclusive country failure, or the country is paid but not yet activated. `Retry-After` may be present. Retry with the same Idempotency-Key, bounded exponential backoff with jitter.
-       *     - `platform_failure`: A platform component failed; no partial result, no quota consumed. `Retry-After` may be present. Retry with the same Idempotency-Key, bounded exponential backoff with jitter.
+       *     - `country_service_maintenance`: Known maintenance window of the country service. `Retry-After` may be present. Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.
+       *     - `country_service_temporarily_unavailable`: Temporary or inconclusive country failure, or the country is paid but not yet activated. `Retry-After` may be present. Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.
+       *     - `platform_failure`: A platform component failed; no partial result, no quota consumed. `Retry-After` may be present. Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.
        */
       503: {
         headers: {
@@ -1069,8 +1069,8 @@ export interface operations {
       /**
        * @description Conflict.
        *
-       *     - `idempotency_request_in_progress`: The original request with this Idempotency-Key is still processing; retry after Retry-After seconds. `Retry-After` present. Retry with the same Idempotency-Key, bounded exponential backoff with jitter.
-       *     - `idempotency_key_reused`: The Idempotency-Key was already used with a different country or phones array; use a new key. Do not retry without correcting the cause.
+       *     - `idempotency_request_in_progress`: The original request with this Idempotency-Key is still processing. `Retry-After` present. Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.
+       *     - `idempotency_key_reused`: The Idempotency-Key was already used with a different country or phones array; a new logical request needs a new key. Do not retry without correcting the cause.
        */
       409: {
         headers: {
@@ -1136,9 +1136,9 @@ export interface operations {
       /**
        * @description Too many requests.
        *
-       *     - `rate_limit_exceeded`: Technical request window exceeded; retry after Retry-After seconds. `Retry-After` present. Retry with the same Idempotency-Key, bounded exponential backoff with jitter.
-       *     - `customer_quota_exceeded`: The customer quota of the country is exhausted; do not retry. Do not retry without correcting the cause.
-       *     - `temporarily_blocked`: The abuse guard blocked the organization for a while; do not retry automatically. `Retry-After` may be present. Do not retry without correcting the cause.
+       *     - `rate_limit_exceeded`: Technical request window exceeded (independent of the customer quota). `Retry-After` present. Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.
+       *     - `customer_quota_exceeded`: The customer quota of the country is exhausted. Do not retry without correcting the cause.
+       *     - `temporarily_blocked`: The abuse guard blocked the organization for a while. `Retry-After` may be present. Do not retry without correcting the cause.
        */
       429: {
         headers: {
@@ -1204,9 +1204,9 @@ export interface operations {
       /**
        * @description Service unavailable.
        *
-       *     - `country_service_maintenance`: Known maintenance window of the country service. `Retry-After` may be present. Retry with the same Idempotency-Key, bounded exponential backoff with jitter.
-       *     - `country_service_temporarily_unavailable`: Temporary or inconclusive country failure, or the country is paid but not yet activated. `Retry-After` may be present. Retry with the same Idempotency-Key, bounded exponential backoff with jitter.
-       *     - `platform_failure`: A platform component failed; no partial result, no quota consumed. `Retry-After` may be present. Retry with the same Idempotency-Key, bounded exponential backoff with jitter.
+       *     - `country_service_maintenance`: Known maintenance window of the country service. `Retry-After` may be present. Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.
+       *     - `country_service_temporarily_unavailable`: Temporary or inconclusive country failure, or the country is paid but not yet activated. `Retry-After` may be present. Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.
+       *     - `platform_failure`: A platform component failed; no partial result, no quota consumed. `Retry-After` may be present. Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.
        */
       503: {
         headers: {
@@ -1363,8 +1363,8 @@ export interface operations {
       /**
        * @description Too many requests.
        *
-       *     - `rate_limit_exceeded`: Technical request window exceeded; retry after Retry-After seconds. `Retry-After` present. Retry with the same Idempotency-Key, bounded exponential backoff with jitter.
-       *     - `temporarily_blocked`: The abuse guard blocked the organization for a while; do not retry automatically. `Retry-After` may be present. Do not retry without correcting the cause.
+       *     - `rate_limit_exceeded`: Technical request window exceeded (independent of the customer quota). `Retry-After` present. Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.
+       *     - `temporarily_blocked`: The abuse guard blocked the organization for a while. `Retry-After` may be present. Do not retry without correcting the cause.
        */
       429: {
         headers: {
@@ -1430,7 +1430,7 @@ export interface operations {
       /**
        * @description Service unavailable.
        *
-       *     - `platform_failure`: A platform component failed; no partial result, no quota consumed. `Retry-After` may be present. Retry with the same Idempotency-Key, bounded exponential backoff with jitter.
+       *     - `platform_failure`: A platform component failed; no partial result, no quota consumed. `Retry-After` may be present. Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.
        */
       503: {
         headers: {
@@ -1649,8 +1649,8 @@ export interface operations {
       /**
        * @description Too many requests.
        *
-       *     - `rate_limit_exceeded`: Technical request window exceeded; retry after Retry-After seconds. `Retry-After` present. Retry with the same Idempotency-Key, bounded exponential backoff with jitter.
-       *     - `temporarily_blocked`: The abuse guard blocked the organization for a while; do not retry automatically. `Retry-After` may be present. Do not retry without correcting the cause.
+       *     - `rate_limit_exceeded`: Technical request window exceeded (independent of the customer quota). `Retry-After` present. Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.
+       *     - `temporarily_blocked`: The abuse guard blocked the organization for a while. `Retry-After` may be present. Do not retry without correcting the cause.
        */
       429: {
         headers: {
@@ -1716,7 +1716,7 @@ export interface operations {
       /**
        * @description Service unavailable.
        *
-       *     - `platform_failure`: A platform component failed; no partial result, no quota consumed. `Retry-After` may be present. Retry with the same Idempotency-Key, bounded exponential backoff with jitter.
+       *     - `platform_failure`: A platform component failed; no partial result, no quota consumed. `Retry-After` may be present. Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.
        */
       503: {
         headers: {
@@ -1893,8 +1893,8 @@ export interface operations {
       /**
        * @description Too many requests.
        *
-       *     - `rate_limit_exceeded`: Technical request window exceeded; retry after Retry-After seconds. `Retry-After` present. Retry with the same Idempotency-Key, bounded exponential backoff with jitter.
-       *     - `temporarily_blocked`: The abuse guard blocked the organization for a while; do not retry automatically. `Retry-After` may be present. Do not retry without correcting the cause.
+       *     - `rate_limit_exceeded`: Technical request window exceeded (independent of the customer quota). `Retry-After` present. Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.
+       *     - `temporarily_blocked`: The abuse guard blocked the organization for a while. `Retry-After` may be present. Do not retry without correcting the cause.
        */
       429: {
         headers: {
@@ -1960,7 +1960,7 @@ export interface operations {
       /**
        * @description Service unavailable.
        *
-       *     - `platform_failure`: A platform component failed; no partial result, no quota consumed. `Retry-After` may be present. Retry with the same Idempotency-Key, bounded exponential backoff with jitter.
+       *     - `platform_failure`: A platform component failed; no partial result, no quota consumed. `Retry-After` may be present. Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.
        */
       503: {
         headers: {
