@@ -259,9 +259,37 @@ function decorate(r, s) {
   if (roll < 0.04) out = `tel:${out.replace(/\s/g, '-')}`;
   else if (roll < 0.06) out = `${pick(r, ['Tel: ', 'cel ', 'phone:', 'Móvil ', '( ', '-'])}${out}`;
   const tail = r();
-  if (tail < 0.04)
-    out += pick(r, [' ext 12', ' ext. 345', ' x7', ' EXT 9', ';ext=55', ' #12', ' extensión 4']);
-  else if (tail < 0.08) out += pick(r, [' ', '  ', '\u00a0', '\n', ' .', '-', ' (mobile)', '!', '#', ';']);
+  if (tail < 0.06) {
+    out += pick(r, [
+      ' ext 12',
+      ' ext. 345',
+      ' x7',
+      'x7',
+      ' X 12',
+      ' EXT 9',
+      ' Ext: 9',
+      ' extn 44',
+      ' ext-12',
+      ', ext 3',
+      '\text 3',
+      ' int. 23',
+      ' INT 4',
+      ' x 1234567',
+      ' ext 123456789012345678901',
+      ' ext 12 ',
+      ' ext 12 (oficina)',
+      ' ext 12 3',
+      ' ext',
+      ' x',
+      ';ext=55',
+      ' #12',
+      ' - 12#',
+      ',,12',
+      ' extensión 4',
+      ' ｅｘｔ 5',
+      ' ext ١٢',
+    ]);
+  } else if (tail < 0.1) out += pick(r, [' ', '  ', '\u00a0', '\n', ' .', '-', ' (mobile)', '!', '#', ';']);
   if (r() < 0.05) {
     // Random damage: insert, replace or delete one character.
     const at = Math.floor(r() * (out.length + 1));
