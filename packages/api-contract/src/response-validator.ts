@@ -25,6 +25,8 @@ export interface ResponseValidator {
   check(response: ReceivedResponse): string[];
   /** Throws an Error listing every problem when the response is not documented. */
   assert(response: ReceivedResponse): void;
+  /** Reads a fetch Response (consumes its body), asserts it, and returns the parsed JSON body. */
+  assertFetchResponse(method: string, route: string, response: Response): Promise<unknown>;
 }
 
 interface HeaderObject {
@@ -234,13 +236,27 @@ export function createResponseValidator(document: OpenApiDocument): ResponseVali
     return problems.map((problem) => `${label}: ${problem}`);
   };
 
+  const assert = (received: ReceivedResponse): void => {
+    const problems = check(received);
+    if (problems.length > 0) {
+      throw new Error(`Response does not match the OpenAPI document:\n  ${problems.join('\n  ')}`);
+    }
+  };
   return {
     check,
-    assert(received) {
-      const problems = check(received);
-      if (problems.length > 0) {
-        throw new Error(`Response does not match the OpenAPI document:\n  ${problems.join('\n  ')}`);
+    assert,
+    async assertFetchResponse(method, route, response) {
+      const text = await response.text();
+      let body: unknown;
+      if (text !== '') {
+        try {
+          body = JSON.parse(text);
+        } catch {
+          throw new Error(`${method.toUpperCase()} ${route} -> ${response.status}: the body is not JSON`);
+        }
       }
+      assert({ method, route, status: response.status, headers: response.headers, body });
+      return body;
     },
   };
 }

@@ -386,3 +386,21 @@ describe('createResponseValidator JobError rules', () => {
     expect(problems.join('\n')).toMatch(/a country JobError must carry its country/);
   });
 });
+
+describe('assertFetchResponse', () => {
+  it('reads, checks and returns the body of a fetch Response', async () => {
+    const ok = new Response(JSON.stringify({ ok: true }), { status: 200, headers: v1Headers });
+    await expect(validator.assertFetchResponse('GET', '/v1/health', ok)).resolves.toEqual({ ok: true });
+    const html = new Response('<html>', { status: 200, headers: v1Headers });
+    await expect(validator.assertFetchResponse('GET', '/v1/health', html)).rejects.toThrow(
+      /the body is not JSON/,
+    );
+    const missing = new Response(JSON.stringify({ ok: true }), {
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+    });
+    await expect(validator.assertFetchResponse('GET', '/v1/health', missing)).rejects.toThrow(
+      /missing header x-retention/,
+    );
+  });
+});
