@@ -1,19 +1,10 @@
+import { OUTCOME_REASONS } from '@dnc/kit';
 import { registryv1 } from '@dnc/proto';
 
 const { Outcome } = registryv1;
 
-/**
- * The public `reason` of each invalid outcome: the same map the v1 path uses
- * (services/registry-adapter/src/numbering/reasons.ts), so v1 and v2 classify alike.
- */
-const INVALID_REASON: ReadonlyMap<registryv1.Outcome, string> = new Map([
-  [Outcome.INVALID_UNPARSEABLE, 'unparseable'],
-  [Outcome.INVALID_LENGTH, 'invalid_length'],
-  [Outcome.INVALID_NUMBER, 'invalid_number'],
-  [Outcome.INVALID_WRONG_COUNTRY, 'wrong_country'],
-  [Outcome.INVALID_OBSOLETE_FORMAT, 'obsolete_format'],
-  [Outcome.INVALID_REGISTRY_REJECTED, 'registry_rejected'],
-]);
+// The same reason map as v1 (kit's OUTCOME_REASONS), so v1 and v2 classify every input alike.
+const INVALID_REASON = OUTCOME_REASONS;
 
 /** An outcome the result can be built from; anything else makes the answer inconclusive. */
 export function isConclusive(outcome: registryv1.Outcome): boolean {
