@@ -1,6 +1,7 @@
 import type { Command } from '../cli.js';
 import { adapterDrillCommand } from './adapter.js';
 import { countryCommands } from './country.js';
+import { jobsCommands } from './jobs.js';
 import { keyCommands } from './key.js';
 import { orgCommands } from './org.js';
 import { purchaseCommands } from './purchase.js';
@@ -21,4 +22,5 @@ export const commands: Command[] = [
   registryLoadCommand,
   registryStatusCommand,
   adapterDrillCommand,
+  ...jobsCommands,
 ];

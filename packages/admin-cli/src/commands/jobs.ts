@@ -1,0 +1,106 @@
+import { createClient } from '@connectrpc/connect';
+import { grpcTransport } from '@dnc/kit';
+import { jobsv1 } from '@dnc/proto';
+import { type AdminEnv, type Command, requireFlag, UsageError } from '../cli.js';
+
+// Operator view of v2 jobs: identity, state, timings and history. Never numbers, never results.
+
+const STATES = ['queued', 'running', 'succeeded', 'failed', 'cancelled', 'expired'] as const;
+const TO_PROTO: Record<(typeof STATES)[number], jobsv1.JobStatus> = {
+  queued: jobsv1.JobStatus.QUEUED,
+  running: jobsv1.JobStatus.RUNNING,
+  succeeded: jobsv1.JobStatus.SUCCEEDED,
+  failed: jobsv1.JobStatus.FAILED,
+  cancelled: jobsv1.JobStatus.CANCELLED,
+  expired: jobsv1.JobStatus.EXPIRED,
+};
+
+function stateName(status: jobsv1.JobStatus): string {
+  return STATES.find((s) => TO_PROTO[s] === status) ?? 'unknown';
+}
+
+function iso(ts: { seconds: bigint; nanos: number } | undefined): string | undefined {
+  return ts ? new Date(Number(ts.seconds) * 1000 + Math.floor(ts.nanos / 1e6)).toISOString() : undefined;
+}
+
+function jobView(job: jobsv1.Job | undefined) {
+  if (!job) return undefined;
+  return {
+    job_id: job.jobId,
+    status: stateName(job.status),
+    country: job.country,
+    submitted_count: job.submittedCount,
+    created_at: iso(job.createdAt),
+    expires_at: iso(job.expiresAt),
+    ...(job.error ? { error: job.error.error } : {}),
+    ...(job.cancelRequested ? { cancel_requested: true } : {}),
+  };
+}
+
+const admin = (env: AdminEnv) => createClient(jobsv1.JobsAdminService, grpcTransport(env.jobs));
+
+export const jobsListCommand: Command = {
+  name: 'jobs list',
+  usage: `jobs list --org ID [--state ${STATES.join('|')}]`,
+  options: { org: { type: 'string' }, state: { type: 'string' } },
+  async run(flags, env) {
+    const orgId = requireFlag(flags, 'org');
+    const state = flags['state'];
+    if (state !== undefined && !STATES.includes(state as (typeof STATES)[number]))
+      throw new UsageError(`--state must be one of ${STATES.join(', ')}`);
+    const { jobs } = await admin(env).listJobs(
+      { orgId, status: state ? TO_PROTO[state as (typeof STATES)[number]] : jobsv1.JobStatus.UNSPECIFIED },
+      { timeoutMs: 10_000 },
+    );
+    return { jobs: jobs.map(jobView) };
+  },
+};
+
+export const jobsShowCommand: Command = {
+  name: 'jobs show',
+  usage: 'jobs show --job ID',
+  options: { job: { type: 'string' } },
+  async run(flags, env) {
+    const jobId = requireFlag(flags, 'job');
+    const d = await admin(env).getJobDetail({ jobId }, { timeoutMs: 10_000 });
+    const history = d.history.map((h) => ({ status: stateName(h.status), at: iso(h.at), note: h.note }));
+    const at = (s: string) => history.find((h) => h.status === s)?.at;
+    const terminal = history.find((h) =>
+      ['succeeded', 'failed', 'cancelled', 'expired'].includes(h.status),
+    )?.at;
+    const ms = (a?: string, b?: string) => (a && b ? Date.parse(b) - Date.parse(a) : undefined);
+    return {
+      job: jobView(d.job),
+      org_id: d.orgId,
+      attempts: d.attempts,
+      timings_ms: {
+        queued_to_running: ms(at('queued'), at('running')),
+        running_to_terminal: ms(at('running'), terminal),
+        total: ms(at('queued'), terminal),
+      },
+      history,
+    };
+  },
+};
+
+export const jobsCleanupStatusCommand: Command = {
+  name: 'jobs cleanup-status',
+  usage: 'jobs cleanup-status',
+  options: {},
+  async run(_flags, env) {
+    const s = await admin(env).getCleanupStatus({}, { timeoutMs: 10_000 });
+    return {
+      pending: Number(s.pending),
+      failed: Number(s.failed),
+      tasks: s.tasks.map((t) => ({
+        job_id: t.jobId,
+        target: t.target,
+        attempts: t.attempts,
+        last_error: t.lastError || undefined,
+        due_at: iso(t.dueAt),
+      })),
+    };
+  },
+};
+
+export const jobsCommands: Command[] = [jobsListCommand, jobsShowCommand, jobsCleanupStatusCommand];
