@@ -4,7 +4,7 @@ import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { createClient } from '@connectrpc/connect';
-import { grpcTransport } from '@dnc/kit';
+import { ensureDatabase, grpcTransport } from '@dnc/kit';
 import { healthv1 } from '@dnc/proto';
 
 export const LIVE_COUNTRIES = ['mx', 'ar', 'co'] as const;
@@ -169,6 +169,8 @@ export class Stack {
 
   /** Start every process (dependencies first) and wait until each one is serving. */
   async up(): Promise<this> {
+    // Created once here rather than raced by every process.
+    await ensureDatabase(this.options.databaseUrl);
     const skip = new Set(this.options.skip ?? []);
     const order: ProcessName[][] = [
       ['quota', ...[...this.processes.keys()].filter((n) => n.startsWith('adapter-'))],

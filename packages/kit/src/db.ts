@@ -38,8 +38,10 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
       try {
         await client.query(`CREATE DATABASE "${name}"`);
       } catch (error) {
-        // 42P04: created concurrently by another service starting at the same time.
-        if ((error as { code?: string }).code !== '42P04') throw error;
+        // Created concurrently by another service starting at the same time: 42P04 (duplicate
+        // database) or 23505 (unique violation on pg_database's name index).
+        const code = (error as { code?: string }).code;
+        if (code !== '42P04' && code !== '23505') throw error;
       }
     }
   } finally {
@@ -53,20 +55,33 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
  */
 export async function migrateSchema(databaseUrl: string, schema: string, dir: string): Promise<string[]> {
   const lockValue = createHash('sha256').update(`dnc-migrate:${schema}`).digest().readUInt32BE(0);
-  const applied = await runner({
-    databaseUrl,
-    dir,
-    schema,
-    createSchema: true,
-    migrationsSchema: schema,
-    createMigrationsSchema: true,
-    migrationsTable: 'pgmigrations',
-    direction: 'up',
-    checkOrder: true,
-    singleTransaction: true,
-    lockValue,
-    log: () => {},
-  });
+  // The runner's advisory lock does not wait: another process of the same service (API and worker
+  // roles, replicas) may be migrating right now, so wait for it and try again, within a bound.
+  const deadline = Date.now() + 60_000;
+  let applied: Awaited<ReturnType<typeof runner>>;
+  for (;;) {
+    try {
+      applied = await runner({
+        databaseUrl,
+        dir,
+        schema,
+        createSchema: true,
+        migrationsSchema: schema,
+        createMigrationsSchema: true,
+        migrationsTable: 'pgmigrations',
+        direction: 'up',
+        checkOrder: true,
+        singleTransaction: true,
+        lockValue,
+        log: () => {},
+      });
+      break;
+    } catch (error) {
+      const busy = error instanceof Error && /another migration is already running/i.test(error.message);
+      if (!busy || Date.now() > deadline) throw error;
+      await new Promise((r) => setTimeout(r, 200 + Math.random() * 300));
+    }
+  }
   return applied.map((m) => m.name);
 }
 

@@ -34,7 +34,14 @@ export async function main(): Promise<void> {
   service.onClose('http server', async () => {
     // Readiness already answers 503; give load balancers time to notice before closing the listener.
     if (config.DNC_DRAIN_DELAY_MS > 0) await new Promise((r) => setTimeout(r, config.DNC_DRAIN_DELAY_MS));
-    await app.close();
+    // In-flight requests finish; keep-alive connections are closed as soon as they turn idle
+    // (otherwise a client's idle connection would hold the drain until its keep-alive timeout).
+    const idle = setInterval(() => app.server.closeIdleConnections(), 100);
+    try {
+      await app.close();
+    } finally {
+      clearInterval(idle);
+    }
   });
   service.logger.info({ port: config.DNC_GATEWAY_PORT }, 'gateway listening');
 }
