@@ -1,0 +1,240 @@
+#!/usr/bin/env node
+// Registry adapter benchmark (issue 4): load a registry of N numbers (default 10,000,000) through
+// `dnc-admin registry load`, then time Check calls of 10,000 mixed inputs over gRPC.
+//
+//   node services/registry-adapter/test/bench/check-bench.mjs [--size 10000000] [--calls 200] [--batch 10000]
+//
+// The adapter runs as its own process (scripts/run.js registry-adapter) against the local PostgreSQL
+// and NATS, in a fresh database and NATS prefix that are dropped at the end. Reports load time, the
+// adapter's peak RSS (VmHWM), the replica's index rebuild, and Check latency percentiles.
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, readFileSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { createClient } from '@connectrpc/connect';
+import { grpcTransport } from '@dnc/kit';
+import { registryv1 } from '@dnc/proto';
+import pg from 'pg';
+
+const ROOT = path.resolve(fileURLToPath(new URL('../../../..', import.meta.url)));
+const { values } = parseArgs({
+  options: {
+    size: { type: 'string', default: '10000000' },
+    calls: { type: 'string', default: '200' },
+    batch: { type: 'string', default: '10000' },
+    // Share of valid numbers of other countries in the batch (in percent of inputs).
+    'foreign-pct': { type: 'string', default: '2' },
+  },
+});
+const SIZE = Number(values.size);
+const CALLS = Number(values.calls);
+const BATCH = Number(values.batch);
+const FOREIGN = Number(values['foreign-pct']);
+const DATABASE = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const NATS = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+const suffix = `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
+const dbUrl = new URL(DATABASE);
+dbUrl.pathname = `/dnc_bench_${suffix}`;
+const prefix = `B${suffix}_`;
+const file = path.join(tmpdir(), `dnc-registry-bench-${suffix}.txt`);
+
+const freePort = () =>
+  new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+
+// Registered lines: Mexican 10-digit numbers 55/81/33 + 8 digits, every third of each block, written
+// in rotating forms (E.164, spaced, dashed, parenthesised, old 044 mobile prefix).
+const AREAS = ['55', '81', '33'];
+const lineOf = (i) => `${AREAS[i % 3]}${String(10_000_000 + Math.floor(i / 3) * 3).slice(-8)}`;
+const unregisteredOf = (i) => `${AREAS[i % 3]}${String(10_000_001 + Math.floor(i / 3) * 3).slice(-8)}`;
+const FORMS = [
+  (d) => `+52${d}`,
+  (d) => `+52 ${d.slice(0, 2)} ${d.slice(2, 6)} ${d.slice(6)}`,
+  (d) => `${d.slice(0, 2)}-${d.slice(2, 6)}-${d.slice(6)}`,
+  (d) => `(${d.slice(0, 2)}) ${d.slice(2, 6)} ${d.slice(6)}`,
+  (d) => `044 ${d}`,
+];
+
+async function writeRegistryFile() {
+  const out = createWriteStream(file);
+  let buf = '';
+  for (let i = 0; i < SIZE; i++) {
+    buf += `${FORMS[i % FORMS.length](lineOf(i))}\n`;
+    if (buf.length > 1 << 20) {
+      if (!out.write(buf)) await new Promise((r) => out.once('drain', r));
+      buf = '';
+    }
+  }
+  out.end(buf);
+  await new Promise((r) => out.once('finish', r));
+}
+
+function peakRss(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const hwm = /VmHWM:\s+(\d+) kB/.exec(status);
+  const rss = /VmRSS:\s+(\d+) kB/.exec(status);
+  return { peakMiB: Math.round(Number(hwm?.[1]) / 1024), nowMiB: Math.round(Number(rss?.[1]) / 1024) };
+}
+
+function run(cmd, args, env) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (c) => {
+      out += c;
+    });
+    child.once('exit', (code) =>
+      code === 0 ? resolve(out) : reject(new Error(`${args[1]} exited ${code}`)),
+    );
+  });
+}
+
+const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+
+async function main() {
+  const port = await freePort();
+  const address = `http://127.0.0.1:${port}`;
+  const adapterEnv = {
+    COUNTRY: 'mx',
+    DATABASE_URL: dbUrl.toString(),
+    NATS_URL: NATS,
+    DNC_NATS_PREFIX: prefix,
+    DNC_GRPC_PORT: String(port),
+    DNC_METRICS_PORT: String(await freePort()),
+    DNC_LOG_LEVEL: 'warn',
+  };
+  console.log(`writing ${SIZE.toLocaleString('en')} registry lines to ${file}`);
+  let t = Date.now();
+  await writeRegistryFile();
+  console.log(`  ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  const adapter = spawn(process.execPath, [path.join(ROOT, 'scripts/run.js'), 'registry-adapter'], {
+    env: { ...process.env, ...adapterEnv },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const client = createClient(registryv1.RegistryAdapterService, grpcTransport(address));
+  try {
+    for (let i = 0; ; i++) {
+      try {
+        await client.describe({}, { timeoutMs: 500 });
+        break;
+      } catch {
+        if (i > 200) throw new Error('adapter did not start');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+    console.log(`adapter started, RSS ${peakRss(adapter.pid).nowMiB} MiB`);
+
+    t = Date.now();
+    const loaded = JSON.parse(
+      await run(
+        process.execPath,
+        [
+          path.join(ROOT, 'packages/admin-cli/dist/main.js'),
+          'registry',
+          'load',
+          '--country',
+          'mx',
+          '--file',
+          file,
+          '--address',
+          address,
+        ],
+        {},
+      ),
+    );
+    const loadSeconds = (Date.now() - t) / 1000;
+    console.log(`load: ${JSON.stringify(loaded)}`);
+    console.log(
+      `  ${loadSeconds.toFixed(1)} s end to end; adapter peak RSS ${peakRss(adapter.pid).peakMiB} MiB`,
+    );
+
+    const d = await client.describe({});
+    if (d.snapshotId !== loaded.snapshot_id)
+      throw new Error('the adapter does not serve the loaded snapshot');
+
+    // 10,000 mixed inputs: 45% registered (assorted forms), 45% unregistered valid, the rest invalid:
+    // FOREIGN% valid numbers of other countries, the others garbage or too short.
+    const phones = [];
+    const expected = [];
+    for (let i = 0; i < BATCH; i++) {
+      const j = (i * 7919) % SIZE;
+      const r = (i * 37) % 100;
+      if (r < 45) {
+        phones.push(FORMS[i % FORMS.length](lineOf(j)));
+        expected.push(2);
+      } else if (r < 90) {
+        phones.push(FORMS[i % FORMS.length](unregisteredOf(j)));
+        expected.push(1);
+      } else {
+        phones.push(
+          r < 90 + FOREIGN ? `+1 212 555 ${String(1000 + (i % 9000))}` : r % 2 ? `garbage ${i}` : `55 12${i}`,
+        );
+        expected.push(0);
+      }
+    }
+    const samples = [];
+    for (let i = 0; i < CALLS + 20; i++) {
+      const started = process.hrtime.bigint();
+      const res = await client.check({ country: 'mx', phones }, { timeoutMs: 10_000 });
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      if (i >= 20) samples.push(ms);
+      if (i === 0) {
+        res.outcomes.forEach((o, k) => {
+          const want = expected[k];
+          if (want === 2 && o !== registryv1.Outcome.PROHIBITED)
+            throw new Error(`input ${k}: not prohibited`);
+          if (want === 1 && o !== registryv1.Outcome.SAFE) throw new Error(`input ${k}: not safe`);
+          if (want === 0 && o < registryv1.Outcome.INVALID_UNPARSEABLE)
+            throw new Error(`input ${k}: not invalid`);
+        });
+      }
+    }
+    samples.sort((a, b) => a - b);
+    const summary = {
+      registry_size: Number(d.registrySize),
+      load_seconds: Number(loadSeconds.toFixed(1)),
+      adapter_peak_rss_mib: peakRss(adapter.pid).peakMiB,
+      adapter_rss_after_mib: peakRss(adapter.pid).nowMiB,
+      check_batch: BATCH,
+      foreign_pct: FOREIGN,
+      check_calls: CALLS,
+      check_ms: {
+        p50: Number(pct(samples, 50).toFixed(2)),
+        p90: Number(pct(samples, 90).toFixed(2)),
+        p99: Number(pct(samples, 99).toFixed(2)),
+        max: Number(samples.at(-1).toFixed(2)),
+      },
+    };
+    console.log(JSON.stringify(summary, null, 2));
+    if (summary.check_ms.p50 >= 25) process.exitCode = 1;
+  } finally {
+    adapter.kill('SIGTERM');
+    await new Promise((r) => adapter.once('exit', r));
+    rmSync(file, { force: true });
+    const admin = new URL(dbUrl);
+    admin.pathname = '/postgres';
+    const c = new pg.Client({ connectionString: admin.toString() });
+    await c.connect();
+    await c.query(`DROP DATABASE IF EXISTS "${dbUrl.pathname.slice(1)}" WITH (FORCE)`);
+    await c.end();
+    const { connect } = await import('@nats-io/transport-node');
+    const { jetstreamManager } = await import('@nats-io/jetstream');
+    const nc = await connect({ servers: NATS });
+    const jsm = await jetstreamManager(nc);
+    for await (const name of jsm.streams.names()) {
+      if (name.startsWith(prefix) || name.startsWith(`KV_${prefix}`))
+        await jsm.streams.delete(name).catch(() => {});
+    }
+    await nc.close();
+  }
+}
+
+await main();
