@@ -257,8 +257,34 @@ ${SAFE_MEANING}
 ## Countries
 
 Request schema codes: \`mx\`, \`ar\`, \`co\`, \`es\`, \`au\`, \`sg\`. Live catalog: \`mx\`, \`ar\`, \`co\`. \`es\`, \`au\`, \`sg\` are
-planned technical codes only, not live coverage. Every real request also needs an active country purchase, country
-activation, available quota and operational availability, checked at admission.
+planned (end of September 2026) technical codes only, not live coverage. Every real request also needs an active
+country purchase, country activation, available quota and operational availability, checked at admission. A country
+purchase for \`co\` becomes active immediately after the initial payment succeeds, with no manual step.
+
+The service is not for national registry checks of other regions, consent checks or reachability checks.
+
+## Job lifecycle (v2)
+
+States: \`queued\`, \`running\` (active); \`succeeded\`, \`failed\`, \`cancelled\`, \`expired\` (terminal; a terminal job keeps its state).
+
+| From | Trigger | To | Also happens |
+|---|---|---|---|
+| (admission) | \`POST /v2/scrub\` passes every admission check | queued | quota reserved; 202 |
+| queued | execution starts | running | |
+| running | every unit of the batch completes | succeeded | result kept 7 days; input due for purge |
+| running | maintenance, temporary or inconclusive country failure, platform failure | failed | JobError set; quota released; no partial result |
+| running | not terminal within 24 hours of admission | expired | JobError \`job_expired\`; quota released |
+| queued | cancel | cancelled | immediate; quota released |
+| running | cancel, no external call in progress | cancelled | result discarded; quota released |
+| running | cancel while an external registry call is in progress | running, then cancelled once the call is reconciled | cancel accepted at once (202); quota released on reaching cancelled |
+| terminal | cancel | unchanged | |
+
+JobError mapping: known maintenance gives \`country_service_maintenance\`; temporary or inconclusive country execution (and a
+paid country still pending activation) gives \`country_service_temporarily_unavailable\`; worker, storage or lease failure
+gives \`platform_failure\`; the active-job hard cap gives \`job_expired\`; cancellation gives no JobError.
+
+Input handling: the encrypted input becomes due for purge at terminalization; an unconfirmed upload is revalidated at the
+24-hour hard cap; a failed cleanup stays retryable until absence is verified.
 
 ## Invalid reasons
 
@@ -270,6 +296,8 @@ Every error body is \`{"error": "<code>", "message": "<text>"}\` (\`message\` op
 idempotency_request_in_progress\`, \`429 rate_limit_exceeded\` and \`503\`, with the same \`Idempotency-Key\`,
 honoring \`Retry-After\`, with bounded exponential backoff and jitter. Never retry 400, 401, 402, 403,
 \`customer_quota_exceeded\`, \`temporarily_blocked\` or \`idempotency_key_reused\` without correcting the cause.
+A country or platform failure returns no partial result and consumes no customer quota. Registry capacity, provider
+balance, cost, credentials and raw provider errors are never exposed; such causes map to the country or platform errors.
 
 ## Choices this document makes where the service description leaves them open
 
@@ -306,7 +334,13 @@ honoring \`Retry-After\`, with bounded exponential backoff and jitter. Never ret
 
 Retention and TTL values are initial policy; a country or legal requirement may shorten them.
 
-The service sends no webhooks and emits no events; job progress is observed only by polling.`;
+The service sends no webhooks and emits no events; job progress is observed only by polling.
+
+## Versioning
+
+The version is in the path: \`/v1/\` and \`/v2/\` are both current. v1 is synchronous with zero retention; v2 is durable with
+transient encrypted retention. Work that does not fit v1 is submitted to v2 with the same body and idempotency rules.
+Deprecation and sunset terms are in a separate guide.`;
 
 export function buildOpenApiDocument(): OpenApiDocument {
   const v1Public: OperationContext = { version: 'v1', authenticated: false };
