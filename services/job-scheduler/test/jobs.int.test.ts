@@ -200,7 +200,19 @@ describe('job scheduler through its gRPC API (real quota, adapter, Postgres, NAT
     expect(list.jobs.every((j) => j.status === status.SUCCEEDED)).toBe(true);
     const cleanup = await h.admin.getCleanupStatus({});
     expect(cleanup.failed).toBe(0n);
-    const text = JSON.stringify(list, (_k, v) => (typeof v === 'bigint' ? String(v) : v));
+    const cli = (await h.stack.admin(['jobs', 'list', '--org', h.org, '--state', 'succeeded'])) as {
+      jobs: { job_id: string; status: string }[];
+    };
+    expect(cli.jobs.map((j) => j.job_id).sort()).toEqual(list.jobs.map((j) => j.jobId).sort());
+    const show = (await h.stack.admin(['jobs', 'show', '--job', cli.jobs[0]!.job_id])) as {
+      history: { status: string }[];
+      timings_ms: { total: number };
+    };
+    expect(show.history.at(-1)?.status).toBe('succeeded');
+    expect(show.timings_ms.total).toBeGreaterThanOrEqual(0);
+    const cleanupCli = (await h.stack.admin(['jobs', 'cleanup-status'])) as { failed: number };
+    expect(cleanupCli.failed).toBe(0);
+    const text = JSON.stringify([list, cli, show], (_k, v) => (typeof v === 'bigint' ? String(v) : v));
     for (const n of NEEDLES) expect(text).not.toContain(n);
   });
 
