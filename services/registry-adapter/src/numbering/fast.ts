@@ -473,6 +473,17 @@ export function decideFast(country: NumberingCountry, input: string): number {
   return checkLength(c, national) === IS_POSSIBLE ? -INVALID_NUMBER : -INVALID_LENGTH;
 }
 
+/**
+ * Diagnostics for tests: the DFA accept bits of an ASCII digit string (bit 0 national number pattern,
+ * bit 1 + i libphonenumber-js type i), so the generated tables can be checked against the patterns.
+ */
+export function patternBits(country: NumberingCountry, digits: string): number {
+  const c = COMPILED[country];
+  const buffer = new Uint8Array(digits.length);
+  for (let i = 0; i < digits.length; i++) buffer[i] = digits.charCodeAt(i) - 48;
+  return dfaAccept(c, buffer, 0, digits.length);
+}
+
 /** The fast classifier with the reference as fallback: exact on every input. */
 export function normalizeFast(country: NumberingCountry, input: string): number {
   const decided = decideFast(country, input);

@@ -7,7 +7,7 @@ import {
   normalizeReference,
 } from './reference.js';
 
-export { decideFast, TABLES_LIBPHONENUMBER_VERSION, UNDECIDED } from './fast.js';
+export { decideFast, patternBits, TABLES_LIBPHONENUMBER_VERSION, UNDECIDED } from './fast.js';
 export { INVALID_REASONS, type InvalidReason, reasonOf } from './reasons.js';
 export {
   type Classification,
