@@ -122,7 +122,7 @@ export function admissionService(deps: AdmissionDeps): ServiceImpl<typeof admiss
       if (blockedFor > 0) {
         throw reject(
           publicError(Code.ResourceExhausted, 'temporarily_blocked', {
-            message: 'Too many failed attempts; wait before retrying.',
+            message: 'Too many failed authentications from this address; wait before retrying.',
             retryAfterSeconds: blockedFor,
           }),
         );
@@ -310,6 +310,9 @@ export function admissionService(deps: AdmissionDeps): ServiceImpl<typeof admiss
 
     async abort(req) {
       const admissionId = requireUuid(req.admissionId, 'admission_id');
+      // A completed request or a confirmed job is past the point of no return: abort changes nothing.
+      const claim = await store.claimByAdmission(admissionId);
+      if (claim && claim.state !== 'in_progress') return {};
       await quota.release({ reservationId: admissionId });
       await store.dropClaim(admissionId);
       return {};
