@@ -151,7 +151,7 @@ describe('admission and quota end to end (issue 3)', () => {
     const limited = responses.filter((r) => r.status === 429);
     expect(ok).toHaveLength(60);
     expect(limited).toHaveLength(140);
-    const resets = new Set<string | null>();
+    const resets = new Set<string | null | undefined>();
     for (const r of responses) {
       expectNoLeak(r);
       const h = rateHeaders(r);
