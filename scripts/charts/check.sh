@@ -2,9 +2,11 @@
 # Chart and alert checks for charts/dnc-scrub and charts/dnc-registry-adapter.
 #
 #   1. helm lint --strict and helm template of both charts with default values, every
-#      ci/*-values.yaml and the deploy/ values files;
-#   2. kubeconform -strict of every rendered manifest against offline schemas of the oldest
-#      (chart kubeVersion floor) and the newest supported Kubernetes, plus the CRDs we render;
+#      ci/*-values.yaml and the deploy/ values files (the adapter, which has no default country,
+#      once per live country; and it must refuse to render without one);
+#   2. kubeconform -strict of every rendered manifest (and deploy/*/datastores.yaml) against
+#      offline schemas of the oldest (chart kubeVersion floor) and the newest supported
+#      Kubernetes, plus the CRDs we render (scripts/charts/crd-schemas);
 #   3. helm-unittest suites of both charts;
 #   4. promtool check rules + promtool test rules of the alert rules.
 #
@@ -164,6 +166,21 @@ for r in "${renders[@]}"; do
       ok "lint + template + kubeconform [k8s $kube] $label: $(echo "$report" | tail -1 | sed 's/.*- //')"
     else
       fail "kubeconform [k8s $kube] $label"
+      echo "$report" | sed 's/^/     /'
+    fi
+  done
+done
+
+# Plain manifests shipped under deploy/ (built-in kinds only).
+for f in "$ROOT"/deploy/*/datastores.yaml; do
+  [[ -e $f ]] || continue
+  for pair in "${KUBE_SCHEMA_VERSIONS[@]}"; do
+    kube=${pair%%:*}
+    if report=$(kubeconform -strict -summary -kubernetes-version "$kube" \
+      -schema-location "$CACHE/schemas/$kube-$kubeschemas_sum/{{ .ResourceKind }}{{ .KindSuffix }}.json" "$f" 2>&1); then
+      ok "kubeconform [k8s $kube] ${f#"$ROOT"/}: $(echo "$report" | tail -1 | sed 's/.*- //')"
+    else
+      fail "kubeconform [k8s $kube] ${f#"$ROOT"/}"
       echo "$report" | sed 's/^/     /'
     fi
   done

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Runs the dnc-admin CLI inside the cluster, in a short-lived pod of the platform release, and
+# removes the pod when the command ends. The pod carries the labels the chart's NetworkPolicies
+# allow to call admission, quota, the job scheduler and the adapters (networkPolicy.adminAccess),
+# holds no secret, and runs with the same hardened security context as the services.
+#
+#   deploy/dnc-admin.sh org create --name "Acme"
+#   deploy/dnc-admin.sh registry load --country co --file - < registry-co.csv
+#
+# Environment: DNC_NAMESPACE (default dnc), DNC_RELEASE (platform release, default dnc-scrub),
+# DNC_IMAGE (default: the image the release's admission Deployment runs).
+set -euo pipefail
+
+ns=${DNC_NAMESPACE:-dnc}
+release=${DNC_RELEASE:-dnc-scrub}
+# Same rule as the chart's fullname helper.
+if [[ $release == *dnc-scrub* ]]; then full=$release; else full=$release-dnc-scrub; fi
+image=${DNC_IMAGE:-$(kubectl -n "$ns" get deployment "$full-admission" \
+  -o jsonpath='{.spec.template.spec.containers[0].image}')}
+name=dnc-admin-$(date +%s)-$RANDOM
+grpc() { printf 'http://%s-%s.%s.svc:50051' "$full" "$1" "$ns"; }
+
+# JSON array of the CLI arguments.
+args_json=$(printf '%s\0' "$@" | node -e '
+  const args = require("node:fs").readFileSync(0, "utf8").split("\0").slice(0, -1);
+  process.stdout.write(JSON.stringify(args));')
+
+overrides=$(
+  cat <<JSON
+{
+  "apiVersion": "v1",
+  "spec": {
+    "automountServiceAccountToken": false,
+    "enableServiceLinks": false,
+    "securityContext": {
+      "runAsNonRoot": true, "runAsUser": 1000, "runAsGroup": 1000,
+      "seccompProfile": {"type": "RuntimeDefault"}
+    },
+    "containers": [{
+      "name": "$name",
+      "image": "$image",
+      "command": ["node", "packages/admin-cli/dist/main.js"],
+      "args": $args_json,
+      "stdin": true,
+      "stdinOnce": true,
+      "env": [
+        {"name": "DNC_ADMISSION_ADDR", "value": "$(grpc admission)"},
+        {"name": "DNC_QUOTA_ADDR", "value": "$(grpc quota)"},
+        {"name": "DNC_JOBS_ADDR", "value": "$(grpc job-scheduler)"}
+      ],
+      "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
+      "securityContext": {
+        "allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true, "runAsNonRoot": true,
+        "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}
+      },
+      "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}]
+    }],
+    "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}]
+  }
+}
+JSON
+)
+
+exec kubectl -n "$ns" run "$name" --rm -i --quiet --restart=Never --image="$image" \
+  --labels="app.kubernetes.io/name=dnc-scrub,app.kubernetes.io/instance=$release,app.kubernetes.io/component=admin" \
+  --overrides="$overrides"
