@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
+import { createRedis } from '@dnc/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiResponse, call, expectNoLeak } from '../support/http.js';
 import { freePort } from '../support/ports.js';
@@ -61,6 +62,13 @@ describe('admission and quota end to end (issue 3)', () => {
   });
   afterAll(async () => {
     await stack?.teardown();
+    // Rate windows and blocks of this stack's prefix would otherwise linger until their TTL.
+    if (!stack) return;
+    const redis = createRedis(process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379');
+    if (redis.status !== 'ready') await new Promise((r) => redis.once('ready', r));
+    const keys = await redis.keys(`${stack.natsPrefix}*`);
+    if (keys.length > 0) await redis.del(...keys);
+    redis.disconnect();
   });
 
   it('dnc-admin: every operator command answers JSON; key list never shows a secret', async () => {
