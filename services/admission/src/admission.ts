@@ -247,6 +247,14 @@ export function admissionService(deps: AdmissionDeps): ServiceImpl<typeof admiss
               adapterAddress,
             };
           case 'reclaim': {
+            // The owner died. Its reservation goes back, unless it was committed: then the request was
+            // in fact completed (the owner died between the commit and marking the record), and this
+            // retry is an exact retry of a completed request.
+            const released = await quota.release({ reservationId: existing.admissionId });
+            if (released.committed) {
+              await store.markClaim(existing.admissionId, 'completed');
+              return { admissionId: existing.admissionId, replay: true, jobId: '', adapterAddress };
+            }
             if (!(await store.takeOver(keyId, keyHash, existing.admissionId, admissionId))) {
               throw reject(
                 publicError(Code.Aborted, 'idempotency_request_in_progress', {
@@ -254,13 +262,6 @@ export function admissionService(deps: AdmissionDeps): ServiceImpl<typeof admiss
                   retryAfterSeconds: 1,
                 }),
               );
-            }
-            // The dead owner's reservation goes back (release is idempotent; after commit a no-op).
-            try {
-              await quota.release({ reservationId: existing.admissionId });
-            } catch (error) {
-              await store.dropClaim(admissionId).catch(() => {});
-              throw error;
             }
             break;
           }
@@ -301,7 +302,8 @@ export function admissionService(deps: AdmissionDeps): ServiceImpl<typeof admiss
     async complete(req) {
       const admissionId = requireUuid(req.admissionId, 'admission_id');
       const claim = await store.claimByAdmission(admissionId);
-      if (!claim) throw new ConnectError('no admission in progress with this id', Code.FailedPrecondition);
+      if (claim?.kind !== 'sync')
+        throw new ConnectError('no v1 admission in progress with this id', Code.FailedPrecondition);
       if (claim.state === 'completed') return {};
       await quota.commit({ reservationId: admissionId });
       await store.markClaim(admissionId, 'completed');

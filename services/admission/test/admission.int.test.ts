@@ -344,6 +344,32 @@ describe('idempotency and quota (issue 3 items 7, 8)', () => {
     expect(await h.account(c.orgId, 'mx')).toMatchObject({ reserved: 0, used: 10 });
   });
 
+  it('a v1 owner that died after its commit: the retry is a replay, never a second charge', async () => {
+    const { admission } = h.clients();
+    const c = await h.customer(['mx'], 1000);
+    const req = admitReq(c, { inputCount: 7 });
+    const first = await admission.admit(req);
+    // The owner committed the quota, then died before marking the record completed.
+    await h.quota.ledger.commit(first.admissionId);
+    await h.sql(
+      "UPDATE admission.idempotency_records SET claimed_at = now() - interval '1 minute' WHERE admission_id = $1",
+      [first.admissionId],
+    );
+    const retry = await admission.admit(req);
+    expect(retry).toMatchObject({ replay: true, admissionId: first.admissionId });
+    expect(await h.account(c.orgId, 'mx')).toMatchObject({ used: 7, reserved: 0 });
+    expect((await h.quotaAdmin.listUsage({ orgId: c.orgId })).records).toHaveLength(1);
+    expect((await admission.admit(req)).replay).toBe(true);
+  });
+
+  it('Complete refuses a v2 admission (the job-scheduler settles job reservations)', async () => {
+    const { admission } = h.clients();
+    const c = await h.customer(['mx'], 1000);
+    const job = await admission.admit(admitReq(c, { kind: JOB, inputCount: 5 }));
+    expect(await outcome(admission.complete({ admissionId: job.admissionId }))).not.toBe('ok');
+    expect(await h.account(c.orgId, 'mx')).toMatchObject({ used: 0, reserved: 5 });
+  });
+
   it('v2: new job id, exact retry -> same job and no new reservation; unconfirmed claim resumes with the same job', async () => {
     const { admission } = h.clients();
     const c = await h.customer(['mx'], 1000);

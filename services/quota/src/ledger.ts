@@ -134,8 +134,8 @@ export class Ledger {
    * Free a reservation. Releasing twice or after commit changes nothing. Releasing an id never
    * reserved leaves a released tombstone, so a late Reserve of that id cannot take quota afterwards.
    */
-  async release(reservationId: string): Promise<void> {
-    await inTransaction(this.pool, async (tx) => {
+  async release(reservationId: string): Promise<{ committed: boolean }> {
+    return inTransaction(this.pool, async (tx) => {
       const r = await this.lockReservation(tx, reservationId);
       if (!r) {
         await tx.query(
@@ -143,9 +143,9 @@ export class Ledger {
            VALUES ($1, '', '', '', 0, 0, 'released') ON CONFLICT DO NOTHING`,
           [reservationId],
         );
-        return;
+        return { committed: false };
       }
-      if (transition(r.state, 'release') !== 'apply') return;
+      if (transition(r.state, 'release') !== 'apply') return { committed: r.state === 'committed' };
       await tx.query(
         `UPDATE quota.accounts SET reserved = reserved - $4
          WHERE org_id = $1 AND country = $2 AND period = $3`,
@@ -155,6 +155,7 @@ export class Ledger {
         `UPDATE quota.reservations SET state = 'released', updated_at = now() WHERE reservation_id = $1`,
         [reservationId],
       );
+      return { committed: false };
     });
   }
 

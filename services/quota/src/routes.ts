@@ -82,9 +82,9 @@ export function quotaService(deps: QuotaDeps): ServiceImpl<typeof quotav1.QuotaS
       return {};
     },
     async release(req) {
-      await deps.ledger.release(requireId(req.reservationId, 'reservation_id'));
+      const { committed } = await deps.ledger.release(requireId(req.reservationId, 'reservation_id'));
       operations.inc({ operation: 'release' });
-      return {};
+      return { committed };
     },
   };
 }

@@ -73,7 +73,8 @@ describe('quota ledger against PostgreSQL', () => {
     await Promise.all([client.reserve(req), client.reserve(req), client.reserve(req)]);
     expect(await account(org, 'co')).toEqual({ limit: 100, used: 0, reserved: 40 });
     await Promise.all([client.commit({ reservationId: id }), client.commit({ reservationId: id })]);
-    await client.release({ reservationId: id }); // after commit: no effect
+    // After commit: no effect, and the answer says the reservation was committed.
+    expect((await client.release({ reservationId: id })).committed).toBe(true);
     expect(await account(org, 'co')).toEqual({ limit: 100, used: 40, reserved: 0 });
     const { records } = await admin.listUsage({ orgId: org });
     expect(records).toHaveLength(1);
@@ -86,8 +87,8 @@ describe('quota ledger against PostgreSQL', () => {
 
     const other = randomUUID();
     await client.reserve({ ...req, reservationId: other });
-    await client.release({ reservationId: other });
-    await client.release({ reservationId: other });
+    expect((await client.release({ reservationId: other })).committed).toBe(false);
+    expect((await client.release({ reservationId: other })).committed).toBe(false);
     expect(await account(org, 'co')).toEqual({ limit: 100, used: 40, reserved: 0 });
     // A released reservation can neither be committed nor taken again.
     await expect(client.commit({ reservationId: other })).rejects.toThrow(/released/);
