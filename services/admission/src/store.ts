@@ -279,6 +279,7 @@ export class AdmissionStore {
     keyId: string,
     keyHash: Buffer,
     c: { fingerprint: string; kind: Kind; admissionId: string; jobId: string | null },
+    attempt = 1,
   ): Promise<StoredClaim | undefined> {
     const inserted = await this.pool.query(
       `INSERT INTO admission.idempotency_records
@@ -294,8 +295,11 @@ export class AdmissionStore {
       [keyId, keyHash],
     );
     const row = r.rows[0];
-    // Deleted between the two statements (an abort): the caller retries the claim.
-    if (!row) return this.claim(keyId, keyHash, c);
+    // Deleted between the two statements (an abort): claim again, a bounded number of times.
+    if (!row) {
+      if (attempt >= 3) throw new Error('idempotency claim kept changing');
+      return this.claim(keyId, keyHash, c, attempt + 1);
+    }
     return {
       fingerprint: row.fingerprint,
       kind: KIND_OF[row.kind as number] ?? 'sync',
