@@ -176,6 +176,21 @@ async function main() {
     env: { ...process.env, ...adapterEnv },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
+  // A second replica of the same country: it must pick the loaded snapshot up by itself.
+  const replicaPort = await freePort();
+  const replica = spawn(process.execPath, [path.join(ROOT, 'scripts/run.js'), 'registry-adapter'], {
+    env: {
+      ...process.env,
+      ...adapterEnv,
+      DNC_GRPC_PORT: String(replicaPort),
+      DNC_METRICS_PORT: String(await freePort()),
+    },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const replicaClient = createClient(
+    registryv1.RegistryAdapterService,
+    grpcTransport(`http://127.0.0.1:${replicaPort}`),
+  );
   const client = createClient(registryv1.RegistryAdapterService, grpcTransport(address));
   try {
     for (let i = 0; ; i++) {
@@ -216,6 +231,18 @@ async function main() {
     const d = await client.describe({});
     if (d.snapshotId !== loaded.snapshot_id)
       throw new Error('the adapter does not serve the loaded snapshot');
+    let replicaSeconds;
+    for (;;) {
+      const r = await replicaClient.describe({}, { timeoutMs: 2_000 }).catch(() => undefined);
+      if (r?.snapshotId === loaded.snapshot_id) {
+        replicaSeconds = (Date.now() - t) / 1000 - loadSeconds;
+        break;
+      }
+      if ((Date.now() - t) / 1000 - loadSeconds > 120)
+        throw new Error('the replica did not pick the snapshot up');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    console.log(`  replica serving the new snapshot ${replicaSeconds.toFixed(1)} s after the load returned`);
 
     // 10,000 mixed inputs: 45% registered (assorted forms), 45% unregistered valid, the rest invalid:
     // FOREIGN% valid numbers of other countries, the others garbage or too short.
@@ -285,6 +312,8 @@ async function main() {
       load_seconds: Number(loadSeconds.toFixed(1)),
       adapter_peak_rss_mib: peakRss(adapter.pid).peakMiB,
       adapter_rss_after_mib: peakRss(adapter.pid).nowMiB,
+      replica_pickup_seconds: Number(replicaSeconds.toFixed(1)),
+      replica_peak_rss_mib: peakRss(replica.pid).peakMiB,
       check_batch: BATCH,
       foreign_pct: FOREIGN,
       check_calls: CALLS,
@@ -298,8 +327,10 @@ async function main() {
     console.log(JSON.stringify(summary, null, 2));
     if (summary.check_ms.p50 >= 25) process.exitCode = 1;
   } finally {
-    adapter.kill('SIGTERM');
-    await new Promise((r) => adapter.once('exit', r));
+    for (const child of [adapter, replica]) {
+      child.kill('SIGTERM');
+      if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
+    }
     rmSync(file, { force: true });
     const admin = new URL(dbUrl);
     admin.pathname = '/postgres';
