@@ -342,7 +342,7 @@ describe('POST /v1/scrub end to end (issue 5)', () => {
 
   describe('idempotency (409) and replays', () => {
     it('an exact retry is recalculated: 200, Idempotency-Replayed: true, no quota, no second usage record', async () => {
-      const o = await seedOrg(stack, ['co'], { name: 'Replays' });
+      const o = await seedOrg(stack, ['co', 'mx'], { name: 'Replays' });
       const body = { country: 'co', phones: ['+57 300 123 4567', '3109999999', 'x'] };
       const k = key();
       const first = await scrub(body, { apiKey: o.apiKey, idempotencyKey: k });
@@ -449,12 +449,15 @@ describe('POST /v1/scrub end to end (issue 5)', () => {
         expect(res.body).not.toHaveProperty('safe_numbers_to_call');
         expect(await quotaUsed(o.orgId, 'co')).toEqual({ used: 0, reserved: 0 });
         await stack.admin(['adapter', 'drill', '--country', 'co', '--clear']);
-        // The failed request did not consume its key: the same key now succeeds.
-        const retry = await scrub(
-          { country: 'co', phones: ['3001234567'] },
-          { apiKey: o.apiKey, idempotencyKey: k },
-        );
-        expect(retry.status).toBe(200);
+        // The failed request did not consume its key: the same key succeeds once the adapter is back
+        // (clients retry a 503 with the same key; discovery notices the recovery within a second).
+        const body = { country: 'co', phones: ['3001234567'] };
+        let retry = await scrub(body, { apiKey: o.apiKey, idempotencyKey: k });
+        for (let i = 0; i < 20 && retry.status === 503; i++) {
+          await new Promise((r) => setTimeout(r, 250));
+          retry = await scrub(body, { apiKey: o.apiKey, idempotencyKey: k });
+        }
+        expect(retry.status, JSON.stringify(retry.body)).toBe(200);
         expect(retry.headers.get('idempotency-replayed')).toBeNull();
       } finally {
         await stack.admin(['adapter', 'drill', '--country', 'co', '--clear']);

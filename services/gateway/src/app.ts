@@ -98,25 +98,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     else known.push({ pattern: new RegExp(source), methods: new Set(methods) });
   });
 
-  await app.register(systemRoutes(health));
-  await app.register(v1Routes(config, upstreams));
-
-  const document = buildOpenApiDocument();
-  app.get('/openapi.json', async () => document);
-
-  app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split('?')[0] ?? request.url;
-    const route = known.find((k) => k.pattern.test(path));
-    if (route && !route.methods.has(request.method)) {
-      reply.header('allow', [...route.methods].sort().join(', '));
-      return sendMapped(
-        reply,
-        toHttp('method_not_allowed', `Use ${[...route.methods].sort().join(' or ')}.`),
-      );
-    }
-    return sendMapped(reply, toHttp('not_found', 'No such endpoint.'));
-  });
-
+  // Before the routes: a plugin keeps the error handler in force when it is registered.
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof PublicHttpError) {
       return sendMapped(reply, toHttp(error.code, error.message, error.retryAfterSeconds));
@@ -156,6 +138,25 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       'unhandled error',
     );
     return sendMapped(reply, toHttp('internal_error'));
+  });
+
+  await app.register(systemRoutes(health));
+  await app.register(v1Routes(config, upstreams));
+
+  const document = buildOpenApiDocument();
+  app.get('/openapi.json', async () => document);
+
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? request.url;
+    const route = known.find((k) => k.pattern.test(path));
+    if (route && !route.methods.has(request.method)) {
+      reply.header('allow', [...route.methods].sort().join(', '));
+      return sendMapped(
+        reply,
+        toHttp('method_not_allowed', `Use ${[...route.methods].sort().join(' or ')}.`),
+      );
+    }
+    return sendMapped(reply, toHttp('not_found', 'No such endpoint.'));
   });
 
   return app;
