@@ -84,6 +84,9 @@ describe('v1 budget and zero retention (issue 5)', () => {
     expect(await findInPostgres(stack.databaseUrl, canaries)).toEqual([]);
     expect(await findInRedis(canaries)).toEqual([]);
     expect(await findInNats(stack.natsPrefix, canaries)).toEqual([]);
+    // Controls: the scanners do find what IS stored (the registry's key, the discovery entries).
+    expect(await findInPostgres(stack.databaseUrl, ['3001234567'])).not.toEqual([]);
+    expect(await findInNats(stack.natsPrefix, ['registry_size'])).not.toEqual([]);
     const logs = stack.logs();
     for (const c of [...canaries, org.apiKey]) expect(logs.includes(c), `logs contain ${c}`).toBe(false);
   });
