@@ -48,5 +48,29 @@ export async function loadRegistry(
   const dir = mkdtempSync(path.join(tmpdir(), 'dnc-registry-'));
   const file = path.join(dir, `${country}.txt`);
   writeFileSync(file, `${lines.join('\n')}\n`);
-  return stack.admin(['registry', 'load', '--country', country, '--file', file, '--mode', mode]);
+  const result = await stack.admin([
+    'registry',
+    'load',
+    '--country',
+    country,
+    '--file',
+    file,
+    '--mode',
+    mode,
+  ]);
+  await waitCountryServing(stack, country);
+  return result;
+}
+
+/** Discovery is eventually consistent (well under a second here): wait until admission sees the country serving. */
+export async function waitCountryServing(stack: Stack, country: string, timeoutMs = 10_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    const list = (await stack.admin(['country', 'list'])) as {
+      countries: { country: string; adapter_serving: boolean }[];
+    };
+    if (list.countries.find((c) => c.country === country)?.adapter_serving) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`country ${country} not serving in discovery after ${timeoutMs} ms`);
 }
