@@ -117,6 +117,27 @@ describe('registry adapter (mx) against PostgreSQL and NATS', () => {
     expect((await admin.getRegistryStatus({})).registrySize).toBe(2n);
   });
 
+  it('one load at a time per country: a second concurrent load is refused, the first one commits', async () => {
+    const { admin } = adapterClients(adapter.address);
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    async function* slow() {
+      yield { part: { case: 'header' as const, value: { country: 'mx', mode: LoadMode.ADD } } };
+      yield { part: { case: 'chunk' as const, value: { lines: ['+52 55 2222 3333'] } } };
+      await held;
+    }
+    const first = admin.load(slow());
+    await new Promise((r) => setTimeout(r, 300));
+    const second = await loadLines(adapter.address, 'mx', LoadMode.ADD, ['+52 55 4444 5555']).catch((e) => e);
+    expect(second.code).toBe(Code.Aborted);
+    release();
+    const done = await first;
+    expect(done.registrySize).toBe(3n);
+    await loadLines(adapter.address, 'mx', LoadMode.REMOVE, ['+52 55 2222 3333']);
+  });
+
   it('rejects a wrong country, an oversized batch and an oversized phone', async () => {
     const { adapter: client } = adapterClients(adapter.address);
     const wrong = await client.check({ country: 'ar', phones: ['55 1234 5678'] }).catch((e) => e);
