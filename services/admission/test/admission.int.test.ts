@@ -76,6 +76,27 @@ describe('organizations, purchases and availability through Admit (issue 3 items
     }
   });
 
+  it('purchase transitions: pay is idempotent, activation needs payment, a lapsed purchase stays lapsed', async () => {
+    const { admin } = h.clients();
+    const { orgId } = await admin.createOrganization({ name: 'Transitions' });
+    const { purchase } = await admin.createPurchase({ orgId, country: 'ar' });
+    const purchaseId = purchase!.purchaseId;
+    expect(await outcome(admin.activatePurchase({ purchaseId }))).toBe('conflict');
+    await admin.payPurchase({ purchaseId });
+    expect((await admin.payPurchase({ purchaseId })).purchase).toMatchObject({
+      status: admissionv1.PurchaseStatus.ACTIVE,
+      activated: false,
+    });
+    // One open purchase per organization and country.
+    expect(await outcome(admin.createPurchase({ orgId, country: 'ar' }))).toBe('conflict');
+    await admin.lapsePurchase({ purchaseId });
+    expect(await outcome(admin.payPurchase({ purchaseId }))).toBe('conflict');
+    expect(await outcome(admin.createPurchase({ orgId, country: 'ar' }))).toBe('ok');
+    expect(await outcome(admin.createPurchase({ orgId: randomUUID(), country: 'ar' }))).toBe('not_found');
+    expect(await outcome(admin.payPurchase({ purchaseId: randomUUID() }))).toBe('not_found');
+    expect(await outcome(admin.createOrganization({ name: ' ' }))).toBe('validation_error');
+  });
+
   it('suspended -> account_suspended; activation incomplete -> activation_incomplete; both reversible', async () => {
     const { admin, admission } = h.clients();
     const c = await h.customer(['mx']);
