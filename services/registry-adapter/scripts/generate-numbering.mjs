@@ -451,7 +451,7 @@ function biomeFormat(files) {
   const root = resolve(here, '../../..');
   execFileSync(join(root, 'node_modules/.bin/biome'), ['format', '--write', ...files], {
     cwd: root,
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', 'ignore', 'pipe'],
   });
 }
 

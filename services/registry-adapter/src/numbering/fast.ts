@@ -437,7 +437,9 @@ export function decideFast(country: NumberingCountry, input: string): number {
   if (n < 3) return n === 1 && !hasExtension ? -INVALID_LENGTH : UNDECIDED;
   let national: number;
   if (hasPlus) {
-    // extractCountryCallingCode.js: `+0...` and other calling codes are left to the reference.
+    // extractCountryCallingCode.js: `+0...` has no calling code (parse() throws INVALID_COUNTRY);
+    // other calling codes are left to the reference.
+    if (DIGITS[0] === 0) return -INVALID_UNPARSEABLE;
     if (!startsWithCallingCode(c, 0)) return UNDECIDED;
     national = extractNational(c, DIGITS, c.cc.length, n - c.cc.length, NATIONAL);
   } else {

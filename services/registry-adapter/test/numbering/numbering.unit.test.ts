@@ -79,6 +79,7 @@ describe('fast path coverage', () => {
     ['ar', 'n/a'],
     ['co', '+'],
     ['co', '5'],
+    ['mx', '+0 55 1234 5678'],
   ] as const)('decides %s %j without the reference', (country, input) => {
     const decided = decideFast(country, input);
     expect(decided).not.toBe(UNDECIDED);

@@ -80,6 +80,7 @@ const MX: readonly Row[] = [
   ['55 1234\t5678', 'unparseable', 'tab is not a separator'],
   ['+52 55 1234 5678 #', 'unparseable'],
   ['+999 123 456', 'unparseable', 'no such calling code'],
+  ['+0 55 1234 5678', 'unparseable', 'no calling code starts with 0'],
   ['5512345', 'invalid_length'],
   ['55123456789', 'invalid_length'],
   ['+52 55 1234 567', 'invalid_length'],
