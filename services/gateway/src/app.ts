@@ -1,5 +1,7 @@
 import { buildOpenApiDocument, CACHE_CONTROL, LIMITS, RETENTION } from '@dnc/api-contract';
 import { Counter, type HealthState, Histogram, LATENCY_BUCKETS, type Logger, type Registry } from '@dnc/kit';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import { authenticate } from './auth.js';
 import type { Upstreams } from './clients.js';
@@ -143,8 +145,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(systemRoutes(health));
   await app.register(v1Routes(config, upstreams));
 
+  // The interface description (no authentication) and a docs page rendered from the same document.
   const document = buildOpenApiDocument();
   app.get('/openapi.json', async () => document);
+  await app.register(swagger, { mode: 'static', specification: { document: document as never } });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    uiConfig: { docExpansion: 'list', deepLinking: true },
+  });
 
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? request.url;

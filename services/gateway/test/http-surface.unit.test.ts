@@ -104,4 +104,12 @@ describe('gateway HTTP surface without its upstreams (spec: Endpoints / Common, 
     expect(r.statusCode).toBe(200);
     expect(r.json()).toMatchObject({ openapi: '3.1.0', info: { version: '2.1.0' } });
   });
+
+  it('renders the docs page at /docs from the same document', async () => {
+    const page = await app.inject({ method: 'GET', url: '/docs' });
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-type']).toMatch(/text\/html/);
+    const spec = await app.inject({ method: 'GET', url: '/docs/json' });
+    expect(spec.json()).toMatchObject({ openapi: '3.1.0', info: { version: '2.1.0' } });
+  });
 });
