@@ -152,9 +152,6 @@ describe('registry adapters as processes: dnc-admin, discovery, restarts, confor
     const before = directory.instances('mx')[0]!;
     await stack.kill('adapter-mx');
     await until('mx stale', () => (directory.instances('mx').length === 0 ? true : undefined), 15_000);
-    // Stack.start() treats a child killed by a signal as running (exitCode stays null, signalCode is
-    // set); forget it so start() spawns a new process. (Reported for packages/devstack.)
-    stack.processes.get('adapter-mx')!.child = undefined;
     await stack.start('adapter-mx');
     const back = await until('mx back', () => directory.pick('mx'), 10_000).catch((error) => {
       throw new Error(
@@ -167,7 +164,6 @@ describe('registry adapters as processes: dnc-admin, discovery, restarts, confor
     await stack.stop('adapter-mx');
     await until('mx withdrawn', () => (directory.instances('mx').length === 0 ? true : undefined), 5_000);
     expect(Date.now() - stoppedAt).toBeLessThan(5_000);
-    stack.processes.get('adapter-mx')!.child = undefined;
     await stack.start('adapter-mx');
   });
 

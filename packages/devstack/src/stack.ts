@@ -186,7 +186,8 @@ export class Stack {
   async start(name: ProcessName, timeoutMs = 45_000): Promise<void> {
     const p = this.processes.get(name);
     if (!p) throw new Error(`unknown process ${name}`);
-    if (p.child && p.child.exitCode === null) return;
+    // Already running (a killed process has a signalCode and no exitCode).
+    if (p.child && p.child.exitCode === null && p.child.signalCode === null) return;
     const child = spawn(process.execPath, [path.join(this.options.root, 'scripts/run.js'), p.role], {
       env: { ...process.env, ...this.commonEnv, ...p.env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -295,6 +296,9 @@ export class Stack {
       DNC_QUOTA_ADDR: this.addresses.quota,
       DNC_JOBS_ADDR: this.addresses.jobs,
       DNC_GATEWAY_URL: this.addresses.gateway,
+      ...Object.fromEntries(
+        Object.entries(this.addresses.adapters).map(([c, a]) => [`DNC_ADAPTER_ADDR_${c.toUpperCase()}`, a]),
+      ),
     };
   }
 
