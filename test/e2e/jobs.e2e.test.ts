@@ -199,21 +199,31 @@ describe('v2 durable scrub jobs end to end (issue 6)', () => {
 
   it('running -> failed: maintenance -> country_service_maintenance; temporary failure -> country_service_temporarily_unavailable', async () => {
     const before = await api.quota();
-    await drill('--fail', 'maintenance');
-    const m = await api.submit(['55 3322 1109']);
-    const failedM = await api.waitFor(m.body.job_id, (s) => s === 'failed');
-    expectJobResource(failedM.body, stack.baseUrl);
-    expect(failedM.body.error).toMatchObject({ error: 'country_service_maintenance', country: 'mx' });
-    expect(Date.parse(failedM.body.expires_at) - Date.now()).toBeGreaterThan(30 * 86_400_000 - 60_000);
+    // Admitted while the country serves; the country fails while the job waits, then it runs.
+    const admitThenFail = async (failure: string) => {
+      await stack.stop('job-worker');
+      let id = '';
+      try {
+        const job = await api.submit(['55 3322 1109']);
+        expect(job.status).toBe(202);
+        id = job.body.job_id;
+        await drill('--fail', failure);
+      } finally {
+        await stack.start('job-worker');
+      }
+      const failed = await api.waitFor(id, (s) => s === 'failed');
+      await drill('--clear');
+      expectJobResource(failed.body, stack.baseUrl);
+      return failed;
+    };
+    const m = await admitThenFail('maintenance');
+    expect(m.body.error).toMatchObject({ error: 'country_service_maintenance', country: 'mx' });
+    expect(Date.parse(m.body.expires_at) - Date.now()).toBeGreaterThan(30 * 86_400_000 - 60_000);
     const r = await api.result(m.body.job_id);
     expect(r.status).toBe(409);
-    await drill('--fail', 'unavailable');
-    const u = await api.submit(['55 3322 1110']);
-    const failedU = await api.waitFor(u.body.job_id, (s) => s === 'failed');
-    expect(failedU.body.error).toMatchObject({
-      error: 'country_service_temporarily_unavailable',
-      country: 'mx',
-    });
+    expect(r.body.error).toBe('job_result_not_ready');
+    const u = await admitThenFail('unavailable');
+    expect(u.body.error).toMatchObject({ error: 'country_service_temporarily_unavailable', country: 'mx' });
     // Quota released for both: nothing used, nothing reserved.
     await expect.poll(() => api.quota(), { timeout: 5_000 }).toEqual(before);
   });

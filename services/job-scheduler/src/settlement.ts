@@ -1,4 +1,4 @@
-import type { Client } from '@connectrpc/connect';
+import { type Client, Code, ConnectError } from '@connectrpc/connect';
 import type { Logger } from '@dnc/kit';
 import type { quotav1 } from '@dnc/proto';
 import type { JobMetrics } from './metrics.js';
@@ -25,6 +25,17 @@ export class QuotaSettlement {
       await this.store.markSettled(job.id);
       return true;
     } catch (error) {
+      const code = ConnectError.from(error).code;
+      if (code === Code.FailedPrecondition || code === Code.NotFound) {
+        // Final answers: the reservation was released (or never existed) elsewhere, for example by
+        // admission undoing a submit whose answer was lost. Retrying cannot change it.
+        this.logger.warn(
+          { job_id: job.id, code: Code[code] },
+          'reservation cannot be settled; recorded as final',
+        );
+        await this.store.markSettled(job.id);
+        return true;
+      }
       this.metrics.quotaSettleFailures.inc();
       this.logger.warn({ job_id: job.id, err: error }, 'quota settlement failed; will retry');
       return false;
