@@ -308,7 +308,14 @@ export function writtenForm(r, country) {
   const plan = PLANS[country];
   const roll = r();
   if (roll < 0.03) return decorate(r, spell(r, pick(r, FOREIGN)));
-  if (roll < 0.04)
+  if (roll < 0.05) {
+    // Any calling code, known or not, with too few to too many digits after it.
+    return decorate(
+      r,
+      spell(r, `${pick(r, ['+', '00', '009', '005', '09'])}${digits(r, 1 + Math.floor(r() * 22))}`),
+    );
+  }
+  if (roll < 0.06)
     return pick(r, ['', ' ', 'n/a', '-', '+', '0', '00', '+52', 'null', '12', '1 2 3', 'sin número']);
   return decorate(r, spell(r, dialed(r, country, plan, nationalDigits(r, plan))));
 }

@@ -1,5 +1,6 @@
 import { registryv1 } from '@dnc/proto';
 import { ar } from './generated/ar.js';
+import { CALLING_CODES, MAX_TRANSFORM_GROWTH } from './generated/calling-codes.js';
 import { co } from './generated/co.js';
 import { mx } from './generated/mx.js';
 import { type Classification, classifyReference, type NumberingCountry } from './reference.js';
@@ -9,8 +10,8 @@ import type { CountryTables } from './tables.js';
 // the inputs people really send to this country: number extraction, `+`/IDD + own calling code,
 // the calling code without `+`, the national prefix for parsing (with its transform rule), and the
 // validity check against the generated DFA. It decides only inputs inside that grammar and returns
-// UNDECIDED for everything else (letters or `#`/`;` inside the number, rarer extension forms, foreign
-// calling codes, two digits, ...); the caller then asks the reference. Every step cites the
+// UNDECIDED for everything else (letters or `#`/`;` inside the number, rarer extension forms, two
+// digits, ...); the caller then asks the reference. Every step cites the
 // libphonenumber-js source it mirrors, so a change there shows up in the differential test.
 //
 // Deliberate differences from the reference: none. Inputs outside the grammar are not decided here.
@@ -18,6 +19,7 @@ import type { CountryTables } from './tables.js';
 const INVALID_UNPARSEABLE = registryv1.Outcome.INVALID_UNPARSEABLE;
 const INVALID_LENGTH = registryv1.Outcome.INVALID_LENGTH;
 const INVALID_NUMBER = registryv1.Outcome.INVALID_NUMBER;
+const INVALID_WRONG_COUNTRY = registryv1.Outcome.INVALID_WRONG_COUNTRY;
 
 /** `decideFast` could not decide the input with certainty; ask the reference. */
 export const UNDECIDED = 0;
@@ -146,6 +148,16 @@ const COMPILED: Record<NumberingCountry, CompiledCountry> = {
   ar: compile('ar', ar),
   co: compile('co', co),
 };
+
+/** KNOWN_CALLING_CODE[length * 1000 + value]: 1 for a calling code of `length` digits. */
+const KNOWN_CALLING_CODE = new Uint8Array(4000);
+for (const code of CALLING_CODES.split(' ')) KNOWN_CALLING_CODE[code.length * 1000 + Number(code)] = 1;
+
+/**
+ * Above this many digits after a foreign calling code, parse() might throw TOO_LONG: the national
+ * number is at most the rest plus what a transform rule adds.
+ */
+const MAX_FOREIGN_REST = MAX_LENGTH_FOR_NSN - MAX_TRANSFORM_GROWTH;
 
 /** The libphonenumber-js release the generated tables come from. */
 export const TABLES_LIBPHONENUMBER_VERSION = mx.libphonenumberVersion;
@@ -399,6 +411,26 @@ function startsWithCallingCode(c: CompiledCountry, offset: number): boolean {
   return true;
 }
 
+/**
+ * extractCountryCallingCode.js for an international number DIGITS[offset..] that does not carry the
+ * own calling code: the first known calling code of 1 to 3 digits wins; none (also `+0...`) is
+ * INVALID_COUNTRY (unparseable); another country's code is `wrong_country` once parse() is sure not
+ * to throw TOO_SHORT/TOO_LONG first: with at least 2 digits after the code, the national number is
+ * either those digits or a stripped form no shorter than that plan's shortest possible length (>= 2,
+ * checked by the generator), and with at most MAX_FOREIGN_REST it cannot exceed 17 digits.
+ */
+function foreignCallingCode(offset: number): number {
+  let value = 0;
+  for (let length = 1; length <= 3 && offset + length <= digitCount; length++) {
+    value = value * 10 + DIGITS[offset + length - 1]!;
+    if (KNOWN_CALLING_CODE[length * 1000 + value] === 1) {
+      const rest = digitCount - offset - length;
+      return rest >= MIN_LENGTH_FOR_NSN && rest <= MAX_FOREIGN_REST ? -INVALID_WRONG_COUNTRY : UNDECIDED;
+    }
+  }
+  return -INVALID_UNPARSEABLE;
+}
+
 function keyOf(c: CompiledCountry, offset: number, length: number): number {
   let start = offset;
   if (c.stripMobileNine && length === 11 && NATIONAL[offset] === 9) start++;
@@ -437,17 +469,14 @@ export function decideFast(country: NumberingCountry, input: string): number {
   if (n < 3) return n === 1 && !hasExtension ? -INVALID_LENGTH : UNDECIDED;
   let national: number;
   if (hasPlus) {
-    // extractCountryCallingCode.js: `+0...` has no calling code (parse() throws INVALID_COUNTRY);
-    // other calling codes are left to the reference.
-    if (DIGITS[0] === 0) return -INVALID_UNPARSEABLE;
-    if (!startsWithCallingCode(c, 0)) return UNDECIDED;
+    if (!startsWithCallingCode(c, 0)) return foreignCallingCode(0);
     national = extractNational(c, DIGITS, c.cc.length, n - c.cc.length, NATIONAL);
   } else {
     // stripIddPrefix.js: an IDD prefix counts when something not starting with 0 follows it.
     const e = trieMatch(c.idd, DIGITS, 0, n);
     const iddLength = e < 0 ? 0 : c.iddLength[e]!;
     if (iddLength > 0 && iddLength < n && DIGITS[iddLength] !== 0) {
-      if (!startsWithCallingCode(c, iddLength)) return UNDECIDED;
+      if (!startsWithCallingCode(c, iddLength)) return foreignCallingCode(iddLength);
       const at = iddLength + c.cc.length;
       national = extractNational(c, DIGITS, at, n - at, NATIONAL);
     } else if (startsWithCallingCode(c, 0)) {

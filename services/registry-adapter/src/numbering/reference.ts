@@ -102,10 +102,9 @@ export function classifyReference(country: NumberingCountry, input: string): Cla
     throw error;
   }
   if (phone.countryCallingCode !== CALLING_CODE[country]) {
-    // A number of another country: `wrong_country` when it is a real number there, otherwise the
-    // structural reason under that country's plan.
-    if (phone.isValid()) return invalid(Outcome.INVALID_WRONG_COUNTRY);
-    return invalid(phone.isPossible() ? Outcome.INVALID_NUMBER : Outcome.INVALID_LENGTH);
+    // Read with another country's calling code: `wrong_country`, whether or not it is a valid number
+    // there (the caller sent it to the wrong country either way; +1 555 0100 is no Mexican number).
+    return invalid(Outcome.INVALID_WRONG_COUNTRY);
   }
   const national = phone.nationalNumber;
   if (phone.isValid()) {

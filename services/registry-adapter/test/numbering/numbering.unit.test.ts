@@ -80,6 +80,9 @@ describe('fast path coverage', () => {
     ['co', '+'],
     ['co', '5'],
     ['mx', '+0 55 1234 5678'],
+    ['mx', '+1 212 555 0123'],
+    ['co', '0057 300 123 4567'],
+    ['ar', '+999 1234 5678'],
   ] as const)('decides %s %j without the reference', (country, input) => {
     const decided = decideFast(country, input);
     expect(decided).not.toBe(UNDECIDED);
@@ -87,7 +90,7 @@ describe('fast path coverage', () => {
   });
 
   it.each([
-    ['mx', '+1 212 555 0123'],
+    ['mx', '+1 212 555 0123 4567 8901'],
     ['mx', '55 1234 5678;ext=1'],
     ['ar', '11 4123\t4567'],
     ['co', '55'],

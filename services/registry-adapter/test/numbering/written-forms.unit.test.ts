@@ -91,6 +91,7 @@ const MX: readonly Row[] = [
   ['+34 612 345 678', 'wrong_country'],
   ['001 212 555 0123', 'wrong_country'],
   ['+1 212 555 0123', 'wrong_country'],
+  ['+1 555 123 4567', 'wrong_country', 'not a valid US number, foreign all the same'],
 ];
 
 const AR: readonly Row[] = [
@@ -225,8 +226,8 @@ const CO: readonly Row[] = [
   ['1234567890', 'invalid_number'],
   ['300 123 45678', 'invalid_number'],
   ['0300 123 4567', 'invalid_number'],
-  ['0057 300 123 4567', 'invalid_number', 'in Colombia 005 is a carrier IDD: this is +7 300...'],
-  ['+1 300 123 4567', 'invalid_number'],
+  ['0057 300 123 4567', 'wrong_country', 'in Colombia 005 is a carrier IDD: this dials +7 300...'],
+  ['+1 300 123 4567', 'wrong_country', 'foreign calling code, valid there or not'],
   ['+34 612 345 678', 'wrong_country'],
   ['+52 55 1234 5678', 'wrong_country'],
   ['00 1 212 555 0123', 'invalid_length', '00 alone is not an IDD in Colombia'],
