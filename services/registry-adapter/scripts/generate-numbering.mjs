@@ -11,10 +11,12 @@
 // - the IDD prefix pattern and the national prefix for parsing, both finite languages, enumerated
 //   in the order a backtracking regular expression engine tries them (so "first entry that is a
 //   prefix of the input" is exactly what `RegExp.exec` with `^` returns), with the capture group.
+// And once, generated/calling-codes.ts: every calling code and the most digits a national prefix
+// transform rule adds (the fast path's foreign-number shortcut relies on both).
 // The generator understands only the regular-expression subset found in the metadata (digits,
 // \d, classes, groups, alternation, ?, *, +, {n}, {n,m}); anything else stops it with an error.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -447,12 +449,14 @@ function emit(t) {
   return out;
 }
 
-function biomeFormat(files) {
+// Formats through stdin so --check compares with exactly what a write would produce, without temp files.
+function biomeFormat(name, text) {
   const root = resolve(here, '../../..');
-  execFileSync(join(root, 'node_modules/.bin/biome'), ['format', '--write', ...files], {
-    cwd: root,
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  return execFileSync(
+    join(root, 'node_modules/.bin/biome'),
+    ['format', `--stdin-file-path=${join(outDir, name)}`],
+    { cwd: root, input: text, encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] },
+  );
 }
 
 // Every calling code, and a bound on how much a national prefix transform rule can lengthen a
@@ -495,37 +499,24 @@ function callingCodes() {
 const check = process.argv.includes('--check');
 const generated = COUNTRIES.map((c) => ({ name: `${c.toLowerCase()}.ts`, text: emit(countryTables(c)) }));
 generated.push({ name: 'calling-codes.ts', text: callingCodes() });
+const formatted = generated.map((g) => ({ name: g.name, text: biomeFormat(g.name, g.text) }));
 if (check) {
-  const dir = mkdtempSync(join(resolve(here, '../src/numbering'), '.check-'));
-  try {
-    const files = generated.map((g) => {
-      const file = join(dir, g.name);
-      writeFileSync(file, g.text);
-      return file;
-    });
-    biomeFormat(files);
-    const stale = generated.filter((g, i) => {
-      let current = '';
-      try {
-        current = readFileSync(join(outDir, g.name), 'utf8');
-      } catch {}
-      return current !== readFileSync(files[i], 'utf8');
-    });
-    if (stale.length) {
-      console.error(
-        `numbering tables are stale (${stale.map((g) => g.name).join(', ')}); run npm run generate:numbering`,
-      );
-      process.exitCode = 1;
-    } else console.log(`numbering tables up to date (libphonenumber-js ${libVersion})`);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-} else {
-  const files = generated.map((g) => {
-    const file = join(outDir, g.name);
-    writeFileSync(file, g.text);
-    return file;
+  const stale = formatted.filter((g) => {
+    try {
+      return readFileSync(join(outDir, g.name), 'utf8') !== g.text;
+    } catch {
+      return true;
+    }
   });
-  biomeFormat(files);
-  for (const g of generated) console.log(`wrote src/numbering/generated/${g.name}`);
+  if (stale.length) {
+    console.error(
+      `numbering tables are stale (${stale.map((g) => g.name).join(', ')}); run npm run generate:numbering`,
+    );
+    process.exitCode = 1;
+  } else console.log(`numbering tables up to date (libphonenumber-js ${libVersion})`);
+} else {
+  for (const g of formatted) {
+    writeFileSync(join(outDir, g.name), g.text);
+    console.log(`wrote src/numbering/generated/${g.name}`);
+  }
 }
