@@ -1,0 +1,132 @@
+// What the machine and its servers did during a phase: CPU seconds per process (from /proc), and the
+// bench database's PostgreSQL counters. Linux only; elsewhere the CPU figures are left out.
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import pg from 'pg';
+
+const TICKS = 100; // USER_HZ on Linux
+
+function cpuTicks(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime are fields 14 and 15 of stat; fields[0] here is field 3.
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return 0;
+  }
+}
+
+/** Pids of every process with this command name (the shared servers: postgres, redis-server, nats-server). */
+function pidsOf(comm) {
+  const pids = [];
+  let entries = [];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return pids;
+  }
+  for (const e of entries) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      if (readFileSync(`/proc/${e}/comm`, 'utf8').trim() === comm) pids.push(Number(e));
+    } catch {
+      // gone
+    }
+  }
+  return pids;
+}
+
+/** CPU seconds so far of each stack process, this process and the shared servers. */
+export function cpuSnapshot(stack) {
+  const snap = {};
+  for (const [name] of stack.processes) {
+    const pid = stack.child(name)?.pid;
+    if (pid) snap[name] = cpuTicks(pid) / TICKS;
+  }
+  const self = process.cpuUsage();
+  snap['bench (load generator)'] = (self.user + self.system) / 1e6;
+  for (const [label, comm] of [
+    ['postgres (server-wide)', 'postgres'],
+    ['redis (server-wide)', 'redis-server'],
+    ['nats (server-wide)', 'nats-server'],
+  ]) {
+    snap[label] = pidsOf(comm).reduce((s, pid) => s + cpuTicks(pid), 0) / TICKS;
+  }
+  return snap;
+}
+
+export function cpuDelta(before, after) {
+  const out = {};
+  for (const k of Object.keys(after)) out[k] = Math.round(((after[k] ?? 0) - (before[k] ?? 0)) * 1000) / 1000;
+  return out;
+}
+
+export function rssMiB(pid) {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (name) => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1]);
+    return { rss: Math.round(kb('VmRSS') / 1024), peak: Math.round(kb('VmHWM') / 1024) };
+  } catch {
+    return { rss: null, peak: null };
+  }
+}
+
+/** PostgreSQL counters of one database (statistics are flushed within about a second). */
+export async function pgCounters(databaseUrl) {
+  const name = new URL(databaseUrl).pathname.slice(1);
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const r = await client.query(
+      `SELECT xact_commit::float8 AS commits, tup_inserted::float8 AS inserted, tup_updated::float8 AS updated,
+              tup_deleted::float8 AS deleted, pg_current_wal_lsn() AS lsn
+         FROM pg_stat_database WHERE datname = $1`,
+      [name],
+    );
+    return r.rows[0];
+  } finally {
+    await client.end();
+  }
+}
+
+export function pgDelta(before, after) {
+  const lsn = (s) => {
+    const [hi, lo] = s.split('/');
+    return Number.parseInt(hi, 16) * 2 ** 32 + Number.parseInt(lo, 16);
+  };
+  return {
+    commits: after.commits - before.commits,
+    rows_inserted: after.inserted - before.inserted,
+    rows_updated: after.updated - before.updated,
+    rows_deleted: after.deleted - before.deleted,
+    wal_bytes_server_wide: lsn(after.lsn) - lsn(before.lsn),
+  };
+}
+
+export function environment(root) {
+  const git = (args) => {
+    try {
+      return execFileSync('git', args, {
+        cwd: root,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }).trim();
+    } catch {
+      return null;
+    }
+  };
+  const cpus = os.cpus();
+  return {
+    git_commit: git(['rev-parse', 'HEAD']),
+    git_dirty: (git(['status', '--porcelain', '--untracked-files=no']) ?? '') !== '',
+    node: process.version,
+    platform: `${os.platform()} ${os.release()} ${os.arch()}`,
+    cpu_model: cpus[0]?.model ?? 'unknown',
+    cores: os.availableParallelism(),
+    memory_gib: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
+    load_average_at_start: os.loadavg().map((l) => Math.round(l * 10) / 10),
+    started_at: new Date().toISOString(),
+  };
+}
