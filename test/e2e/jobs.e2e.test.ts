@@ -5,7 +5,7 @@ import {
   plaintextInPostgres,
   v2,
 } from '../../services/job-scheduler/test/support/e2e.js';
-import { killProcess } from '../../services/job-scheduler/test/support/harness.js';
+import { killProcess, waitAdapterServing } from '../../services/job-scheduler/test/support/harness.js';
 import { call } from '../support/http.js';
 import { loadRegistry, type SeededOrg, seedOrg } from '../support/seed.js';
 import { startTestStack, TEST_NATS_URL, type TestStack } from '../support/stack.js';
@@ -213,6 +213,7 @@ describe('v2 durable scrub jobs end to end (issue 6)', () => {
       }
       const failed = await api.waitFor(id, (s) => s === 'failed');
       await drill('--clear');
+      await waitAdapterServing(stack, 'mx');
       expectJobResource(failed.body, stack.baseUrl);
       return failed;
     };

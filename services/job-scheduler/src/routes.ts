@@ -18,7 +18,7 @@ import type { JobMetrics } from './metrics.js';
 import type { QuotaSettlement } from './settlement.js';
 import { BlobMissing, readBlob } from './store/blobs.js';
 import type { CleanupStore } from './store/cleanup.js';
-import { isJobId, type JobRow, type JobStore } from './store/jobs.js';
+import { canonicalInput, isJobId, type JobRow, type JobStore } from './store/jobs.js';
 
 const COUNTRY = /^[a-z]{2}$/;
 const MAX_INPUTS = 500_000;
@@ -46,6 +46,31 @@ export function jobMessage(job: JobRow, policy: RetentionPolicy): jobsv1.Job {
 
 const notFound = () => publicError(Code.NotFound, 'job_not_found');
 
+const invalidPhones = () =>
+  publicError(Code.InvalidArgument, 'validation_error', {
+    message: `phones: at most ${MAX_INPUTS} strings of at most 64 characters`,
+  });
+
+/**
+ * The durable input of a submit: `canonical_phones` (a JSON array of strings, stored as received once
+ * checked) or `phones` (serialized here). Either way bounded before anything is stored.
+ */
+function durableInput(req: jobsv1.SubmitJobRequest): { count: number; pieces: Iterable<string | Buffer> } {
+  if (req.canonicalPhones.length > 0) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(Buffer.from(req.canonicalPhones).toString('utf8'));
+    } catch {
+      throw invalidPhones();
+    }
+    if (!Array.isArray(parsed) || parsed.length > MAX_INPUTS) throw invalidPhones();
+    for (const p of parsed) if (typeof p !== 'string' || p.length > 64) throw invalidPhones();
+    return { count: parsed.length, pieces: [Buffer.from(req.canonicalPhones)] };
+  }
+  if (req.phones.length > MAX_INPUTS || req.phones.some((p) => p.length > 64)) throw invalidPhones();
+  return { count: req.phones.length, pieces: canonicalInput(req.phones) };
+}
+
 export interface RouteDeps {
   store: JobStore;
   cleanup: CleanupStore;
@@ -68,14 +93,14 @@ export function jobsService(deps: RouteDeps): ServiceImpl<typeof jobsv1.JobsServ
         throw publicError(Code.InvalidArgument, 'validation_error', { message: 'org_id and reservation_id' });
       if (!COUNTRY.test(req.country))
         throw publicError(Code.InvalidArgument, 'validation_error', { message: 'country' });
-      if (req.phones.length > MAX_INPUTS || req.phones.some((p) => p.length > 64))
-        throw publicError(Code.InvalidArgument, 'validation_error', { message: 'phones' });
+      const input = durableInput(req);
       const { job, created } = await store.submit({
         jobId: req.jobId,
         orgId: req.orgId,
         country: req.country,
         reservationId: req.reservationId,
-        phones: req.phones,
+        count: input.count,
+        input: input.pieces,
       });
       // The id names another organization's job (never expected: ids are random): refuse.
       if (job.orgId !== req.orgId || job.reservationId !== req.reservationId)

@@ -8,6 +8,7 @@ import {
   plaintextInDatabase,
   startJobsHarness,
   status,
+  waitAdapterServing,
 } from './support/harness.js';
 
 // Distinctive numbers: searched for afterwards in Postgres and in every process's logs.
@@ -143,6 +144,7 @@ describe('job scheduler through its gRPC API (real quota, adapter, Postgres, NAT
     } finally {
       await h.registry.setDrill({ clear: true });
     }
+    await waitAdapterServing(h.stack, 'mx');
     await h.registry.setDrill({ failure: registryv1.DrillFailure.UNAVAILABLE });
     try {
       const job = await h.submit(['55 4444 6666']);
@@ -150,6 +152,7 @@ describe('job scheduler through its gRPC API (real quota, adapter, Postgres, NAT
       expect(done.error?.error).toBe('country_service_temporarily_unavailable');
     } finally {
       await h.registry.setDrill({ clear: true });
+      await waitAdapterServing(h.stack, 'mx');
     }
     await expect.poll(() => h.reserved(), { timeout: 5_000 }).toEqual(before);
   });

@@ -67,24 +67,21 @@ export function jobResource(job: jobsv1.Job, baseUrl: string): Record<string, un
 }
 
 /**
- * UTF-8 bytes of the durable input (the phones as one JSON array, as the scheduler stores it) and a
- * conservative estimate of the complete result: every input in its longest possible place, an
+ * The durable input exactly as the scheduler stores it (the phones as one UTF-8 JSON array, in order)
+ * and a conservative estimate of the complete result: every input in its longest possible place, an
  * `invalid_numbers` entry with the longest reason, plus the fixed keys and the summary.
  */
-export function durableSizes(phones: readonly string[]): { canonicalInput: number; resultEstimate: number } {
-  let json = 0;
-  for (const p of phones) json += Buffer.byteLength(JSON.stringify(p), 'utf8');
-  const separators = Math.max(0, phones.length - 1);
+export function durableInput(phones: readonly string[]): { canonical: Buffer; resultEstimate: number } {
+  const canonical = Buffer.from(JSON.stringify(phones), 'utf8');
+  // The quoted inputs alone: the canonical array without its brackets and separating commas.
+  const quoted = canonical.length - 2 - Math.max(0, phones.length - 1);
   // `{"input":` + value + `,"reason":"registry_rejected"}` and a comma.
   const perInvalid = '{"input":,"reason":"registry_rejected"}'.length + 1;
   const fixed =
     '{"prohibited_numbers_to_call":[],"safe_numbers_to_call":[],"invalid_numbers":[],"summary":{}}'.length +
     '"total_checked":,"prohibited_numbers":,"safe_numbers":,"invalid_numbers":'.length +
     4 * String(phones.length).length;
-  return {
-    canonicalInput: 2 + json + separators,
-    resultEstimate: fixed + json + perInvalid * phones.length,
-  };
+  return { canonical, resultEstimate: fixed + quoted + perInvalid * phones.length };
 }
 
 function routeSchema(operationId: string) {
@@ -124,8 +121,8 @@ export function v2Routes(config: GatewayConfig, upstreams: Upstreams) {
         const { country, phones } = request.body;
         const auth = request.auth!;
 
-        const sizes = durableSizes(phones);
-        if (sizes.canonicalInput > LIMITS.maxBodyBytes)
+        const sizes = durableInput(phones);
+        if (sizes.canonical.length > LIMITS.maxBodyBytes)
           return sendMapped(
             reply,
             toHttp('payload_too_large', 'The durable input exceeds 26,214,400 bytes.'),
@@ -189,7 +186,8 @@ export function v2Routes(config: GatewayConfig, upstreams: Upstreams) {
               orgId: auth.orgId,
               reservationId: admitted.admissionId,
               country,
-              phones,
+              // One bytes field instead of up to 500,000 strings: far cheaper to encode and decode.
+              canonicalPhones: sizes.canonical,
             },
             { timeoutMs: deadline.remaining() },
           );

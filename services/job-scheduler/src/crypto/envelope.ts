@@ -105,13 +105,13 @@ export function openSegment(
   return open(dek, sealed, aad('segment', binding, seq, last));
 }
 
-/** Split text into UTF-8 segments of at most `segmentBytes` bytes each (at least one segment). */
-export function* segmentsOf(pieces: Iterable<string>, segmentBytes = 1 << 20): Generator<Buffer> {
+/** Split text (or bytes) into segments of at most `segmentBytes` bytes each (at least one segment). */
+export function* segmentsOf(pieces: Iterable<string | Buffer>, segmentBytes = 1 << 20): Generator<Buffer> {
   let pending: Buffer[] = [];
   let size = 0;
   let emitted = false;
   for (const piece of pieces) {
-    let buf = Buffer.from(piece, 'utf8');
+    let buf = typeof piece === 'string' ? Buffer.from(piece, 'utf8') : piece;
     while (size + buf.length >= segmentBytes) {
       const take = segmentBytes - size;
       pending.push(buf.subarray(0, take));

@@ -9,7 +9,7 @@ export async function writeBlob(
   client: PoolClient,
   keys: KeyRing,
   binding: BlobBinding,
-  pieces: Iterable<string>,
+  pieces: Iterable<string | Buffer>,
 ): Promise<{ segments: number; bytes: number }> {
   const { dek, kekId, wrapped } = keys.newDataKey(binding);
   const sealed: Buffer[] = [];

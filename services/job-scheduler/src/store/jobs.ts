@@ -98,7 +98,9 @@ export class JobStore {
     orgId: string;
     country: string;
     reservationId: string;
-    phones: readonly string[];
+    /** Number of inputs, and the durable input (a JSON array of the phones, in order). */
+    count: number;
+    input: Iterable<string | Buffer>;
   }): Promise<{ job: JobRow; created: boolean }> {
     const existing = await this.find(input.jobId);
     if (existing) return { job: existing, created: false };
@@ -112,7 +114,7 @@ export class JobStore {
             input.jobId,
             input.orgId,
             input.country,
-            input.phones.length,
+            input.count,
             input.reservationId,
             this.policy.hardCapSeconds,
           ],
@@ -125,7 +127,7 @@ export class JobStore {
           client,
           this.keys,
           { jobId: input.jobId, orgId: input.orgId, kind: 'input' },
-          canonicalInput(input.phones),
+          input.input,
         );
         return { job: toRow(r.rows[0] as Raw), created: true };
       });

@@ -184,12 +184,14 @@ export class JobWorker {
       return r.cancelRequested ? 'cancel' : 'go';
     };
     try {
+      const t0 = performance.now();
       const input = await readBlobWhole(store.pool, this.deps.keys, {
         jobId: job.id,
         orgId: job.orgId,
         kind: 'input',
       });
       const phones = JSON.parse(input.toString('utf8')) as string[];
+      const t1 = performance.now();
       const outcomes = await executeUnits(
         job.country,
         phones,
@@ -211,7 +213,19 @@ export class JobWorker {
           callTimeoutMs: this.options.callTimeoutMs,
         },
       );
+      const t2 = performance.now();
       const done = await store.complete(job.id, token, () => renderResult(phones, outcomes));
+      // Phase timings only: no inputs, no outcomes.
+      this.deps.logger.info(
+        {
+          job_id: job.id,
+          inputs: phones.length,
+          read_ms: Math.round(t1 - t0),
+          check_ms: Math.round(t2 - t1),
+          store_ms: Math.round(performance.now() - t2),
+        },
+        'job executed',
+      );
       if (done.kind !== 'lost') {
         this.finished(done.job);
         await settlement.settle(done.job);

@@ -6,10 +6,13 @@ import { create } from '@bufbuild/protobuf';
 import { type Client, createClient } from '@connectrpc/connect';
 import { ensureDatabase, grpcTransport } from '@dnc/kit';
 import { jobsv1, quotav1, registryv1 } from '@dnc/proto';
+import { Kvm } from '@nats-io/kv';
+import { connect } from '@nats-io/transport-node';
 import pg from 'pg';
 import {
   type ProcessName,
   startTestStack,
+  TEST_NATS_URL,
   type TestStack,
   type TestStackOptions,
   uniqueDatabaseUrl,
@@ -165,4 +168,35 @@ export async function killProcess(stack: TestStack, name: ProcessName): Promise<
   await stack.kill(name);
   const managed = stack.processes.get(name);
   if (managed) managed.child = undefined;
+}
+
+/**
+ * Wait until the country's adapter announces itself as serving again in discovery (after a drill is
+ * cleared, its entry is refreshed within a heartbeat).
+ */
+export async function waitAdapterServing(
+  stack: TestStack,
+  country: string,
+  timeoutMs = 10_000,
+): Promise<void> {
+  const nc = await connect({ servers: TEST_NATS_URL });
+  try {
+    const kv = await new Kvm(nc).open(`${stack.natsPrefix}dnc_adapters`);
+    const since = Date.now();
+    const deadline = since + timeoutMs;
+    while (Date.now() < deadline) {
+      const keys = await kv.keys(`${country}.>`);
+      for await (const key of keys) {
+        const e = await kv.get(key);
+        const entry = e?.string()
+          ? (JSON.parse(e.string()) as { status: string; updated_at: string })
+          : undefined;
+        if (entry?.status === 'serving' && Date.parse(entry.updated_at) > since) return;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`adapter ${country} did not announce serving`);
+  } finally {
+    await nc.close();
+  }
 }
