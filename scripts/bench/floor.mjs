@@ -8,12 +8,16 @@
 //
 // Prints one JSON object; `npm run bench` runs it as a child process and prints each service figure
 // beside its floor.
+import { createHmac } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { ScrubRequest } from '@dnc/api-contract';
 import { buildScrubResult } from '@dnc/kit';
 import { registryv1 } from '@dnc/proto';
+import Ajv from 'ajv';
 import { now, round, summarize } from './stats.mjs';
 import { body, COUNTRY, inputs, registryLines } from './workload.mjs';
 
@@ -87,6 +91,59 @@ function expectSummary(label, summary, expected) {
     throw new Error(`floor ${label}: summary ${JSON.stringify(summary)} != ${JSON.stringify(expected)}`);
 }
 
+/**
+ * Not the floor: the per-number work the service adds on the way, each piece timed alone on the same
+ * 10,000-number body, to attribute the gateway's and the adapter's time beyond the floor. Fastify's
+ * body schema (Ajv with the gateway's options), the request fingerprint (HMAC-SHA256), and protobuf-es
+ * encoding and decoding of CheckRequest and CheckResponse on both sides of the gRPC hop.
+ */
+function servicePieces(bodyText, phones, numbering, index, warmup, runs) {
+  const ajv = new Ajv({ removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false });
+  const validate = ajv.compile(ScrubRequest);
+  const outcomes = Array.from(classify(phones, numbering, index));
+  const request = toBinary(
+    registryv1.CheckRequestSchema,
+    create(registryv1.CheckRequestSchema, { country: COUNTRY, phones }),
+  );
+  const response = toBinary(
+    registryv1.CheckResponseSchema,
+    create(registryv1.CheckResponseSchema, { outcomes, snapshotId: 'floor' }),
+  );
+  const pieces = {
+    schema_validation: () => {
+      if (!validate(JSON.parse(bodyText))) throw new Error('the bench body does not validate');
+    },
+    fingerprint_hmac: () =>
+      createHmac('sha256', 'local-development-fingerprint-secret')
+        .update(JSON.stringify([COUNTRY, phones]))
+        .digest('hex'),
+    check_request_encode: () =>
+      toBinary(
+        registryv1.CheckRequestSchema,
+        create(registryv1.CheckRequestSchema, { country: COUNTRY, phones }),
+      ),
+    check_request_decode: () => fromBinary(registryv1.CheckRequestSchema, request),
+    check_response_encode: () =>
+      toBinary(
+        registryv1.CheckResponseSchema,
+        create(registryv1.CheckResponseSchema, { outcomes, snapshotId: 'floor' }),
+      ),
+    check_response_decode: () => fromBinary(registryv1.CheckResponseSchema, response),
+  };
+  const out = {};
+  for (const [name, fn] of Object.entries(pieces)) {
+    const samples = [];
+    for (let i = 0; i < warmup + runs; i++) {
+      const t0 = now();
+      fn();
+      if (i >= warmup) samples.push(now() - t0);
+    }
+    out[name] = summarize(samples);
+  }
+  // schema_validation includes a JSON.parse; the parse alone is the floor's.
+  return out;
+}
+
 export async function runFloor({ size, runs, warmup, jobSize, concurrentJobSize, singleMs }) {
   const { createNumbering, RegistryIndex, KeyBuffer, checkPhones, LocalProvider } = await adapterParts();
   const numbering = createNumbering(COUNTRY, 'fast');
@@ -115,6 +172,8 @@ export async function runFloor({ size, runs, warmup, jobSize, concurrentJobSize,
   }
   out.v1_10k_ms = stages(v1Samples);
   out.v1_10k_result_bytes = v1Samples[0].bytes;
+
+  out.v1_10k_service_pieces_ms = servicePieces(v1Body, v1.phones, numbering, index, warmup, runs);
 
   // v1: single-number requests back to back for `singleMs`.
   const singles = Array.from({ length: 1000 }, (_, i) => body(inputs(1, size, i + 100).phones));

@@ -24,7 +24,7 @@ import { connect } from '@nats-io/transport-node';
 import autocannon from 'autocannon';
 import Redis from 'ioredis';
 import pg from 'pg';
-import { now, round, sig, timeRuns } from './stats.mjs';
+import { now, round, sig, summarize, timeRuns } from './stats.mjs';
 import { cpuDelta, cpuSnapshot, environment, pgCounters, pgDelta, rssMiB } from './system.mjs';
 import { printReport } from './table.mjs';
 import { body, COUNTRY, inputs, writeRegistryFile } from './workload.mjs';
@@ -350,6 +350,56 @@ async function benchV1One(ctx) {
     smoke ? 20 : 100,
     smoke ? 5 : 20,
   );
+}
+
+/**
+ * Where the fixed cost of a v1 request goes: the gateway's three admission calls and a one-number
+ * Check, each alone over gRPC, sequentially (the rest of a one-number request is the gateway's HTTP).
+ */
+async function benchV1FixedSplit(ctx) {
+  const admission = createClient(admissionv1.AdmissionService, grpcTransport(ctx.stack.addresses.admission));
+  const adapter = createClient(
+    registryv1.RegistryAdapterService,
+    grpcTransport(ctx.stack.addresses.adapters[COUNTRY]),
+  );
+  const runs = smoke ? 20 : 100;
+  const warmup = smoke ? 5 : 20;
+  const samples = { authenticate: [], admit: [], check_one: [], complete: [] };
+  for (let i = 0; i < warmup + runs; i++) {
+    const phones = inputs(1, CONFIG.registry_size, i + 5_000).phones;
+    let t = now();
+    await admission.authenticate({ apiKey: ctx.apiKey, clientAddress: '127.0.0.1' }, { timeoutMs: 5_000 });
+    const auth = now() - t;
+    t = now();
+    const admitted = await admission.admit(
+      {
+        orgId: ctx.orgId,
+        keyId: ctx.keyId,
+        country: COUNTRY,
+        idempotencyKey: `bench-split-${ctx.run}-${i}`,
+        fingerprint: `v1:${createHmac('sha256', 'bench')
+          .update(JSON.stringify([COUNTRY, phones]))
+          .digest('hex')}`,
+        inputCount: 1,
+        kind: admissionv1.RequestKind.SYNC,
+      },
+      { timeoutMs: 5_000 },
+    );
+    const admit = now() - t;
+    t = now();
+    await adapter.check({ country: COUNTRY, phones }, { timeoutMs: 5_000 });
+    const check = now() - t;
+    t = now();
+    await admission.complete({ admissionId: admitted.admissionId }, { timeoutMs: 5_000 });
+    const complete = now() - t;
+    if (i >= warmup) {
+      samples.authenticate.push(auth);
+      samples.admit.push(admit);
+      samples.check_one.push(check);
+      samples.complete.push(complete);
+    }
+  }
+  return Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, summarize(v)]));
 }
 
 function autocannonRun(ctx, seconds, tag) {
@@ -693,6 +743,12 @@ async function main() {
         count: r.n + (smoke ? 5 : 20),
         unit: 'request',
       }),
+    );
+    results.v1_fixed_split = await phase(
+      ctx,
+      'v1 fixed cost split (gRPC)',
+      () => benchV1FixedSplit(ctx),
+      (r) => ({ count: r.admit.n + (smoke ? 5 : 20), unit: 'request' }),
     );
     results.v1_10k = await phase(
       ctx,

@@ -85,7 +85,11 @@ export async function pgCounters(databaseUrl) {
          FROM pg_stat_database WHERE datname = $1`,
       [name],
     );
-    return r.rows[0];
+    const t = await client.query(
+      `SELECT schemaname || '.' || relname AS name, (n_tup_ins + n_tup_upd + n_tup_del)::float8 AS writes
+         FROM pg_stat_user_tables`,
+    );
+    return { ...r.rows[0], tables: Object.fromEntries(t.rows.map((x) => [x.name, x.writes])) };
   } finally {
     await client.end();
   }
@@ -102,6 +106,11 @@ export function pgDelta(before, after) {
     rows_updated: after.updated - before.updated,
     rows_deleted: after.deleted - before.deleted,
     wal_bytes_server_wide: lsn(after.lsn) - lsn(before.lsn),
+    rows_written_by_table: Object.fromEntries(
+      Object.entries(after.tables)
+        .map(([name, n]) => [name, n - (before.tables[name] ?? 0)])
+        .filter(([, n]) => n > 0),
+    ),
   };
 }
 

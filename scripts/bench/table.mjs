@@ -106,6 +106,37 @@ export function reportRows(r) {
     fmtRatio(ratio(rest, floorRest)),
     'parse+schema+HMAC+encode+build+send',
   );
+  const sp = f.v1_10k_service_pieces_ms;
+  if (sp) {
+    add(
+      'v1',
+      '    of which protobuf-es CheckRequest encode (in process)',
+      ms(sp.check_request_encode.p50),
+      '',
+      '',
+      'gateway side of the gRPC hop',
+    );
+    add(
+      'v1',
+      '    of which body schema (Ajv) + fingerprint HMAC (in process)',
+      ms(sp.schema_validation.p50 - fl.parse.p50 + sp.fingerprint_hmac.p50),
+      '',
+      '',
+      '',
+    );
+  }
+  const fx = r.v1_fixed_split;
+  if (fx) {
+    const rpc = fx.authenticate.p50 + fx.admit.p50 + fx.check_one.p50 + fx.complete.p50;
+    add(
+      'v1',
+      '  fixed cost: Authenticate / Admit / Check(1) / Complete p50',
+      `${ms(fx.authenticate.p50)} / ${ms(fx.admit.p50)} / ${ms(fx.check_one.p50)} / ${ms(fx.complete.p50)}`,
+      '',
+      '',
+      `sum ${ms(rpc)}; gateway HTTP rest ${ms(fixed - rpc)}`,
+    );
+  }
   add('v1', '  gateway server time (mean, its histogram)', ms(v.gateway_server_mean_ms), '', '', '');
 
   const u = r.v1_sustained;
