@@ -10,7 +10,14 @@ import { prng, realisticForm } from './written-forms.mjs';
 const SIZE = Number(process.argv[2] ?? 100_000);
 const SEED = Number(process.argv[3] ?? 7);
 
+// Best of five windows: the machine is shared, and interference only ever slows a window down.
 function rate(normalize, inputs, minMillis) {
+  let best = 0;
+  for (let i = 0; i < 5; i++) best = Math.max(best, window(normalize, inputs, minMillis / 5));
+  return best;
+}
+
+function window(normalize, inputs, minMillis) {
   let sink = 0;
   let calls = 0;
   const start = performance.now();
@@ -45,7 +52,7 @@ for (const country of NUMBERING_COUNTRIES) {
   const decidedRate = rate(fast.normalize, decidedInputs, 1000);
   console.log(
     `${country}: reference ${fmt(referenceRate)}/s, fast ${fmt(fastRate)}/s (x${(fastRate / referenceRate).toFixed(1)}; ` +
-      `${fmt(decidedRate)}/s on the inputs it decides itself), fallback ${((100 * fallbacks) / SIZE).toFixed(2)}%, ` +
+      `${fmt(decidedRate)}/s on the inputs it decides itself), fallback ${((100 * fallbacks) / SIZE).toFixed(3)}% (${fallbacks}), ` +
       `mismatches ${mismatches}`,
   );
   if (mismatches > 0) process.exitCode = 1;

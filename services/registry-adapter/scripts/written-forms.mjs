@@ -340,7 +340,15 @@ export function realisticForm(r, country) {
   else if (roll < 0.95) s = dialed(r, country, plan, national);
   else if (roll < 0.97) s = `${national} ext ${digits(r, 2)}`;
   else if (roll < 0.98) s = `tel:+${plan.cc}-${national}`;
-  else if (roll < 0.99) s = pick(r, FOREIGN);
-  else s = pick(r, ['', 'n/a', '5', `${national.slice(0, 7)}`]);
+  else if (roll < 0.985) s = pick(r, FOREIGN);
+  else if (roll < 0.99) {
+    // Messy cells: two numbers, a spelled-out extension, a note glued to the digits.
+    s = pick(r, [
+      `${national} / ${national.slice(0, 4)}${digits(r, plan.length - 4)}`,
+      `${national} extensión ${digits(r, 3)}`,
+      `${national}#${digits(r, 2)}`,
+      `${national.slice(0, 5)}o${national.slice(5)}`,
+    ]);
+  } else s = pick(r, ['', 'n/a', '5', `${national.slice(0, 7)}`]);
   return r() < 0.05 ? `${s} ` : s;
 }
