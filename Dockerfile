@@ -5,34 +5,26 @@
 # Pin by digest in the release pipeline (node:22.23.3-bookworm-slim@sha256:...) once it can reach the registry.
 ARG NODE_IMAGE=node:22.23.3-bookworm-slim
 
+# ---- manifests: only the npm manifests of the root and every workspace ----
+# The dependency layer below is then rebuilt only when a manifest or the lockfile changes, and a new
+# workspace needs no edit here.
+FROM ${NODE_IMAGE} AS manifests
+WORKDIR /src
+COPY . .
+RUN find . -type f ! -name package.json ! -name package-lock.json -delete \
+ && find . -depth -type d -empty -delete
+
 # ---- build: all dependencies, compile every workspace to its dist/, then keep production deps only ----
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 ENV npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false
-# Manifests first so the dependency layer is cached until a manifest or the lockfile changes.
-COPY package.json package-lock.json ./
-COPY packages/proto/package.json packages/proto/
-COPY packages/kit/package.json packages/kit/
-COPY packages/api-contract/package.json packages/api-contract/
-COPY packages/admin-cli/package.json packages/admin-cli/
-COPY packages/sdk/package.json packages/sdk/
-COPY packages/cli/package.json packages/cli/
-COPY services/registry-adapter/package.json services/registry-adapter/
-COPY services/quota/package.json services/quota/
-COPY services/admission/package.json services/admission/
-COPY services/job-scheduler/package.json services/job-scheduler/
-COPY services/gateway/package.json services/gateway/
+COPY --from=manifests /src/ ./
 RUN --mount=type=cache,target=/root/.npm npm ci --ignore-scripts
-COPY tsconfig.base.json tsconfig.json ./
-COPY protos ./protos
-COPY packages ./packages
-COPY services ./services
-COPY scripts ./scripts
-RUN npm run build \
+COPY . .
+RUN --mount=type=cache,target=/root/.npm npm run build \
  && find . -name '*.tsbuildinfo' -not -path './node_modules/*' -delete \
  && find . -name node_modules -type d -prune -exec rm -rf {} + \
- && npm ci --omit=dev --ignore-scripts \
- && npm cache clean --force
+ && npm ci --omit=dev --ignore-scripts
 
 # ---- runtime: production dependencies and compiled output, non-root, read-only root fs friendly ----
 FROM ${NODE_IMAGE} AS runtime

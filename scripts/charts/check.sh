@@ -61,7 +61,7 @@ go_install() {
   local name=$1 pkg=$2 version=$3
   if [[ -x $BIN/$name && -f $BIN/.$name-$version ]]; then return; fi
   echo "installing $name $version"
-  GOBIN=$BIN go install "$pkg@$version"
+  GOBIN=$BIN go install -ldflags='-s -w' "$pkg@$version"
   rm -f "$BIN/.$name-"*
   touch "$BIN/.$name-$version"
 }
@@ -69,47 +69,71 @@ go_install() {
 module_dir() { go mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'; }
 
 t0=$(date +%s)
-go_install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION"
-go_install kubeconform github.com/yannh/kubeconform/cmd/kubeconform "$KUBECONFORM_VERSION"
-# helm-unittest's go.mod has a replace directive, which `go install pkg@version` refuses: build
-# it as the main module from its module source instead.
-if [[ ! -x $BIN/helm-unittest || ! -f $BIN/.helm-unittest-$HELM_UNITTEST_VERSION ]]; then
-  echo "installing helm-unittest $HELM_UNITTEST_VERSION"
+# promtool (Debian) downloads while the Go tools compile.
+promtool_pid=
+if ! command -v promtool >/dev/null; then
+  echo "installing promtool (Debian package prometheus)"
+  (
+    sudo_cmd=()
+    [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+    apt_install=("${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300
+      install -y -q --no-install-recommends prometheus)
+    "${apt_install[@]}" >"$CACHE/apt.log" 2>&1 || {
+      "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=300 update -q >>"$CACHE/apt.log" 2>&1
+      "${apt_install[@]}" >>"$CACHE/apt.log" 2>&1
+    } || {
+      cat "$CACHE/apt.log" >&2
+      exit 1
+    }
+  ) &
+  promtool_pid=$!
+fi
+
+# kubeconform and the schema generator are small; they build beside the Helm tools.
+kubeschemas_sum=$(cat "$ROOT/scripts/charts/kubeschemas/"{main.go,go.mod,go.sum} | sha256sum | cut -c1-16)
+(
+  go_install kubeconform github.com/yannh/kubeconform/cmd/kubeconform "$KUBECONFORM_VERSION"
+  if [[ ! -x $BIN/kubeschemas || ! -f $BIN/.kubeschemas-$kubeschemas_sum ]]; then
+    echo "building kubeschemas"
+    (cd "$ROOT/scripts/charts/kubeschemas" && go build -ldflags='-s -w' -o "$BIN/kubeschemas" .)
+    rm -f "$BIN/.kubeschemas-"*
+    touch "$BIN/.kubeschemas-$kubeschemas_sum"
+  fi
+  for pair in "${KUBE_SCHEMA_VERSIONS[@]}"; do
+    kube=${pair%%:*} clientgo=${pair##*:}
+    dir=$CACHE/schemas/$kube-$kubeschemas_sum
+    if [[ ! -f $dir/.done ]]; then
+      rm -rf "$dir"
+      kubeschemas "$(module_dir "k8s.io/client-go@$clientgo")" "$dir"
+      touch "$dir/.done"
+    fi
+  done
+) &
+small_tools_pid=$!
+
+# helm-unittest's go.mod has a replace directive, which `go install pkg@version` refuses: build it
+# as the main module from its module source, and the helm CLI in the same module, so both share
+# one dependency graph and one set of compiled packages (half the cold build time).
+if [[ ! -x $BIN/helm-unittest || ! -f $BIN/.helm-unittest-$HELM_UNITTEST_VERSION ||
+  ! -x $BIN/helm || ! -f $BIN/.helm-$HELM_VERSION ]]; then
+  echo "building helm-unittest $HELM_UNITTEST_VERSION and helm $HELM_VERSION"
   src=$(module_dir "github.com/helm-unittest/helm-unittest@$HELM_UNITTEST_VERSION")
   work=$(mktemp -d)
   cp -R "$src/." "$work" && chmod -R u+w "$work"
-  (cd "$work" && go build -o "$BIN/helm-unittest" ./cmd/helm-unittest)
+  (
+    cd "$work"
+    go build -ldflags='-s -w' -o "$BIN/helm-unittest" ./cmd/helm-unittest
+    # The Helm version helm-unittest v1.1.2 requires; checked so a bump cannot drift silently.
+    [[ $(go list -m -f '{{.Version}}' helm.sh/helm/v3) == "$HELM_VERSION" ]]
+    go build -mod=mod -o "$BIN/helm" \
+      -ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" helm.sh/helm/v3/cmd/helm
+  )
   rm -rf "$work"
-  rm -f "$BIN/.helm-unittest-"*
-  touch "$BIN/.helm-unittest-$HELM_UNITTEST_VERSION"
+  rm -f "$BIN/.helm-unittest-"* "$BIN/.helm-"v*
+  touch "$BIN/.helm-unittest-$HELM_UNITTEST_VERSION" "$BIN/.helm-$HELM_VERSION"
 fi
-kubeschemas_sum=$(cat "$ROOT/scripts/charts/kubeschemas/"{main.go,go.mod,go.sum} | sha256sum | cut -c1-16)
-if [[ ! -x $BIN/kubeschemas || ! -f $BIN/.kubeschemas-$kubeschemas_sum ]]; then
-  echo "building kubeschemas"
-  (cd "$ROOT/scripts/charts/kubeschemas" && go build -o "$BIN/kubeschemas" .)
-  rm -f "$BIN/.kubeschemas-"*
-  touch "$BIN/.kubeschemas-$kubeschemas_sum"
-fi
-for pair in "${KUBE_SCHEMA_VERSIONS[@]}"; do
-  kube=${pair%%:*} clientgo=${pair##*:}
-  dir=$CACHE/schemas/$kube-$kubeschemas_sum
-  if [[ ! -f $dir/.done ]]; then
-    rm -rf "$dir"
-    kubeschemas "$(module_dir "k8s.io/client-go@$clientgo")" "$dir"
-    touch "$dir/.done"
-  fi
-done
-if ! command -v promtool >/dev/null; then
-  echo "installing promtool (Debian package prometheus)"
-  sudo_cmd=()
-  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
-  apt_install=("${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300
-    install -y --no-install-recommends prometheus)
-  "${apt_install[@]}" || {
-    "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=300 update -q
-    "${apt_install[@]}"
-  }
-fi
+wait "$small_tools_pid"
+[[ -z $promtool_pid ]] || wait "$promtool_pid"
 echo "helm $(helm version --template '{{.Version}}'), kubeconform $(kubeconform -v)," \
   "$(promtool --version 2>&1 | head -1) - tools ready in $(($(date +%s) - t0)) s"
 
