@@ -6,11 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 npm run generate --silent
 paths=(packages/proto/src/gen packages/api-contract/openapi.json packages/sdk/src/gen)
-if [ -d services/registry-adapter/src/numbering/generated ]; then
-  paths+=(services/registry-adapter/src/numbering/generated)
-fi
+# Numbering tables generated from libphonenumber-js metadata (one command: npm run generate:numbering).
+npm run check:numbering --silent
 if [ -n "$(git status --porcelain -- "${paths[@]}")" ]; then
-  echo "generated code is stale; run 'npm run generate' (and 'npm run generate:numbering') and commit:" >&2
+  echo "generated code is stale; run 'npm run generate' and commit:" >&2
   git status --porcelain -- "${paths[@]}" >&2
   git diff --stat -- "${paths[@]}" >&2
   exit 1
