@@ -1,0 +1,118 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { chmodSync, chownSync, mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+// Private servers for fault tests: restarting the shared PostgreSQL or NATS would break every other
+// suite running at the same time, so a test that restarts one starts its own.
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitPort(port: number, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const c = net.connect({ port, host: '127.0.0.1' });
+      c.once('connect', () => {
+        c.destroy();
+        resolve(true);
+      });
+      c.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`port ${port} did not open`);
+}
+
+export interface PrivateServer {
+  url: string;
+  restart(downMs?: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** nats-server with JetStream and file storage that survives its own restart. */
+export async function privateNats(): Promise<PrivateServer> {
+  const port = await freePort();
+  const dir = mkdtempSync(path.join(tmpdir(), 'dnc-nats-'));
+  let child: ChildProcess | undefined;
+  const start = async () => {
+    child = spawn('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', dir], {
+      stdio: 'ignore',
+    });
+    await waitPort(port);
+  };
+  const halt = async () => {
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise((r) => child!.once('exit', r));
+    child.kill('SIGTERM');
+    await exited;
+  };
+  await start();
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    async restart(downMs = 1_000) {
+      await halt();
+      await new Promise((r) => setTimeout(r, downMs));
+      await start();
+    },
+    async stop() {
+      await halt();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const PG_BIN = '/usr/lib/postgresql/15/bin';
+
+/** A throwaway PostgreSQL 15 cluster (trust auth), run as the postgres user when we are root. */
+export async function privatePostgres(): Promise<PrivateServer> {
+  const port = await freePort();
+  const dir = mkdtempSync(path.join(tmpdir(), 'dnc-pg-'));
+  const data = path.join(dir, 'data');
+  const asRoot = process.getuid?.() === 0;
+  if (asRoot) {
+    const uid = Number(execFileSync('id', ['-u', 'postgres']).toString());
+    const gid = Number(execFileSync('id', ['-g', 'postgres']).toString());
+    chownSync(dir, uid, gid);
+    chmodSync(dir, 0o700);
+  }
+  const run = (bin: string, args: string[]) =>
+    asRoot
+      ? execFileSync('runuser', ['-u', 'postgres', '--', path.join(PG_BIN, bin), ...args], {
+          stdio: 'ignore',
+        })
+      : execFileSync(path.join(PG_BIN, bin), args, { stdio: 'ignore' });
+  run('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync']);
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`;
+  const start = () => run('pg_ctl', ['-D', data, '-o', options, '-w', '-l', path.join(dir, 'log'), 'start']);
+  const halt = () => run('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']);
+  start();
+  await waitPort(port);
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    async restart(downMs = 1_000) {
+      halt();
+      await new Promise((r) => setTimeout(r, downMs));
+      start();
+      await waitPort(port);
+    },
+    async stop() {
+      try {
+        halt();
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  };
+}
