@@ -529,6 +529,7 @@ async function runJobGrpc(ctx, size, seed, tag) {
   const mac = createHmac('sha256', secret)
     .update(JSON.stringify([COUNTRY, parsed.phones]))
     .digest('hex');
+  const tParsed = now();
   const admitted = await admission.admit(
     {
       orgId: ctx.orgId,
@@ -541,6 +542,7 @@ async function runJobGrpc(ctx, size, seed, tag) {
     },
     { timeoutMs: 5_000 },
   );
+  const tAdmit = now();
   const submitted = await jobs.submitJob(
     {
       jobId: admitted.jobId,
@@ -552,6 +554,7 @@ async function runJobGrpc(ctx, size, seed, tag) {
     { timeoutMs: 30_000 },
   );
   const jobId = submitted.job.jobId;
+  const tSubmitted = now();
   await admission.confirmJob({ admissionId: admitted.admissionId, jobId }, { timeoutMs: 5_000 });
   const tAdmitted = now();
   let status = submitted.job.status;
@@ -579,6 +582,12 @@ async function runJobGrpc(ctx, size, seed, tag) {
     result_bytes: text.length,
     total_ms: round(tDownloaded - t0, 1),
     admission_ms: round(tAdmitted - t0, 1),
+    admission_split_ms: {
+      parse_and_fingerprint: round(tParsed - t0, 1),
+      admit: round(tAdmit - tParsed, 1),
+      submit_job: round(tSubmitted - tAdmit, 1),
+      confirm_job: round(tAdmitted - tSubmitted, 1),
+    },
     queue_wait_ms: round(Number(row.queue_ms), 1),
     execution_ms: round(Number(row.exec_ms), 1),
     until_succeeded_seen_ms: round(tDone - tAdmitted, 1),
