@@ -246,6 +246,42 @@ else
   fail "promtool test rules"
   echo "$report" | sed 's/^/     /'
 fi
+# Every dnc_* series the alerts and the dashboard query must be a metric the services define.
+if report=$(node -e '
+  const fs = require("node:fs");
+  const path = require("node:path");
+  const [root, ...queried] = process.argv.slice(1);
+  const defined = new Set();
+  const walk = (dir) => {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory() && !["node_modules", "dist", "test", "gen"].includes(e.name)) walk(p);
+      else if (e.isFile() && p.endsWith(".ts") && !p.endsWith(".test.ts")) {
+        for (const m of fs.readFileSync(p, "utf8").matchAll(/["\x27](dnc_[a-z0-9_]+)["\x27]/g)) defined.add(m[1]);
+      }
+    }
+  };
+  for (const top of ["services", "packages"]) walk(path.join(root, top));
+  const base = (n) => n.replace(/_(bucket|count|sum)$/, "");
+  const missing = new Set();
+  let used = 0;
+  for (const f of queried) {
+    for (const m of fs.readFileSync(f, "utf8").matchAll(/\b(dnc_[a-z0-9_]+)/g)) {
+      if (m[1].startsWith("dnc_scrub")) continue;
+      used += 1;
+      if (!defined.has(m[1]) && !defined.has(base(m[1]))) missing.add(m[1]);
+    }
+  }
+  if (missing.size) {
+    console.log(`not defined by any service: ${[...missing].join(", ")}`);
+    process.exit(1);
+  }
+  console.log(`${used} references, all defined`);' "$ROOT" "$files/alerts.rules.yaml" "$files/dashboard.json" 2>&1); then
+  ok "alert and dashboard metrics exist in the services: $report"
+else
+  fail "alert and dashboard metrics"
+  echo "$report" | sed 's/^/     /'
+fi
 # The dashboard must stay loadable JSON.
 if report=$(node -e '
   const d = JSON.parse(require("node:fs").readFileSync(process.argv[1], "utf8"));
