@@ -9,6 +9,7 @@ import type { GatewayConfig } from './config.js';
 import { PublicHttpError, sendMapped, toHttp } from './errors.js';
 import { systemRoutes } from './routes/system.js';
 import { v1Routes } from './routes/v1.js';
+import { v2Routes } from './routes/v2.js';
 
 export interface AppDeps {
   config: GatewayConfig;
@@ -144,6 +145,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   await app.register(systemRoutes(health));
   await app.register(v1Routes(config, upstreams));
+  await app.register(v2Routes(config, upstreams));
 
   // The interface description (no authentication) and a docs page rendered from the same document.
   const document = buildOpenApiDocument();
