@@ -290,7 +290,8 @@ export class AdmissionStore {
     );
     if (inserted.rowCount === 1) return undefined;
     const r = await this.pool.query(
-      `SELECT fingerprint, kind, state, claimed_at, admission_id, job_id
+      `SELECT fingerprint, kind, state, admission_id, job_id,
+              (extract(epoch FROM now() - claimed_at) * 1000)::float8 AS age_ms
        FROM admission.idempotency_records WHERE key_id = $1 AND key_hash = $2`,
       [keyId, keyHash],
     );
@@ -304,7 +305,9 @@ export class AdmissionStore {
       fingerprint: row.fingerprint,
       kind: KIND_OF[row.kind as number] ?? 'sync',
       state: row.state as RecordState,
-      claimedAtMs: (row.claimed_at as Date).getTime(),
+      // The age comes from the database clock that wrote claimed_at: replicas' clock skew cannot
+      // make a live claim look abandoned.
+      claimedAtMs: Date.now() - Number(row.age_ms),
       admissionId: row.admission_id,
       jobId: row.job_id,
     };
