@@ -3,6 +3,7 @@ import type { AdapterDirectory } from '@dnc/kit';
 import type { registryv1 } from '@dnc/proto';
 import { backoffMs, classifyAdapterError, type FailureCause, JobFailure } from '../domain/failures.js';
 import { isConclusive } from '../domain/result.js';
+import { checkRequest } from './check-request.js';
 
 /** Why execution stopped before every unit completed, other than a job failure. */
 export class ExecutionStopped extends Error {
@@ -84,10 +85,9 @@ export async function executeUnits(
       }
       try {
         const signal = AbortSignal.any([hooks.signal, AbortSignal.timeout(options.callTimeoutMs)]);
-        const res = await clients(adapter.address).check(
-          { country, phones: phones.slice(from, to) as string[] },
-          { signal },
-        );
+        const res = await clients(adapter.address).check(checkRequest(country, phones.slice(from, to)), {
+          signal,
+        });
         if (res.outcomes.length !== to - from || !res.outcomes.every(isConclusive)) {
           lastCause = { kind: 'inconclusive' };
           continue;

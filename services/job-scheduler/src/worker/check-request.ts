@@ -1,0 +1,54 @@
+import { create } from '@bufbuild/protobuf';
+import { WireType } from '@bufbuild/protobuf/wire';
+import { registryv1 } from '@dnc/proto';
+
+const PHONES_FIELD = 2;
+const PHONES_TAG = (PHONES_FIELD << 3) | WireType.LengthDelimited;
+
+function varintLength(n: number): number {
+  let len = 1;
+  while (n >= 0x80) {
+    n >>>= 7;
+    len++;
+  }
+  return len;
+}
+
+function writeVarint(buf: Buffer, pos: number, n: number): number {
+  while (n >= 0x80) {
+    buf[pos++] = (n & 0x7f) | 0x80;
+    n >>>= 7;
+  }
+  buf[pos++] = n;
+  return pos;
+}
+
+/**
+ * A CheckRequest whose `phones` are pre-encoded in one pass. protobuf-es encodes a repeated string
+ * field element by element (about 1 s for 500,000 inputs on this machine); the wire format of the
+ * field is simply `tag len bytes` per element, which this writes into one buffer and hands to the
+ * serializer as the field's raw bytes (protobuf-es writes unknown-field data verbatim after its tag).
+ * The receiver decodes an ordinary `repeated string phones`; a unit test checks the bytes decode to
+ * the same request.
+ */
+export function checkRequest(country: string, phones: readonly string[]): registryv1.CheckRequest {
+  if (phones.length === 0) return create(registryv1.CheckRequestSchema, { country, phones: [] });
+  let size = 0;
+  const lengths = new Array<number>(phones.length);
+  for (let i = 0; i < phones.length; i++) {
+    const n = Buffer.byteLength(phones[i]!, 'utf8');
+    lengths[i] = n;
+    // Every element but the first carries its own tag; the serializer writes the first one.
+    size += (i === 0 ? 0 : 1) + varintLength(n) + n;
+  }
+  const data = Buffer.allocUnsafe(size);
+  let pos = 0;
+  for (let i = 0; i < phones.length; i++) {
+    if (i > 0) data[pos++] = PHONES_TAG;
+    pos = writeVarint(data, pos, lengths[i]!);
+    pos += data.write(phones[i]!, pos, 'utf8');
+  }
+  const request = create(registryv1.CheckRequestSchema, { country, phones: [] });
+  request.$unknown = [{ no: PHONES_FIELD, wireType: WireType.LengthDelimited, data }];
+  return request;
+}
