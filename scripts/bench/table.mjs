@@ -257,7 +257,14 @@ export function reportRows(r) {
       '',
     );
   } else {
-    add('v2', 'FAILED', r.v2_error ?? '-', '', '', '< 6 s, admission < 1.5 s');
+    add(
+      'v2',
+      'FAILED (details in bench-results.json)',
+      (r.v2_error ?? '-').slice(0, 60),
+      '',
+      '',
+      '< 6 s, admission < 1.5 s',
+    );
   }
 
   const summary = {
