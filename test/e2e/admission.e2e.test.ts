@@ -218,6 +218,42 @@ describe('admission and quota end to end (issue 3)', () => {
     expect(await usage(org.orgId)).toHaveLength(1);
   });
 
+  it('v2: parallel identical submissions make one job and one reservation; an exact retry replays it', async () => {
+    const org = await seedOrg(stack, ['co'], { name: 'Jobs', quota: 1000 });
+    const k = key();
+    const body = { country: 'co', phones: ['3001234567', '3001234568', '3001234569'] };
+    const submit = () =>
+      call(stack.baseUrl, 'POST', '/v2/scrub', {
+        apiKey: org.apiKey,
+        idempotencyKey: k,
+        json: body,
+        headers: { 'x-forwarded-for': '198.51.100.13' },
+      });
+    const responses = await Promise.all(Array.from({ length: 8 }, submit));
+    const accepted = responses.filter((r) => r.status === 202 || r.status === 200);
+    expect(accepted.length).toBeGreaterThanOrEqual(1);
+    for (const r of responses) {
+      expect([200, 202, 409]).toContain(r.status);
+      if (r.status === 409) expect(r.body.error).toBe('idempotency_request_in_progress');
+      rateHeaders(r);
+    }
+    const jobIds = new Set(accepted.map((r) => r.body.job_id));
+    expect(jobIds.size).toBe(1);
+    const retry = await submit();
+    expect([200, 202]).toContain(retry.status);
+    expect(retry.body.job_id).toBe([...jobIds][0]);
+    expect(retry.headers.get('idempotency-replayed')).toBe('true');
+    // One reservation (or, once the job finished, one usage record) of 3: never two.
+    const q = await quota(org.orgId);
+    expect(q.used + q.reserved).toBe(3);
+    const reused = await call(stack.baseUrl, 'POST', '/v2/scrub', {
+      apiKey: org.apiKey,
+      idempotencyKey: k,
+      json: { ...body, phones: [...body.phones].reverse() },
+    });
+    expect([reused.status, reused.body.error]).toEqual([409, 'idempotency_key_reused']);
+  });
+
   it('a revoked key stops working on a second gateway process within 2 seconds', async () => {
     const org = await seedOrg(stack, ['co'], { name: 'Revocation' });
     const port = await freePort();
