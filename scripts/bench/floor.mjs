@@ -9,6 +9,7 @@
 // Prints one JSON object; `npm run bench` runs it as a child process and prints each service figure
 // beside its floor.
 import { createHmac } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -17,11 +18,19 @@ import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { ScrubRequest } from '@dnc/api-contract';
 import { buildScrubResult } from '@dnc/kit';
 import { registryv1 } from '@dnc/proto';
-import Ajv from 'ajv';
 import { now, round, summarize } from './stats.mjs';
 import { body, COUNTRY, inputs, registryLines } from './workload.mjs';
 
 const ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
+/** The Ajv the gateway's fastify compiles its schemas with (resolved through fastify, not a copy of ours). */
+function gatewayAjv() {
+  const fromGateway = createRequire(path.join(ROOT, 'services/gateway/package.json'));
+  const fromFastify = createRequire(fromGateway.resolve('fastify'));
+  const fromCompiler = createRequire(fromFastify.resolve('@fastify/ajv-compiler'));
+  const ajv = fromCompiler('ajv');
+  return ajv.default ?? ajv;
+}
+
 const adapterDist = (p) => pathToFileURL(path.join(ROOT, 'services/registry-adapter/dist', p)).href;
 
 /** The adapter's own pieces, from its build output. */
@@ -98,6 +107,7 @@ function expectSummary(label, summary, expected) {
  * encoding and decoding of CheckRequest and CheckResponse on both sides of the gRPC hop.
  */
 function servicePieces(bodyText, phones, numbering, index, warmup, runs) {
+  const Ajv = gatewayAjv();
   const ajv = new Ajv({ removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false });
   const validate = ajv.compile(ScrubRequest);
   const outcomes = Array.from(classify(phones, numbering, index));
