@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { v2 } from '../../services/job-scheduler/test/support/e2e.js';
+import { plaintextInPostgres, v2 } from '../../services/job-scheduler/test/support/e2e.js';
 import { loadRegistry, type SeededOrg, seedOrg } from '../support/seed.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
 
@@ -33,6 +33,13 @@ describe('a 500,000-input job end to end (issue 6)', () => {
   });
 
   afterAll(async () => {
+    if (stack) {
+      // A sample of the inputs (every 10,007th) must not appear in plaintext anywhere.
+      const sample = phones(500_000).filter((_, i) => i % 10_007 === 0);
+      expect(await plaintextInPostgres(stack.databaseUrl, sample)).toEqual([]);
+      const logs = stack.logs();
+      for (const n of sample) expect(logs).not.toContain(n);
+    }
     await stack?.teardown();
   });
 
