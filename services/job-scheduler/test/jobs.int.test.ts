@@ -1,7 +1,10 @@
 import { ConnectError } from '@connectrpc/connect';
 import { readPublicReason } from '@dnc/kit';
 import { registryv1 } from '@dnc/proto';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TEST_NATS_URL } from '../../../test/support/stack.js';
 import {
   type JobsHarness,
   killProcess,
@@ -14,7 +17,16 @@ import {
 // Distinctive numbers: searched for afterwards in Postgres and in every process's logs.
 const LISTED = ['+52 55 8123 4567', '55 8123 4568'];
 const NOT_LISTED = ['+52 33 9876 5432'];
-const NEEDLES = ['8123 4567', '81234567', '81234568', '98765432', '9876 5432'];
+const NEEDLES = [
+  '8123 4567',
+  '81234567',
+  '81234568',
+  '98765432',
+  '9876 5432',
+  '8888 1111',
+  '88881111',
+  '8888 2222',
+];
 
 async function reason(p: Promise<unknown>): Promise<string | undefined> {
   try {
@@ -31,7 +43,12 @@ describe('job scheduler through its gRPC API (real quota, adapter, Postgres, NAT
   beforeAll(async () => {
     h = await startJobsHarness({
       registry: ['+525581234567', '+525581234568'],
-      env: { DNC_SWEEP_INTERVAL_MS: '200', DNC_ADAPTER_RETRIES: '1', DNC_LOG_LEVEL: 'info' },
+      env: {
+        DNC_SWEEP_INTERVAL_MS: '200',
+        DNC_ADAPTER_RETRIES: '1',
+        DNC_LOG_LEVEL: 'info',
+        DNC_REDISPATCH_AFTER_MS: '2000',
+      },
       processEnv: {
         'job-worker': { DNC_WORKER_UNIT_SIZE: '2', DNC_JOB_LEASE_MS: '2000', DNC_JOBS_ACK_WAIT_MS: '3000' },
       },
@@ -195,6 +212,58 @@ describe('job scheduler through its gRPC API (real quota, adapter, Postgres, NAT
       'RUNNING',
       'SUCCEEDED',
     ]);
+  });
+
+  it('a lost work message only delays the job: the reconciler publishes it again', async () => {
+    await h.stack.stop('job-worker');
+    let jobId = '';
+    try {
+      jobId = (await h.submit(['55 8888 1111'])).jobId;
+      // Lose the message: purge the work queue while no worker is there to take it.
+      const nc = await connect({ servers: TEST_NATS_URL });
+      try {
+        const jsm = await jetstreamManager(nc);
+        await jsm.streams.purge(`${h.stack.natsPrefix}DNC_JOBS`);
+        expect((await jsm.streams.info(`${h.stack.natsPrefix}DNC_JOBS`)).state.messages).toBe(0);
+      } finally {
+        await nc.close();
+      }
+    } finally {
+      await h.stack.start('job-worker');
+    }
+    const done = await h.waitFor(jobId, (j) => j.status === status.SUCCEEDED, 20_000);
+    expect(done.status).toBe(status.SUCCEEDED);
+    expect((await h.admin.getJobDetail({ jobId })).attempts).toBe(1);
+  });
+
+  it('a duplicated work message never runs a job twice', async () => {
+    await h.registry.setDrill({ latencyMs: 1_500 });
+    try {
+      const job = await h.submit(['55 8888 2222', '55 8888 3333']);
+      await h.waitFor(job.jobId, (j) => j.status === status.RUNNING);
+      const nc = await connect({ servers: TEST_NATS_URL });
+      try {
+        const js = jetstream(nc);
+        // The same work again under other message ids (the stream's duplicate window would drop the id).
+        for (const n of [1, 2])
+          await js.publish(`${h.stack.natsPrefix}dnc.jobs.mx`, JSON.stringify({ job_id: job.jobId }), {
+            msgID: `${job.jobId}.dup${n}`,
+          });
+      } finally {
+        await nc.close();
+      }
+      const before = await h.reserved();
+      await h.waitFor(job.jobId, (j) => j.status === status.SUCCEEDED, 20_000);
+      await new Promise((r) => setTimeout(r, 1_000));
+      const detail = await h.admin.getJobDetail({ jobId: job.jobId });
+      expect(detail.attempts).toBe(1);
+      expect(detail.history.filter((x) => x.status === status.SUCCEEDED)).toHaveLength(1);
+      await expect
+        .poll(() => h.reserved(), { timeout: 5_000 })
+        .toEqual({ used: before.used + 2, reserved: 0 });
+    } finally {
+      await h.registry.setDrill({ clear: true });
+    }
   });
 
   it('operator view lists jobs by state and never returns numbers; cleanup status is observable', async () => {
