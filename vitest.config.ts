@@ -4,6 +4,9 @@ import { defineConfig } from 'vitest/config';
 //   unit         pure logic, no I/O                               *.unit.test.ts
 //   integration  real PostgreSQL, Redis, NATS (URLs from env)     *.int.test.ts
 //   e2e          services as separate processes, real HTTP/gRPC   *.e2e.test.ts
+// Integration suites share the real servers, each in its own database and NATS prefix, and run in
+// parallel. Each e2e file starts a whole stack of processes, so `npm test` runs them one file at a
+// time after the others (`--no-file-parallelism`): file parallelism is not a per-project option.
 export default defineConfig({
   test: {
     projects: [
@@ -21,8 +24,6 @@ export default defineConfig({
           globalSetup: ['./test/global-setup.ts'],
           testTimeout: 60_000,
           hookTimeout: 60_000,
-          // Suites share the real servers; each one uses its own database and NATS prefix.
-          fileParallelism: true,
         },
       },
       {
@@ -32,8 +33,6 @@ export default defineConfig({
           globalSetup: ['./test/global-setup.ts'],
           testTimeout: 120_000,
           hookTimeout: 120_000,
-          // Each e2e file starts its own stack of processes; two cores run them one at a time.
-          fileParallelism: false,
         },
       },
     ],

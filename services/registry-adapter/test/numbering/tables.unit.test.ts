@@ -20,7 +20,11 @@ const TYPES = [
 ] as const;
 
 function patternsOf(country: string): Array<[bit: number, pattern: RegExp]> {
-  const metadata = new Metadata();
+  // nationalNumberPattern() and type() are libphonenumber-js internals, not in its type declarations.
+  const metadata = new Metadata() as Metadata & {
+    nationalNumberPattern(): string;
+    type(name: string): { pattern(): string } | undefined;
+  };
   metadata.selectNumberingPlan(country.toUpperCase() as 'MX');
   const out: Array<[number, RegExp]> = [[1, new RegExp(`^(?:${metadata.nationalNumberPattern()})$`)]];
   TYPES.forEach((type, index) => {

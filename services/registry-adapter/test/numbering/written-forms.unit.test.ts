@@ -248,20 +248,23 @@ describe.each(['mx', 'ar', 'co'] as const)('written forms of %s numbers', (count
 
   describe.each(IMPLEMENTATIONS)('%s implementation', (implementation) => {
     const numbering = createNumbering(country, implementation);
-    it.each(rows)('%j -> %s', (input, expected) => {
-      const c = numbering.classify(input);
-      const n = numbering.normalize(input);
-      if (typeof expected === 'number') {
-        expect(c.key).toBe(expected);
-        expect(n).toBe(expected);
-        expect(reasonOf(c.outcome)).toBeUndefined();
-        expect(c.e164).toMatch(/^\+[1-9]\d{7,15}$/);
-      } else {
-        expect(reasonOf(c.outcome)).toBe(expected);
-        expect(c.key).toBe(0);
-        expect(c.e164).toBeNull();
-        expect(n).toBe(-c.outcome);
-      }
-    });
+    it.each(rows.map(([input, expected]) => [input, expected] as [string, Row[1]]))(
+      '%j -> %s',
+      (input, expected) => {
+        const c = numbering.classify(input);
+        const n = numbering.normalize(input);
+        if (typeof expected === 'number') {
+          expect(c.key).toBe(expected);
+          expect(n).toBe(expected);
+          expect(reasonOf(c.outcome)).toBeUndefined();
+          expect(c.e164).toMatch(/^\+[1-9]\d{7,15}$/);
+        } else {
+          expect(reasonOf(c.outcome)).toBe(expected);
+          expect(c.key).toBe(0);
+          expect(c.e164).toBeNull();
+          expect(n).toBe(-c.outcome);
+        }
+      },
+    );
   });
 });
