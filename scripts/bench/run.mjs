@@ -9,7 +9,7 @@
 // noisy; the targets are printed beside the figures. Exit code is non-zero only when the bench could
 // not run (or a response was wrong).
 import { spawn } from 'node:child_process';
-import { createHmac } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -19,7 +19,7 @@ import { fromBinary } from '@bufbuild/protobuf';
 import { createClient } from '@connectrpc/connect';
 import { Stack, uniqueSuffix } from '@dnc/devstack';
 import { grpcTransport } from '@dnc/kit';
-import { admissionv1, jobsv1, registryv1 } from '@dnc/proto';
+import { admissionv1, jobsv1, quotav1, registryv1 } from '@dnc/proto';
 import grpc from '@grpc/grpc-js';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
@@ -460,6 +460,46 @@ async function benchV1FixedSplit(ctx) {
   return Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, summarize(v)]));
 }
 
+/**
+ * The quota ledger alone: Reserve + Commit pairs (what every v1 request does) from 32 concurrent
+ * callers, first all on ONE account (organization, country, month), then spread over 8 accounts.
+ * Every Reserve and Commit locks its account row until its transaction is durable, so one account
+ * serializes; the difference between the two figures is that lock.
+ */
+async function benchQuotaLock(ctx) {
+  const quota = createClient(quotav1.QuotaService, grpcTransport(ctx.stack.addresses.quota));
+  const admin = createClient(quotav1.QuotaAdminService, grpcTransport(ctx.stack.addresses.quota));
+  const accounts = Array.from({ length: 8 }, (_, i) => `bench-quota-${ctx.run}-${i}`);
+  for (const orgId of accounts)
+    await admin.setLimit({ orgId, country: COUNTRY, limit: 1_000_000_000_000n }, { timeoutMs: 5_000 });
+  const seconds = smoke ? 2 : 10;
+  const run = async (orgsUsed) => {
+    let pairs = 0;
+    const until = now() + seconds * 1000;
+    const latencies = [];
+    const caller = async (c) => {
+      const orgId = accounts[c % orgsUsed];
+      while (now() < until) {
+        const reservationId = randomUUID();
+        const t = now();
+        await quota.reserve(
+          { reservationId, orgId, country: COUNTRY, amount: 1n, kind: quotav1.UsageKind.SYNC },
+          { timeoutMs: 10_000 },
+        );
+        await quota.commit({ reservationId }, { timeoutMs: 10_000 });
+        latencies.push(now() - t);
+        pairs++;
+      }
+    };
+    const t0 = now();
+    await Promise.all(Array.from({ length: 32 }, (_, c) => caller(c)));
+    return { pairs, pairs_per_s: round(pairs / ((now() - t0) / 1000), 0), latency_ms: summarize(latencies) };
+  };
+  const one = await run(1);
+  const eight = await run(8);
+  return { concurrency: 32, seconds, one_account: one, eight_accounts: eight };
+}
+
 function autocannonRun(ctx, seconds, tag) {
   const bodies = Array.from({ length: 1000 }, (_, i) =>
     body(inputs(1, CONFIG.registry_size, i + 1000).phones),
@@ -816,6 +856,12 @@ async function main() {
       'v1 fixed cost split (gRPC)',
       () => benchV1FixedSplit(ctx),
       (r) => ({ count: r.admit.n + (smoke ? 5 : 20), unit: 'request' }),
+    );
+    results.quota_lock = await phase(
+      ctx,
+      'quota Reserve+Commit, one vs 8 accounts',
+      () => benchQuotaLock(ctx),
+      (r) => ({ count: r.one_account.pairs + r.eight_accounts.pairs, unit: 'pair' }),
     );
     results.v1_10k = await phase(
       ctx,

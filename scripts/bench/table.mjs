@@ -77,6 +77,25 @@ export function reportRows(r) {
     'adapter checkPhones vs bare loop',
   );
 
+  const q = r.quota_lock;
+  if (q) {
+    add(
+      'quota',
+      `Reserve+Commit pairs/s, ${q.concurrency} callers: one account / 8 accounts`,
+      `${int(q.one_account.pairs_per_s)} / ${int(q.eight_accounts.pairs_per_s)}`,
+      '',
+      '',
+      'one account = one row lock per (org, country, month)',
+    );
+    add(
+      'quota',
+      '  pair latency p50 / p99: one account | 8 accounts',
+      `${ms(q.one_account.latency_ms.p50)} / ${ms(q.one_account.latency_ms.p99)} | ${ms(q.eight_accounts.latency_ms.p50)} / ${ms(q.eight_accounts.latency_ms.p99)}`,
+      '',
+      '',
+      '',
+    );
+  }
   const v = r.v1_10k;
   const v1Ratio = ratio(v.end_to_end_ms.p50, f.v1_10k_ms.total.p50);
   add(
