@@ -266,6 +266,46 @@ describe('job scheduler through its gRPC API (real quota, adapter, Postgres, NAT
     }
   });
 
+  it('a graceful worker stop mid-job hands the job back; the next worker resumes it at once', async () => {
+    await h.registry.setDrill({ latencyMs: 1_500 });
+    const job = await h.submit(['55 8888 4444', '55 8888 5555', '55 8888 6666']);
+    await h.waitFor(job.jobId, (j) => j.status === status.RUNNING);
+    await h.stack.stop('job-worker');
+    await h.registry.setDrill({ clear: true });
+    const stoppedAt = Date.now();
+    await h.stack.start('job-worker');
+    await h.waitFor(job.jobId, (j) => j.status === status.SUCCEEDED, 20_000);
+    // Not after a lease or ack timeout: the lease was released and the message nak'ed on the way out.
+    expect(Date.now() - stoppedAt).toBeLessThan(10_000);
+    const detail = await h.admin.getJobDetail({ jobId: job.jobId });
+    expect(detail.attempts).toBe(2);
+    expect(detail.history.filter((x) => x.status === status.SUCCEEDED)).toHaveLength(1);
+  });
+
+  it('metrics: the fixed job metric names are exported', async () => {
+    const text = await (
+      await fetch(`http://127.0.0.1:${h.stack.addresses.metrics['job-scheduler']}/metrics`)
+    ).text();
+    for (const name of [
+      'dnc_jobs{',
+      'dnc_job_duration_seconds_bucket',
+      'dnc_jobs_near_hard_cap',
+      'dnc_cleanup_pending',
+      'dnc_cleanup_failures_total',
+    ])
+      expect(text).toContain(name);
+    expect(text).toMatch(/dnc_jobs\{[^}]*state="succeeded"[^}]*\} [1-9]/);
+    // Dispatch lag is observed by the worker that first starts a job (per process), right after the
+    // claim; poll instead of racing it.
+    const fresh = await h.submit(['55 8888 7777']);
+    await h.waitFor(fresh.jobId, (j) => j.status === status.SUCCEEDED);
+    const workerMetrics = async () =>
+      (await fetch(`http://127.0.0.1:${h.stack.addresses.metrics['job-worker']}/metrics`)).text();
+    await expect
+      .poll(workerMetrics, { timeout: 5_000 })
+      .toMatch(/dnc_job_dispatch_lag_seconds_count\{[^}]*\} [1-9]/);
+  });
+
   it('operator view lists jobs by state and never returns numbers; cleanup status is observable', async () => {
     const list = await h.admin.listJobs({ orgId: h.org, status: status.SUCCEEDED });
     expect(list.jobs.length).toBeGreaterThan(0);
