@@ -5,7 +5,7 @@ import {
   plaintextInPostgres,
   v2,
 } from '../../services/job-scheduler/test/support/e2e.js';
-import { killProcess, waitAdapterServing } from '../../services/job-scheduler/test/support/harness.js';
+import { waitAdapterServing } from '../../services/job-scheduler/test/support/harness.js';
 import { call } from '../support/http.js';
 import { loadRegistry, type SeededOrg, seedOrg } from '../support/seed.js';
 import { startTestStack, TEST_NATS_URL, type TestStack } from '../support/stack.js';
@@ -262,7 +262,7 @@ describe('v2 durable scrub jobs end to end (issue 6)', () => {
     const phones = ['55 3322 1112', '55 3322 1113', '55 3322 1114', '55 3322 1115'];
     const job = await api.submit(phones);
     await api.waitFor(job.body.job_id, (s) => s === 'running');
-    await killProcess(stack, 'job-worker');
+    await stack.kill('job-worker');
     await drill('--clear');
     await stack.start('job-worker');
     await api.waitFor(job.body.job_id, (s) => s === 'succeeded', 40_000);

@@ -7,7 +7,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_NATS_URL } from '../../../test/support/stack.js';
 import {
   type JobsHarness,
-  killProcess,
   plaintextInDatabase,
   startJobsHarness,
   status,
@@ -196,7 +195,7 @@ describe('job scheduler through its gRPC API (real quota, adapter, Postgres, NAT
     const phones = ['55 6666 7777', '55 6666 8888', '55 6666 9999', '55 7777 0000'];
     const job = await h.submit(phones);
     await h.waitFor(job.jobId, (j) => j.status === status.RUNNING);
-    await killProcess(h.stack, 'job-worker');
+    await h.stack.kill('job-worker');
     await h.registry.setDrill({ clear: true });
     await h.stack.start('job-worker');
     const done = await h.waitFor(job.jobId, (j) => j.status === status.SUCCEEDED, 40_000);

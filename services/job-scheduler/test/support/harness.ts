@@ -4,13 +4,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { create } from '@bufbuild/protobuf';
 import { type Client, createClient } from '@connectrpc/connect';
-import { ensureDatabase, grpcTransport } from '@dnc/kit';
+import { grpcTransport } from '@dnc/kit';
 import { jobsv1, quotav1, registryv1 } from '@dnc/proto';
 import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
 import pg from 'pg';
 import {
-  type ProcessName,
   startTestStack,
   TEST_NATS_URL,
   type TestStack,
@@ -51,9 +50,7 @@ export async function startJobsHarness(
   const dir = mkdtempSync(path.join(tmpdir(), 'dnc-jobs-'));
   const seedFile = path.join(dir, 'registry.txt');
   writeFileSync(seedFile, `${(options.registry ?? []).join('\n')}\n`);
-  // Created up front: services starting together race on CREATE DATABASE (kit reports 23505 then).
   const databaseUrl = options.databaseUrl ?? uniqueDatabaseUrl('jobs');
-  await ensureDatabase(databaseUrl);
   const stack = await startTestStack({
     databaseUrl,
     countries: ['mx'],
@@ -159,16 +156,6 @@ export async function plaintextInDatabase(db: pg.Pool, needles: string[]): Promi
 }
 
 export const status = jobsv1.JobStatus;
-
-/**
- * `kill -9` a process so that `stack.start` can start it again. Stack.start treats a child without an
- * exit code as running, and a child killed by a signal has none (only a signalCode).
- */
-export async function killProcess(stack: TestStack, name: ProcessName): Promise<void> {
-  await stack.kill(name);
-  const managed = stack.processes.get(name);
-  if (managed) managed.child = undefined;
-}
 
 /**
  * Wait until the country's adapter announces itself as serving again in discovery (after a drill is
