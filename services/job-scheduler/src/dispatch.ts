@@ -1,5 +1,5 @@
 import { type Logger, type NatsConnection, natsNames } from '@dnc/kit';
-import { type JetStreamClient, jetstream } from '@nats-io/jetstream';
+import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { JobRow, JobStore } from './store/jobs.js';
 
 /** The work message: only the job id. Numbers never travel through NATS. */
@@ -14,16 +14,31 @@ export interface WorkMessage {
  */
 export class Dispatcher {
   private readonly js: JetStreamClient;
+  private jsm: JetStreamManager | undefined;
   private readonly names: ReturnType<typeof natsNames>;
 
   constructor(
-    nc: NatsConnection,
+    private readonly nc: NatsConnection,
     prefix: string,
     private readonly store: JobStore,
     private readonly logger: Logger,
   ) {
-    this.js = jetstream(nc);
+    this.js = jetstream(this.nc);
     this.names = natsNames(prefix);
+  }
+
+  /**
+   * True when the country's work queue holds nothing (no message waiting, none being worked on): a
+   * job still `queued` with a confirmed dispatch then lost its message. False when unsure.
+   */
+  async queueIdle(country: string): Promise<boolean> {
+    try {
+      this.jsm ??= await jetstreamManager(this.nc);
+      const info = await this.jsm.consumers.info(this.names.jobsStream, this.names.jobsConsumer(country));
+      return info.num_pending === 0 && info.num_ack_pending === 0;
+    } catch {
+      return false;
+    }
   }
 
   async dispatch(job: JobRow): Promise<boolean> {

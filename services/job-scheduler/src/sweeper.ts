@@ -104,7 +104,14 @@ export class Sweeper {
   }
 
   private async redispatch(): Promise<void> {
+    const idle = new Map<string, boolean>();
     for (const job of await this.deps.store.dispatchCandidates(this.deps.redispatchAfterMs)) {
+      // A queued job whose publish was confirmed is normally just waiting its turn: publish it again
+      // only when its country's queue is empty, i.e. its message was lost.
+      if (job.status === 'queued' && job.dispatchedAt) {
+        if (!idle.has(job.country)) idle.set(job.country, await this.deps.dispatcher.queueIdle(job.country));
+        if (!idle.get(job.country)) continue;
+      }
       await this.deps.dispatcher.dispatch(job);
     }
   }
