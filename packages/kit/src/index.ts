@@ -1,3 +1,4 @@
+export * from './check-request.js';
 export * from './clients.js';
 export * from './config.js';
 export * from './db.js';

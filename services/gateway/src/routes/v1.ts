@@ -1,5 +1,5 @@
 import { ErrorBody, ScrubRequest, ScrubResult } from '@dnc/api-contract';
-import { buildScrubResult } from '@dnc/kit';
+import { buildScrubResult, checkRequest } from '@dnc/kit';
 import { admissionv1 } from '@dnc/proto';
 import type { FastifyInstance } from 'fastify';
 import type { Upstreams } from '../clients.js';
@@ -81,7 +81,7 @@ export function v1Routes(config: GatewayConfig, upstreams: Upstreams) {
           if (!admitted.adapterAddress) throw new Error('no adapter address');
           const answer = await upstreams
             .adapter(admitted.adapterAddress)
-            .check({ country, phones }, { timeoutMs: deadline.remaining() - COMPLETE_RESERVE_MS });
+            .check(checkRequest(country, phones), { timeoutMs: deadline.remaining() - COMPLETE_RESERVE_MS });
           const result = buildScrubResult(phones, answer.outcomes);
           const body = JSON.stringify(result);
           if (admitted.replay) {

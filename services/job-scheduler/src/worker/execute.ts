@@ -1,9 +1,9 @@
 import type { Client } from '@connectrpc/connect';
 import type { AdapterDirectory } from '@dnc/kit';
+import { checkRequest } from '@dnc/kit';
 import type { registryv1 } from '@dnc/proto';
 import { backoffMs, classifyAdapterError, type FailureCause, JobFailure } from '../domain/failures.js';
 import { isConclusive } from '../domain/result.js';
-import { checkRequest } from './check-request.js';
 
 /** Why execution stopped before every unit completed, other than a job failure. */
 export class ExecutionStopped extends Error {

@@ -1,7 +1,7 @@
 import { fromBinary, toBinary } from '@bufbuild/protobuf';
 import { registryv1 } from '@dnc/proto';
 import { describe, expect, it } from 'vitest';
-import { checkRequest } from '../src/worker/check-request.js';
+import { checkRequest } from '../src/check-request.js';
 
 describe('pre-encoded CheckRequest', () => {
   it('decodes to exactly the request protobuf-es would encode: order, duplicates, unicode, empty strings', () => {
