@@ -133,6 +133,8 @@ seccompProfile:
 {{ include "dnc-scrub.secretEnv" (dict "root" . "names" (list "DATABASE_URL" "REDIS_URL" "NATS_URL")) | trim }}
 - name: DNC_LOG_LEVEL
   value: {{ .Values.config.logLevel | quote }}
+- name: DNC_JETSTREAM_REPLICAS
+  value: {{ .Values.config.jetstreamReplicas | int | quote }}
 - name: DNC_SHUTDOWN_TIMEOUT_MS
   value: {{ .Values.config.shutdownTimeoutMs | int | quote }}
 - name: DNC_METRICS_PORT

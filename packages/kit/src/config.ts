@@ -64,6 +64,8 @@ export const commonConfig = {
   DNC_SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(20_000),
   DNC_METRICS_PORT: port(9464),
   /** Prefix for NATS stream, subject and bucket names, so test runs never share state. */
+  /** Replicas of the stream and buckets this process creates (3 in production, 1 on one server). */
+  DNC_JETSTREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
   DNC_NATS_PREFIX: z
     .string()
     .regex(/^[A-Za-z0-9_]*$/, 'letters, digits and _ only')

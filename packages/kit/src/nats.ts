@@ -40,7 +40,7 @@ export const ADAPTER_ENTRY_TTL_MS = 10_000;
  * Create the stream and buckets idempotently: every service may call this at start. The stream is a
  * work queue (a message leaves when acked); Postgres stays the source of truth for job state.
  */
-export async function provisionJetStream(nc: NatsConnection, prefix = ''): Promise<void> {
+export async function provisionJetStream(nc: NatsConnection, prefix = '', replicas = 1): Promise<void> {
   const names = natsNames(prefix);
   const jsm: JetStreamManager = await jetstreamManager(nc);
   const config = {
@@ -52,6 +52,7 @@ export async function provisionJetStream(nc: NatsConnection, prefix = ''): Promi
     // A republish of the same job id within this window is dropped (Nats-Msg-Id).
     duplicate_window: nanos(10 * 60 * 1000),
     max_age: nanos(48 * 3600 * 1000),
+    num_replicas: replicas,
   };
   try {
     await jsm.streams.info(names.jobsStream);
@@ -66,8 +67,8 @@ export async function provisionJetStream(nc: NatsConnection, prefix = ''): Promi
     }
   }
   const kvm = new Kvm(nc);
-  await kvm.create(names.adaptersBucket, { ttl: ADAPTER_ENTRY_TTL_MS, history: 1 });
-  await kvm.create(names.countryStatusBucket, { history: 1 });
+  await kvm.create(names.adaptersBucket, { ttl: ADAPTER_ENTRY_TTL_MS, history: 1, replicas });
+  await kvm.create(names.countryStatusBucket, { history: 1, replicas });
 }
 
 export async function openBucket(nc: NatsConnection, bucket: string): Promise<KV> {

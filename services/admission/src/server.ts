@@ -83,7 +83,7 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
   // Discovery of the country adapters (NATS KV dnc_adapters), kept current by a watch.
   const nc = await connectNats(config.NATS_URL, 'admission');
   service.onClose('nats', () => nc.drain());
-  await provisionJetStream(nc, config.DNC_NATS_PREFIX);
+  await provisionJetStream(nc, config.DNC_NATS_PREFIX, config.DNC_JETSTREAM_REPLICAS);
   const names = natsNames(config.DNC_NATS_PREFIX);
   const directory = new AdapterDirectory(await openBucket(nc, names.adaptersBucket), logger);
   await directory.start();

@@ -53,7 +53,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Servic
   const nc = await connectNats(config.NATS_URL, service.options.name);
   service.onClose('nats', () => nc.drain());
   service.health.require('nats', async () => !nc.isClosed() && nc.info !== undefined);
-  await provisionJetStream(nc, config.DNC_NATS_PREFIX);
+  await provisionJetStream(nc, config.DNC_NATS_PREFIX, config.DNC_JETSTREAM_REPLICAS);
 
   const metrics = jobMetrics(service.metrics);
   const policy = {

@@ -95,7 +95,7 @@ export async function startAdapter(config: AdapterConfig): Promise<RunningAdapte
 
     const nc = await connectNats(config.NATS_URL, `registry-adapter-${country}`);
     service.onClose('nats', () => nc.drain());
-    await provisionJetStream(nc, config.DNC_NATS_PREFIX);
+    await provisionJetStream(nc, config.DNC_NATS_PREFIX, config.DNC_JETSTREAM_REPLICAS);
     const kv = await openBucket(nc, natsNames(config.DNC_NATS_PREFIX).adaptersBucket);
 
     const { port } = await service.startGrpcServer({
