@@ -2,21 +2,16 @@ import { ErrorBody, ScrubRequest, ScrubResult } from '@dnc/api-contract';
 import { buildScrubResult, checkRequest } from '@dnc/kit';
 import { admissionv1 } from '@dnc/proto';
 import type { FastifyInstance } from 'fastify';
+import { admitScrub, type ScrubBody } from '../admit.js';
 import type { Upstreams } from '../clients.js';
 import type { GatewayConfig } from '../config.js';
 import { requestDeadline } from '../deadline.js';
 import { fromRpcError, type MappedError, sendMapped, toHttp } from '../errors.js';
-import { fingerprint } from '../fingerprint.js';
 import { idempotencyKeyOf } from '../idempotency-key.js';
 
 // Time kept back from the adapter's share of the budget for Complete (quota commit + usage record).
 const COMPLETE_RESERVE_MS = 1_000;
 const ABORT_TIMEOUT_MS = 2_000;
-
-interface ScrubBody {
-  country: string;
-  phones: string[];
-}
 
 /**
  * POST /v1/scrub: gateway -> admission.Admit -> adapter.Check -> admission.Complete, all inside one
@@ -38,26 +33,17 @@ export function v1Routes(config: GatewayConfig, upstreams: Upstreams) {
         const deadline = requestDeadline(request, config.DNC_V1_BUDGET_MS);
         const idempotencyKey = idempotencyKeyOf(request);
         const { country, phones } = request.body;
-        const auth = request.auth!;
 
         let admitted: admissionv1.AdmitResponse;
         try {
-          admitted = await upstreams.admission.admit(
-            {
-              orgId: auth.orgId,
-              keyId: auth.keyId,
-              country,
-              idempotencyKey,
-              fingerprint: fingerprint(
-                config.DNC_FINGERPRINT_SECRET,
-                config.DNC_FINGERPRINT_VERSION,
-                country,
-                phones,
-              ),
-              inputCount: phones.length,
-              kind: admissionv1.RequestKind.SYNC,
-            },
-            { timeoutMs: deadline.remaining(5_000) },
+          admitted = await admitScrub(
+            config,
+            upstreams,
+            request,
+            idempotencyKey,
+            request.body,
+            admissionv1.RequestKind.SYNC,
+            deadline.remaining(5_000),
           );
         } catch (error) {
           return sendMapped(reply, fromRpcError(error));

@@ -2,22 +2,17 @@ import { Readable } from 'node:stream';
 import { DurableScrubRequest, JOB_ID_REGEXP, LIMITS, ROUTES } from '@dnc/api-contract';
 import { admissionv1, jobsv1 } from '@dnc/proto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { admitScrub, type ScrubBody } from '../admit.js';
 import type { Upstreams } from '../clients.js';
 import type { GatewayConfig } from '../config.js';
 import { requestDeadline } from '../deadline.js';
 import { fromRpcError, sendMapped, toHttp } from '../errors.js';
-import { fingerprint } from '../fingerprint.js';
 import { idempotencyKeyOf } from '../idempotency-key.js';
 
 const ABORT_TIMEOUT_MS = 2_000;
 const READ_TIMEOUT_MS = 5_000;
 /** A result read may stream up to 25 MiB; it gets its own, longer deadline. */
 const RESULT_TIMEOUT_MS = 60_000;
-
-interface ScrubBody {
-  country: string;
-  phones: string[];
-}
 
 const STATUS: Record<jobsv1.JobStatus, string> = {
   [jobsv1.JobStatus.UNSPECIFIED]: 'queued',
@@ -138,22 +133,14 @@ export function v2Routes(config: GatewayConfig, upstreams: Upstreams) {
 
         let admitted: admissionv1.AdmitResponse;
         try {
-          admitted = await upstreams.admission.admit(
-            {
-              orgId: auth.orgId,
-              keyId: auth.keyId,
-              country,
-              idempotencyKey,
-              fingerprint: fingerprint(
-                config.DNC_FINGERPRINT_SECRET,
-                config.DNC_FINGERPRINT_VERSION,
-                country,
-                phones,
-              ),
-              inputCount: phones.length,
-              kind: admissionv1.RequestKind.JOB,
-            },
-            { timeoutMs: deadline.remaining() },
+          admitted = await admitScrub(
+            config,
+            upstreams,
+            request,
+            idempotencyKey,
+            request.body,
+            admissionv1.RequestKind.JOB,
+            deadline.remaining(),
           );
         } catch (error) {
           return sendMapped(reply, fromRpcError(error));
