@@ -2,7 +2,12 @@ import { buildOpenApiDocument, CACHE_CONTROL, LIMITS, RETENTION } from '@dnc/api
 import { Counter, type HealthState, Histogram, LATENCY_BUCKETS, type Logger, type Registry } from '@dnc/kit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  LogController,
+} from 'fastify';
 import { authenticate } from './auth.js';
 import type { Upstreams } from './clients.js';
 import type { GatewayConfig } from './config.js';
@@ -31,7 +36,10 @@ interface KnownRoute {
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, upstreams, health, logger, metrics } = deps;
   const app = Fastify({
-    logger: false,
+    // The service's redacting logger, so `request.log` lines are kept; fastify's own per-request
+    // lines are off (the onResponse hook logs the route template, status and time instead).
+    loggerInstance: logger as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: LIMITS.maxBodyBytes,
     exposeHeadRoutes: false,
     forceCloseConnections: 'idle',
