@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { fromBinary } from '@bufbuild/protobuf';
 import { createClient } from '@connectrpc/connect';
-import { Stack, uniqueSuffix } from '@dnc/devstack';
+import { dropDatabase, dropNatsPrefix, Stack, uniqueSuffix } from '@dnc/devstack';
 import { grpcTransport } from '@dnc/kit';
 import { admissionv1, jobsv1, quotav1, registryv1 } from '@dnc/proto';
 import grpc from '@grpc/grpc-js';
@@ -98,32 +98,6 @@ function runFloorProcess() {
 }
 
 // ---- the stack -------------------------------------------------------------------------------------
-
-async function dropDatabase(databaseUrl) {
-  const url = new URL(databaseUrl);
-  const name = url.pathname.slice(1);
-  url.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: url.toString() });
-  await client.connect();
-  try {
-    await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-  } finally {
-    await client.end();
-  }
-}
-
-async function dropNatsPrefix(prefix) {
-  const nc = await connect({ servers: NATS });
-  try {
-    const jsm = await jetstreamManager(nc);
-    for await (const name of jsm.streams.names()) {
-      if (name.startsWith(prefix) || name.startsWith(`KV_${prefix}`))
-        await jsm.streams.delete(name).catch(() => {});
-    }
-  } finally {
-    await nc.close();
-  }
-}
 
 async function natsStreams(prefix) {
   const nc = await connect({ servers: NATS });
@@ -766,7 +740,9 @@ async function main() {
     stopping = true;
     await stack?.close().catch(() => {});
     await dropDatabase(databaseUrl).catch((e) => log(`could not drop the bench database: ${e.message}`));
-    await dropNatsPrefix(natsPrefix).catch((e) => log(`could not remove the NATS prefix: ${e.message}`));
+    await dropNatsPrefix(NATS, natsPrefix).catch((e) =>
+      log(`could not remove the NATS prefix: ${e.message}`),
+    );
     await dropRedisPrefix(natsPrefix).catch((e) => log(`could not remove the Redis keys: ${e.message}`));
     if (failed || args['keep-logs']) {
       rmSync(registryFile, { force: true });

@@ -1,9 +1,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type ProcessName, Stack, type StackOptions, uniqueSuffix } from '@dnc/devstack';
-import { jetstreamManager } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
-import pg from 'pg';
+import * as devstack from '@dnc/devstack';
+import { dropDatabase, type ProcessName, Stack, type StackOptions, uniqueSuffix } from '@dnc/devstack';
 
 export const ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
 
@@ -16,34 +14,6 @@ export function uniqueDatabaseUrl(label: string): string {
   const url = new URL(TEST_DATABASE_URL);
   url.pathname = `/dnc_${label}_${uniqueSuffix()}`;
   return url.toString();
-}
-
-export async function dropDatabase(databaseUrl: string): Promise<void> {
-  const url = new URL(databaseUrl);
-  const name = url.pathname.slice(1);
-  url.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: url.toString() });
-  await client.connect();
-  try {
-    await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-  } finally {
-    await client.end();
-  }
-}
-
-/** Remove the stream and buckets of one NATS prefix. */
-export async function dropNatsPrefix(prefix: string): Promise<void> {
-  if (!prefix) return;
-  const nc = await connect({ servers: TEST_NATS_URL });
-  try {
-    const jsm = await jetstreamManager(nc);
-    for await (const name of jsm.streams.names()) {
-      if (name.startsWith(prefix) || name.startsWith(`KV_${prefix}`))
-        await jsm.streams.delete(name).catch(() => {});
-    }
-  } finally {
-    await nc.close();
-  }
 }
 
 export interface TestStack extends Stack {
@@ -88,3 +58,9 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
 }
 
 export type { ProcessName };
+
+export { dropDatabase };
+
+/** Remove the stream and buckets of one NATS prefix on the test server. */
+export const dropNatsPrefix = (prefix: string): Promise<void> =>
+  devstack.dropNatsPrefix(TEST_NATS_URL, prefix);
