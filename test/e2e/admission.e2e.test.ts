@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
+import { freePort } from '@dnc/devstack';
 import { createRedis } from '@dnc/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiResponse, call, expectNoLeak } from '../support/http.js';
-import { freePort } from '../support/ports.js';
 import { loadRegistry, seedOrg } from '../support/seed.js';
 import { ROOT, startTestStack, type TestStack } from '../support/stack.js';
 

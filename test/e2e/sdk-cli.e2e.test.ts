@@ -41,11 +41,19 @@ describe('SDK and dnc CLI against the real stack (issue 8)', () => {
   it('scrub() rides out a 429 and a 503 with the same idempotency key and is charged once', async () => {
     const before = await usage();
     await stack.admin(['org', 'set-rate-limit', '--org', org.orgId, '--limit', '1']);
-    // Use up the current window with another authenticated request.
-    await call(stack.baseUrl, 'GET', '/v2/scrub/00000000-0000-4000-8000-000000000000', {
+    await stack.admin(['adapter', 'drill', '--country', 'co', '--fail', 'unavailable']);
+    // Use up a window with one other authenticated request, sent right after a window starts, so
+    // the SDK's first call certainly lands in that same window (429). One request per window only:
+    // more would trip the abuse guard (an organization far past its limit is blocked).
+    const probe = await call(stack.baseUrl, 'GET', '/v2/scrub/00000000-0000-4000-8000-000000000000', {
       apiKey: org.apiKey,
     });
-    await stack.admin(['adapter', 'drill', '--country', 'co', '--fail', 'unavailable']);
+    const nextWindow = Number(probe.headers.get('x-ratelimit-reset')) * 1000;
+    await new Promise((r) => setTimeout(r, Math.max(0, nextWindow - Date.now()) + 50));
+    const burn = await call(stack.baseUrl, 'GET', '/v2/scrub/00000000-0000-4000-8000-000000000000', {
+      apiKey: org.apiKey,
+    });
+    expect(burn.headers.get('x-ratelimit-remaining')).toBe('0');
     const seen: { status: number; key: string | null }[] = [];
     const client = new DncClient({
       apiKey: org.apiKey,
