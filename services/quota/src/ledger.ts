@@ -1,5 +1,5 @@
 import { Code, ConnectError, inTransaction, type Pool, type PoolClient, publicError } from '@dnc/kit';
-import { fits, periodOf, type ReservationState, transition } from './domain/period.js';
+import { periodOf, type ReservationState, transition } from './domain/period.js';
 
 export interface ReserveInput {
   reservationId: string;
@@ -28,6 +28,12 @@ export interface Usage {
 
 export const QUOTA_EXCEEDED = 'customer_quota_exceeded';
 
+/** What a reservation of a batch did; see `quota.reserve_many` in the migrations. */
+export type ReserveOutcome = 'ok' | 'quota_exceeded' | 'id_conflict' | 'released';
+
+/** What a commit of a batch did; see `quota.commit_many` in the migrations. */
+export type CommitOutcome = 'committed' | 'not_found' | 'released';
+
 interface ReservationRow {
   org_id: string;
   country: string;
@@ -37,10 +43,15 @@ interface ReservationRow {
   state: ReservationState;
 }
 
+/** SQLSTATE serialization_failure: reserve_many saw one of its ids written concurrently. */
+const SERIALIZATION_FAILURE = '40001';
+const ATTEMPTS = 5;
+
 /**
- * The ledger: every operation is one transaction. The account row of (org, country, month) is locked
- * (SELECT ... FOR UPDATE) before it is checked and changed, so parallel reservations are serialized per
- * account and `used + reserved` can never pass the limit.
+ * The ledger. Reserve and commit are batches (a single call is a batch of one), each batch one call
+ * of a PL/pgSQL function: one statement, one round trip, one transaction. The functions lock the
+ * account rows of the batch in key order before they check and change them, so parallel
+ * reservations are serialized per account and `used + reserved` can never pass the limit.
  */
 export class Ledger {
   constructor(
@@ -48,86 +59,83 @@ export class Ledger {
     private readonly now: () => Date = () => new Date(),
   ) {}
 
-  async reserve(input: ReserveInput): Promise<void> {
-    await inTransaction(this.pool, async (tx) => {
-      const period = periodOf(this.now());
-      // Lock the account first: a concurrent reserve of the same id waits here, then sees the row.
-      await tx.query(
-        `INSERT INTO quota.accounts (org_id, country, period) VALUES ($1, $2, $3)
-         ON CONFLICT DO NOTHING`,
-        [input.orgId, input.country, period],
-      );
-      const account = await tx.query<{ used: number; reserved: number }>(
-        `SELECT used, reserved FROM quota.accounts WHERE org_id = $1 AND country = $2 AND period = $3
-         FOR UPDATE`,
-        [input.orgId, input.country, period],
-      );
-      const existing = await tx.query<ReservationRow>(
-        'SELECT org_id, country, period, amount, kind, state FROM quota.reservations WHERE reservation_id = $1',
-        [input.reservationId],
-      );
-      const prior = existing.rows[0];
-      if (prior) {
-        if (
-          prior.org_id !== input.orgId ||
-          prior.country !== input.country ||
-          prior.amount !== input.amount
-        ) {
-          throw new ConnectError('reservation id already used for another reservation', Code.AlreadyExists);
-        }
-        if (prior.state === 'released') {
-          throw new ConnectError('reservation already released', Code.FailedPrecondition);
-        }
-        return; // reserved or committed: the same reservation again changes nothing
+  /**
+   * Reserve every input in order, each as `reserve` would; a later input sees the reservations of
+   * earlier ones. One outcome per input, in the same order.
+   */
+  async reserveMany(inputs: readonly ReserveInput[]): Promise<ReserveOutcome[]> {
+    if (inputs.length === 0) return [];
+    const period = periodOf(this.now());
+    const params = [
+      inputs.map((i) => i.reservationId),
+      inputs.map((i) => i.orgId),
+      inputs.map((i) => i.country),
+      inputs.map((i) => i.amount),
+      inputs.map((i) => i.kind),
+      period,
+    ];
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const r = await this.pool.query<{ outcomes: ReserveOutcome[] }>({
+          name: 'quota.reserve_many',
+          text: 'SELECT quota.reserve_many($1::text[], $2::text[], $3::text[], $4::bigint[], $5::smallint[], $6) AS outcomes',
+          values: params,
+        });
+        return r.rows[0]!.outcomes;
+      } catch (error) {
+        // Another transaction wrote one of the ids meanwhile (a release's tombstone): read again.
+        const code = (error as { code?: string }).code;
+        if (code !== SERIALIZATION_FAILURE || attempt >= ATTEMPTS) throw error;
       }
-      const limit = await tx.query<{ monthly_limit: number }>(
-        'SELECT monthly_limit FROM quota.limits WHERE org_id = $1 AND country = $2',
-        [input.orgId, input.country],
-      );
-      const { used, reserved } = account.rows[0]!;
-      if (!fits(limit.rows[0]?.monthly_limit ?? 0, used, reserved, input.amount)) {
+    }
+  }
+
+  async reserve(input: ReserveInput): Promise<void> {
+    const [outcome] = await this.reserveMany([input]);
+    switch (outcome) {
+      case 'ok':
+        return; // reserved now, or the same reservation again: changes nothing
+      case 'quota_exceeded':
         throw publicError(Code.ResourceExhausted, QUOTA_EXCEEDED, {
           message: 'The monthly quota of this country is used up; ask for a higher quota.',
           country: input.country,
         });
-      }
-      await tx.query(
-        `INSERT INTO quota.reservations (reservation_id, org_id, country, period, amount, kind, state)
-         VALUES ($1, $2, $3, $4, $5, $6, 'reserved')`,
-        [input.reservationId, input.orgId, input.country, period, input.amount, input.kind],
-      );
-      await tx.query(
-        `UPDATE quota.accounts SET reserved = reserved + $4
-         WHERE org_id = $1 AND country = $2 AND period = $3`,
-        [input.orgId, input.country, period, input.amount],
-      );
+      case 'id_conflict':
+        throw new ConnectError('reservation id already used for another reservation', Code.AlreadyExists);
+      case 'released':
+        throw new ConnectError('reservation already released', Code.FailedPrecondition);
+      default:
+        throw new Error(`unexpected reserve outcome ${String(outcome)}`);
+    }
+  }
+
+  /**
+   * Commit every id, each as `commit` would: one usage record per reservation, however often its id
+   * is repeated. One outcome per id, in the same order.
+   */
+  async commitMany(reservationIds: readonly string[]): Promise<CommitOutcome[]> {
+    if (reservationIds.length === 0) return [];
+    const r = await this.pool.query<{ outcomes: CommitOutcome[] }>({
+      name: 'quota.commit_many',
+      text: 'SELECT quota.commit_many($1::text[]) AS outcomes',
+      values: [reservationIds],
     });
+    return r.rows[0]!.outcomes;
   }
 
   /** Turn a reservation into usage: one usage record, exactly once. */
   async commit(reservationId: string): Promise<void> {
-    await inTransaction(this.pool, async (tx) => {
-      const r = await this.lockReservation(tx, reservationId);
-      if (!r) throw new ConnectError('unknown reservation', Code.NotFound);
-      const action = transition(r.state, 'commit');
-      if (action === 'noop') return;
-      if (action === 'refuse')
+    const [outcome] = await this.commitMany([reservationId]);
+    switch (outcome) {
+      case 'committed':
+        return;
+      case 'not_found':
+        throw new ConnectError('unknown reservation', Code.NotFound);
+      case 'released':
         throw new ConnectError('reservation already released', Code.FailedPrecondition);
-      await tx.query(
-        `UPDATE quota.accounts SET reserved = reserved - $4, used = used + $4
-         WHERE org_id = $1 AND country = $2 AND period = $3`,
-        [r.org_id, r.country, r.period, r.amount],
-      );
-      await tx.query(
-        `UPDATE quota.reservations SET state = 'committed', updated_at = now() WHERE reservation_id = $1`,
-        [reservationId],
-      );
-      await tx.query(
-        `INSERT INTO quota.usage_records (reservation_id, org_id, country, period, count, kind)
-         VALUES ($1, $2, $3, $4, $5, $6)`,
-        [reservationId, r.org_id, r.country, r.period, r.amount, r.kind],
-      );
-    });
+      default:
+        throw new Error(`unexpected commit outcome ${String(outcome)}`);
+    }
   }
 
   /**
@@ -160,7 +168,8 @@ export class Ledger {
   }
 
   private async lockReservation(tx: PoolClient, id: string): Promise<ReservationRow | undefined> {
-    // Lock the account before the reservation (same order as reserve) so the two never deadlock.
+    // Lock the account before the reservation (the order of reserve_many and commit_many) so they
+    // never deadlock.
     const peek = await tx.query<ReservationRow>(
       'SELECT org_id, country, period FROM quota.reservations WHERE reservation_id = $1',
       [id],

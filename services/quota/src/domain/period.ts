@@ -7,6 +7,7 @@ export function periodOf(at: Date): string {
 /**
  * Whether a reservation of `amount` fits an account. The invariant the ledger keeps is
  * `used + reserved <= limit`; a reservation that would break it is refused whole (never partly).
+ * The ledger applies this rule in SQL, in `quota.reserve_many` (migrations), under the account lock.
  */
 export function fits(limit: number, used: number, reserved: number, amount: number): boolean {
   return used + reserved + amount <= limit;
@@ -20,7 +21,8 @@ export type LedgerStep = 'commit' | 'release';
 /**
  * What a commit or release does to a reservation in `state`. Repeating a step is a no-op (each step is
  * idempotent by reservation id); committing a released reservation is refused, releasing a committed
- * one changes nothing (usage already recorded stays recorded).
+ * one changes nothing (usage already recorded stays recorded). Release applies it here; commit in SQL,
+ * in `quota.commit_many` (migrations).
  */
 export function transition(state: ReservationState, step: LedgerStep): 'apply' | 'noop' | 'refuse' {
   if (state === 'reserved') return 'apply';
