@@ -4,7 +4,14 @@ import type { ConnectRouter, ServiceImpl } from '@connectrpc/connect';
 import { Code, Counter, type Logger, publicError, type Registry, readPublicReason } from '@dnc/kit';
 import { quotav1 } from '@dnc/proto';
 import { isCountryCode } from './domain/period.js';
-import { type Account, type Ledger, QUOTA_EXCEEDED } from './ledger.js';
+import {
+  type Account,
+  type CommitOutcome,
+  type Ledger,
+  QUOTA_EXCEEDED,
+  type ReserveInput,
+  type ReserveOutcome,
+} from './ledger.js';
 
 export interface QuotaDeps {
   ledger: Ledger;
@@ -15,6 +22,9 @@ export interface QuotaDeps {
 /** Counts above 2^53 cannot be represented exactly in the ledger's numbers. */
 const MAX_AMOUNT = BigInt(Number.MAX_SAFE_INTEGER);
 
+/** The most items of one ReserveMany or CommitMany: one transaction holds the account that long. */
+export const MAX_BATCH = 1000;
+
 function invalid(message: string) {
   return publicError(Code.InvalidArgument, 'validation_error', { message });
 }
@@ -24,8 +34,8 @@ function requireId(value: string, name: string): string {
   return value;
 }
 
-function requireCountry(value: string): string {
-  if (!isCountryCode(value)) throw invalid('country must be one of mx, ar, co, es, au, sg');
+function requireCountry(value: string, name = 'country'): string {
+  if (!isCountryCode(value)) throw invalid(`${name} must be one of mx, ar, co, es, au, sg`);
   return value;
 }
 
@@ -33,6 +43,35 @@ function toNumber(value: bigint, name: string): number {
   if (value > MAX_AMOUNT) throw invalid(`${name} is too large`);
   return Number(value);
 }
+
+function requireBatch<T>(items: T[], name: string): T[] {
+  if (items.length > MAX_BATCH) throw invalid(`${name} has at most ${MAX_BATCH} items`);
+  return items;
+}
+
+/** A checked ReserveRequest; `at` names the field in errors (`reservations[3].`). */
+function reserveInput(req: quotav1.ReserveRequest, at = ''): ReserveInput {
+  return {
+    reservationId: requireId(req.reservationId, `${at}reservation_id`),
+    orgId: requireId(req.orgId, `${at}org_id`),
+    country: requireCountry(req.country, `${at}country`),
+    amount: toNumber(req.amount, `${at}amount`),
+    kind: req.kind,
+  };
+}
+
+const RESERVE_OUTCOMES: Record<ReserveOutcome, quotav1.ReserveOutcome> = {
+  ok: quotav1.ReserveOutcome.OK,
+  quota_exceeded: quotav1.ReserveOutcome.QUOTA_EXCEEDED,
+  id_conflict: quotav1.ReserveOutcome.ID_CONFLICT,
+  released: quotav1.ReserveOutcome.RELEASED,
+};
+
+const COMMIT_OUTCOMES: Record<CommitOutcome, quotav1.CommitOutcome> = {
+  committed: quotav1.CommitOutcome.COMMITTED,
+  not_found: quotav1.CommitOutcome.NOT_FOUND,
+  released: quotav1.CommitOutcome.RELEASED,
+};
 
 function accountMessage(a: Account) {
   return create(quotav1.QuotaAccountSchema, {
@@ -60,13 +99,7 @@ export function quotaService(deps: QuotaDeps): ServiceImpl<typeof quotav1.QuotaS
   });
   return {
     async reserve(req) {
-      const input = {
-        reservationId: requireId(req.reservationId, 'reservation_id'),
-        orgId: requireId(req.orgId, 'org_id'),
-        country: requireCountry(req.country),
-        amount: toNumber(req.amount, 'amount'),
-        kind: req.kind,
-      };
+      const input = reserveInput(req);
       try {
         await deps.ledger.reserve(input);
       } catch (error) {
@@ -85,6 +118,28 @@ export function quotaService(deps: QuotaDeps): ServiceImpl<typeof quotav1.QuotaS
       const { committed } = await deps.ledger.release(requireId(req.reservationId, 'reservation_id'));
       operations.inc({ operation: 'release' });
       return { committed };
+    },
+    async reserveMany(req) {
+      const inputs = requireBatch(req.reservations, 'reservations').map((r, i) =>
+        reserveInput(r, `reservations[${i}].`),
+      );
+      const outcomes = await deps.ledger.reserveMany(inputs);
+      let reserved = 0;
+      outcomes.forEach((outcome, i) => {
+        if (outcome === 'ok') reserved++;
+        else if (outcome === 'quota_exceeded') rejections.inc({ country: inputs[i]!.country });
+      });
+      if (reserved > 0) operations.inc({ operation: 'reserve' }, reserved);
+      return { outcomes: outcomes.map((o) => RESERVE_OUTCOMES[o]) };
+    },
+    async commitMany(req) {
+      const ids = requireBatch(req.reservationIds, 'reservation_ids').map((id, i) =>
+        requireId(id, `reservation_ids[${i}]`),
+      );
+      const outcomes = await deps.ledger.commitMany(ids);
+      const committed = outcomes.filter((o) => o === 'committed').length;
+      if (committed > 0) operations.inc({ operation: 'commit' }, committed);
+      return { outcomes: outcomes.map((o) => COMMIT_OUTCOMES[o]) };
     },
   };
 }

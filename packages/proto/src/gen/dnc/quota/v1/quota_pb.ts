@@ -14,7 +14,7 @@ import type { Message } from '@bufbuild/protobuf';
 export const file_dnc_quota_v1_quota: GenFile =
   /*@__PURE__*/
   fileDesc(
-    'ChhkbmMvcXVvdGEvdjEvcXVvdGEucHJvdG8SDGRuYy5xdW90YS52MSKAAQoOUmVzZXJ2ZVJlcXVlc3QSFgoOcmVzZXJ2YXRpb25faWQYASABKAkSDgoGb3JnX2lkGAIgASgJEg8KB2NvdW50cnkYAyABKAkSDgoGYW1vdW50GAQgASgEEiUKBGtpbmQYBSABKA4yFy5kbmMucXVvdGEudjEuVXNhZ2VLaW5kIhEKD1Jlc2VydmVSZXNwb25zZSInCg1Db21taXRSZXF1ZXN0EhYKDnJlc2VydmF0aW9uX2lkGAEgASgJIhAKDkNvbW1pdFJlc3BvbnNlIigKDlJlbGVhc2VSZXF1ZXN0EhYKDnJlc2VydmF0aW9uX2lkGAEgASgJIiQKD1JlbGVhc2VSZXNwb25zZRIRCgljb21taXR0ZWQYASABKAgibgoMUXVvdGFBY2NvdW50Eg4KBm9yZ19pZBgBIAEoCRIPCgdjb3VudHJ5GAIgASgJEg4KBnBlcmlvZBgDIAEoCRINCgVsaW1pdBgEIAEoBBIMCgR1c2VkGAUgASgEEhAKCHJlc2VydmVkGAYgASgEIkEKD1NldExpbWl0UmVxdWVzdBIOCgZvcmdfaWQYASABKAkSDwoHY291bnRyeRgCIAEoCRINCgVsaW1pdBgDIAEoBCIhCg9HZXRRdW90YVJlcXVlc3QSDgoGb3JnX2lkGAEgASgJIkAKEEdldFF1b3RhUmVzcG9uc2USLAoIYWNjb3VudHMYASADKAsyGi5kbmMucXVvdGEudjEuUXVvdGFBY2NvdW50IpYBCgtVc2FnZVJlY29yZBIoCgR0aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdjb3VudHJ5GAIgASgJEg0KBWNvdW50GAMgASgEEiUKBGtpbmQYBCABKA4yFy5kbmMucXVvdGEudjEuVXNhZ2VLaW5kEhYKDnJlc2VydmF0aW9uX2lkGAUgASgJIjMKEExpc3RVc2FnZVJlcXVlc3QSDgoGb3JnX2lkGAEgASgJEg8KB2NvdW50cnkYAiABKAkiPwoRTGlzdFVzYWdlUmVzcG9uc2USKgoHcmVjb3JkcxgBIAMoCzIZLmRuYy5xdW90YS52MS5Vc2FnZVJlY29yZCJFChBTZXRMaW1pdFJlc3BvbnNlEjEKDXF1b3RhX2FjY291bnQYASABKAsyGi5kbmMucXVvdGEudjEuUXVvdGFBY2NvdW50KlAKCVVzYWdlS2luZBIaChZVU0FHRV9LSU5EX1VOU1BFQ0lGSUVEEAASEwoPVVNBR0VfS0lORF9TWU5DEAESEgoOVVNBR0VfS0lORF9KT0IQAjLjAQoMUXVvdGFTZXJ2aWNlEkYKB1Jlc2VydmUSHC5kbmMucXVvdGEudjEuUmVzZXJ2ZVJlcXVlc3QaHS5kbmMucXVvdGEudjEuUmVzZXJ2ZVJlc3BvbnNlEkMKBkNvbW1pdBIbLmRuYy5xdW90YS52MS5Db21taXRSZXF1ZXN0GhwuZG5jLnF1b3RhLnYxLkNvbW1pdFJlc3BvbnNlEkYKB1JlbGVhc2USHC5kbmMucXVvdGEudjEuUmVsZWFzZVJlcXVlc3QaHS5kbmMucXVvdGEudjEuUmVsZWFzZVJlc3BvbnNlMvcBChFRdW90YUFkbWluU2VydmljZRJJCghTZXRMaW1pdBIdLmRuYy5xdW90YS52MS5TZXRMaW1pdFJlcXVlc3QaHi5kbmMucXVvdGEudjEuU2V0TGltaXRSZXNwb25zZRJJCghHZXRRdW90YRIdLmRuYy5xdW90YS52MS5HZXRRdW90YVJlcXVlc3QaHi5kbmMucXVvdGEudjEuR2V0UXVvdGFSZXNwb25zZRJMCglMaXN0VXNhZ2USHi5kbmMucXVvdGEudjEuTGlzdFVzYWdlUmVxdWVzdBofLmRuYy5xdW90YS52MS5MaXN0VXNhZ2VSZXNwb25zZWIGcHJvdG8z',
+    'ChhkbmMvcXVvdGEvdjEvcXVvdGEucHJvdG8SDGRuYy5xdW90YS52MSKAAQoOUmVzZXJ2ZVJlcXVlc3QSFgoOcmVzZXJ2YXRpb25faWQYASABKAkSDgoGb3JnX2lkGAIgASgJEg8KB2NvdW50cnkYAyABKAkSDgoGYW1vdW50GAQgASgEEiUKBGtpbmQYBSABKA4yFy5kbmMucXVvdGEudjEuVXNhZ2VLaW5kIhEKD1Jlc2VydmVSZXNwb25zZSInCg1Db21taXRSZXF1ZXN0EhYKDnJlc2VydmF0aW9uX2lkGAEgASgJIhAKDkNvbW1pdFJlc3BvbnNlIigKDlJlbGVhc2VSZXF1ZXN0EhYKDnJlc2VydmF0aW9uX2lkGAEgASgJIkgKElJlc2VydmVNYW55UmVxdWVzdBIyCgxyZXNlcnZhdGlvbnMYASADKAsyHC5kbmMucXVvdGEudjEuUmVzZXJ2ZVJlcXVlc3QiRQoTUmVzZXJ2ZU1hbnlSZXNwb25zZRIuCghvdXRjb21lcxgBIAMoDjIcLmRuYy5xdW90YS52MS5SZXNlcnZlT3V0Y29tZSIsChFDb21taXRNYW55UmVxdWVzdBIXCg9yZXNlcnZhdGlvbl9pZHMYASADKAkiQwoSQ29tbWl0TWFueVJlc3BvbnNlEi0KCG91dGNvbWVzGAEgAygOMhsuZG5jLnF1b3RhLnYxLkNvbW1pdE91dGNvbWUiJAoPUmVsZWFzZVJlc3BvbnNlEhEKCWNvbW1pdHRlZBgBIAEoCCJuCgxRdW90YUFjY291bnQSDgoGb3JnX2lkGAEgASgJEg8KB2NvdW50cnkYAiABKAkSDgoGcGVyaW9kGAMgASgJEg0KBWxpbWl0GAQgASgEEgwKBHVzZWQYBSABKAQSEAoIcmVzZXJ2ZWQYBiABKAQiQQoPU2V0TGltaXRSZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCRIPCgdjb3VudHJ5GAIgASgJEg0KBWxpbWl0GAMgASgEIiEKD0dldFF1b3RhUmVxdWVzdBIOCgZvcmdfaWQYASABKAkiQAoQR2V0UXVvdGFSZXNwb25zZRIsCghhY2NvdW50cxgBIAMoCzIaLmRuYy5xdW90YS52MS5RdW90YUFjY291bnQilgEKC1VzYWdlUmVjb3JkEigKBHRpbWUYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2NvdW50cnkYAiABKAkSDQoFY291bnQYAyABKAQSJQoEa2luZBgEIAEoDjIXLmRuYy5xdW90YS52MS5Vc2FnZUtpbmQSFgoOcmVzZXJ2YXRpb25faWQYBSABKAkiMwoQTGlzdFVzYWdlUmVxdWVzdBIOCgZvcmdfaWQYASABKAkSDwoHY291bnRyeRgCIAEoCSI/ChFMaXN0VXNhZ2VSZXNwb25zZRIqCgdyZWNvcmRzGAEgAygLMhkuZG5jLnF1b3RhLnYxLlVzYWdlUmVjb3JkIkUKEFNldExpbWl0UmVzcG9uc2USMQoNcXVvdGFfYWNjb3VudBgBIAEoCzIaLmRuYy5xdW90YS52MS5RdW90YUFjY291bnQqUAoJVXNhZ2VLaW5kEhoKFlVTQUdFX0tJTkRfVU5TUEVDSUZJRUQQABITCg9VU0FHRV9LSU5EX1NZTkMQARISCg5VU0FHRV9LSU5EX0pPQhACKqwBCg5SZXNlcnZlT3V0Y29tZRIfChtSRVNFUlZFX09VVENPTUVfVU5TUEVDSUZJRUQQABIWChJSRVNFUlZFX09VVENPTUVfT0sQARIiCh5SRVNFUlZFX09VVENPTUVfUVVPVEFfRVhDRUVERUQQAhIfChtSRVNFUlZFX09VVENPTUVfSURfQ09ORkxJQ1QQAxIcChhSRVNFUlZFX09VVENPTUVfUkVMRUFTRUQQBCqIAQoNQ29tbWl0T3V0Y29tZRIeChpDT01NSVRfT1VUQ09NRV9VTlNQRUNJRklFRBAAEhwKGENPTU1JVF9PVVRDT01FX0NPTU1JVFRFRBABEhwKGENPTU1JVF9PVVRDT01FX05PVF9GT1VORBACEhsKF0NPTU1JVF9PVVRDT01FX1JFTEVBU0VEEAMyiAMKDFF1b3RhU2VydmljZRJGCgdSZXNlcnZlEhwuZG5jLnF1b3RhLnYxLlJlc2VydmVSZXF1ZXN0Gh0uZG5jLnF1b3RhLnYxLlJlc2VydmVSZXNwb25zZRJDCgZDb21taXQSGy5kbmMucXVvdGEudjEuQ29tbWl0UmVxdWVzdBocLmRuYy5xdW90YS52MS5Db21taXRSZXNwb25zZRJGCgdSZWxlYXNlEhwuZG5jLnF1b3RhLnYxLlJlbGVhc2VSZXF1ZXN0Gh0uZG5jLnF1b3RhLnYxLlJlbGVhc2VSZXNwb25zZRJSCgtSZXNlcnZlTWFueRIgLmRuYy5xdW90YS52MS5SZXNlcnZlTWFueVJlcXVlc3QaIS5kbmMucXVvdGEudjEuUmVzZXJ2ZU1hbnlSZXNwb25zZRJPCgpDb21taXRNYW55Eh8uZG5jLnF1b3RhLnYxLkNvbW1pdE1hbnlSZXF1ZXN0GiAuZG5jLnF1b3RhLnYxLkNvbW1pdE1hbnlSZXNwb25zZTL3AQoRUXVvdGFBZG1pblNlcnZpY2USSQoIU2V0TGltaXQSHS5kbmMucXVvdGEudjEuU2V0TGltaXRSZXF1ZXN0Gh4uZG5jLnF1b3RhLnYxLlNldExpbWl0UmVzcG9uc2USSQoIR2V0UXVvdGESHS5kbmMucXVvdGEudjEuR2V0UXVvdGFSZXF1ZXN0Gh4uZG5jLnF1b3RhLnYxLkdldFF1b3RhUmVzcG9uc2USTAoJTGlzdFVzYWdlEh4uZG5jLnF1b3RhLnYxLkxpc3RVc2FnZVJlcXVlc3QaHy5kbmMucXVvdGEudjEuTGlzdFVzYWdlUmVzcG9uc2ViBnByb3RvMw',
     [file_google_protobuf_timestamp],
   );
 
@@ -119,6 +119,82 @@ export const ReleaseRequestSchema: GenMessage<ReleaseRequest> =
   messageDesc(file_dnc_quota_v1_quota, 4);
 
 /**
+ * @generated from message dnc.quota.v1.ReserveManyRequest
+ */
+export type ReserveManyRequest = Message<'dnc.quota.v1.ReserveManyRequest'> & {
+  /**
+   * @generated from field: repeated dnc.quota.v1.ReserveRequest reservations = 1;
+   */
+  reservations: ReserveRequest[];
+};
+
+/**
+ * Describes the message dnc.quota.v1.ReserveManyRequest.
+ * Use `create(ReserveManyRequestSchema)` to create a new message.
+ */
+export const ReserveManyRequestSchema: GenMessage<ReserveManyRequest> =
+  /*@__PURE__*/
+  messageDesc(file_dnc_quota_v1_quota, 5);
+
+/**
+ * @generated from message dnc.quota.v1.ReserveManyResponse
+ */
+export type ReserveManyResponse = Message<'dnc.quota.v1.ReserveManyResponse'> & {
+  /**
+   * One per reservation of the request, in the same order.
+   *
+   * @generated from field: repeated dnc.quota.v1.ReserveOutcome outcomes = 1;
+   */
+  outcomes: ReserveOutcome[];
+};
+
+/**
+ * Describes the message dnc.quota.v1.ReserveManyResponse.
+ * Use `create(ReserveManyResponseSchema)` to create a new message.
+ */
+export const ReserveManyResponseSchema: GenMessage<ReserveManyResponse> =
+  /*@__PURE__*/
+  messageDesc(file_dnc_quota_v1_quota, 6);
+
+/**
+ * @generated from message dnc.quota.v1.CommitManyRequest
+ */
+export type CommitManyRequest = Message<'dnc.quota.v1.CommitManyRequest'> & {
+  /**
+   * @generated from field: repeated string reservation_ids = 1;
+   */
+  reservationIds: string[];
+};
+
+/**
+ * Describes the message dnc.quota.v1.CommitManyRequest.
+ * Use `create(CommitManyRequestSchema)` to create a new message.
+ */
+export const CommitManyRequestSchema: GenMessage<CommitManyRequest> =
+  /*@__PURE__*/
+  messageDesc(file_dnc_quota_v1_quota, 7);
+
+/**
+ * @generated from message dnc.quota.v1.CommitManyResponse
+ */
+export type CommitManyResponse = Message<'dnc.quota.v1.CommitManyResponse'> & {
+  /**
+   * One per id of the request, in the same order.
+   *
+   * @generated from field: repeated dnc.quota.v1.CommitOutcome outcomes = 1;
+   */
+  outcomes: CommitOutcome[];
+};
+
+/**
+ * Describes the message dnc.quota.v1.CommitManyResponse.
+ * Use `create(CommitManyResponseSchema)` to create a new message.
+ */
+export const CommitManyResponseSchema: GenMessage<CommitManyResponse> =
+  /*@__PURE__*/
+  messageDesc(file_dnc_quota_v1_quota, 8);
+
+/**
  * @generated from message dnc.quota.v1.ReleaseResponse
  */
 export type ReleaseResponse = Message<'dnc.quota.v1.ReleaseResponse'> & {
@@ -137,7 +213,7 @@ export type ReleaseResponse = Message<'dnc.quota.v1.ReleaseResponse'> & {
  */
 export const ReleaseResponseSchema: GenMessage<ReleaseResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_quota_v1_quota, 5);
+  messageDesc(file_dnc_quota_v1_quota, 9);
 
 /**
  * @generated from message dnc.quota.v1.QuotaAccount
@@ -182,7 +258,7 @@ export type QuotaAccount = Message<'dnc.quota.v1.QuotaAccount'> & {
  */
 export const QuotaAccountSchema: GenMessage<QuotaAccount> =
   /*@__PURE__*/
-  messageDesc(file_dnc_quota_v1_quota, 6);
+  messageDesc(file_dnc_quota_v1_quota, 10);
 
 /**
  * @generated from message dnc.quota.v1.SetLimitRequest
@@ -210,7 +286,7 @@ export type SetLimitRequest = Message<'dnc.quota.v1.SetLimitRequest'> & {
  */
 export const SetLimitRequestSchema: GenMessage<SetLimitRequest> =
   /*@__PURE__*/
-  messageDesc(file_dnc_quota_v1_quota, 7);
+  messageDesc(file_dnc_quota_v1_quota, 11);
 
 /**
  * @generated from message dnc.quota.v1.GetQuotaRequest
@@ -228,7 +304,7 @@ export type GetQuotaRequest = Message<'dnc.quota.v1.GetQuotaRequest'> & {
  */
 export const GetQuotaRequestSchema: GenMessage<GetQuotaRequest> =
   /*@__PURE__*/
-  messageDesc(file_dnc_quota_v1_quota, 8);
+  messageDesc(file_dnc_quota_v1_quota, 12);
 
 /**
  * @generated from message dnc.quota.v1.GetQuotaResponse
@@ -246,7 +322,7 @@ export type GetQuotaResponse = Message<'dnc.quota.v1.GetQuotaResponse'> & {
  */
 export const GetQuotaResponseSchema: GenMessage<GetQuotaResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_quota_v1_quota, 9);
+  messageDesc(file_dnc_quota_v1_quota, 13);
 
 /**
  * @generated from message dnc.quota.v1.UsageRecord
@@ -284,7 +360,7 @@ export type UsageRecord = Message<'dnc.quota.v1.UsageRecord'> & {
  */
 export const UsageRecordSchema: GenMessage<UsageRecord> =
   /*@__PURE__*/
-  messageDesc(file_dnc_quota_v1_quota, 10);
+  messageDesc(file_dnc_quota_v1_quota, 14);
 
 /**
  * @generated from message dnc.quota.v1.ListUsageRequest
@@ -309,7 +385,7 @@ export type ListUsageRequest = Message<'dnc.quota.v1.ListUsageRequest'> & {
  */
 export const ListUsageRequestSchema: GenMessage<ListUsageRequest> =
   /*@__PURE__*/
-  messageDesc(file_dnc_quota_v1_quota, 11);
+  messageDesc(file_dnc_quota_v1_quota, 15);
 
 /**
  * @generated from message dnc.quota.v1.ListUsageResponse
@@ -327,7 +403,7 @@ export type ListUsageResponse = Message<'dnc.quota.v1.ListUsageResponse'> & {
  */
 export const ListUsageResponseSchema: GenMessage<ListUsageResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_quota_v1_quota, 12);
+  messageDesc(file_dnc_quota_v1_quota, 16);
 
 /**
  * @generated from message dnc.quota.v1.SetLimitResponse
@@ -345,7 +421,7 @@ export type SetLimitResponse = Message<'dnc.quota.v1.SetLimitResponse'> & {
  */
 export const SetLimitResponseSchema: GenMessage<SetLimitResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_quota_v1_quota, 13);
+  messageDesc(file_dnc_quota_v1_quota, 17);
 
 /**
  * @generated from enum dnc.quota.v1.UsageKind
@@ -371,6 +447,87 @@ export enum UsageKind {
  * Describes the enum dnc.quota.v1.UsageKind.
  */
 export const UsageKindSchema: GenEnum<UsageKind> = /*@__PURE__*/ enumDesc(file_dnc_quota_v1_quota, 0);
+
+/**
+ * @generated from enum dnc.quota.v1.ReserveOutcome
+ */
+export enum ReserveOutcome {
+  /**
+   * @generated from enum value: RESERVE_OUTCOME_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Reserved now, or reserved (or committed) before with the same id and the same reservation.
+   *
+   * @generated from enum value: RESERVE_OUTCOME_OK = 1;
+   */
+  OK = 1,
+
+  /**
+   * Does not fit the monthly quota (Reserve: reason `customer_quota_exceeded`).
+   *
+   * @generated from enum value: RESERVE_OUTCOME_QUOTA_EXCEEDED = 2;
+   */
+  QUOTA_EXCEEDED = 2,
+
+  /**
+   * The id was used for another organization, country or amount (Reserve: ALREADY_EXISTS).
+   *
+   * @generated from enum value: RESERVE_OUTCOME_ID_CONFLICT = 3;
+   */
+  ID_CONFLICT = 3,
+
+  /**
+   * The reservation was released already (Reserve: FAILED_PRECONDITION).
+   *
+   * @generated from enum value: RESERVE_OUTCOME_RELEASED = 4;
+   */
+  RELEASED = 4,
+}
+
+/**
+ * Describes the enum dnc.quota.v1.ReserveOutcome.
+ */
+export const ReserveOutcomeSchema: GenEnum<ReserveOutcome> =
+  /*@__PURE__*/
+  enumDesc(file_dnc_quota_v1_quota, 1);
+
+/**
+ * @generated from enum dnc.quota.v1.CommitOutcome
+ */
+export enum CommitOutcome {
+  /**
+   * @generated from enum value: COMMIT_OUTCOME_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Committed now or before; the usage record exists exactly once.
+   *
+   * @generated from enum value: COMMIT_OUTCOME_COMMITTED = 1;
+   */
+  COMMITTED = 1,
+
+  /**
+   * No reservation has this id (Commit: NOT_FOUND).
+   *
+   * @generated from enum value: COMMIT_OUTCOME_NOT_FOUND = 2;
+   */
+  NOT_FOUND = 2,
+
+  /**
+   * The reservation was released; nothing is committed (Commit: FAILED_PRECONDITION).
+   *
+   * @generated from enum value: COMMIT_OUTCOME_RELEASED = 3;
+   */
+  RELEASED = 3,
+}
+
+/**
+ * Describes the enum dnc.quota.v1.CommitOutcome.
+ */
+export const CommitOutcomeSchema: GenEnum<CommitOutcome> = /*@__PURE__*/ enumDesc(file_dnc_quota_v1_quota, 2);
 
 /**
  * QuotaService keeps the customer quota ledger: per organization, country and calendar month
@@ -407,6 +564,30 @@ export const QuotaService: GenService<{
     methodKind: 'unary';
     input: typeof ReleaseRequestSchema;
     output: typeof ReleaseResponseSchema;
+  };
+  /**
+   * ReserveMany applies many reservations in one Postgres transaction (at most 1,000). Items are
+   * applied in order, each exactly as Reserve would: a later item sees the reservations of earlier
+   * ones, so a batch never takes more than the limit. One outcome per item, in the same order; a
+   * refused item does not fail the call.
+   *
+   * @generated from rpc dnc.quota.v1.QuotaService.ReserveMany
+   */
+  reserveMany: {
+    methodKind: 'unary';
+    input: typeof ReserveManyRequestSchema;
+    output: typeof ReserveManyResponseSchema;
+  };
+  /**
+   * CommitMany commits many reservations in one Postgres transaction (at most 1,000), each exactly
+   * as Commit would: one usage record per reservation, however often its id is repeated.
+   *
+   * @generated from rpc dnc.quota.v1.QuotaService.CommitMany
+   */
+  commitMany: {
+    methodKind: 'unary';
+    input: typeof CommitManyRequestSchema;
+    output: typeof CommitManyResponseSchema;
   };
 }> = /*@__PURE__*/ serviceDesc(file_dnc_quota_v1_quota, 0);
 
