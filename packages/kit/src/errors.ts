@@ -1,4 +1,4 @@
-import { create, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
+import { create, type DescMessage, type MessageShape, toBinary } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { platformv1 } from '@dnc/proto';
 
@@ -58,3 +58,29 @@ export function findDetail<D extends DescMessage>(error: unknown, desc: D): Mess
 
 /** Errors a caller can do nothing about map to one generic public reason. */
 export const PLATFORM_FAILURE = 'platform_failure';
+
+/**
+ * The error of one item of a batch call, for its answer: code, message and every typed detail (the
+ * public reason, rate-limit figures), exactly what the single call's ConnectError would carry.
+ */
+export function rpcStatusOf(error: unknown): platformv1.RpcStatus {
+  const ce = ConnectError.from(error);
+  return create(platformv1.RpcStatusSchema, {
+    code: ce.code,
+    message: ce.rawMessage,
+    details: ce.details.map((d) =>
+      'desc' in d
+        ? { type: d.desc.typeName, value: toBinary(d.desc, d.value as MessageShape<DescMessage>) }
+        : { type: d.type, value: d.value },
+    ),
+  });
+}
+
+/** The ConnectError an item's RpcStatus stands for: what the single call would have raised. */
+export function errorOfRpcStatus(status: platformv1.RpcStatus): ConnectError {
+  const code = status.code in Code && status.code !== 0 ? (status.code as Code) : Code.Unknown;
+  const error = new ConnectError(status.message, code);
+  // As received over the wire: findDetails decodes them by type name.
+  for (const d of status.details) error.details.push({ type: d.type, value: d.value });
+  return error;
+}

@@ -1,3 +1,4 @@
+export * from './batcher.js';
 export * from './check-request.js';
 export * from './clients.js';
 export * from './config.js';
