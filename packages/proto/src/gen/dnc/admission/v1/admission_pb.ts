@@ -4,6 +4,8 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from '@bufbuild/protobuf/codegenv2';
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from '@bufbuild/protobuf/codegenv2';
+import type { RpcStatus } from '../../platform/v1/platform_pb.js';
+import { file_dnc_platform_v1_platform } from '../../platform/v1/platform_pb.js';
 import type { Timestamp } from '@bufbuild/protobuf/wkt';
 import { file_google_protobuf_timestamp } from '@bufbuild/protobuf/wkt';
 import type { Message } from '@bufbuild/protobuf';
@@ -14,8 +16,8 @@ import type { Message } from '@bufbuild/protobuf';
 export const file_dnc_admission_v1_admission: GenFile =
   /*@__PURE__*/
   fileDesc(
-    'CiBkbmMvYWRtaXNzaW9uL3YxL2FkbWlzc2lvbi5wcm90bxIQZG5jLmFkbWlzc2lvbi52MSJFCg1SYXRlTGltaXRJbmZvEg0KBWxpbWl0GAEgASgNEhEKCXJlbWFpbmluZxgCIAEoDRISCgpyZXNldF91bml4GAMgASgDIj4KE0F1dGhlbnRpY2F0ZVJlcXVlc3QSDwoHYXBpX2tleRgBIAEoCRIWCg5jbGllbnRfYWRkcmVzcxgCIAEoCSJrChRBdXRoZW50aWNhdGVSZXNwb25zZRIOCgZvcmdfaWQYASABKAkSDgoGa2V5X2lkGAIgASgJEjMKCnJhdGVfbGltaXQYAyABKAsyHy5kbmMuYWRtaXNzaW9uLnYxLlJhdGVMaW1pdEluZm8irwEKDEFkbWl0UmVxdWVzdBIOCgZvcmdfaWQYASABKAkSDgoGa2V5X2lkGAIgASgJEg8KB2NvdW50cnkYAyABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJEhMKC2ZpbmdlcnByaW50GAUgASgJEhMKC2lucHV0X2NvdW50GAYgASgNEisKBGtpbmQYByABKA4yHS5kbmMuYWRtaXNzaW9uLnYxLlJlcXVlc3RLaW5kIl4KDUFkbWl0UmVzcG9uc2USFAoMYWRtaXNzaW9uX2lkGAEgASgJEg4KBnJlcGxheRgCIAEoCBIOCgZqb2JfaWQYAyABKAkSFwoPYWRhcHRlcl9hZGRyZXNzGAQgASgJIicKD0NvbXBsZXRlUmVxdWVzdBIUCgxhZG1pc3Npb25faWQYASABKAkiEgoQQ29tcGxldGVSZXNwb25zZSIkCgxBYm9ydFJlcXVlc3QSFAoMYWRtaXNzaW9uX2lkGAEgASgJIg8KDUFib3J0UmVzcG9uc2UiOQoRQ29uZmlybUpvYlJlcXVlc3QSFAoMYWRtaXNzaW9uX2lkGAEgASgJEg4KBmpvYl9pZBgCIAEoCSIUChJDb25maXJtSm9iUmVzcG9uc2UioAEKDE9yZ2FuaXphdGlvbhIOCgZvcmdfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIRCglzdXNwZW5kZWQYAyABKAgSGwoTYWN0aXZhdGlvbl9jb21wbGV0ZRgEIAEoCBISCgpyYXRlX2xpbWl0GAUgASgNEi4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImMKGUNyZWF0ZU9yZ2FuaXphdGlvblJlcXVlc3QSDAoEbmFtZRgBIAEoCRIgChNhY3RpdmF0aW9uX2NvbXBsZXRlGAIgASgISACIAQFCFgoUX2FjdGl2YXRpb25fY29tcGxldGUiLAoaQ3JlYXRlT3JnYW5pemF0aW9uUmVzcG9uc2USDgoGb3JnX2lkGAEgASgJIiwKGlN1c3BlbmRPcmdhbml6YXRpb25SZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCSIuChxSZWluc3RhdGVPcmdhbml6YXRpb25SZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCSI0ChNTZXRSYXRlTGltaXRSZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCRINCgVsaW1pdBgCIAEoDSI4ChRTZXRBY3RpdmF0aW9uUmVxdWVzdBIOCgZvcmdfaWQYASABKAkSEAoIY29tcGxldGUYAiABKAgimAEKBkFwaUtleRIOCgZrZXlfaWQYASABKAkSDgoGb3JnX2lkGAIgASgJEg4KBnByZWZpeBgDIAEoCRIuCgpjcmVhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpyZXZva2VkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIlChNDcmVhdGVBcGlLZXlSZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCSI3ChRDcmVhdGVBcGlLZXlSZXNwb25zZRIOCgZrZXlfaWQYASABKAkSDwoHYXBpX2tleRgCIAEoCSIlChNSZXZva2VBcGlLZXlSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCSIkChJMaXN0QXBpS2V5c1JlcXVlc3QSDgoGb3JnX2lkGAEgASgJIj0KE0xpc3RBcGlLZXlzUmVzcG9uc2USJgoEa2V5cxgBIAMoCzIYLmRuYy5hZG1pc3Npb24udjEuQXBpS2V5IpwBCghQdXJjaGFzZRITCgtwdXJjaGFzZV9pZBgBIAEoCRIOCgZvcmdfaWQYAiABKAkSDwoHY291bnRyeRgDIAEoCRIwCgZzdGF0dXMYBCABKA4yIC5kbmMuYWRtaXNzaW9uLnYxLlB1cmNoYXNlU3RhdHVzEhEKCWFjdGl2YXRlZBgFIAEoCBIVCg1tb250aGx5X3F1b3RhGAYgASgEIk8KFUNyZWF0ZVB1cmNoYXNlUmVxdWVzdBIOCgZvcmdfaWQYASABKAkSDwoHY291bnRyeRgCIAEoCRIVCg1tb250aGx5X3F1b3RhGAMgASgEIikKElBheVB1cmNoYXNlUmVxdWVzdBITCgtwdXJjaGFzZV9pZBgBIAEoCSIuChdBY3RpdmF0ZVB1cmNoYXNlUmVxdWVzdBITCgtwdXJjaGFzZV9pZBgBIAEoCSIrChRMYXBzZVB1cmNoYXNlUmVxdWVzdBITCgtwdXJjaGFzZV9pZBgBIAEoCSKwAQoNQ291bnRyeVN0YXR1cxIPCgdjb3VudHJ5GAEgASgJEgwKBGxpdmUYAiABKAgSNQoRbWFpbnRlbmFuY2VfdW50aWwYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD2FkYXB0ZXJfc2VydmluZxgEIAEoCBIXCg9hZGFwdGVyX2FkZHJlc3MYBSABKAkSFwoPYWRhcHRlcl92ZXJzaW9uGAYgASgJIlMKFVNldE1haW50ZW5hbmNlUmVxdWVzdBIPCgdjb3VudHJ5GAEgASgJEikKBXVudGlsGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIqChdDbGVhck1haW50ZW5hbmNlUmVxdWVzdBIPCgdjb3VudHJ5GAEgASgJIhYKFExpc3RDb3VudHJpZXNSZXF1ZXN0IksKFUxpc3RDb3VudHJpZXNSZXNwb25zZRIyCgljb3VudHJpZXMYASADKAsyHy5kbmMuYWRtaXNzaW9uLnYxLkNvdW50cnlTdGF0dXMiUwobU3VzcGVuZE9yZ2FuaXphdGlvblJlc3BvbnNlEjQKDG9yZ2FuaXphdGlvbhgBIAEoCzIeLmRuYy5hZG1pc3Npb24udjEuT3JnYW5pemF0aW9uIlUKHVJlaW5zdGF0ZU9yZ2FuaXphdGlvblJlc3BvbnNlEjQKDG9yZ2FuaXphdGlvbhgBIAEoCzIeLmRuYy5hZG1pc3Npb24udjEuT3JnYW5pemF0aW9uIkwKFFNldFJhdGVMaW1pdFJlc3BvbnNlEjQKDG9yZ2FuaXphdGlvbhgBIAEoCzIeLmRuYy5hZG1pc3Npb24udjEuT3JnYW5pemF0aW9uIk0KFVNldEFjdGl2YXRpb25SZXNwb25zZRI0Cgxvcmdhbml6YXRpb24YASABKAsyHi5kbmMuYWRtaXNzaW9uLnYxLk9yZ2FuaXphdGlvbiJBChRSZXZva2VBcGlLZXlSZXNwb25zZRIpCgdhcGlfa2V5GAEgASgLMhguZG5jLmFkbWlzc2lvbi52MS5BcGlLZXkiRgoWQ3JlYXRlUHVyY2hhc2VSZXNwb25zZRIsCghwdXJjaGFzZRgBIAEoCzIaLmRuYy5hZG1pc3Npb24udjEuUHVyY2hhc2UiQwoTUGF5UHVyY2hhc2VSZXNwb25zZRIsCghwdXJjaGFzZRgBIAEoCzIaLmRuYy5hZG1pc3Npb24udjEuUHVyY2hhc2UiSAoYQWN0aXZhdGVQdXJjaGFzZVJlc3BvbnNlEiwKCHB1cmNoYXNlGAEgASgLMhouZG5jLmFkbWlzc2lvbi52MS5QdXJjaGFzZSJFChVMYXBzZVB1cmNoYXNlUmVzcG9uc2USLAoIcHVyY2hhc2UYASABKAsyGi5kbmMuYWRtaXNzaW9uLnYxLlB1cmNoYXNlIlEKFlNldE1haW50ZW5hbmNlUmVzcG9uc2USNwoOY291bnRyeV9zdGF0dXMYASABKAsyHy5kbmMuYWRtaXNzaW9uLnYxLkNvdW50cnlTdGF0dXMiUwoYQ2xlYXJNYWludGVuYW5jZVJlc3BvbnNlEjcKDmNvdW50cnlfc3RhdHVzGAEgASgLMh8uZG5jLmFkbWlzc2lvbi52MS5Db3VudHJ5U3RhdHVzKlgKC1JlcXVlc3RLaW5kEhwKGFJFUVVFU1RfS0lORF9VTlNQRUNJRklFRBAAEhUKEVJFUVVFU1RfS0lORF9TWU5DEAESFAoQUkVRVUVTVF9LSU5EX0pPQhACKo4BCg5QdXJjaGFzZVN0YXR1cxIfChtQVVJDSEFTRV9TVEFUVVNfVU5TUEVDSUZJRUQQABIjCh9QVVJDSEFTRV9TVEFUVVNfUEVORElOR19QQVlNRU5UEAESGgoWUFVSQ0hBU0VfU1RBVFVTX0FDVElWRRACEhoKFlBVUkNIQVNFX1NUQVRVU19MQVBTRUQQAzKxAwoQQWRtaXNzaW9uU2VydmljZRJdCgxBdXRoZW50aWNhdGUSJS5kbmMuYWRtaXNzaW9uLnYxLkF1dGhlbnRpY2F0ZVJlcXVlc3QaJi5kbmMuYWRtaXNzaW9uLnYxLkF1dGhlbnRpY2F0ZVJlc3BvbnNlEkgKBUFkbWl0Eh4uZG5jLmFkbWlzc2lvbi52MS5BZG1pdFJlcXVlc3QaHy5kbmMuYWRtaXNzaW9uLnYxLkFkbWl0UmVzcG9uc2USUQoIQ29tcGxldGUSIS5kbmMuYWRtaXNzaW9uLnYxLkNvbXBsZXRlUmVxdWVzdBoiLmRuYy5hZG1pc3Npb24udjEuQ29tcGxldGVSZXNwb25zZRJICgVBYm9ydBIeLmRuYy5hZG1pc3Npb24udjEuQWJvcnRSZXF1ZXN0Gh8uZG5jLmFkbWlzc2lvbi52MS5BYm9ydFJlc3BvbnNlElcKCkNvbmZpcm1Kb2ISIy5kbmMuYWRtaXNzaW9uLnYxLkNvbmZpcm1Kb2JSZXF1ZXN0GiQuZG5jLmFkbWlzc2lvbi52MS5Db25maXJtSm9iUmVzcG9uc2UykQwKFUFkbWlzc2lvbkFkbWluU2VydmljZRJvChJDcmVhdGVPcmdhbml6YXRpb24SKy5kbmMuYWRtaXNzaW9uLnYxLkNyZWF0ZU9yZ2FuaXphdGlvblJlcXVlc3QaLC5kbmMuYWRtaXNzaW9uLnYxLkNyZWF0ZU9yZ2FuaXphdGlvblJlc3BvbnNlEnIKE1N1c3BlbmRPcmdhbml6YXRpb24SLC5kbmMuYWRtaXNzaW9uLnYxLlN1c3BlbmRPcmdhbml6YXRpb25SZXF1ZXN0Gi0uZG5jLmFkbWlzc2lvbi52MS5TdXNwZW5kT3JnYW5pemF0aW9uUmVzcG9uc2USeAoVUmVpbnN0YXRlT3JnYW5pemF0aW9uEi4uZG5jLmFkbWlzc2lvbi52MS5SZWluc3RhdGVPcmdhbml6YXRpb25SZXF1ZXN0Gi8uZG5jLmFkbWlzc2lvbi52MS5SZWluc3RhdGVPcmdhbml6YXRpb25SZXNwb25zZRJdCgxTZXRSYXRlTGltaXQSJS5kbmMuYWRtaXNzaW9uLnYxLlNldFJhdGVMaW1pdFJlcXVlc3QaJi5kbmMuYWRtaXNzaW9uLnYxLlNldFJhdGVMaW1pdFJlc3BvbnNlEmAKDVNldEFjdGl2YXRpb24SJi5kbmMuYWRtaXNzaW9uLnYxLlNldEFjdGl2YXRpb25SZXF1ZXN0GicuZG5jLmFkbWlzc2lvbi52MS5TZXRBY3RpdmF0aW9uUmVzcG9uc2USXQoMQ3JlYXRlQXBpS2V5EiUuZG5jLmFkbWlzc2lvbi52MS5DcmVhdGVBcGlLZXlSZXF1ZXN0GiYuZG5jLmFkbWlzc2lvbi52MS5DcmVhdGVBcGlLZXlSZXNwb25zZRJdCgxSZXZva2VBcGlLZXkSJS5kbmMuYWRtaXNzaW9uLnYxLlJldm9rZUFwaUtleVJlcXVlc3QaJi5kbmMuYWRtaXNzaW9uLnYxLlJldm9rZUFwaUtleVJlc3BvbnNlEloKC0xpc3RBcGlLZXlzEiQuZG5jLmFkbWlzc2lvbi52MS5MaXN0QXBpS2V5c1JlcXVlc3QaJS5kbmMuYWRtaXNzaW9uLnYxLkxpc3RBcGlLZXlzUmVzcG9uc2USYwoOQ3JlYXRlUHVyY2hhc2USJy5kbmMuYWRtaXNzaW9uLnYxLkNyZWF0ZVB1cmNoYXNlUmVxdWVzdBooLmRuYy5hZG1pc3Npb24udjEuQ3JlYXRlUHVyY2hhc2VSZXNwb25zZRJaCgtQYXlQdXJjaGFzZRIkLmRuYy5hZG1pc3Npb24udjEuUGF5UHVyY2hhc2VSZXF1ZXN0GiUuZG5jLmFkbWlzc2lvbi52MS5QYXlQdXJjaGFzZVJlc3BvbnNlEmkKEEFjdGl2YXRlUHVyY2hhc2USKS5kbmMuYWRtaXNzaW9uLnYxLkFjdGl2YXRlUHVyY2hhc2VSZXF1ZXN0GiouZG5jLmFkbWlzc2lvbi52MS5BY3RpdmF0ZVB1cmNoYXNlUmVzcG9uc2USYAoNTGFwc2VQdXJjaGFzZRImLmRuYy5hZG1pc3Npb24udjEuTGFwc2VQdXJjaGFzZVJlcXVlc3QaJy5kbmMuYWRtaXNzaW9uLnYxLkxhcHNlUHVyY2hhc2VSZXNwb25zZRJjCg5TZXRNYWludGVuYW5jZRInLmRuYy5hZG1pc3Npb24udjEuU2V0TWFpbnRlbmFuY2VSZXF1ZXN0GiguZG5jLmFkbWlzc2lvbi52MS5TZXRNYWludGVuYW5jZVJlc3BvbnNlEmkKEENsZWFyTWFpbnRlbmFuY2USKS5kbmMuYWRtaXNzaW9uLnYxLkNsZWFyTWFpbnRlbmFuY2VSZXF1ZXN0GiouZG5jLmFkbWlzc2lvbi52MS5DbGVhck1haW50ZW5hbmNlUmVzcG9uc2USYAoNTGlzdENvdW50cmllcxImLmRuYy5hZG1pc3Npb24udjEuTGlzdENvdW50cmllc1JlcXVlc3QaJy5kbmMuYWRtaXNzaW9uLnYxLkxpc3RDb3VudHJpZXNSZXNwb25zZWIGcHJvdG8z',
-    [file_google_protobuf_timestamp],
+    'CiBkbmMvYWRtaXNzaW9uL3YxL2FkbWlzc2lvbi5wcm90bxIQZG5jLmFkbWlzc2lvbi52MSJFCg1SYXRlTGltaXRJbmZvEg0KBWxpbWl0GAEgASgNEhEKCXJlbWFpbmluZxgCIAEoDRISCgpyZXNldF91bml4GAMgASgDIj4KE0F1dGhlbnRpY2F0ZVJlcXVlc3QSDwoHYXBpX2tleRgBIAEoCRIWCg5jbGllbnRfYWRkcmVzcxgCIAEoCSJrChRBdXRoZW50aWNhdGVSZXNwb25zZRIOCgZvcmdfaWQYASABKAkSDgoGa2V5X2lkGAIgASgJEjMKCnJhdGVfbGltaXQYAyABKAsyHy5kbmMuYWRtaXNzaW9uLnYxLlJhdGVMaW1pdEluZm8i6wEKDEFkbWl0UmVxdWVzdBIOCgZvcmdfaWQYASABKAkSDgoGa2V5X2lkGAIgASgJEg8KB2NvdW50cnkYAyABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJEhMKC2ZpbmdlcnByaW50GAUgASgJEhMKC2lucHV0X2NvdW50GAYgASgNEisKBGtpbmQYByABKA4yHS5kbmMuYWRtaXNzaW9uLnYxLlJlcXVlc3RLaW5kEjoKC2NyZWRlbnRpYWxzGAggASgLMiUuZG5jLmFkbWlzc2lvbi52MS5BdXRoZW50aWNhdGVSZXF1ZXN0IpMBCg1BZG1pdFJlc3BvbnNlEhQKDGFkbWlzc2lvbl9pZBgBIAEoCRIOCgZyZXBsYXkYAiABKAgSDgoGam9iX2lkGAMgASgJEhcKD2FkYXB0ZXJfYWRkcmVzcxgEIAEoCRIzCgpyYXRlX2xpbWl0GAUgASgLMh8uZG5jLmFkbWlzc2lvbi52MS5SYXRlTGltaXRJbmZvIicKD0NvbXBsZXRlUmVxdWVzdBIUCgxhZG1pc3Npb25faWQYASABKAkiEgoQQ29tcGxldGVSZXNwb25zZSJEChBBZG1pdE1hbnlSZXF1ZXN0EjAKCHJlcXVlc3RzGAEgAygLMh4uZG5jLmFkbWlzc2lvbi52MS5BZG1pdFJlcXVlc3QiQwoRQWRtaXRNYW55UmVzcG9uc2USLgoHcmVzdWx0cxgBIAMoCzIdLmRuYy5hZG1pc3Npb24udjEuQWRtaXRSZXN1bHQieQoLQWRtaXRSZXN1bHQSMwoIYWRtaXR0ZWQYASABKAsyHy5kbmMuYWRtaXNzaW9uLnYxLkFkbWl0UmVzcG9uc2VIABIrCgVlcnJvchgCIAEoCzIaLmRuYy5wbGF0Zm9ybS52MS5ScGNTdGF0dXNIAEIICgZyZXN1bHQiSgoTQ29tcGxldGVNYW55UmVxdWVzdBIzCghyZXF1ZXN0cxgBIAMoCzIhLmRuYy5hZG1pc3Npb24udjEuQ29tcGxldGVSZXF1ZXN0IkkKFENvbXBsZXRlTWFueVJlc3BvbnNlEjEKB3Jlc3VsdHMYASADKAsyIC5kbmMuYWRtaXNzaW9uLnYxLkNvbXBsZXRlUmVzdWx0IoABCg5Db21wbGV0ZVJlc3VsdBI3Cgljb21wbGV0ZWQYASABKAsyIi5kbmMuYWRtaXNzaW9uLnYxLkNvbXBsZXRlUmVzcG9uc2VIABIrCgVlcnJvchgCIAEoCzIaLmRuYy5wbGF0Zm9ybS52MS5ScGNTdGF0dXNIAEIICgZyZXN1bHQiJAoMQWJvcnRSZXF1ZXN0EhQKDGFkbWlzc2lvbl9pZBgBIAEoCSIPCg1BYm9ydFJlc3BvbnNlIjkKEUNvbmZpcm1Kb2JSZXF1ZXN0EhQKDGFkbWlzc2lvbl9pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAkiFAoSQ29uZmlybUpvYlJlc3BvbnNlIqABCgxPcmdhbml6YXRpb24SDgoGb3JnX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEQoJc3VzcGVuZGVkGAMgASgIEhsKE2FjdGl2YXRpb25fY29tcGxldGUYBCABKAgSEgoKcmF0ZV9saW1pdBgFIAEoDRIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJjChlDcmVhdGVPcmdhbml6YXRpb25SZXF1ZXN0EgwKBG5hbWUYASABKAkSIAoTYWN0aXZhdGlvbl9jb21wbGV0ZRgCIAEoCEgAiAEBQhYKFF9hY3RpdmF0aW9uX2NvbXBsZXRlIiwKGkNyZWF0ZU9yZ2FuaXphdGlvblJlc3BvbnNlEg4KBm9yZ19pZBgBIAEoCSIsChpTdXNwZW5kT3JnYW5pemF0aW9uUmVxdWVzdBIOCgZvcmdfaWQYASABKAkiLgocUmVpbnN0YXRlT3JnYW5pemF0aW9uUmVxdWVzdBIOCgZvcmdfaWQYASABKAkiNAoTU2V0UmF0ZUxpbWl0UmVxdWVzdBIOCgZvcmdfaWQYASABKAkSDQoFbGltaXQYAiABKA0iOAoUU2V0QWN0aXZhdGlvblJlcXVlc3QSDgoGb3JnX2lkGAEgASgJEhAKCGNvbXBsZXRlGAIgASgIIpgBCgZBcGlLZXkSDgoGa2V5X2lkGAEgASgJEg4KBm9yZ19pZBgCIAEoCRIOCgZwcmVmaXgYAyABKAkSLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKcmV2b2tlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiJQoTQ3JlYXRlQXBpS2V5UmVxdWVzdBIOCgZvcmdfaWQYASABKAkiNwoUQ3JlYXRlQXBpS2V5UmVzcG9uc2USDgoGa2V5X2lkGAEgASgJEg8KB2FwaV9rZXkYAiABKAkiJQoTUmV2b2tlQXBpS2V5UmVxdWVzdBIOCgZrZXlfaWQYASABKAkiJAoSTGlzdEFwaUtleXNSZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCSI9ChNMaXN0QXBpS2V5c1Jlc3BvbnNlEiYKBGtleXMYASADKAsyGC5kbmMuYWRtaXNzaW9uLnYxLkFwaUtleSKcAQoIUHVyY2hhc2USEwoLcHVyY2hhc2VfaWQYASABKAkSDgoGb3JnX2lkGAIgASgJEg8KB2NvdW50cnkYAyABKAkSMAoGc3RhdHVzGAQgASgOMiAuZG5jLmFkbWlzc2lvbi52MS5QdXJjaGFzZVN0YXR1cxIRCglhY3RpdmF0ZWQYBSABKAgSFQoNbW9udGhseV9xdW90YRgGIAEoBCJPChVDcmVhdGVQdXJjaGFzZVJlcXVlc3QSDgoGb3JnX2lkGAEgASgJEg8KB2NvdW50cnkYAiABKAkSFQoNbW9udGhseV9xdW90YRgDIAEoBCIpChJQYXlQdXJjaGFzZVJlcXVlc3QSEwoLcHVyY2hhc2VfaWQYASABKAkiLgoXQWN0aXZhdGVQdXJjaGFzZVJlcXVlc3QSEwoLcHVyY2hhc2VfaWQYASABKAkiKwoUTGFwc2VQdXJjaGFzZVJlcXVlc3QSEwoLcHVyY2hhc2VfaWQYASABKAkisAEKDUNvdW50cnlTdGF0dXMSDwoHY291bnRyeRgBIAEoCRIMCgRsaXZlGAIgASgIEjUKEW1haW50ZW5hbmNlX3VudGlsGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIXCg9hZGFwdGVyX3NlcnZpbmcYBCABKAgSFwoPYWRhcHRlcl9hZGRyZXNzGAUgASgJEhcKD2FkYXB0ZXJfdmVyc2lvbhgGIAEoCSJTChVTZXRNYWludGVuYW5jZVJlcXVlc3QSDwoHY291bnRyeRgBIAEoCRIpCgV1bnRpbBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiKgoXQ2xlYXJNYWludGVuYW5jZVJlcXVlc3QSDwoHY291bnRyeRgBIAEoCSIWChRMaXN0Q291bnRyaWVzUmVxdWVzdCJLChVMaXN0Q291bnRyaWVzUmVzcG9uc2USMgoJY291bnRyaWVzGAEgAygLMh8uZG5jLmFkbWlzc2lvbi52MS5Db3VudHJ5U3RhdHVzIlMKG1N1c3BlbmRPcmdhbml6YXRpb25SZXNwb25zZRI0Cgxvcmdhbml6YXRpb24YASABKAsyHi5kbmMuYWRtaXNzaW9uLnYxLk9yZ2FuaXphdGlvbiJVCh1SZWluc3RhdGVPcmdhbml6YXRpb25SZXNwb25zZRI0Cgxvcmdhbml6YXRpb24YASABKAsyHi5kbmMuYWRtaXNzaW9uLnYxLk9yZ2FuaXphdGlvbiJMChRTZXRSYXRlTGltaXRSZXNwb25zZRI0Cgxvcmdhbml6YXRpb24YASABKAsyHi5kbmMuYWRtaXNzaW9uLnYxLk9yZ2FuaXphdGlvbiJNChVTZXRBY3RpdmF0aW9uUmVzcG9uc2USNAoMb3JnYW5pemF0aW9uGAEgASgLMh4uZG5jLmFkbWlzc2lvbi52MS5Pcmdhbml6YXRpb24iQQoUUmV2b2tlQXBpS2V5UmVzcG9uc2USKQoHYXBpX2tleRgBIAEoCzIYLmRuYy5hZG1pc3Npb24udjEuQXBpS2V5IkYKFkNyZWF0ZVB1cmNoYXNlUmVzcG9uc2USLAoIcHVyY2hhc2UYASABKAsyGi5kbmMuYWRtaXNzaW9uLnYxLlB1cmNoYXNlIkMKE1BheVB1cmNoYXNlUmVzcG9uc2USLAoIcHVyY2hhc2UYASABKAsyGi5kbmMuYWRtaXNzaW9uLnYxLlB1cmNoYXNlIkgKGEFjdGl2YXRlUHVyY2hhc2VSZXNwb25zZRIsCghwdXJjaGFzZRgBIAEoCzIaLmRuYy5hZG1pc3Npb24udjEuUHVyY2hhc2UiRQoVTGFwc2VQdXJjaGFzZVJlc3BvbnNlEiwKCHB1cmNoYXNlGAEgASgLMhouZG5jLmFkbWlzc2lvbi52MS5QdXJjaGFzZSJRChZTZXRNYWludGVuYW5jZVJlc3BvbnNlEjcKDmNvdW50cnlfc3RhdHVzGAEgASgLMh8uZG5jLmFkbWlzc2lvbi52MS5Db3VudHJ5U3RhdHVzIlMKGENsZWFyTWFpbnRlbmFuY2VSZXNwb25zZRI3Cg5jb3VudHJ5X3N0YXR1cxgBIAEoCzIfLmRuYy5hZG1pc3Npb24udjEuQ291bnRyeVN0YXR1cypYCgtSZXF1ZXN0S2luZBIcChhSRVFVRVNUX0tJTkRfVU5TUEVDSUZJRUQQABIVChFSRVFVRVNUX0tJTkRfU1lOQxABEhQKEFJFUVVFU1RfS0lORF9KT0IQAiqOAQoOUHVyY2hhc2VTdGF0dXMSHwobUFVSQ0hBU0VfU1RBVFVTX1VOU1BFQ0lGSUVEEAASIwofUFVSQ0hBU0VfU1RBVFVTX1BFTkRJTkdfUEFZTUVOVBABEhoKFlBVUkNIQVNFX1NUQVRVU19BQ1RJVkUQAhIaChZQVVJDSEFTRV9TVEFUVVNfTEFQU0VEEAMy5gQKEEFkbWlzc2lvblNlcnZpY2USXQoMQXV0aGVudGljYXRlEiUuZG5jLmFkbWlzc2lvbi52MS5BdXRoZW50aWNhdGVSZXF1ZXN0GiYuZG5jLmFkbWlzc2lvbi52MS5BdXRoZW50aWNhdGVSZXNwb25zZRJICgVBZG1pdBIeLmRuYy5hZG1pc3Npb24udjEuQWRtaXRSZXF1ZXN0Gh8uZG5jLmFkbWlzc2lvbi52MS5BZG1pdFJlc3BvbnNlElEKCENvbXBsZXRlEiEuZG5jLmFkbWlzc2lvbi52MS5Db21wbGV0ZVJlcXVlc3QaIi5kbmMuYWRtaXNzaW9uLnYxLkNvbXBsZXRlUmVzcG9uc2USSAoFQWJvcnQSHi5kbmMuYWRtaXNzaW9uLnYxLkFib3J0UmVxdWVzdBofLmRuYy5hZG1pc3Npb24udjEuQWJvcnRSZXNwb25zZRJUCglBZG1pdE1hbnkSIi5kbmMuYWRtaXNzaW9uLnYxLkFkbWl0TWFueVJlcXVlc3QaIy5kbmMuYWRtaXNzaW9uLnYxLkFkbWl0TWFueVJlc3BvbnNlEl0KDENvbXBsZXRlTWFueRIlLmRuYy5hZG1pc3Npb24udjEuQ29tcGxldGVNYW55UmVxdWVzdBomLmRuYy5hZG1pc3Npb24udjEuQ29tcGxldGVNYW55UmVzcG9uc2USVwoKQ29uZmlybUpvYhIjLmRuYy5hZG1pc3Npb24udjEuQ29uZmlybUpvYlJlcXVlc3QaJC5kbmMuYWRtaXNzaW9uLnYxLkNvbmZpcm1Kb2JSZXNwb25zZTKRDAoVQWRtaXNzaW9uQWRtaW5TZXJ2aWNlEm8KEkNyZWF0ZU9yZ2FuaXphdGlvbhIrLmRuYy5hZG1pc3Npb24udjEuQ3JlYXRlT3JnYW5pemF0aW9uUmVxdWVzdBosLmRuYy5hZG1pc3Npb24udjEuQ3JlYXRlT3JnYW5pemF0aW9uUmVzcG9uc2UScgoTU3VzcGVuZE9yZ2FuaXphdGlvbhIsLmRuYy5hZG1pc3Npb24udjEuU3VzcGVuZE9yZ2FuaXphdGlvblJlcXVlc3QaLS5kbmMuYWRtaXNzaW9uLnYxLlN1c3BlbmRPcmdhbml6YXRpb25SZXNwb25zZRJ4ChVSZWluc3RhdGVPcmdhbml6YXRpb24SLi5kbmMuYWRtaXNzaW9uLnYxLlJlaW5zdGF0ZU9yZ2FuaXphdGlvblJlcXVlc3QaLy5kbmMuYWRtaXNzaW9uLnYxLlJlaW5zdGF0ZU9yZ2FuaXphdGlvblJlc3BvbnNlEl0KDFNldFJhdGVMaW1pdBIlLmRuYy5hZG1pc3Npb24udjEuU2V0UmF0ZUxpbWl0UmVxdWVzdBomLmRuYy5hZG1pc3Npb24udjEuU2V0UmF0ZUxpbWl0UmVzcG9uc2USYAoNU2V0QWN0aXZhdGlvbhImLmRuYy5hZG1pc3Npb24udjEuU2V0QWN0aXZhdGlvblJlcXVlc3QaJy5kbmMuYWRtaXNzaW9uLnYxLlNldEFjdGl2YXRpb25SZXNwb25zZRJdCgxDcmVhdGVBcGlLZXkSJS5kbmMuYWRtaXNzaW9uLnYxLkNyZWF0ZUFwaUtleVJlcXVlc3QaJi5kbmMuYWRtaXNzaW9uLnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlEl0KDFJldm9rZUFwaUtleRIlLmRuYy5hZG1pc3Npb24udjEuUmV2b2tlQXBpS2V5UmVxdWVzdBomLmRuYy5hZG1pc3Npb24udjEuUmV2b2tlQXBpS2V5UmVzcG9uc2USWgoLTGlzdEFwaUtleXMSJC5kbmMuYWRtaXNzaW9uLnYxLkxpc3RBcGlLZXlzUmVxdWVzdBolLmRuYy5hZG1pc3Npb24udjEuTGlzdEFwaUtleXNSZXNwb25zZRJjCg5DcmVhdGVQdXJjaGFzZRInLmRuYy5hZG1pc3Npb24udjEuQ3JlYXRlUHVyY2hhc2VSZXF1ZXN0GiguZG5jLmFkbWlzc2lvbi52MS5DcmVhdGVQdXJjaGFzZVJlc3BvbnNlEloKC1BheVB1cmNoYXNlEiQuZG5jLmFkbWlzc2lvbi52MS5QYXlQdXJjaGFzZVJlcXVlc3QaJS5kbmMuYWRtaXNzaW9uLnYxLlBheVB1cmNoYXNlUmVzcG9uc2USaQoQQWN0aXZhdGVQdXJjaGFzZRIpLmRuYy5hZG1pc3Npb24udjEuQWN0aXZhdGVQdXJjaGFzZVJlcXVlc3QaKi5kbmMuYWRtaXNzaW9uLnYxLkFjdGl2YXRlUHVyY2hhc2VSZXNwb25zZRJgCg1MYXBzZVB1cmNoYXNlEiYuZG5jLmFkbWlzc2lvbi52MS5MYXBzZVB1cmNoYXNlUmVxdWVzdBonLmRuYy5hZG1pc3Npb24udjEuTGFwc2VQdXJjaGFzZVJlc3BvbnNlEmMKDlNldE1haW50ZW5hbmNlEicuZG5jLmFkbWlzc2lvbi52MS5TZXRNYWludGVuYW5jZVJlcXVlc3QaKC5kbmMuYWRtaXNzaW9uLnYxLlNldE1haW50ZW5hbmNlUmVzcG9uc2USaQoQQ2xlYXJNYWludGVuYW5jZRIpLmRuYy5hZG1pc3Npb24udjEuQ2xlYXJNYWludGVuYW5jZVJlcXVlc3QaKi5kbmMuYWRtaXNzaW9uLnYxLkNsZWFyTWFpbnRlbmFuY2VSZXNwb25zZRJgCg1MaXN0Q291bnRyaWVzEiYuZG5jLmFkbWlzc2lvbi52MS5MaXN0Q291bnRyaWVzUmVxdWVzdBonLmRuYy5hZG1pc3Npb24udjEuTGlzdENvdW50cmllc1Jlc3BvbnNlYgZwcm90bzM',
+    [file_dnc_platform_v1_platform, file_google_protobuf_timestamp],
   );
 
 /**
@@ -111,6 +113,8 @@ export const AuthenticateResponseSchema: GenMessage<AuthenticateResponse> =
  */
 export type AdmitRequest = Message<'dnc.admission.v1.AdmitRequest'> & {
   /**
+   * The authenticated caller, from Authenticate. Empty when `credentials` is set.
+   *
    * @generated from field: string org_id = 1;
    */
   orgId: string;
@@ -146,6 +150,14 @@ export type AdmitRequest = Message<'dnc.admission.v1.AdmitRequest'> & {
    * @generated from field: dnc.admission.v1.RequestKind kind = 7;
    */
   kind: RequestKind;
+
+  /**
+   * The presented API key and client address, when the caller was not authenticated before:
+   * steps 0-3 of the check order run first, and every answer after step 1 carries RateLimitInfo.
+   *
+   * @generated from field: dnc.admission.v1.AuthenticateRequest credentials = 8;
+   */
+  credentials?: AuthenticateRequest | undefined;
 };
 
 /**
@@ -186,6 +198,13 @@ export type AdmitResponse = Message<'dnc.admission.v1.AdmitResponse'> & {
    * @generated from field: string adapter_address = 4;
    */
   adapterAddress: string;
+
+  /**
+   * Set when the request carried `credentials`: the rate-limit figures of this request.
+   *
+   * @generated from field: dnc.admission.v1.RateLimitInfo rate_limit = 5;
+   */
+  rateLimit?: RateLimitInfo | undefined;
 };
 
 /**
@@ -228,6 +247,144 @@ export const CompleteResponseSchema: GenMessage<CompleteResponse> =
   messageDesc(file_dnc_admission_v1_admission, 6);
 
 /**
+ * @generated from message dnc.admission.v1.AdmitManyRequest
+ */
+export type AdmitManyRequest = Message<'dnc.admission.v1.AdmitManyRequest'> & {
+  /**
+   * @generated from field: repeated dnc.admission.v1.AdmitRequest requests = 1;
+   */
+  requests: AdmitRequest[];
+};
+
+/**
+ * Describes the message dnc.admission.v1.AdmitManyRequest.
+ * Use `create(AdmitManyRequestSchema)` to create a new message.
+ */
+export const AdmitManyRequestSchema: GenMessage<AdmitManyRequest> =
+  /*@__PURE__*/
+  messageDesc(file_dnc_admission_v1_admission, 7);
+
+/**
+ * @generated from message dnc.admission.v1.AdmitManyResponse
+ */
+export type AdmitManyResponse = Message<'dnc.admission.v1.AdmitManyResponse'> & {
+  /**
+   * @generated from field: repeated dnc.admission.v1.AdmitResult results = 1;
+   */
+  results: AdmitResult[];
+};
+
+/**
+ * Describes the message dnc.admission.v1.AdmitManyResponse.
+ * Use `create(AdmitManyResponseSchema)` to create a new message.
+ */
+export const AdmitManyResponseSchema: GenMessage<AdmitManyResponse> =
+  /*@__PURE__*/
+  messageDesc(file_dnc_admission_v1_admission, 8);
+
+/**
+ * @generated from message dnc.admission.v1.AdmitResult
+ */
+export type AdmitResult = Message<'dnc.admission.v1.AdmitResult'> & {
+  /**
+   * @generated from oneof dnc.admission.v1.AdmitResult.result
+   */
+  result:
+    | {
+        /**
+         * @generated from field: dnc.admission.v1.AdmitResponse admitted = 1;
+         */
+        value: AdmitResponse;
+        case: 'admitted';
+      }
+    | {
+        /**
+         * @generated from field: dnc.platform.v1.RpcStatus error = 2;
+         */
+        value: RpcStatus;
+        case: 'error';
+      }
+    | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message dnc.admission.v1.AdmitResult.
+ * Use `create(AdmitResultSchema)` to create a new message.
+ */
+export const AdmitResultSchema: GenMessage<AdmitResult> =
+  /*@__PURE__*/
+  messageDesc(file_dnc_admission_v1_admission, 9);
+
+/**
+ * @generated from message dnc.admission.v1.CompleteManyRequest
+ */
+export type CompleteManyRequest = Message<'dnc.admission.v1.CompleteManyRequest'> & {
+  /**
+   * @generated from field: repeated dnc.admission.v1.CompleteRequest requests = 1;
+   */
+  requests: CompleteRequest[];
+};
+
+/**
+ * Describes the message dnc.admission.v1.CompleteManyRequest.
+ * Use `create(CompleteManyRequestSchema)` to create a new message.
+ */
+export const CompleteManyRequestSchema: GenMessage<CompleteManyRequest> =
+  /*@__PURE__*/
+  messageDesc(file_dnc_admission_v1_admission, 10);
+
+/**
+ * @generated from message dnc.admission.v1.CompleteManyResponse
+ */
+export type CompleteManyResponse = Message<'dnc.admission.v1.CompleteManyResponse'> & {
+  /**
+   * @generated from field: repeated dnc.admission.v1.CompleteResult results = 1;
+   */
+  results: CompleteResult[];
+};
+
+/**
+ * Describes the message dnc.admission.v1.CompleteManyResponse.
+ * Use `create(CompleteManyResponseSchema)` to create a new message.
+ */
+export const CompleteManyResponseSchema: GenMessage<CompleteManyResponse> =
+  /*@__PURE__*/
+  messageDesc(file_dnc_admission_v1_admission, 11);
+
+/**
+ * @generated from message dnc.admission.v1.CompleteResult
+ */
+export type CompleteResult = Message<'dnc.admission.v1.CompleteResult'> & {
+  /**
+   * @generated from oneof dnc.admission.v1.CompleteResult.result
+   */
+  result:
+    | {
+        /**
+         * @generated from field: dnc.admission.v1.CompleteResponse completed = 1;
+         */
+        value: CompleteResponse;
+        case: 'completed';
+      }
+    | {
+        /**
+         * @generated from field: dnc.platform.v1.RpcStatus error = 2;
+         */
+        value: RpcStatus;
+        case: 'error';
+      }
+    | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message dnc.admission.v1.CompleteResult.
+ * Use `create(CompleteResultSchema)` to create a new message.
+ */
+export const CompleteResultSchema: GenMessage<CompleteResult> =
+  /*@__PURE__*/
+  messageDesc(file_dnc_admission_v1_admission, 12);
+
+/**
  * @generated from message dnc.admission.v1.AbortRequest
  */
 export type AbortRequest = Message<'dnc.admission.v1.AbortRequest'> & {
@@ -243,7 +400,7 @@ export type AbortRequest = Message<'dnc.admission.v1.AbortRequest'> & {
  */
 export const AbortRequestSchema: GenMessage<AbortRequest> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 7);
+  messageDesc(file_dnc_admission_v1_admission, 13);
 
 /**
  * @generated from message dnc.admission.v1.AbortResponse
@@ -256,7 +413,7 @@ export type AbortResponse = Message<'dnc.admission.v1.AbortResponse'> & {};
  */
 export const AbortResponseSchema: GenMessage<AbortResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 8);
+  messageDesc(file_dnc_admission_v1_admission, 14);
 
 /**
  * @generated from message dnc.admission.v1.ConfirmJobRequest
@@ -279,7 +436,7 @@ export type ConfirmJobRequest = Message<'dnc.admission.v1.ConfirmJobRequest'> & 
  */
 export const ConfirmJobRequestSchema: GenMessage<ConfirmJobRequest> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 9);
+  messageDesc(file_dnc_admission_v1_admission, 15);
 
 /**
  * @generated from message dnc.admission.v1.ConfirmJobResponse
@@ -292,7 +449,7 @@ export type ConfirmJobResponse = Message<'dnc.admission.v1.ConfirmJobResponse'> 
  */
 export const ConfirmJobResponseSchema: GenMessage<ConfirmJobResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 10);
+  messageDesc(file_dnc_admission_v1_admission, 16);
 
 /**
  * @generated from message dnc.admission.v1.Organization
@@ -337,7 +494,7 @@ export type Organization = Message<'dnc.admission.v1.Organization'> & {
  */
 export const OrganizationSchema: GenMessage<Organization> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 11);
+  messageDesc(file_dnc_admission_v1_admission, 17);
 
 /**
  * @generated from message dnc.admission.v1.CreateOrganizationRequest
@@ -362,7 +519,7 @@ export type CreateOrganizationRequest = Message<'dnc.admission.v1.CreateOrganiza
  */
 export const CreateOrganizationRequestSchema: GenMessage<CreateOrganizationRequest> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 12);
+  messageDesc(file_dnc_admission_v1_admission, 18);
 
 /**
  * @generated from message dnc.admission.v1.CreateOrganizationResponse
@@ -380,7 +537,7 @@ export type CreateOrganizationResponse = Message<'dnc.admission.v1.CreateOrganiz
  */
 export const CreateOrganizationResponseSchema: GenMessage<CreateOrganizationResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 13);
+  messageDesc(file_dnc_admission_v1_admission, 19);
 
 /**
  * @generated from message dnc.admission.v1.SuspendOrganizationRequest
@@ -398,7 +555,7 @@ export type SuspendOrganizationRequest = Message<'dnc.admission.v1.SuspendOrgani
  */
 export const SuspendOrganizationRequestSchema: GenMessage<SuspendOrganizationRequest> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 14);
+  messageDesc(file_dnc_admission_v1_admission, 20);
 
 /**
  * @generated from message dnc.admission.v1.ReinstateOrganizationRequest
@@ -416,7 +573,7 @@ export type ReinstateOrganizationRequest = Message<'dnc.admission.v1.ReinstateOr
  */
 export const ReinstateOrganizationRequestSchema: GenMessage<ReinstateOrganizationRequest> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 15);
+  messageDesc(file_dnc_admission_v1_admission, 21);
 
 /**
  * @generated from message dnc.admission.v1.SetRateLimitRequest
@@ -441,7 +598,7 @@ export type SetRateLimitRequest = Message<'dnc.admission.v1.SetRateLimitRequest'
  */
 export const SetRateLimitRequestSchema: GenMessage<SetRateLimitRequest> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 16);
+  messageDesc(file_dnc_admission_v1_admission, 22);
 
 /**
  * @generated from message dnc.admission.v1.SetActivationRequest
@@ -464,7 +621,7 @@ export type SetActivationRequest = Message<'dnc.admission.v1.SetActivationReques
  */
 export const SetActivationRequestSchema: GenMessage<SetActivationRequest> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 17);
+  messageDesc(file_dnc_admission_v1_admission, 23);
 
 /**
  * @generated from message dnc.admission.v1.ApiKey
@@ -504,7 +661,7 @@ export type ApiKey = Message<'dnc.admission.v1.ApiKey'> & {
  */
 export const ApiKeySchema: GenMessage<ApiKey> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 18);
+  messageDesc(file_dnc_admission_v1_admission, 24);
 
 /**
  * @generated from message dnc.admission.v1.CreateApiKeyRequest
@@ -522,7 +679,7 @@ export type CreateApiKeyRequest = Message<'dnc.admission.v1.CreateApiKeyRequest'
  */
 export const CreateApiKeyRequestSchema: GenMessage<CreateApiKeyRequest> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 19);
+  messageDesc(file_dnc_admission_v1_admission, 25);
 
 /**
  * @generated from message dnc.admission.v1.CreateApiKeyResponse
@@ -547,7 +704,7 @@ export type CreateApiKeyResponse = Message<'dnc.admission.v1.CreateApiKeyRespons
  */
 export const CreateApiKeyResponseSchema: GenMessage<CreateApiKeyResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 20);
+  messageDesc(file_dnc_admission_v1_admission, 26);
 
 /**
  * @generated from message dnc.admission.v1.RevokeApiKeyRequest
@@ -565,7 +722,7 @@ export type RevokeApiKeyRequest = Message<'dnc.admission.v1.RevokeApiKeyRequest'
  */
 export const RevokeApiKeyRequestSchema: GenMessage<RevokeApiKeyRequest> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 21);
+  messageDesc(file_dnc_admission_v1_admission, 27);
 
 /**
  * @generated from message dnc.admission.v1.ListApiKeysRequest
@@ -583,7 +740,7 @@ export type ListApiKeysRequest = Message<'dnc.admission.v1.ListApiKeysRequest'> 
  */
 export const ListApiKeysRequestSchema: GenMessage<ListApiKeysRequest> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 22);
+  messageDesc(file_dnc_admission_v1_admission, 28);
 
 /**
  * @generated from message dnc.admission.v1.ListApiKeysResponse
@@ -601,7 +758,7 @@ export type ListApiKeysResponse = Message<'dnc.admission.v1.ListApiKeysResponse'
  */
 export const ListApiKeysResponseSchema: GenMessage<ListApiKeysResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 23);
+  messageDesc(file_dnc_admission_v1_admission, 29);
 
 /**
  * @generated from message dnc.admission.v1.Purchase
@@ -646,7 +803,7 @@ export type Purchase = Message<'dnc.admission.v1.Purchase'> & {
  */
 export const PurchaseSchema: GenMessage<Purchase> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 24);
+  messageDesc(file_dnc_admission_v1_admission, 30);
 
 /**
  * @generated from message dnc.admission.v1.CreatePurchaseRequest
@@ -676,7 +833,7 @@ export type CreatePurchaseRequest = Message<'dnc.admission.v1.CreatePurchaseRequ
  */
 export const CreatePurchaseRequestSchema: GenMessage<CreatePurchaseRequest> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 25);
+  messageDesc(file_dnc_admission_v1_admission, 31);
 
 /**
  * @generated from message dnc.admission.v1.PayPurchaseRequest
@@ -694,7 +851,7 @@ export type PayPurchaseRequest = Message<'dnc.admission.v1.PayPurchaseRequest'> 
  */
 export const PayPurchaseRequestSchema: GenMessage<PayPurchaseRequest> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 26);
+  messageDesc(file_dnc_admission_v1_admission, 32);
 
 /**
  * @generated from message dnc.admission.v1.ActivatePurchaseRequest
@@ -712,7 +869,7 @@ export type ActivatePurchaseRequest = Message<'dnc.admission.v1.ActivatePurchase
  */
 export const ActivatePurchaseRequestSchema: GenMessage<ActivatePurchaseRequest> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 27);
+  messageDesc(file_dnc_admission_v1_admission, 33);
 
 /**
  * @generated from message dnc.admission.v1.LapsePurchaseRequest
@@ -730,7 +887,7 @@ export type LapsePurchaseRequest = Message<'dnc.admission.v1.LapsePurchaseReques
  */
 export const LapsePurchaseRequestSchema: GenMessage<LapsePurchaseRequest> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 28);
+  messageDesc(file_dnc_admission_v1_admission, 34);
 
 /**
  * @generated from message dnc.admission.v1.CountryStatus
@@ -777,7 +934,7 @@ export type CountryStatus = Message<'dnc.admission.v1.CountryStatus'> & {
  */
 export const CountryStatusSchema: GenMessage<CountryStatus> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 29);
+  messageDesc(file_dnc_admission_v1_admission, 35);
 
 /**
  * @generated from message dnc.admission.v1.SetMaintenanceRequest
@@ -800,7 +957,7 @@ export type SetMaintenanceRequest = Message<'dnc.admission.v1.SetMaintenanceRequ
  */
 export const SetMaintenanceRequestSchema: GenMessage<SetMaintenanceRequest> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 30);
+  messageDesc(file_dnc_admission_v1_admission, 36);
 
 /**
  * @generated from message dnc.admission.v1.ClearMaintenanceRequest
@@ -818,7 +975,7 @@ export type ClearMaintenanceRequest = Message<'dnc.admission.v1.ClearMaintenance
  */
 export const ClearMaintenanceRequestSchema: GenMessage<ClearMaintenanceRequest> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 31);
+  messageDesc(file_dnc_admission_v1_admission, 37);
 
 /**
  * @generated from message dnc.admission.v1.ListCountriesRequest
@@ -831,7 +988,7 @@ export type ListCountriesRequest = Message<'dnc.admission.v1.ListCountriesReques
  */
 export const ListCountriesRequestSchema: GenMessage<ListCountriesRequest> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 32);
+  messageDesc(file_dnc_admission_v1_admission, 38);
 
 /**
  * @generated from message dnc.admission.v1.ListCountriesResponse
@@ -849,7 +1006,7 @@ export type ListCountriesResponse = Message<'dnc.admission.v1.ListCountriesRespo
  */
 export const ListCountriesResponseSchema: GenMessage<ListCountriesResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 33);
+  messageDesc(file_dnc_admission_v1_admission, 39);
 
 /**
  * @generated from message dnc.admission.v1.SuspendOrganizationResponse
@@ -867,7 +1024,7 @@ export type SuspendOrganizationResponse = Message<'dnc.admission.v1.SuspendOrgan
  */
 export const SuspendOrganizationResponseSchema: GenMessage<SuspendOrganizationResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 34);
+  messageDesc(file_dnc_admission_v1_admission, 40);
 
 /**
  * @generated from message dnc.admission.v1.ReinstateOrganizationResponse
@@ -885,7 +1042,7 @@ export type ReinstateOrganizationResponse = Message<'dnc.admission.v1.ReinstateO
  */
 export const ReinstateOrganizationResponseSchema: GenMessage<ReinstateOrganizationResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 35);
+  messageDesc(file_dnc_admission_v1_admission, 41);
 
 /**
  * @generated from message dnc.admission.v1.SetRateLimitResponse
@@ -903,7 +1060,7 @@ export type SetRateLimitResponse = Message<'dnc.admission.v1.SetRateLimitRespons
  */
 export const SetRateLimitResponseSchema: GenMessage<SetRateLimitResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 36);
+  messageDesc(file_dnc_admission_v1_admission, 42);
 
 /**
  * @generated from message dnc.admission.v1.SetActivationResponse
@@ -921,7 +1078,7 @@ export type SetActivationResponse = Message<'dnc.admission.v1.SetActivationRespo
  */
 export const SetActivationResponseSchema: GenMessage<SetActivationResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 37);
+  messageDesc(file_dnc_admission_v1_admission, 43);
 
 /**
  * @generated from message dnc.admission.v1.RevokeApiKeyResponse
@@ -939,7 +1096,7 @@ export type RevokeApiKeyResponse = Message<'dnc.admission.v1.RevokeApiKeyRespons
  */
 export const RevokeApiKeyResponseSchema: GenMessage<RevokeApiKeyResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 38);
+  messageDesc(file_dnc_admission_v1_admission, 44);
 
 /**
  * @generated from message dnc.admission.v1.CreatePurchaseResponse
@@ -957,7 +1114,7 @@ export type CreatePurchaseResponse = Message<'dnc.admission.v1.CreatePurchaseRes
  */
 export const CreatePurchaseResponseSchema: GenMessage<CreatePurchaseResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 39);
+  messageDesc(file_dnc_admission_v1_admission, 45);
 
 /**
  * @generated from message dnc.admission.v1.PayPurchaseResponse
@@ -975,7 +1132,7 @@ export type PayPurchaseResponse = Message<'dnc.admission.v1.PayPurchaseResponse'
  */
 export const PayPurchaseResponseSchema: GenMessage<PayPurchaseResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 40);
+  messageDesc(file_dnc_admission_v1_admission, 46);
 
 /**
  * @generated from message dnc.admission.v1.ActivatePurchaseResponse
@@ -993,7 +1150,7 @@ export type ActivatePurchaseResponse = Message<'dnc.admission.v1.ActivatePurchas
  */
 export const ActivatePurchaseResponseSchema: GenMessage<ActivatePurchaseResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 41);
+  messageDesc(file_dnc_admission_v1_admission, 47);
 
 /**
  * @generated from message dnc.admission.v1.LapsePurchaseResponse
@@ -1011,7 +1168,7 @@ export type LapsePurchaseResponse = Message<'dnc.admission.v1.LapsePurchaseRespo
  */
 export const LapsePurchaseResponseSchema: GenMessage<LapsePurchaseResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 42);
+  messageDesc(file_dnc_admission_v1_admission, 48);
 
 /**
  * @generated from message dnc.admission.v1.SetMaintenanceResponse
@@ -1029,7 +1186,7 @@ export type SetMaintenanceResponse = Message<'dnc.admission.v1.SetMaintenanceRes
  */
 export const SetMaintenanceResponseSchema: GenMessage<SetMaintenanceResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 43);
+  messageDesc(file_dnc_admission_v1_admission, 49);
 
 /**
  * @generated from message dnc.admission.v1.ClearMaintenanceResponse
@@ -1047,7 +1204,7 @@ export type ClearMaintenanceResponse = Message<'dnc.admission.v1.ClearMaintenanc
  */
 export const ClearMaintenanceResponseSchema: GenMessage<ClearMaintenanceResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_admission_v1_admission, 44);
+  messageDesc(file_dnc_admission_v1_admission, 50);
 
 /**
  * @generated from enum dnc.admission.v1.RequestKind
@@ -1129,6 +1286,8 @@ export const AdmissionService: GenService<{
   };
   /**
    * Admit runs organization, purchase, availability, idempotency and quota checks for a scrub.
+   * With `credentials` it first authenticates exactly as Authenticate does (one call instead of
+   * two: the gateway does this for small bodies, see services/gateway/src/auth.ts).
    *
    * @generated from rpc dnc.admission.v1.AdmissionService.Admit
    */
@@ -1157,6 +1316,27 @@ export const AdmissionService: GenService<{
     methodKind: 'unary';
     input: typeof AbortRequestSchema;
     output: typeof AbortResponseSchema;
+  };
+  /**
+   * AdmitMany is Admit for several requests in one call (the gateway batches the scrubs that
+   * arrive together); one result per request, in order: the answer or the error Admit raises.
+   *
+   * @generated from rpc dnc.admission.v1.AdmissionService.AdmitMany
+   */
+  admitMany: {
+    methodKind: 'unary';
+    input: typeof AdmitManyRequestSchema;
+    output: typeof AdmitManyResponseSchema;
+  };
+  /**
+   * CompleteMany is Complete for several admissions in one call; one result each, in order.
+   *
+   * @generated from rpc dnc.admission.v1.AdmissionService.CompleteMany
+   */
+  completeMany: {
+    methodKind: 'unary';
+    input: typeof CompleteManyRequestSchema;
+    output: typeof CompleteManyResponseSchema;
   };
   /**
    * ConfirmJob marks a v2 idempotency claim as accepted once its job is durably stored.

@@ -14,7 +14,7 @@ import type { Message } from '@bufbuild/protobuf';
 export const file_dnc_platform_v1_platform: GenFile =
   /*@__PURE__*/
   fileDesc(
-    'Ch5kbmMvcGxhdGZvcm0vdjEvcGxhdGZvcm0ucHJvdG8SD2RuYy5wbGF0Zm9ybS52MSJaCglFcnJvckluZm8SDgoGcmVhc29uGAEgASgJEhsKE3JldHJ5X2FmdGVyX3NlY29uZHMYAiABKA0SDwoHbWVzc2FnZRgDIAEoCRIPCgdjb3VudHJ5GAQgASgJIhcKFUdldFNlcnZpY2VJbmZvUmVxdWVzdCJ7ChZHZXRTZXJ2aWNlSW5mb1Jlc3BvbnNlEg8KB3NlcnZpY2UYASABKAkSDwoHdmVyc2lvbhgCIAEoCRIuCgpzdGFydGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdjb3VudHJ5GAQgASgJMncKElNlcnZpY2VJbmZvU2VydmljZRJhCg5HZXRTZXJ2aWNlSW5mbxImLmRuYy5wbGF0Zm9ybS52MS5HZXRTZXJ2aWNlSW5mb1JlcXVlc3QaJy5kbmMucGxhdGZvcm0udjEuR2V0U2VydmljZUluZm9SZXNwb25zZWIGcHJvdG8z',
+    'Ch5kbmMvcGxhdGZvcm0vdjEvcGxhdGZvcm0ucHJvdG8SD2RuYy5wbGF0Zm9ybS52MSJaCglFcnJvckluZm8SDgoGcmVhc29uGAEgASgJEhsKE3JldHJ5X2FmdGVyX3NlY29uZHMYAiABKA0SDwoHbWVzc2FnZRgDIAEoCRIPCgdjb3VudHJ5GAQgASgJIlkKCVJwY1N0YXR1cxIMCgRjb2RlGAEgASgFEg8KB21lc3NhZ2UYAiABKAkSLQoHZGV0YWlscxgDIAMoCzIcLmRuYy5wbGF0Zm9ybS52MS5FcnJvckRldGFpbCIqCgtFcnJvckRldGFpbBIMCgR0eXBlGAEgASgJEg0KBXZhbHVlGAIgASgMIhcKFUdldFNlcnZpY2VJbmZvUmVxdWVzdCJ7ChZHZXRTZXJ2aWNlSW5mb1Jlc3BvbnNlEg8KB3NlcnZpY2UYASABKAkSDwoHdmVyc2lvbhgCIAEoCRIuCgpzdGFydGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdjb3VudHJ5GAQgASgJMncKElNlcnZpY2VJbmZvU2VydmljZRJhCg5HZXRTZXJ2aWNlSW5mbxImLmRuYy5wbGF0Zm9ybS52MS5HZXRTZXJ2aWNlSW5mb1JlcXVlc3QaJy5kbmMucGxhdGZvcm0udjEuR2V0U2VydmljZUluZm9SZXNwb25zZWIGcHJvdG8z',
     [file_google_protobuf_timestamp],
   );
 
@@ -62,6 +62,65 @@ export const ErrorInfoSchema: GenMessage<ErrorInfo> =
   messageDesc(file_dnc_platform_v1_platform, 0);
 
 /**
+ * ServiceInfoService is served by every internal service: `dnc-admin status` reads it.
+ * RpcStatus is the error of one item inside a batch answer: what a ConnectError carries (code,
+ * message, typed details), so the caller rebuilds exactly the error the single call would raise.
+ *
+ * @generated from message dnc.platform.v1.RpcStatus
+ */
+export type RpcStatus = Message<'dnc.platform.v1.RpcStatus'> & {
+  /**
+   * A Connect/gRPC status code (never 0 in an error).
+   *
+   * @generated from field: int32 code = 1;
+   */
+  code: number;
+
+  /**
+   * @generated from field: string message = 2;
+   */
+  message: string;
+
+  /**
+   * @generated from field: repeated dnc.platform.v1.ErrorDetail details = 3;
+   */
+  details: ErrorDetail[];
+};
+
+/**
+ * Describes the message dnc.platform.v1.RpcStatus.
+ * Use `create(RpcStatusSchema)` to create a new message.
+ */
+export const RpcStatusSchema: GenMessage<RpcStatus> =
+  /*@__PURE__*/
+  messageDesc(file_dnc_platform_v1_platform, 1);
+
+/**
+ * ErrorDetail is one typed detail of an error: the fully qualified message name and its bytes.
+ *
+ * @generated from message dnc.platform.v1.ErrorDetail
+ */
+export type ErrorDetail = Message<'dnc.platform.v1.ErrorDetail'> & {
+  /**
+   * @generated from field: string type = 1;
+   */
+  type: string;
+
+  /**
+   * @generated from field: bytes value = 2;
+   */
+  value: Uint8Array;
+};
+
+/**
+ * Describes the message dnc.platform.v1.ErrorDetail.
+ * Use `create(ErrorDetailSchema)` to create a new message.
+ */
+export const ErrorDetailSchema: GenMessage<ErrorDetail> =
+  /*@__PURE__*/
+  messageDesc(file_dnc_platform_v1_platform, 2);
+
+/**
  * @generated from message dnc.platform.v1.GetServiceInfoRequest
  */
 export type GetServiceInfoRequest = Message<'dnc.platform.v1.GetServiceInfoRequest'> & {};
@@ -72,7 +131,7 @@ export type GetServiceInfoRequest = Message<'dnc.platform.v1.GetServiceInfoReque
  */
 export const GetServiceInfoRequestSchema: GenMessage<GetServiceInfoRequest> =
   /*@__PURE__*/
-  messageDesc(file_dnc_platform_v1_platform, 1);
+  messageDesc(file_dnc_platform_v1_platform, 3);
 
 /**
  * @generated from message dnc.platform.v1.GetServiceInfoResponse
@@ -107,11 +166,9 @@ export type GetServiceInfoResponse = Message<'dnc.platform.v1.GetServiceInfoResp
  */
 export const GetServiceInfoResponseSchema: GenMessage<GetServiceInfoResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_platform_v1_platform, 2);
+  messageDesc(file_dnc_platform_v1_platform, 4);
 
 /**
- * ServiceInfoService is served by every internal service: `dnc-admin status` reads it.
- *
  * @generated from service dnc.platform.v1.ServiceInfoService
  */
 export const ServiceInfoService: GenService<{
