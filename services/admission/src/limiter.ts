@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Gauge, type Logger, type Redis, type Registry } from '@dnc/kit';
 import {
   abuseThreshold,
@@ -46,6 +47,16 @@ if n == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
 if n >= tonumber(ARGV[2]) then redis.call('SET', KEYS[2], '1', 'EX', ARGV[3]) end
 return n
 `;
+
+const shas = new Map<string, string>();
+function scriptSha(script: string): string {
+  let sha = shas.get(script);
+  if (!sha) {
+    sha = createHash('sha1').update(script).digest('hex');
+    shas.set(script, sha);
+  }
+  return sha;
+}
 
 /** Fixed-window counters of this process alone: the fallback while Redis is unreachable. */
 class LocalCounters {
@@ -115,6 +126,20 @@ export class RequestLimiter {
     else this.logger.info('rate limiter recovered: counting in Redis again');
   }
 
+  /**
+   * A two-key script by its SHA-1 (EVALSHA), its text sent only when Redis does not know it yet (after
+   * a restart): the scripts run on every request.
+   */
+  private async evalScript(script: string, ...args: (string | number)[]): Promise<unknown> {
+    const sha = scriptSha(script);
+    try {
+      return await this.redis.evalsha(sha, 2, ...args);
+    } catch (error) {
+      if (!String((error as Error).message).startsWith('NOSCRIPT')) throw error;
+      return this.redis.eval(script, 2, ...args);
+    }
+  }
+
   private key(...parts: string[]): string {
     return `${this.options.prefix}dnc:${parts.join(':')}`;
   }
@@ -142,9 +167,8 @@ export class RequestLimiter {
     const counter = this.key('authfail', address, String(w.start));
     const block = this.key('block', 'addr', address);
     try {
-      await this.redis.eval(
+      await this.evalScript(
         FAILURE_SCRIPT,
-        2,
         counter,
         block,
         o.authWindowSeconds,
@@ -170,9 +194,8 @@ export class RequestLimiter {
     let blockMs: number;
     let effectiveLimit = limit;
     try {
-      const r = (await this.redis.eval(
+      const r = (await this.evalScript(
         ORG_SCRIPT,
-        2,
         counter,
         block,
         o.windowSeconds + 5,

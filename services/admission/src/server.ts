@@ -7,12 +7,12 @@ import {
   createRedis,
   ensureDatabase,
   Gauge,
-  grpcTransport,
   migrateSchema,
   natsNames,
   openBucket,
   probePostgres,
   provisionJetStream,
+  rpcTransport,
   Service,
   serviceClient,
 } from '@dnc/kit';
@@ -100,7 +100,7 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
     },
   });
 
-  const quotaTransport = grpcTransport(config.DNC_QUOTA_ADDR);
+  const quotaTransport = rpcTransport(config.DNC_QUOTA_ADDR);
   const quota = serviceClient(quotav1.QuotaService, config.DNC_QUOTA_ADDR, 3_000);
   const quotaAdmin = serviceClient(quotav1.QuotaAdminService, config.DNC_QUOTA_ADDR, 5_000);
   const quotaHealth = createClient(healthv1.Health, quotaTransport);

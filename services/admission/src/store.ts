@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { inTransaction, type Pool } from '@dnc/kit';
+import { Batcher, inTransaction, type Pool } from '@dnc/kit';
 import type { PurchaseState } from './domain/check-order.js';
 import type { IdempotencyRecord, Kind, RecordState } from './domain/idempotency.js';
 
@@ -35,6 +35,27 @@ export interface KeyCredential {
   digest: Buffer;
   revoked: boolean;
   rateLimit: number | null;
+}
+
+/** What admission decides a scrub on (steps 5-7 of CHECK_ORDER), read in one round trip. */
+export interface GateFacts {
+  organization: { suspended: boolean; activationComplete: boolean } | undefined;
+  purchase: { status: PurchaseState; activated: boolean } | undefined;
+  maintenanceUntil: Date | undefined;
+}
+
+/** An API key's credential and the gate facts of its organization for one country. */
+export interface KeyFacts extends GateFacts {
+  credential: KeyCredential;
+}
+
+interface ClaimInput {
+  keyId: string;
+  keyHash: Buffer;
+  fingerprint: string;
+  kind: Kind;
+  admissionId: string;
+  jobId: string | null;
 }
 
 export interface StoredClaim extends IdempotencyRecord {
@@ -88,9 +109,95 @@ function keyOf(r: any): ApiKeyRow {
   };
 }
 
+// The gate facts of (org, country): the organization, its open purchase of the country (else the latest
+// lapsed one) and the country's operator maintenance window. `$1` names the organization's row `o`.
+const GATE_SELECT = `o.suspended, o.activation_complete, p.status AS purchase_status, p.activated,
+         m.until AS maintenance_until`;
+const GATE_JOINS = `LEFT JOIN LATERAL (
+           SELECT status, activated FROM admission.purchases
+           WHERE org_id = o.org_id AND country = $2
+           ORDER BY (status <> 'lapsed') DESC, created_at DESC LIMIT 1) p ON true
+         LEFT JOIN admission.maintenance_windows m ON m.country = $2`;
+
+// biome-ignore lint/suspicious/noExplicitAny: pg rows
+function gateOf(r: any): GateFacts {
+  return {
+    organization:
+      r.suspended === null || r.suspended === undefined
+        ? undefined
+        : { suspended: r.suspended, activationComplete: r.activation_complete },
+    purchase: r.purchase_status ? { status: r.purchase_status, activated: r.activated } : undefined,
+    maintenanceUntil: r.maintenance_until ?? undefined,
+  };
+}
+
 /** Postgres access of the admission schema. No other service reads these tables. */
 export class AdmissionStore {
+  /**
+   * New idempotency claims are inserted in batches: the requests that arrive while one INSERT is in
+   * flight go together in the next (one statement and one durable commit for all of them).
+   */
+  private readonly claims = new Batcher<ClaimInput, boolean>((items) => this.insertClaims(items), {
+    maxBatch: 256,
+    maxInFlight: 2,
+    sameTurn: true,
+  });
+
+  /** Key lookups of the admissions in flight, in one query per batch. */
+  private readonly keyLookups = new Batcher<{ publicId: string; country: string }, KeyFacts | undefined>(
+    (items) => this.keyFactsMany(items),
+    { maxBatch: 256, maxInFlight: 2, sameTurn: true },
+  );
+
   constructor(private readonly pool: Pool) {}
+
+  /**
+   * Everything a scrub's admission decides on, from the presented key's public id, in one query: the
+   * credential (read fresh on every request, so a revocation is seen at once) and the gate facts of the
+   * key's organization for `country`.
+   */
+  keyFacts(publicId: string, country: string): Promise<KeyFacts | undefined> {
+    return this.keyLookups.submit({ publicId, country });
+  }
+
+  private async keyFactsMany(
+    items: { publicId: string; country: string }[],
+  ): Promise<(KeyFacts | undefined)[]> {
+    const r = await this.pool.query(
+      `SELECT q.n, k.key_id, k.org_id, k.digest, k.revoked_at, o.rate_limit, ${GATE_SELECT}
+       FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q(public_id, country, n)
+         JOIN admission.api_keys k ON k.public_id = q.public_id
+         JOIN admission.organizations o ON o.org_id = k.org_id
+         ${GATE_JOINS.replaceAll('$2', 'q.country')}`,
+      [items.map((i) => i.publicId), items.map((i) => i.country)],
+    );
+    const out: (KeyFacts | undefined)[] = items.map(() => undefined);
+    for (const row of r.rows) {
+      out[Number(row.n) - 1] = {
+        credential: {
+          keyId: row.key_id,
+          orgId: row.org_id,
+          digest: row.digest,
+          revoked: row.revoked_at !== null,
+          rateLimit: row.rate_limit,
+        },
+        ...gateOf(row),
+      };
+    }
+    return out;
+  }
+
+  /** The gate facts of an organization already authenticated, in one query. */
+  async gateFacts(orgId: string, country: string): Promise<GateFacts> {
+    const r = await this.pool.query(
+      `SELECT ${GATE_SELECT}
+       FROM (SELECT $1::uuid AS org_id) q
+         LEFT JOIN admission.organizations o ON o.org_id = q.org_id
+         ${GATE_JOINS}`,
+      [orgId, country],
+    );
+    return gateOf(r.rows[0]);
+  }
 
   // --- organizations -------------------------------------------------------------------------
 
@@ -232,16 +339,6 @@ export class AdmissionStore {
     });
   }
 
-  /** The open purchase of (org, country), else the latest lapsed one. */
-  async purchaseFor(orgId: string, country: string): Promise<PurchaseRow | undefined> {
-    const r = await this.pool.query(
-      `SELECT ${PURCHASE_COLUMNS} FROM admission.purchases WHERE org_id = $1 AND country = $2
-       ORDER BY (status <> 'lapsed') DESC, created_at DESC LIMIT 1`,
-      [orgId, country],
-    );
-    return r.rows[0] ? purchaseOf(r.rows[0]) : undefined;
-  }
-
   // --- maintenance windows -------------------------------------------------------------------
 
   async setMaintenance(country: string, until: Date): Promise<void> {
@@ -281,14 +378,7 @@ export class AdmissionStore {
     c: { fingerprint: string; kind: Kind; admissionId: string; jobId: string | null },
     attempt = 1,
   ): Promise<StoredClaim | undefined> {
-    const inserted = await this.pool.query(
-      `INSERT INTO admission.idempotency_records
-         (key_id, key_hash, fingerprint, kind, state, admission_id, job_id)
-       VALUES ($1, $2, $3, $4, 'in_progress', $5, $6)
-       ON CONFLICT (key_id, key_hash) DO NOTHING`,
-      [keyId, keyHash, c.fingerprint, KIND_CODE[c.kind], c.admissionId, c.jobId],
-    );
-    if (inserted.rowCount === 1) return undefined;
+    if (await this.claims.submit({ keyId, keyHash, ...c })) return undefined;
     const r = await this.pool.query(
       `SELECT fingerprint, kind, state, admission_id, job_id,
               (extract(epoch FROM now() - claimed_at) * 1000)::float8 AS age_ms
@@ -311,6 +401,34 @@ export class AdmissionStore {
       admissionId: row.admission_id,
       jobId: row.job_id,
     };
+  }
+
+  /**
+   * One INSERT for a batch of claims; true for each claim that was made. Two claims of the same key in
+   * one batch: the primary key lets exactly the first through (ON CONFLICT DO NOTHING skips the later
+   * row of the same statement too), which `admission_id` tells apart.
+   */
+  private async insertClaims(items: ClaimInput[]): Promise<boolean[]> {
+    const r = await this.pool.query<{ admission_id: string }>(
+      `INSERT INTO admission.idempotency_records
+         (key_id, key_hash, fingerprint, kind, state, admission_id, job_id)
+       SELECT key_id, key_hash, fingerprint, kind, 'in_progress', admission_id, job_id
+       FROM unnest($1::uuid[], $2::bytea[], $3::text[], $4::smallint[], $5::uuid[], $6::uuid[])
+         WITH ORDINALITY AS t(key_id, key_hash, fingerprint, kind, admission_id, job_id, n)
+       ORDER BY n
+       ON CONFLICT (key_id, key_hash) DO NOTHING
+       RETURNING admission_id`,
+      [
+        items.map((i) => i.keyId),
+        items.map((i) => i.keyHash),
+        items.map((i) => i.fingerprint),
+        items.map((i) => KIND_CODE[i.kind]),
+        items.map((i) => i.admissionId),
+        items.map((i) => i.jobId),
+      ],
+    );
+    const made = new Set(r.rows.map((row) => row.admission_id));
+    return items.map((i) => made.has(i.admissionId));
   }
 
   /**
@@ -349,6 +467,29 @@ export class AdmissionStore {
     const row = r.rows[0];
     if (!row) return undefined;
     return { kind: KIND_OF[row.kind as number] ?? 'sync', state: row.state, jobId: row.job_id };
+  }
+
+  /** Claims by admission id, many at once (Complete in batches). */
+  async claimsByAdmission(admissionIds: string[]): Promise<Map<string, { kind: Kind; state: RecordState }>> {
+    const r = await this.pool.query(
+      'SELECT admission_id, kind, state FROM admission.idempotency_records WHERE admission_id = ANY($1::uuid[])',
+      [admissionIds],
+    );
+    return new Map(
+      r.rows.map((row) => [
+        row.admission_id as string,
+        { kind: KIND_OF[row.kind as number] ?? 'sync', state: row.state },
+      ]),
+    );
+  }
+
+  /** Mark many v1 claims completed in one statement. */
+  async markCompleted(admissionIds: string[]): Promise<void> {
+    if (admissionIds.length === 0) return;
+    await this.pool.query(
+      "UPDATE admission.idempotency_records SET state = 'completed' WHERE admission_id = ANY($1::uuid[])",
+      [admissionIds],
+    );
   }
 
   async markClaim(admissionId: string, state: 'completed' | 'accepted', jobId?: string): Promise<boolean> {

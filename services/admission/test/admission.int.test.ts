@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { findDetail, readPublicReason } from '@dnc/kit';
+import { create } from '@bufbuild/protobuf';
+import { errorOfRpcStatus, findDetail, readPublicReason } from '@dnc/kit';
 import { admissionv1 } from '@dnc/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { failure, fingerprint, Harness, outcome } from './harness.js';
@@ -18,7 +19,10 @@ afterAll(async () => {
   await h.stop();
 });
 
-function admitReq(c: { orgId: string; keyId: string }, over: Partial<admissionv1.AdmitRequest> = {}) {
+function admitReq(
+  c: { orgId: string; keyId: string },
+  over: Partial<Omit<admissionv1.AdmitRequest, '$typeName' | '$unknown'>> = {},
+) {
   return {
     orgId: c.orgId,
     keyId: c.keyId,
@@ -465,5 +469,101 @@ describe('Redis unreachable (issue 3 item 5: degrade, never an outage, never unl
     );
     expect(others.filter((r) => r === 'ok')).toHaveLength(1);
     expect(await h.account(c.orgId, 'mx')).toEqual({ limit: 100, used: 0, reserved: 80 });
+  });
+});
+
+describe('Admit with credentials, AdmitMany and CompleteMany (issue 9: one call for many requests)', () => {
+  const key = (k: { apiKey: string; clientAddress: string }) =>
+    create(admissionv1.AuthenticateRequestSchema, k);
+  const reasonOf = (r: admissionv1.AdmitResult | admissionv1.CompleteResult) =>
+    r.result.case === 'error'
+      ? (readPublicReason(errorOfRpcStatus(r.result.value))?.reason ?? 'no-reason')
+      : 'ok';
+
+  it('Admit with credentials authenticates first: 401 for a bad key, rate-limit figures on answers and errors', async () => {
+    const { admission } = h.clients();
+    const c = await h.customer(['mx'], 15);
+    const credentials = { apiKey: c.apiKey, clientAddress: '10.9.0.1' };
+    const bad = await failure(
+      admission.admit({
+        ...admitReq(c),
+        orgId: '',
+        keyId: '',
+        credentials: { ...credentials, apiKey: 'nope' },
+      }),
+    );
+    expect(readPublicReason(bad)?.reason).toBe('invalid_key');
+    expect(findDetail(bad, admissionv1.RateLimitInfoSchema)).toBeUndefined();
+    const ok = await admission.admit(admitReq(c, { orgId: '', keyId: '', credentials: key(credentials) }));
+    expect(ok.rateLimit?.limit).toBe(60);
+    expect(ok.replay).toBe(false);
+    // After authentication every refusal carries the figures (here: quota, 10 of 15 taken).
+    const over = await failure(
+      admission.admit(admitReq(c, { orgId: '', keyId: '', credentials: key(credentials) })),
+    );
+    expect(readPublicReason(over)?.reason).toBe('customer_quota_exceeded');
+    expect(findDetail(over, admissionv1.RateLimitInfoSchema)?.limit).toBe(60);
+    expect(await h.account(c.orgId, 'mx')).toEqual({ limit: 15, used: 0, reserved: 10 });
+  });
+
+  it('AdmitMany answers each request as Admit would, in order, and CompleteMany commits each once', async () => {
+    const { admission } = h.clients();
+    const c = await h.customer(['mx'], 25);
+    const stranger = await h.customer(['co']);
+    const credentials = { apiKey: c.apiKey, clientAddress: '10.9.0.2' };
+    const same = admitReq(c, { inputCount: 5 });
+    const requests = [
+      admitReq(c, { inputCount: 10 }), // ok
+      admitReq(c, { inputCount: 5, orgId: '', keyId: '', credentials: key(credentials) }), // ok, authenticated here
+      admitReq(c, { inputCount: 26 }), // never fits (the items of a batch run concurrently, in any order)
+      admitReq(stranger, { country: 'mx' }), // no mx purchase
+      admitReq(c, { orgId: '', keyId: '', credentials: key({ apiKey: 'nope', clientAddress: '10.9.0.3' }) }),
+      admitReq(c, { country: 'zz' }),
+      same, // the same key and payload twice in one batch: one is admitted, the other is in progress
+      same,
+    ];
+    const { results } = await admission.admitMany({ requests });
+    const reasons = results.map(reasonOf);
+    expect(reasons.slice(0, 6)).toEqual([
+      'ok',
+      'ok',
+      'customer_quota_exceeded',
+      'country_not_in_plan',
+      'invalid_key',
+      'validation_error',
+    ]);
+    expect(reasons.slice(6).sort()).toEqual(['idempotency_request_in_progress', 'ok']);
+    expect(await h.account(c.orgId, 'mx')).toEqual({ limit: 25, used: 0, reserved: 20 });
+    const admitted = [0, 1, reasons[6] === 'ok' ? 6 : 7].map((i) => {
+      const r = results[i]!.result;
+      if (r.case !== 'admitted') throw new Error('expected an admission');
+      return r.value.admissionId;
+    });
+    const done = await admission.completeMany({
+      requests: [...admitted, admitted[0]!, randomUUID()].map((admissionId) => ({ admissionId })),
+    });
+    expect(done.results.map((r) => r.result.case)).toEqual([
+      'completed',
+      'completed',
+      'completed',
+      'completed',
+      'error',
+    ]);
+    expect(await h.account(c.orgId, 'mx')).toEqual({ limit: 25, used: 20, reserved: 0 });
+    // Completed: the exact retry is a replay, with nothing reserved.
+    const replay = await admission.admit(same);
+    expect(replay.replay).toBe(true);
+    expect(await h.account(c.orgId, 'mx')).toEqual({ limit: 25, used: 20, reserved: 0 });
+  });
+
+  it('AdmitMany and CompleteMany take at most 1,000 requests', async () => {
+    const { admission } = h.clients();
+    const c = await h.customer(['mx']);
+    const over = Array.from({ length: 1_001 }, () => admitReq(c, { country: 'zz' }));
+    expect(await outcome(admission.admitMany({ requests: over }))).toBe('validation_error');
+    const at = await admission.admitMany({ requests: over.slice(1) });
+    expect(at.results).toHaveLength(1_000);
+    const ids = Array.from({ length: 1_001 }, () => ({ admissionId: randomUUID() }));
+    expect(await outcome(admission.completeMany({ requests: ids }))).toBe('validation_error');
   });
 });
