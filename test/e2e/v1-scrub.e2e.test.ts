@@ -153,6 +153,95 @@ describe('POST /v1/scrub end to end (issue 5)', () => {
     });
   });
 
+  describe('requests in flight together (issue 9: batched internal calls)', () => {
+    const POOL = [
+      '+57 300 123 4567',
+      '3001234567',
+      '(601) 234 5678',
+      '601 234 5678',
+      '3109999999',
+      '+57 311 000 0001',
+      'hello',
+      '',
+      '12',
+      '+52 55 1234 5678',
+      'tel:+57-300-123-4567',
+      '320 555 0101',
+    ];
+    const bodyOf = (i: number) => ({
+      country: 'co',
+      phones: Array.from({ length: 1 + (i % 5) }, (_, j) => POOL[(i * 7 + j * 3) % POOL.length]!),
+    });
+
+    it('each request gets exactly its own answer when they share Admit, Check and Complete calls', async () => {
+      const o = await seedOrg(stack, ['co'], { name: 'Concurrent' });
+      await stack.admin(['org', 'set-rate-limit', '--org', o.orgId, '--limit', '1000']);
+      const bodies = Array.from({ length: 48 }, (_, i) => bodyOf(i));
+      // A request of more than 256 inputs is checked alone, beside the shared calls.
+      bodies.push({ country: 'co', phones: Array.from({ length: 300 }, (_, j) => POOL[j % POOL.length]!) });
+      // One at a time first: nothing to share.
+      const alone: ApiResponse[] = [];
+      for (const b of bodies) alone.push(await scrub(b, { apiKey: o.apiKey }));
+      const metrics = async () => {
+        const text = await (
+          await fetch(`http://127.0.0.1:${stack.addresses.metrics.gateway}/metrics`)
+        ).text();
+        const read = (part: string) =>
+          Number(
+            text.match(
+              new RegExp(`dnc_gateway_batch_size_${part}\\{[^}]*call="check"[^}]*\\} ([0-9.e+]+)`),
+            )?.[1] ?? 0,
+          );
+        return { sum: read('sum'), count: read('count') };
+      };
+      const before = await metrics();
+      const together = await Promise.all(bodies.map((b) => scrub(b, { apiKey: o.apiKey })));
+      const after = await metrics();
+      together.forEach((res, i) => {
+        expect(res.status, `request ${i}`).toBe(200);
+        expect(res.body, `request ${i}`).toEqual(alone[i]!.body);
+        expect(res.body.summary.total_checked).toBe(bodies[i]!.phones.length);
+      });
+      // The shared calls did happen: fewer Check calls than requests.
+      const calls = after.count - before.count;
+      const requests = after.sum - before.sum;
+      expect(requests).toBe(bodies.length - 1);
+      expect(calls).toBeLessThan(requests);
+      // Every request was charged once, for its own inputs.
+      const inputs = bodies.reduce((n, b) => n + b.phones.length, 0);
+      expect(await quotaUsed(o.orgId, 'co')).toEqual({ used: 2 * inputs, reserved: 0 });
+      expect(await usageCount(o.orgId)).toBe(2 * bodies.length);
+    });
+
+    it('check order holds when authentication rides with Admit: 401 before 400, both for small and large bodies', async () => {
+      const unknown = `${org.apiKey.slice(0, -4)}zzzz`;
+      const small = await call(stack.baseUrl, 'POST', '/v1/scrub', {
+        apiKey: unknown,
+        idempotencyKey: key(),
+        json: { country: 'xx', phones: [1] },
+      });
+      const noKey = await call(stack.baseUrl, 'POST', '/v1/scrub', {
+        apiKey: unknown,
+        json: { country: 'co', phones: [] },
+      });
+      // Declared above 64 KiB: authenticated before the body is read.
+      const large = await call(stack.baseUrl, 'POST', '/v1/scrub', {
+        apiKey: unknown,
+        idempotencyKey: key(),
+        json: { country: 'co', phones: Array.from({ length: 8_000 }, () => '3001234567'), extra: true },
+      });
+      for (const res of [small, noKey, large]) {
+        expectV1(res);
+        expect([res.status, res.body]).toEqual([401, { error: 'invalid_key' }]);
+        expect([...res.headers.keys()].filter((h) => h.includes('ratelimit'))).toEqual([]);
+      }
+      // A known key with the same bad body: the 400, with the rate-limit figures of the request.
+      const invalid = await scrub({ country: 'xx', phones: [1] });
+      expect([invalid.status, invalid.body.error]).toEqual([400, 'validation_error']);
+      expectRateLimitHeaders(invalid);
+    });
+  });
+
   describe('request checks (400 / 413)', () => {
     it('an input of 64 characters is accepted, 65 is 400', async () => {
       const at = `+57 300 123 4567${' '.repeat(48)}`;

@@ -1,5 +1,7 @@
-import type { admissionv1 } from '@dnc/proto';
-import type { FastifyRequest } from 'fastify';
+import { findDetail } from '@dnc/kit';
+import { admissionv1 } from '@dnc/proto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { setRateLimitHeaders } from './auth.js';
 import type { Upstreams } from './clients.js';
 import type { GatewayConfig } from './config.js';
 import { fingerprint } from './fingerprint.js';
@@ -11,34 +13,50 @@ export interface ScrubBody {
 }
 
 /**
- * admission.Admit for a scrub, v1 or v2: the authenticated caller, its Idempotency-Key and the keyed
- * fingerprint of (country, phones in order) — nothing else of the request leaves the gateway.
+ * admission.Admit for a scrub, v1 or v2: the caller (authenticated, or its key when authentication
+ * rides with Admit), its Idempotency-Key and the keyed fingerprint of (country, phones in order) —
+ * nothing else of the request leaves the gateway. When Admit authenticated, its rate-limit figures go
+ * on the reply, from the answer or from the error.
  */
-export function admitScrub(
+export async function admitScrub(
   config: GatewayConfig,
   upstreams: Upstreams,
   request: FastifyRequest,
+  reply: FastifyReply,
   idempotencyKey: string,
   body: ScrubBody,
   kind: admissionv1.RequestKind,
   timeoutMs: number,
 ): Promise<admissionv1.AdmitResponse> {
-  const auth = request.auth!;
-  return upstreams.admission.admit(
-    {
-      orgId: auth.orgId,
-      keyId: auth.keyId,
-      country: body.country,
-      idempotencyKey,
-      fingerprint: fingerprint(
-        config.DNC_FINGERPRINT_SECRET,
-        config.DNC_FINGERPRINT_VERSION,
-        body.country,
-        body.phones,
-      ),
-      inputCount: body.phones.length,
-      kind,
-    },
-    { timeoutMs },
-  );
+  const caller = request.auth
+    ? { orgId: request.auth.orgId, keyId: request.auth.keyId }
+    : { credentials: request.credentials };
+  if (request.auth) return admit();
+  try {
+    const admitted = await admit();
+    setRateLimitHeaders(reply, admitted.rateLimit);
+    return admitted;
+  } catch (error) {
+    setRateLimitHeaders(reply, findDetail(error, admissionv1.RateLimitInfoSchema));
+    throw error;
+  }
+
+  function admit() {
+    return upstreams.batched.admit(
+      {
+        ...caller,
+        country: body.country,
+        idempotencyKey,
+        fingerprint: fingerprint(
+          config.DNC_FINGERPRINT_SECRET,
+          config.DNC_FINGERPRINT_VERSION,
+          body.country,
+          body.phones,
+        ),
+        inputCount: body.phones.length,
+        kind,
+      },
+      timeoutMs,
+    );
+  }
 }

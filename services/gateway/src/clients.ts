@@ -1,6 +1,7 @@
 import { type Client, createClient } from '@connectrpc/connect';
-import { grpcTransport } from '@dnc/kit';
+import { type Registry, rpcTransport } from '@dnc/kit';
 import { admissionv1, healthv1, jobsv1, registryv1 } from '@dnc/proto';
+import { type BatchedCalls, batchedCalls } from './batched.js';
 
 export type AdmissionClient = Client<typeof admissionv1.AdmissionService>;
 export type JobsClient = Client<typeof jobsv1.JobsService>;
@@ -13,22 +14,25 @@ export interface Upstreams {
   adapter(address: string): AdapterClient;
   /** grpc.health.v1 of admission, for readiness. */
   admissionHealth: Client<typeof healthv1.Health>;
+  /** Admit, Check and Complete batched across the requests in flight (the scrub path uses these). */
+  batched: BatchedCalls;
 }
 
-export function createUpstreams(admissionAddr: string, jobsAddr: string): Upstreams {
-  const admissionTransport = grpcTransport(admissionAddr);
+export function createUpstreams(admissionAddr: string, jobsAddr: string, metrics?: Registry): Upstreams {
+  const admissionTransport = rpcTransport(admissionAddr);
   const adapters = new Map<string, AdapterClient>();
-  return {
+  const upstreams: Omit<Upstreams, 'batched'> = {
     admission: createClient(admissionv1.AdmissionService, admissionTransport),
-    jobs: createClient(jobsv1.JobsService, grpcTransport(jobsAddr)),
+    jobs: createClient(jobsv1.JobsService, rpcTransport(jobsAddr)),
     admissionHealth: createClient(healthv1.Health, admissionTransport),
     adapter(address) {
       let client = adapters.get(address);
       if (!client) {
-        client = createClient(registryv1.RegistryAdapterService, grpcTransport(address));
+        client = createClient(registryv1.RegistryAdapterService, rpcTransport(address));
         adapters.set(address, client);
       }
       return client;
     },
   };
+  return { ...upstreams, batched: batchedCalls(upstreams, metrics) };
 }

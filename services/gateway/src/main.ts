@@ -15,7 +15,7 @@ export async function main(): Promise<void> {
     metricsPort: config.DNC_METRICS_PORT,
   });
   service.handleSignals();
-  const upstreams = createUpstreams(config.DNC_ADMISSION_ADDR, config.DNC_JOBS_ADDR);
+  const upstreams = createUpstreams(config.DNC_ADMISSION_ADDR, config.DNC_JOBS_ADDR, service.metrics);
   // Ready only while admission (and through it, Postgres) answers SERVING.
   service.health.require('admission', async () => {
     const r = await upstreams.admissionHealth.check({ service: '' }, { timeoutMs: 800 });

@@ -1,5 +1,5 @@
 import { ErrorBody, ScrubRequest, ScrubResult } from '@dnc/api-contract';
-import { buildScrubResult, checkRequest } from '@dnc/kit';
+import { buildScrubResult } from '@dnc/kit';
 import { admissionv1 } from '@dnc/proto';
 import type { FastifyInstance } from 'fastify';
 import { admitScrub, type ScrubBody } from '../admit.js';
@@ -23,7 +23,7 @@ export function v1Routes(config: GatewayConfig, upstreams: Upstreams) {
     app.post<{ Body: ScrubBody }>(
       '/v1/scrub',
       {
-        config: { auth: true },
+        config: { auth: true, authWithAdmit: true },
         schema: {
           body: ScrubRequest,
           response: { 200: ScrubResult, '4xx': ErrorBody, '5xx': ErrorBody },
@@ -40,6 +40,7 @@ export function v1Routes(config: GatewayConfig, upstreams: Upstreams) {
             config,
             upstreams,
             request,
+            reply,
             idempotencyKey,
             request.body,
             admissionv1.RequestKind.SYNC,
@@ -65,19 +66,19 @@ export function v1Routes(config: GatewayConfig, upstreams: Upstreams) {
         let failure: MappedError;
         try {
           if (!admitted.adapterAddress) throw new Error('no adapter address');
-          const answer = await upstreams
-            .adapter(admitted.adapterAddress)
-            .check(checkRequest(country, phones), { timeoutMs: deadline.remaining() - COMPLETE_RESERVE_MS });
+          const answer = await upstreams.batched.check(
+            admitted.adapterAddress,
+            country,
+            phones,
+            deadline.remaining() - COMPLETE_RESERVE_MS,
+          );
           const result = buildScrubResult(phones, answer.outcomes);
           const body = JSON.stringify(result);
           if (admitted.replay) {
             reply.header('idempotency-replayed', 'true');
           } else {
             try {
-              await upstreams.admission.complete(
-                { admissionId: admitted.admissionId },
-                { timeoutMs: Math.max(deadline.remaining(), 250) },
-              );
+              await upstreams.batched.complete(admitted.admissionId, Math.max(deadline.remaining(), 250));
             } catch (error) {
               await abort();
               return sendMapped(reply, fromRpcError(error));

@@ -137,6 +137,7 @@ export function v2Routes(config: GatewayConfig, upstreams: Upstreams) {
             config,
             upstreams,
             request,
+            reply,
             idempotencyKey,
             request.body,
             admissionv1.RequestKind.JOB,
