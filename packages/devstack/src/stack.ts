@@ -205,10 +205,19 @@ export class Stack {
     if (!p) throw new Error(`unknown process ${name}`);
     // Already running (a killed process has a signalCode and no exitCode).
     if (p.child && p.child.exitCode === null && p.child.signalCode === null) return;
-    const child = spawn(process.execPath, [path.join(this.options.root, 'scripts/run.js'), p.role], {
-      env: { ...process.env, ...this.commonEnv, ...p.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    // DNC_PROFILE_DIR=<dir>: every process writes a V8 CPU profile there when it exits (bench work).
+    const profile = process.env['DNC_PROFILE_DIR'];
+    const nodeArgs = profile
+      ? ['--cpu-prof', `--cpu-prof-dir=${profile}`, `--cpu-prof-name=${name}.cpuprofile`]
+      : [];
+    const child = spawn(
+      process.execPath,
+      [...nodeArgs, path.join(this.options.root, 'scripts/run.js'), p.role],
+      {
+        env: { ...process.env, ...this.commonEnv, ...p.env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     p.child = child;
     p.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
     const sink = (chunk: Buffer) => {
