@@ -191,25 +191,42 @@ export function admissionService(deps: AdmissionDeps): ServiceImpl<typeof admiss
   }
 
   /**
-   * v1 completions go in batches: the claims of a batch are read in one statement, their reservations
-   * committed in one quota call and the claims marked completed in one statement. The order per claim
-   * is the single call's: commit first, then mark completed.
+   * v1 admissions this process made and has not completed or aborted yet (admission id -> when). A
+   * Complete of one of them needs no read of its claim: it is a v1 claim in progress. Anything else
+   * (another replica's admission, a late or repeated Complete) is read from Postgres. Quota stays the
+   * judge either way: a reservation released meanwhile is never committed.
+   */
+  const openSync = new Map<string, number>();
+  const forgetOpen = setInterval(() => {
+    const before = Date.now() - 2 * deps.syncClaimMs;
+    for (const [id, at] of openSync) if (at < before) openSync.delete(id);
+  }, 60_000);
+  forgetOpen.unref();
+
+  /**
+   * v1 completions go in batches: the claims of a batch are read in one statement (those not made
+   * here), their reservations committed in one quota call and the claims marked completed in one
+   * statement. The order per claim is the single call's: commit first, then mark completed.
    */
   const completions = new Batcher<string, void>(
     async (ids) => {
-      const claims = await store.claimsByAdmission(ids);
+      const unknown = ids.filter((id) => !openSync.has(id));
+      const claims = unknown.length > 0 ? await store.claimsByAdmission(unknown) : new Map();
+      const claimOf = (id: string) =>
+        openSync.has(id) ? { kind: 'sync', state: 'in_progress' } : claims.get(id);
       const results: (undefined | Error)[] = ids.map((id) =>
-        claims.get(id)?.kind === 'sync'
+        claimOf(id)?.kind === 'sync'
           ? undefined
           : new ConnectError('no v1 admission in progress with this id', Code.FailedPrecondition),
       );
-      const open = [...new Set(ids.filter((id, i) => !results[i] && claims.get(id)?.state !== 'completed'))];
+      const open = [...new Set(ids.filter((id, i) => !results[i] && claimOf(id)?.state !== 'completed'))];
       const committed = await commitReservations(open);
       ids.forEach((id, i) => {
         const failure = committed.get(id);
         if (!results[i] && failure) results[i] = failure;
       });
       await store.markCompleted(open.filter((id) => !committed.get(id)));
+      for (const id of open) openSync.delete(id);
       return results;
     },
     { maxBatch: 256, maxInFlight: 2, sameTurn: true },
@@ -377,6 +394,7 @@ export function admissionService(deps: AdmissionDeps): ServiceImpl<typeof admiss
       deps.logger.error({ err: error }, 'quota reservation failed');
       throw reject(platformFailure());
     }
+    if (kind === 'sync') openSync.set(granted.admissionId, Date.now());
     return { admissionId: granted.admissionId, replay: false, jobId: granted.jobId ?? '', adapterAddress };
   }
 
@@ -458,6 +476,7 @@ export function admissionService(deps: AdmissionDeps): ServiceImpl<typeof admiss
 
     async abort(req) {
       const admissionId = requireUuid(req.admissionId, 'admission_id');
+      openSync.delete(admissionId);
       // A completed request or a confirmed job is past the point of no return: abort changes nothing.
       const claim = await store.claimByAdmission(admissionId);
       if (claim && claim.state !== 'in_progress') return {};
