@@ -56,7 +56,7 @@ const CONFIG = {
   check_runs: smoke ? 20 : 100,
   check_warmup: smoke ? 5 : 20,
   single_duration_s: Number(args.duration ?? (smoke ? 3 : 30)),
-  single_connections: Number(args.connections ?? (smoke ? 8 : 32)),
+  single_connections: Number(args.connections ?? (smoke ? 8 : 48)),
   job_size: Number(args.job ?? (smoke ? 20_000 : 500_000)),
   small_job_size: Number(args['small-job'] ?? (smoke ? 5_000 : 100_000)),
   concurrent_jobs: 4,
@@ -510,9 +510,28 @@ function autocannonRun(ctx, seconds, tag) {
   });
 }
 
+/** Mean requests per batched internal call of the gateway (dnc_gateway_batch_size), by call. */
+async function batchSizes(ctx) {
+  const text = await metricsText(ctx.stack, 'gateway');
+  const out = {};
+  for (const call of ['admit', 'check', 'complete']) {
+    const h = histogram(text, 'dnc_gateway_batch_size', `call="${call}"`);
+    out[call] = { calls: h.count, requests: h.sum };
+  }
+  return out;
+}
+
 async function benchV1Sustained(ctx) {
   const warm = await autocannonRun(ctx, smoke ? 1 : 5, 'warmup');
+  const before = await batchSizes(ctx);
   const r = await autocannonRun(ctx, CONFIG.single_duration_s, 'run');
+  const after = await batchSizes(ctx);
+  const batch_mean = Object.fromEntries(
+    Object.keys(after).map((k) => {
+      const calls = after[k].calls - before[k].calls;
+      return [k, calls > 0 ? round((after[k].requests - before[k].requests) / calls, 1) : null];
+    }),
+  );
   const statusCodes = Object.fromEntries(
     Object.entries(r.statusCodeStats ?? {}).map(([k, v]) => [k, v.count]),
   );
@@ -530,6 +549,7 @@ async function benchV1Sustained(ctx) {
     socket_errors: r.errors,
     timeouts: r.timeouts,
     status_codes: statusCodes,
+    batch_mean,
   };
 }
 

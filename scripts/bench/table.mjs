@@ -206,6 +206,17 @@ export function reportRows(r) {
     'p99 < 100 ms',
   );
   add('v1', 'single-number errors (non-2xx + socket + timeouts)', int(u.errors), '', '', '0');
+  if (u.batch_mean) {
+    const b = u.batch_mean;
+    add(
+      'v1',
+      '  requests per internal call: Admit / Check / Complete',
+      `${b.admit ?? '-'} / ${b.check ?? '-'} / ${b.complete ?? '-'}`,
+      '',
+      '',
+      'batched in flight',
+    );
+  }
 
   let v2Ratio = null;
   if (r.v2_job && !r.v2_error) {
