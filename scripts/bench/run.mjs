@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import { fromBinary } from '@bufbuild/protobuf';
 import { createClient } from '@connectrpc/connect';
 import { dropDatabase, dropNatsPrefix, Stack, uniqueSuffix } from '@dnc/devstack';
-import { grpcTransport } from '@dnc/kit';
+import { checkRequest, rpcTransport } from '@dnc/kit';
 import { admissionv1, jobsv1, quotav1, registryv1 } from '@dnc/proto';
 import grpc from '@grpc/grpc-js';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -294,7 +294,7 @@ async function benchAdapterCheckRaw(ctx, phones, expected) {
 async function benchAdapterCheck(ctx) {
   const client = createClient(
     registryv1.RegistryAdapterService,
-    grpcTransport(ctx.stack.addresses.adapters[COUNTRY]),
+    rpcTransport(ctx.stack.addresses.adapters[COUNTRY]),
   );
   const { phones, expected } = inputs(CONFIG.v1_batch, CONFIG.registry_size, 1);
   const before = histogram(
@@ -303,7 +303,7 @@ async function benchAdapterCheck(ctx) {
   );
   const latency = await timeRuns(
     async (i) => {
-      const answer = await client.check({ country: COUNTRY, phones }, { timeoutMs: 10_000 });
+      const answer = await client.check(checkRequest(COUNTRY, phones), { timeoutMs: 10_000 });
       if (i === 0) {
         const prohibited = answer.outcomes.filter((o) => o === registryv1.Outcome.PROHIBITED).length;
         const safe = answer.outcomes.filter((o) => o === registryv1.Outcome.SAFE).length;
@@ -389,10 +389,10 @@ async function benchV1One(ctx) {
  * Check, each alone over gRPC, sequentially (the rest of a one-number request is the gateway's HTTP).
  */
 async function benchV1FixedSplit(ctx) {
-  const admission = createClient(admissionv1.AdmissionService, grpcTransport(ctx.stack.addresses.admission));
+  const admission = createClient(admissionv1.AdmissionService, rpcTransport(ctx.stack.addresses.admission));
   const adapter = createClient(
     registryv1.RegistryAdapterService,
-    grpcTransport(ctx.stack.addresses.adapters[COUNTRY]),
+    rpcTransport(ctx.stack.addresses.adapters[COUNTRY]),
   );
   const runs = smoke ? 20 : 100;
   const warmup = smoke ? 5 : 20;
@@ -441,8 +441,8 @@ async function benchV1FixedSplit(ctx) {
  * serializes; the difference between the two figures is that lock.
  */
 async function benchQuotaLock(ctx) {
-  const quota = createClient(quotav1.QuotaService, grpcTransport(ctx.stack.addresses.quota));
-  const admin = createClient(quotav1.QuotaAdminService, grpcTransport(ctx.stack.addresses.quota));
+  const quota = createClient(quotav1.QuotaService, rpcTransport(ctx.stack.addresses.quota));
+  const admin = createClient(quotav1.QuotaAdminService, rpcTransport(ctx.stack.addresses.quota));
   const accounts = Array.from({ length: 8 }, (_, i) => `bench-quota-${ctx.run}-${i}`);
   for (const orgId of accounts)
     await admin.setLimit({ orgId, country: COUNTRY, limit: 1_000_000_000_000n }, { timeoutMs: 5_000 });
@@ -612,8 +612,8 @@ async function runJob(ctx, size, seed, tag) {
 async function runJobGrpc(ctx, size, seed, tag) {
   const { phones, expected } = inputs(size, CONFIG.registry_size, seed, { compact: true });
   const bodyText = body(phones);
-  const admission = createClient(admissionv1.AdmissionService, grpcTransport(ctx.stack.addresses.admission));
-  const jobs = createClient(jobsv1.JobsService, grpcTransport(ctx.stack.addresses.jobs));
+  const admission = createClient(admissionv1.AdmissionService, rpcTransport(ctx.stack.addresses.admission));
+  const jobs = createClient(jobsv1.JobsService, rpcTransport(ctx.stack.addresses.jobs));
   const secret = ctx.stack.commonEnv.DNC_FINGERPRINT_SECRET;
   const t0 = now();
   // The gateway parses the body and computes the fingerprint; both are part of admission.

@@ -37,7 +37,7 @@ export function reportRows(r) {
   const checkRatio = ratio(a.grpc_round_trip_ms.p50, f.check_10k_ms.p50);
   add(
     'adapter',
-    'Check 10,000 mixed over gRPC (Connect client), p50',
+    "Check 10,000 mixed, the gateway's client (Connect, one-pass encoder), p50",
     ms(a.grpc_round_trip_ms.p50),
     ms(f.check_10k_ms.p50),
     fmtRatio(checkRatio),
@@ -140,7 +140,7 @@ export function reportRows(r) {
   if (sp) {
     add(
       'v1',
-      '    of which protobuf-es CheckRequest encode (in process)',
+      '    of which CheckRequest encode, one pass (in process)',
       ms(sp.check_request_encode.p50),
       '',
       '',
