@@ -1,49 +1,33 @@
 import { randomUUID } from 'node:crypto';
-import { Code, ConnectError, createClient } from '@connectrpc/connect';
-import { grpcTransport, parseConfig, readPublicReason } from '@dnc/kit';
+import { Code, ConnectError } from '@connectrpc/connect';
+import { readPublicReason } from '@dnc/kit';
 import { quotav1 } from '@dnc/proto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dropDatabase, uniqueDatabaseUrl } from '../../../test/support/stack.js';
-import { quotaConfig } from '../src/config.js';
-import { type RunningQuota, startQuota } from '../src/server.js';
+import type { RunningQuota } from '../src/server.js';
+import { startTestQuota, type TestQuota } from './support.js';
 
 const { ReserveOutcome, CommitOutcome, UsageKind } = quotav1;
 
-const databaseUrl = uniqueDatabaseUrl('quota_batch');
+let t: TestQuota;
 let quota: RunningQuota;
+let databaseUrl: string;
 let db: pg.Pool;
-let client: ReturnType<typeof createClient<typeof quotav1.QuotaService>>;
-let admin: ReturnType<typeof createClient<typeof quotav1.QuotaAdminService>>;
+let client: TestQuota['client'];
+let admin: TestQuota['admin'];
 
 beforeAll(async () => {
-  quota = await startQuota(
-    parseConfig(quotaConfig, {
-      DATABASE_URL: databaseUrl,
-      DNC_GRPC_PORT: '0',
-      DNC_METRICS_PORT: '0',
-      DNC_LOG_LEVEL: 'silent',
-      DNC_SYNC_RESERVATION_TTL_SECONDS: '30',
-      DNC_RESERVATION_SWEEP_INTERVAL_MS: '3600000',
-    }),
-  );
+  t = await startTestQuota('quota_batch');
+  ({ quota, databaseUrl, client, admin } = t);
   db = new pg.Pool({ connectionString: databaseUrl, max: 4 });
-  const transport = grpcTransport(`http://127.0.0.1:${quota.port}`);
-  client = createClient(quotav1.QuotaService, transport);
-  admin = createClient(quotav1.QuotaAdminService, transport);
 });
 
 afterAll(async () => {
   await db?.end();
-  await quota?.service.shutdown('test end');
-  await dropDatabase(databaseUrl);
+  await t?.stop();
 });
 
-async function account(orgId: string, country: string) {
-  const { accounts } = await admin.getQuota({ orgId });
-  const a = accounts.find((x) => x.country === country)!;
-  return { limit: Number(a.limit), used: Number(a.used), reserved: Number(a.reserved) };
-}
+const account = (orgId: string, country: string) => t.account(orgId, country);
 
 function item(orgId: string, country: string, amount: number, reservationId: string = randomUUID()) {
   return { reservationId, orgId, country, amount: BigInt(amount), kind: UsageKind.SYNC };
