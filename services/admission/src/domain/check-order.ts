@@ -19,7 +19,9 @@ import { type CountryCode, isLive } from './countries.js';
  *   9. quota                429 customer_quota_exceeded                        Admit -> quota.Reserve
  *
  * Steps 1-3 run for every authenticated request (scrub, job status, result, cancel); every answer
- * after step 1 carries the rate-limit figures.
+ * after step 1 carries the rate-limit figures. For a small v1 body the gateway sends the key with
+ * Admit instead (one call fewer): steps 0-3 then run at the start of Admit, and a request the gateway
+ * refuses at step 4 is authenticated before the refusal, so the order above holds either way.
  */
 export const CHECK_ORDER = [
   'address_block',
