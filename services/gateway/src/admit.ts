@@ -39,6 +39,9 @@ export async function admitScrub(
   } catch (error) {
     setRateLimitHeaders(reply, findDetail(error, admissionv1.RateLimitInfoSchema));
     throw error;
+  } finally {
+    // Admit authenticated the request (or refused it): a later error must not authenticate it again.
+    delete request.credentials;
   }
 
   function admit() {
