@@ -5,7 +5,7 @@ import path from 'node:path';
 import { DncClient } from '@dnc/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../support/http.js';
-import { loadRegistry, type SeededOrg, seedOrg } from '../support/seed.js';
+import { accountUsage, loadRegistry, type SeededOrg, seedOrg } from '../support/seed.js';
 import { ROOT, startTestStack, type TestStack } from '../support/stack.js';
 
 // Issue 8, "Done when": the SDK through a rate-limited burst and a 503 drill with one charge, and
@@ -28,15 +28,7 @@ describe('SDK and dnc CLI against the real stack (issue 8)', () => {
     await stack?.teardown();
   });
 
-  const usage = async () => {
-    const q = (await stack.admin(['quota', 'show', '--org', org.orgId])) as {
-      accounts: { country: string; used: number; reserved: number }[];
-    };
-    const a = q.accounts.find((x) => x.country === 'co');
-    const records = ((await stack.admin(['usage', '--org', org.orgId])) as { records: unknown[] }).records
-      .length;
-    return { used: Number(a?.used ?? 0), reserved: Number(a?.reserved ?? 0), records };
-  };
+  const usage = () => accountUsage(stack, org.orgId, 'co');
 
   it('scrub() rides out a 429 and a 503 with the same idempotency key and is charged once', async () => {
     const before = await usage();

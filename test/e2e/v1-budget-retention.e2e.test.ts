@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, expectNoLeak } from '../support/http.js';
 import { findInNats, findInPostgres, findInRedis } from '../support/retention-scan.js';
-import { loadRegistry, type SeededOrg, seedOrg } from '../support/seed.js';
+import { accountUsage, loadRegistry, type SeededOrg, seedOrg } from '../support/seed.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
 
 // Spec: v1 execution budget (Limits) and zero retention (What the service does 2). Issue 5 items 3-4.
@@ -23,15 +23,7 @@ describe('v1 budget and zero retention (issue 5)', () => {
     await stack?.teardown();
   });
 
-  const usage = async () => {
-    const q = (await stack.admin(['quota', 'show', '--org', org.orgId])) as {
-      accounts: { country: string; used: number; reserved: number }[];
-    };
-    const a = q.accounts.find((x) => x.country === 'co');
-    const records = ((await stack.admin(['usage', '--org', org.orgId])) as { records: unknown[] }).records
-      .length;
-    return { used: Number(a?.used ?? 0), reserved: Number(a?.reserved ?? 0), records };
-  };
+  const usage = () => accountUsage(stack, org.orgId, 'co');
 
   it('an overrun fails the whole request with 503, consumes nothing, leaves no work behind, and the key can be retried', async () => {
     const before = await usage();

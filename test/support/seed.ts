@@ -74,3 +74,17 @@ export async function waitCountryServing(stack: Stack, country: string, timeoutM
   }
   throw new Error(`country ${country} not serving in discovery after ${timeoutMs} ms`);
 }
+
+/** An organization's figures for one country, read through `dnc-admin` as an operator would. */
+export async function accountUsage(
+  stack: Stack,
+  orgId: string,
+  country: string,
+): Promise<{ used: number; reserved: number; records: number }> {
+  const q = (await stack.admin(['quota', 'show', '--org', orgId])) as {
+    accounts: { country: string; used: number; reserved: number }[];
+  };
+  const a = q.accounts.find((x) => x.country === country);
+  const records = ((await stack.admin(['usage', '--org', orgId])) as { records: unknown[] }).records.length;
+  return { used: Number(a?.used ?? 0), reserved: Number(a?.reserved ?? 0), records };
+}
