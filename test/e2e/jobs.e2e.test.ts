@@ -277,6 +277,22 @@ describe('v2 durable scrub jobs end to end (issue 6)', () => {
     expect(shown.history.filter((h) => h.status === 'succeeded')).toHaveLength(1);
   });
 
+  it('64 characters are code points end to end: a job of 64-emoji inputs runs and is charged, 65 are 400 (issue 14 item 8)', async () => {
+    const at = '\u{1F4DE}'.repeat(64);
+    const before = await api.quota();
+    const job = await api.submit([at, '55 3322 1199', at]);
+    expect(job.status).toBe(202);
+    await api.waitFor(job.body.job_id, (s) => s === 'succeeded');
+    const result = await api.result(job.body.job_id);
+    expect(result.body.invalid_numbers).toEqual([
+      { input: at, reason: 'unparseable' },
+      { input: at, reason: 'unparseable' },
+    ]);
+    const past = await api.submit([`${at}\u{1F4DE}`]);
+    expect([past.status, past.body.error]).toEqual([400, 'validation_error']);
+    await expect.poll(() => api.quota(), { timeout: 10_000 }).toEqual({ used: before.used + 3, reserved: 0 });
+  });
+
   it('a malformed job id is the same 404 as a missing one', async () => {
     const bad = await api.status('NOT-A-UUID');
     const missing = await api.status('00000000-0000-4000-8000-000000000000');

@@ -252,6 +252,19 @@ describe('POST /v1/scrub end to end (issue 5)', () => {
       expect(past.body.error).toBe('validation_error');
     });
 
+    it('64 characters are code points end to end: 64 emoji are answered and charged once, 65 are 400 (issue 14 item 8)', async () => {
+      // Each emoji is one character and two UTF-16 units: every hop must count the same 64.
+      const at = '\u{1F4DE}'.repeat(64);
+      const before = await quotaUsed(org.orgId, 'co');
+      const ok = await scrub({ country: 'co', phones: [at, '3001234567'] });
+      expect(ok.status).toBe(200);
+      expect(ok.body.invalid_numbers).toEqual([{ input: at, reason: 'unparseable' }]);
+      expect(ok.body.summary).toMatchObject({ total_checked: 2, invalid_numbers: 1 });
+      const past = await scrub({ country: 'co', phones: [`${at}\u{1F4DE}`] });
+      expect([past.status, past.body.error]).toEqual([400, 'validation_error']);
+      expect(await quotaUsed(org.orgId, 'co')).toEqual({ used: before.used + 2, reserved: 0 });
+    });
+
     it.each([
       ['unknown top-level field', { country: 'co', phones: [], extra: 1 }],
       ['unknown country', { country: 'us', phones: [] }],

@@ -20,6 +20,37 @@ export const LIMITS = {
   v2MetadataTtlSeconds: 2_592_000,
 } as const;
 
+/**
+ * The length of one phone input as the spec counts "characters" (Limits: "max length of one phone
+ * string: 64 characters"): Unicode code points. That is what the OpenAPI document's JSON Schema
+ * `maxLength` means (JSON Schema counts characters as defined by RFC 8259, i.e. code points) and what
+ * the gateway's validator counts, so the one number holds from the public schema to the adapter: an
+ * emoji is one character (two UTF-16 units), a lone surrogate is one, a combining mark is one.
+ * JavaScript's `string.length` counts UTF-16 units and must not be used for this limit.
+ */
+export function phoneLength(phone: string): number {
+  let count = 0;
+  for (let i = 0; i < phone.length; i++) {
+    count++;
+    const unit = phone.charCodeAt(i);
+    // A high surrogate followed by a low surrogate is one code point.
+    if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < phone.length) {
+      const low = phone.charCodeAt(i + 1);
+      if (low >= 0xdc00 && low <= 0xdfff) i++;
+    }
+  }
+  return count;
+}
+
+/** At most `LIMITS.maxPhoneLength` characters (code points; see `phoneLength`). */
+export function isPhoneWithinLimit(phone: string): boolean {
+  // Code points never outnumber UTF-16 units, and each is at most two of them: most inputs are decided
+  // by `length` alone.
+  if (phone.length <= LIMITS.maxPhoneLength) return true;
+  if (phone.length > 2 * LIMITS.maxPhoneLength) return false;
+  return phoneLength(phone) <= LIMITS.maxPhoneLength;
+}
+
 /** 1 to 255 visible ASCII characters, no spaces. */
 export const IDEMPOTENCY_KEY_PATTERN = '^[\\x21-\\x7E]{1,255}$';
 export const IDEMPOTENCY_KEY_REGEXP = /^[\x21-\x7E]{1,255}$/;

@@ -19,7 +19,8 @@ import {
 const phoneInput = {
   type: 'string',
   maxLength: LIMITS.maxPhoneLength,
-  description: 'One phone number as the customer holds it (any spelling); at most 64 characters.',
+  description:
+    'One phone number as the customer holds it (any spelling); at most 64 characters (Unicode code points).',
 } as const;
 
 const country = {

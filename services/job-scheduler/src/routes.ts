@@ -1,6 +1,7 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter, ServiceImpl } from '@connectrpc/connect';
+import { isPhoneWithinLimit, LIMITS } from '@dnc/api-contract/limits';
 import { Code, type Logger, publicError } from '@dnc/kit';
 import { jobsv1 } from '@dnc/proto';
 import type { KeyRing } from './crypto/envelope.js';
@@ -21,7 +22,7 @@ import type { CleanupStore } from './store/cleanup.js';
 import { canonicalInput, isJobId, type JobRow, type JobStore } from './store/jobs.js';
 
 const COUNTRY = /^[a-z]{2}$/;
-const MAX_INPUTS = 500_000;
+const MAX_INPUTS = LIMITS.v2MaxInputs;
 
 /** The Job message: the spec's fields only. JobError only for failed and expired. */
 export function jobMessage(job: JobRow, policy: RetentionPolicy): jobsv1.Job {
@@ -48,7 +49,7 @@ const notFound = () => publicError(Code.NotFound, 'job_not_found');
 
 const invalidPhones = () =>
   publicError(Code.InvalidArgument, 'validation_error', {
-    message: `phones: at most ${MAX_INPUTS} strings of at most 64 characters`,
+    message: `phones: at most ${MAX_INPUTS} strings of at most ${LIMITS.maxPhoneLength} characters`,
   });
 
 /**
@@ -64,10 +65,10 @@ function durableInput(req: jobsv1.SubmitJobRequest): { count: number; pieces: It
       throw invalidPhones();
     }
     if (!Array.isArray(parsed) || parsed.length > MAX_INPUTS) throw invalidPhones();
-    for (const p of parsed) if (typeof p !== 'string' || p.length > 64) throw invalidPhones();
+    for (const p of parsed) if (typeof p !== 'string' || !isPhoneWithinLimit(p)) throw invalidPhones();
     return { count: parsed.length, pieces: [Buffer.from(req.canonicalPhones)] };
   }
-  if (req.phones.length > MAX_INPUTS || req.phones.some((p) => p.length > 64)) throw invalidPhones();
+  if (req.phones.length > MAX_INPUTS || !req.phones.every(isPhoneWithinLimit)) throw invalidPhones();
   return { count: req.phones.length, pieces: canonicalInput(req.phones) };
 }
 

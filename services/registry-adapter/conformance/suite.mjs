@@ -346,6 +346,18 @@ export async function runConformance(options) {
       );
     });
 
+    await test('64 characters are counted as Unicode code points: 64 emoji answered, 65 refused', async () => {
+      // Two UTF-16 units each: an adapter that counts string.length would refuse the 64.
+      const at = '\u{1F4DE}'.repeat(64);
+      const r = await conn.check(country, [at]);
+      assert(r.outcomes.length === 1 && isInvalid(r.outcomes[0]), `64 emoji: ${name(r.outcomes[0])}`);
+      const error = await conn.check(country, [`${at}\u{1F4DE}`]).then(
+        () => undefined,
+        (e) => e,
+      );
+      expectGrpcCode(error, [grpc.status.INVALID_ARGUMENT], '65 emoji');
+    });
+
     await test('a Check for another country is refused with INVALID_ARGUMENT', async () => {
       const other = country === 'zz' ? 'zy' : 'zz';
       const error = await conn.check(other, registered.slice(0, 1)).then(

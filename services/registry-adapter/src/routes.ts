@@ -1,5 +1,6 @@
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter, HandlerContext, ServiceImpl } from '@connectrpc/connect';
+import { isPhoneWithinLimit } from '@dnc/api-contract/limits';
 import { Code, ConnectError, publicError } from '@dnc/kit';
 import { registryv1 } from '@dnc/proto';
 import type { Logger } from 'pino';
@@ -49,7 +50,7 @@ export function registryAdapterService(
       if (req.phones.length > MAX_CHECK_BATCH)
         throw invalidArgument(`at most ${MAX_CHECK_BATCH} phones per call`);
       for (const phone of req.phones) {
-        if (phone.length > MAX_PHONE_LENGTH)
+        if (!isPhoneWithinLimit(phone))
           throw invalidArgument(`each phone is at most ${MAX_PHONE_LENGTH} characters`);
       }
       const end = metrics.checkDuration.startTimer({ country });

@@ -1,3 +1,4 @@
+import { LIMITS } from '@dnc/api-contract/limits';
 import { registryv1 } from '@dnc/proto';
 import { type CountryCode, ParseError, parsePhoneNumberWithError } from 'libphonenumber-js/max';
 import type { AdapterCountry } from './config.js';
@@ -74,5 +75,8 @@ export function isRegistryKey(value: number): boolean {
   return value > 0 && Number.isSafeInteger(value);
 }
 
-/** Longest accepted written form of one phone (Check rejects longer inputs; Load counts them as bad). */
-export const MAX_PHONE_LENGTH = 64;
+/**
+ * Longest accepted written form of one phone, in characters (Unicode code points, counted by
+ * `isPhoneWithinLimit` of the contract): Check rejects longer inputs; Load counts them as bad.
+ */
+export const MAX_PHONE_LENGTH = LIMITS.maxPhoneLength;

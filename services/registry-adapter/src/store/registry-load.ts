@@ -1,5 +1,6 @@
+import { isPhoneWithinLimit } from '@dnc/api-contract/limits';
 import { difference, KeyBuffer, sortDistinct, union } from '../index/registry-index.js';
-import { isRegistryKey, MAX_PHONE_LENGTH, type Normalizer } from '../validation.js';
+import { isRegistryKey, type Normalizer } from '../validation.js';
 import type { RegistryStore, SnapshotInfo } from './registry-store.js';
 
 export type LoadMode = 'replace' | 'add' | 'remove' | 'seed';
@@ -57,7 +58,7 @@ export async function loadRegistry(
       for (const line of chunk) {
         if (isNoise(line)) continue;
         linesRead++;
-        const key = line.length > MAX_PHONE_LENGTH ? 0 : normalizer.normalize(line);
+        const key = isPhoneWithinLimit(line) ? normalizer.normalize(line) : 0;
         if (isRegistryKey(key)) buffer.push(key);
         else rejected++;
       }
