@@ -1,25 +1,41 @@
 import { findDetail } from '@dnc/kit';
 import { admissionv1 } from '@dnc/proto';
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AdmissionClient } from './clients.js';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
 import { fromRpcError, sendMapped } from './errors.js';
+import type { PresentedCredentials, Upstream } from './flows/port.js';
 
-export interface AuthContext {
-  orgId: string;
-  keyId: string;
+/** A request authenticated by admission.Authenticate before its body was read. */
+export interface AuthenticatedCaller {
+  readonly kind: 'authenticated';
+  readonly orgId: string;
+  readonly keyId: string;
 }
 
-/** The key and address a request presented, when its authentication rides with Admit. */
-export interface PresentedCredentials {
-  apiKey: string;
-  clientAddress: string;
+/** A small scrub whose key travels with admission.Admit (steps 0-3 run at the start of Admit). */
+export interface DeferredCaller {
+  readonly kind: 'deferred';
+  readonly credentials: PresentedCredentials;
 }
+
+/**
+ * Who a request is, as far as the gateway knows: the one answer to "is this request authenticated,
+ * and by whom". Set for every request by the authentication hook; after Admit ran for a deferred
+ * caller it is `checked_by_admit` (authenticated or refused there), so no later error authenticates
+ * the request a second time (the rate limit counts each request once).
+ */
+export type Caller =
+  | { readonly kind: 'anonymous' }
+  | AuthenticatedCaller
+  | DeferredCaller
+  | { readonly kind: 'checked_by_admit' };
+
+/** The callers a scrub can be admitted for. */
+export type ScrubCaller = AuthenticatedCaller | DeferredCaller;
 
 declare module 'fastify' {
   interface FastifyRequest {
-    auth?: AuthContext;
-    /** Set instead of `auth` when authentication is left to admission.Admit (see authenticate). */
-    credentials?: PresentedCredentials;
+    caller: Caller;
   }
   interface FastifyContextConfig {
     /** The route needs `Authorization: Bearer <API_KEY>`. */
@@ -29,6 +45,9 @@ declare module 'fastify' {
   }
 }
 
+const ANONYMOUS: Caller = Object.freeze({ kind: 'anonymous' });
+const CHECKED_BY_ADMIT: Caller = Object.freeze({ kind: 'checked_by_admit' });
+
 /**
  * Largest declared body whose authentication may ride with Admit: reading and validating 64 KiB
  * costs an unauthenticated client about as little as the Authenticate call it saves us.
@@ -36,6 +55,27 @@ declare module 'fastify' {
 export const AUTH_WITH_ADMIT_MAX_BYTES = 64 * 1024;
 
 const BEARER = /^Bearer ([\x21-\x7E]{1,512})$/;
+
+/** The caller of a route marked `auth`; anything else is a wiring mistake (an internal error). */
+export function authenticatedCaller(request: FastifyRequest): AuthenticatedCaller {
+  const { caller } = request;
+  if (caller.kind !== 'authenticated') throw new Error('the route is not authenticated');
+  return caller;
+}
+
+/** The caller of a scrub route: authenticated, or deferred to Admit. */
+export function scrubCaller(request: FastifyRequest): ScrubCaller {
+  const { caller } = request;
+  if (caller.kind !== 'authenticated' && caller.kind !== 'deferred') {
+    throw new Error('the route is not authenticated');
+  }
+  return caller;
+}
+
+/** Admit ran for this request: a deferred caller was authenticated (or refused) there. */
+export function checkedByAdmit(request: FastifyRequest): void {
+  if (request.caller.kind === 'deferred') request.caller = CHECKED_BY_ADMIT;
+}
 
 export function setRateLimitHeaders(reply: FastifyReply, info: admissionv1.RateLimitInfo | undefined): void {
   if (!info) return;
@@ -63,14 +103,14 @@ function declaredSmall(request: FastifyRequest): boolean {
 }
 
 async function authenticateNow(
-  admission: AdmissionClient,
+  upstream: Pick<Upstream, 'authenticate'>,
   request: FastifyRequest,
   reply: FastifyReply,
   credentials: PresentedCredentials,
 ): Promise<boolean> {
   try {
-    const res = await admission.authenticate(credentials, { timeoutMs: 3_000 });
-    request.auth = { orgId: res.orgId, keyId: res.keyId };
+    const res = await upstream.authenticate(credentials, 3_000);
+    request.caller = { kind: 'authenticated', orgId: res.orgId, keyId: res.keyId };
     setRateLimitHeaders(reply, res.rateLimit);
     return true;
   } catch (error) {
@@ -82,8 +122,8 @@ async function authenticateNow(
 }
 
 /**
- * onRequest hook: authentication and the technical rate limit run before the body is read, so an
- * unauthenticated or over-limit client never costs a 25 MiB parse. A malformed header is passed on
+ * Authentication and the technical rate limit run in an onRequest hook, before the body is read, so
+ * an unauthenticated or over-limit client never costs a 25 MiB parse. A malformed header is passed on
  * as an empty key so that admission's abuse guard counts it like any failed authentication.
  *
  * On a route marked `authWithAdmit` (POST /v1/scrub) a body declared at most AUTH_WITH_ADMIT_MAX_BYTES
@@ -91,29 +131,35 @@ async function authenticateNow(
  * platform's hottest path. The check order does not change: a request refused by the gateway before
  * Admit (body, Idempotency-Key) is authenticated first by `authenticateBeforeRefusal`.
  */
-export function authenticate(admission: AdmissionClient) {
-  return async function authHook(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const config = request.routeOptions.config;
-    if (!config.auth) return;
-    const credentials = presented(request);
-    if (config.authWithAdmit && declaredSmall(request)) {
-      request.credentials = credentials;
-      return;
-    }
-    await authenticateNow(admission, request, reply, credentials);
-  };
-}
+export const authentication = fp(
+  async (app: FastifyInstance, opts: { upstream: Pick<Upstream, 'authenticate'> }) => {
+    app.decorateRequest('caller', null, []);
+    app.addHook('onRequest', async (request, reply) => {
+      request.caller = ANONYMOUS;
+      const config = request.routeOptions.config;
+      if (!config.auth) return;
+      const credentials = presented(request);
+      if (config.authWithAdmit && declaredSmall(request)) {
+        request.caller = { kind: 'deferred', credentials };
+        return;
+      }
+      await authenticateNow(opts.upstream, request, reply, credentials);
+    });
+  },
+  { name: 'authentication' },
+);
 
 /**
- * Before the gateway refuses a request whose authentication was left to Admit, authenticate it: an
+ * Before the gateway refuses a request whose authentication was deferred to Admit, authenticate it: an
  * unknown key gets its 401 (and the abuse guard its count) ahead of a 400 or 413, and an accepted
  * one its rate-limit headers. False when the authentication failure was answered instead.
  */
 export async function authenticateBeforeRefusal(
-  admission: AdmissionClient,
+  upstream: Pick<Upstream, 'authenticate'>,
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<boolean> {
-  if (!request.credentials || request.auth) return true;
-  return authenticateNow(admission, request, reply, request.credentials);
+  const caller = request.caller as Caller | null;
+  if (caller?.kind !== 'deferred') return true;
+  return authenticateNow(upstream, request, reply, caller.credentials);
 }

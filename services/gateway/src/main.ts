@@ -2,8 +2,9 @@ import { fileURLToPath } from 'node:url';
 import { loadConfig, runMain, Service } from '@dnc/kit';
 import { healthv1 } from '@dnc/proto';
 import { buildApp } from './app.js';
-import { createUpstreams } from './clients.js';
 import { gatewayConfig } from './config.js';
+import { connectUpstreams } from './upstream/clients.js';
+import { upstreamPort } from './upstream/port.js';
 
 export async function main(): Promise<void> {
   const config = loadConfig(gatewayConfig);
@@ -15,17 +16,17 @@ export async function main(): Promise<void> {
     metricsPort: config.DNC_METRICS_PORT,
   });
   service.handleSignals();
-  const upstreams = createUpstreams(config.DNC_ADMISSION_ADDR, config.DNC_JOBS_ADDR, service.metrics);
+  const clients = connectUpstreams(config.DNC_ADMISSION_ADDR, config.DNC_JOBS_ADDR);
   // Ready only while admission (and through it, Postgres) answers SERVING.
   service.health.require('admission', async () => {
-    const r = await upstreams.admissionHealth.check({ service: '' }, { timeoutMs: 800 });
+    const r = await clients.admissionHealth.check({ service: '' }, { timeoutMs: 800 });
     return r.status === healthv1.HealthCheckResponse_ServingStatus.SERVING;
   });
   await service.health.start();
   await service.startMetrics();
   const app = await buildApp({
     config,
-    upstreams,
+    upstream: upstreamPort(clients, service.metrics),
     health: service.health,
     logger: service.logger,
     metrics: service.metrics,

@@ -2,8 +2,9 @@ import { createLogger, HealthState, Registry } from '@dnc/kit';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
-import { createUpstreams } from '../src/clients.js';
 import { gatewayConfig } from '../src/config.js';
+import { connectUpstreams } from '../src/upstream/clients.js';
+import { upstreamPort } from '../src/upstream/port.js';
 
 // A port nothing listens on: admission is "down" for these tests.
 const DOWN = 'http://127.0.0.1:1';
@@ -23,7 +24,7 @@ describe('gateway HTTP surface without its upstreams (spec: Endpoints / Common, 
     await health.start();
     app = await buildApp({
       config,
-      upstreams: createUpstreams(DOWN, DOWN),
+      upstream: upstreamPort(connectUpstreams(DOWN, DOWN)),
       health,
       logger,
       metrics: new Registry(),

@@ -1,4 +1,4 @@
-import { create, type MessageInitShape } from '@bufbuild/protobuf';
+import { create } from '@bufbuild/protobuf';
 import {
   Batcher,
   type BatcherOptions,
@@ -10,30 +10,18 @@ import {
   type Registry,
 } from '@dnc/kit';
 import { admissionv1, type registryv1 } from '@dnc/proto';
-import type { Upstreams } from './clients.js';
+import type { AdmitRequest, Upstream } from '../flows/port.js';
+import type { UpstreamClients } from './clients.js';
 
 /**
- * The hot internal calls of a scrub, batched across the requests in flight: the Admit, Check and
- * Complete calls that arrive while one of the same kind is on the wire go together in the next one
- * (kit Batcher: a lone call leaves at once). One internal round trip then serves many public requests,
- * which is what lets one gateway and one admission carry thousands of single-number scrubs a second
- * (scripts/bench/README.md). Each request keeps its own answer, its own error and, through the
- * earliest deadline of its batch, never waits past its own deadline.
+ * How the hot internal calls of a scrub travel: batched across the requests in flight. The Admit,
+ * Check and Complete calls that arrive while one of the same kind is on the wire go together in the
+ * next one (kit Batcher: a lone call leaves at once). One internal round trip then serves many public
+ * requests, which is what lets one gateway and one admission carry thousands of single-number scrubs a
+ * second (scripts/bench/README.md). Each request keeps its own answer and its own error; a batch
+ * carries the earliest deadline of its members.
  */
-export interface BatchedCalls {
-  admit(
-    request: MessageInitShape<typeof admissionv1.AdmitRequestSchema>,
-    timeoutMs: number,
-  ): Promise<admissionv1.AdmitResponse>;
-  complete(admissionId: string, timeoutMs: number): Promise<void>;
-  /** Outcomes of `phones`, in order, from the adapter at `address`. */
-  check(
-    address: string,
-    country: string,
-    phones: readonly string[],
-    timeoutMs: number,
-  ): Promise<registryv1.CheckResponse>;
-}
+export type BatchedCalls = Pick<Upstream, 'admit' | 'check' | 'complete'>;
 
 /** A Check of at most this many inputs may share an adapter call with others; larger ones go alone. */
 export const CHECK_SHARE_MAX_INPUTS = 256;
@@ -53,7 +41,7 @@ function expired(): ConnectError {
   return new ConnectError('deadline exceeded before the call was sent', Code.DeadlineExceeded);
 }
 
-export function batchedCalls(upstreams: Omit<Upstreams, 'batched'>, metrics?: Registry): BatchedCalls {
+export function batchedCalls(upstreams: UpstreamClients, metrics?: Registry): BatchedCalls {
   const sizes = new Histogram({
     name: 'dnc_gateway_batch_size',
     help: 'Requests per batched internal call, by call.',
@@ -66,10 +54,7 @@ export function batchedCalls(upstreams: Omit<Upstreams, 'batched'>, metrics?: Re
     onFlush: (size) => sizes.observe({ call }, size),
   });
 
-  const admits = new Batcher<
-    Timed<MessageInitShape<typeof admissionv1.AdmitRequestSchema>>,
-    admissionv1.AdmitResponse
-  >(async (items) => {
+  const admits = new Batcher<Timed<AdmitRequest>, admissionv1.AdmitResponse>(async (items) => {
     const timeoutMs = remaining(items);
     if (timeoutMs <= 0) return items.map(expired);
     const res = await upstreams.admission.admitMany(

@@ -1,0 +1,90 @@
+import { findDetail } from '@dnc/kit';
+import { admissionv1 } from '@dnc/proto';
+import type { ScrubCaller } from '../auth.js';
+import { type CallFailure, callFailure, type FlowLog, type Upstream } from './port.js';
+
+/** The body of POST /v1/scrub and POST /v2/scrub, once validated against the contract's schema. */
+export interface ScrubBody {
+  country: string;
+  phones: string[];
+}
+
+/** A scrub request as the flows see it: validated, its Idempotency-Key read, its caller known. */
+export interface ScrubRequest {
+  caller: ScrubCaller;
+  idempotencyKey: string;
+  country: string;
+  phones: readonly string[];
+}
+
+/** The keyed fingerprint of (country, phones in order): all admission learns of the phones. */
+export type Fingerprinter = (country: string, phones: readonly string[]) => string;
+
+export interface FlowDeps<P extends Partial<Upstream>> {
+  upstream: P;
+  fingerprint: Fingerprinter;
+  log: FlowLog;
+}
+
+/** Rate-limit figures for the reply, present when Admit authenticated the request. */
+interface RateLimited {
+  rateLimit: admissionv1.RateLimitInfo | undefined;
+}
+
+export type AdmitOutcome =
+  | ({ outcome: 'admitted'; admission: admissionv1.AdmitResponse } & RateLimited)
+  | (CallFailure & RateLimited);
+
+/**
+ * admission.Admit for a scrub, v1 or v2: the caller (authenticated, or its key when authentication
+ * rides with Admit), the Idempotency-Key and the keyed fingerprint — nothing else of the request
+ * leaves the gateway. When Admit authenticated, its rate-limit figures come back with the outcome,
+ * from the answer or from the error.
+ */
+export async function admitScrub(
+  deps: FlowDeps<Pick<Upstream, 'admit'>>,
+  request: ScrubRequest,
+  kind: admissionv1.RequestKind,
+  timeoutMs: number,
+): Promise<AdmitOutcome> {
+  const { caller, country, phones } = request;
+  const deferred = caller.kind === 'deferred';
+  try {
+    const admission = await deps.upstream.admit(
+      {
+        ...(deferred ? { credentials: caller.credentials } : { orgId: caller.orgId, keyId: caller.keyId }),
+        country,
+        idempotencyKey: request.idempotencyKey,
+        fingerprint: deps.fingerprint(country, phones),
+        inputCount: phones.length,
+        kind,
+      },
+      timeoutMs,
+    );
+    return { outcome: 'admitted', admission, rateLimit: deferred ? admission.rateLimit : undefined };
+  } catch (error) {
+    return {
+      ...callFailure(error),
+      rateLimit: deferred ? findDetail(error, admissionv1.RateLimitInfoSchema) : undefined,
+    };
+  }
+}
+
+/**
+ * Undo an admission (reservation released, idempotency claim dropped) after a later step failed. The
+ * answer is not waited for by the client: a failed abort is left to admission's own bounds.
+ */
+export async function abortAdmission(
+  deps: FlowDeps<Pick<Upstream, 'abort'>>,
+  admissionId: string,
+  timeoutMs: number,
+  failedMessage: string,
+): Promise<'aborted' | 'not_aborted'> {
+  try {
+    await deps.upstream.abort(admissionId, timeoutMs);
+    return 'aborted';
+  } catch {
+    deps.log.warn(failedMessage);
+    return 'not_aborted';
+  }
+}

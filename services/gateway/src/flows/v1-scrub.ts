@@ -1,0 +1,123 @@
+import { buildScrubResult } from '@dnc/kit';
+import { admissionv1 } from '@dnc/proto';
+import type { Deadline } from '../deadline.js';
+import { fromRpcError, type MappedError, toHttp } from '../errors.js';
+import { abortAdmission, admitScrub, type FlowDeps, type ScrubRequest } from './admit.js';
+import { type CallFailure, callFailure, type Upstream } from './port.js';
+
+/** Admit may take at most this much of the 15-second budget. */
+const ADMIT_MAX_MS = 5_000;
+/** Time kept back from the adapter's share of the budget for Complete (quota commit + usage record). */
+const COMPLETE_RESERVE_MS = 1_000;
+/** Complete gets at least this long, even when the budget is nearly spent. */
+const COMPLETE_MIN_MS = 250;
+const ABORT_TIMEOUT_MS = 2_000;
+
+export type V1Upstream = Pick<Upstream, 'admit' | 'check' | 'complete' | 'abort'>;
+
+export type V1Outcome = (
+  | { ok: true /** The ScrubResult as JSON. */; body: string; replayed: boolean }
+  | { ok: false; error: MappedError }
+) & { rateLimit: admissionv1.RateLimitInfo | undefined };
+
+type CheckOutcome = { outcome: 'checked'; body: string } | { outcome: 'failed'; error: MappedError };
+type CompleteOutcome = { outcome: 'completed' } | CallFailure;
+
+/**
+ * POST /v1/scrub: admission.Admit -> adapter.Check -> admission.Complete, inside one deadline (15 s).
+ * Any failure after admission aborts it (reservation released, idempotency claim removed) and answers
+ * the public error only: never a partial result, never a charge. An exact retry of a completed request
+ * is recalculated and not completed again (nothing reserved, nothing to undo).
+ *
+ * The outcome of every step is explicit, and each failure point has its compensation below it:
+ *   Admit     admitted | refused | unknown   nothing known to undo (no admission id)
+ *   Check     checked | failed               abort
+ *   Complete  completed | refused | unknown  abort (also when unknown: see issue #14, item 3)
+ */
+export async function scrubV1(
+  deps: FlowDeps<V1Upstream>,
+  request: ScrubRequest,
+  deadline: Deadline,
+): Promise<V1Outcome> {
+  const admitted = await admitScrub(
+    deps,
+    request,
+    admissionv1.RequestKind.SYNC,
+    deadline.remaining(ADMIT_MAX_MS),
+  );
+  const { rateLimit } = admitted;
+  if (admitted.outcome !== 'admitted') {
+    return { ok: false, error: fromRpcError(admitted.error), rateLimit };
+  }
+  const { admission } = admitted;
+  const abort = async () => {
+    if (!admission.replay) {
+      await abortAdmission(
+        deps,
+        admission.admissionId,
+        ABORT_TIMEOUT_MS,
+        'abort of a failed v1 admission did not complete',
+      );
+    }
+  };
+
+  const checked = await checkPhones(deps.upstream, admission.adapterAddress, request, deadline);
+  if (checked.outcome === 'failed') {
+    await abort();
+    return { ok: false, error: checked.error, rateLimit };
+  }
+  if (admission.replay) return { ok: true, body: checked.body, replayed: true, rateLimit };
+
+  const completed = await complete(deps.upstream, admission.admissionId, deadline);
+  switch (completed.outcome) {
+    case 'completed':
+      return { ok: true, body: checked.body, replayed: false, rateLimit };
+    case 'refused':
+    case 'unknown':
+      await abort();
+      return { ok: false, error: fromRpcError(completed.error), rateLimit };
+  }
+}
+
+/**
+ * The adapter's outcomes turned into the result. Any failure is the country's: its own public reason
+ * when it gave one (maintenance), otherwise temporarily unavailable — an unreachable, slow or
+ * inconclusive adapter (an answer that does not cover every input) is a country failure.
+ */
+async function checkPhones(
+  upstream: Pick<Upstream, 'check'>,
+  adapterAddress: string,
+  request: ScrubRequest,
+  deadline: Deadline,
+): Promise<CheckOutcome> {
+  try {
+    if (!adapterAddress) throw new Error('no adapter address');
+    const answer = await upstream.check(
+      adapterAddress,
+      request.country,
+      request.phones,
+      deadline.remaining() - COMPLETE_RESERVE_MS,
+    );
+    return { outcome: 'checked', body: JSON.stringify(buildScrubResult(request.phones, answer.outcomes)) };
+  } catch (error) {
+    return {
+      outcome: 'failed',
+      error: deadline.expired()
+        ? toHttp('country_service_temporarily_unavailable', undefined, 1)
+        : fromRpcError(error, 'country_service_temporarily_unavailable', { unexpectedIsInternal: false }),
+    };
+  }
+}
+
+async function complete(
+  upstream: Pick<Upstream, 'complete'>,
+  admissionId: string,
+  deadline: Deadline,
+): Promise<CompleteOutcome> {
+  try {
+    await upstream.complete(admissionId, Math.max(deadline.remaining(), COMPLETE_MIN_MS));
+    return { outcome: 'completed' };
+  } catch (error) {
+    return callFailure(error);
+  }
+}

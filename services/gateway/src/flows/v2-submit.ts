@@ -1,0 +1,162 @@
+import { JOB_ID_REGEXP, LIMITS } from '@dnc/api-contract';
+import { admissionv1, type jobsv1 } from '@dnc/proto';
+import type { AuthenticatedCaller } from '../auth.js';
+import type { Deadline } from '../deadline.js';
+import { fromRpcError, type MappedError, toHttp } from '../errors.js';
+import { abortAdmission, admitScrub, type FlowDeps, type ScrubRequest } from './admit.js';
+import { type CallFailure, callFailure, type Upstream } from './port.js';
+
+const ABORT_TIMEOUT_MS = 2_000;
+/** ConfirmJob gets at least this long, even when the budget is nearly spent. */
+const CONFIRM_MIN_MS = 250;
+
+export type V2Upstream = Pick<Upstream, 'admit' | 'abort' | 'submitJob' | 'confirmJob' | 'getJob'>;
+
+export type V2Outcome = (
+  | { ok: true; job: jobsv1.Job /** An exact retry: the job of the first request. */; replayed: boolean }
+  | { ok: false; error: MappedError }
+) & { rateLimit: admissionv1.RateLimitInfo | undefined };
+
+/** A v2 scrub: always authenticated before its body was read (no authentication rides with Admit). */
+export type V2Request = ScrubRequest & { caller: AuthenticatedCaller };
+
+type SubmitOutcome = { outcome: 'stored'; job: jobsv1.Job } | CallFailure;
+type ConfirmOutcome = { outcome: 'confirmed' } | CallFailure;
+
+/**
+ * The durable input exactly as the scheduler stores it (the phones as one UTF-8 JSON array, in order)
+ * and a conservative estimate of the complete result: every input in its longest possible place, an
+ * `invalid_numbers` entry with the longest reason, plus the fixed keys and the summary.
+ */
+export function durableInput(phones: readonly string[]): { canonical: Buffer; resultEstimate: number } {
+  const canonical = Buffer.from(JSON.stringify(phones), 'utf8');
+  // The quoted inputs alone: the canonical array without its brackets and separating commas.
+  const quoted = canonical.length - 2 - Math.max(0, phones.length - 1);
+  // `{"input":` + value + `,"reason":"registry_rejected"}` and a comma.
+  const perInvalid = '{"input":,"reason":"registry_rejected"}'.length + 1;
+  const fixed =
+    '{"prohibited_numbers_to_call":[],"safe_numbers_to_call":[],"invalid_numbers":[],"summary":{}}'.length +
+    '"total_checked":,"prohibited_numbers":,"safe_numbers":,"invalid_numbers":'.length +
+    4 * String(phones.length).length;
+  return { canonical, resultEstimate: fixed + quoted + perInvalid * phones.length };
+}
+
+/** Spec, v2 limits: the durable input and the complete result each fit in 25 MiB. */
+function sizeRefusal(sizes: { canonical: Buffer; resultEstimate: number }): MappedError | undefined {
+  if (sizes.canonical.length > LIMITS.maxBodyBytes) {
+    return toHttp('payload_too_large', 'The durable input exceeds 26,214,400 bytes.');
+  }
+  if (sizes.resultEstimate > LIMITS.maxBodyBytes) {
+    return toHttp(
+      'payload_too_large',
+      'The complete result of this job could exceed 26,214,400 bytes; submit fewer or shorter inputs.',
+    );
+  }
+  return undefined;
+}
+
+/**
+ * POST /v2/scrub, inside the 5-second admission budget: the three 25 MiB limits -> admission.Admit
+ * (kind JOB) -> replay ? the stored job : jobs.SubmitJob -> admission.ConfirmJob -> the job.
+ *
+ * The outcome of every step is explicit, and each failure point has its compensation below it:
+ *   Admit       admitted | refused | unknown  nothing undone today (issue #14, item 1)
+ *   job id      well formed | not             nothing undone today
+ *   GetJob      (replay) the job | error      nothing to undo: the replay reserved nothing
+ *   SubmitJob   stored | refused | unknown    abort, also when unknown (issue #14, item 2); SubmitJob is
+ *                                             idempotent by job id, so a job stored after all is
+ *                                             returned again to the retry of the same key
+ *   ConfirmJob  confirmed | refused | unknown nothing: the job is durable and runs; admission's own
+ *                                             recovery confirms the claim later
+ */
+export async function submitV2(
+  deps: FlowDeps<V2Upstream>,
+  request: V2Request,
+  deadline: Deadline,
+): Promise<V2Outcome> {
+  const sizes = durableInput(request.phones);
+  const tooLarge = sizeRefusal(sizes);
+  if (tooLarge) return { ok: false, error: tooLarge, rateLimit: undefined };
+
+  const admitted = await admitScrub(deps, request, admissionv1.RequestKind.JOB, deadline.remaining());
+  const { rateLimit } = admitted;
+  if (admitted.outcome !== 'admitted') return { ok: false, error: fromRpcError(admitted.error), rateLimit };
+  const { admission } = admitted;
+  if (!JOB_ID_REGEXP.test(admission.jobId)) {
+    deps.log.error('admission returned no job identity');
+    return { ok: false, error: toHttp('platform_failure', undefined, 1), rateLimit };
+  }
+
+  if (admission.replay) {
+    // Spec: an exact retry returns the same job (202 while active, 200 with the status once terminal).
+    try {
+      const job = await deps.upstream.getJob(request.caller.orgId, admission.jobId, deadline.remaining());
+      return { ok: true, job, replayed: true, rateLimit };
+    } catch (error) {
+      return { ok: false, error: fromRpcError(error), rateLimit };
+    }
+  }
+
+  const submitted = await submit(deps.upstream, request, admission, sizes.canonical, deadline);
+  switch (submitted.outcome) {
+    case 'stored':
+      break;
+    case 'refused':
+    case 'unknown':
+      // Not stored (or not known to be): undo the admission so the key can be retried.
+      await abortAdmission(
+        deps,
+        admission.admissionId,
+        ABORT_TIMEOUT_MS,
+        'abort of a failed v2 admission did not complete',
+      );
+      return { ok: false, error: fromRpcError(submitted.error), rateLimit };
+  }
+
+  const confirmed = await confirm(deps.upstream, admission, submitted.job, deadline);
+  if (confirmed.outcome !== 'confirmed') deps.log.warn('confirm of a stored v2 job did not complete');
+  return { ok: true, job: submitted.job, replayed: false, rateLimit };
+}
+
+async function submit(
+  upstream: Pick<Upstream, 'submitJob'>,
+  request: V2Request,
+  admission: admissionv1.AdmitResponse,
+  canonicalPhones: Buffer,
+  deadline: Deadline,
+): Promise<SubmitOutcome> {
+  try {
+    const job = await upstream.submitJob(
+      {
+        jobId: admission.jobId,
+        orgId: request.caller.orgId,
+        reservationId: admission.admissionId,
+        country: request.country,
+        // One bytes field instead of up to 500,000 strings: far cheaper to encode and decode.
+        canonicalPhones,
+      },
+      deadline.remaining(),
+    );
+    return { outcome: 'stored', job };
+  } catch (error) {
+    return callFailure(error);
+  }
+}
+
+async function confirm(
+  upstream: Pick<Upstream, 'confirmJob'>,
+  admission: admissionv1.AdmitResponse,
+  job: jobsv1.Job,
+  deadline: Deadline,
+): Promise<ConfirmOutcome> {
+  try {
+    await upstream.confirmJob(
+      admission.admissionId,
+      job.jobId,
+      Math.max(CONFIRM_MIN_MS, deadline.remaining()),
+    );
+    return { outcome: 'confirmed' };
+  } catch (error) {
+    return callFailure(error);
+  }
+}

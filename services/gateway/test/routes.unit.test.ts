@@ -1,0 +1,134 @@
+import { create } from '@bufbuild/protobuf';
+import { Code, createLogger, HealthState, publicError, Registry } from '@dnc/kit';
+import { admissionv1, jobsv1 } from '@dnc/proto';
+import type { FastifyInstance } from 'fastify';
+import { afterEach, describe, expect, it } from 'vitest';
+import { buildApp } from '../src/app.js';
+import { gatewayConfig } from '../src/config.js';
+import { inMemoryUpstream, job, type Script } from './support/upstream.js';
+
+const rate = () =>
+  create(admissionv1.RateLimitInfoSchema, { limit: 60, remaining: 41, resetUnix: 1_800_000_000n });
+
+const apps: FastifyInstance[] = [];
+afterEach(async () => {
+  for (const app of apps.splice(0)) await app.close();
+});
+
+async function gateway(script: Script) {
+  const u = inMemoryUpstream(script);
+  const logger = createLogger('gateway-test', 'silent');
+  const app = await buildApp({
+    config: gatewayConfig.parse({
+      DNC_FINGERPRINT_SECRET: 'test-secret-0123456789',
+      DNC_PUBLIC_BASE_URL: 'https://api.example.test',
+    }),
+    upstream: u.upstream,
+    health: new HealthState(logger),
+    logger,
+    metrics: new Registry(),
+  });
+  apps.push(app);
+  return { ...u, app };
+}
+
+const headers = (key?: string) => ({
+  authorization: 'Bearer dnc_test_key',
+  ...(key ? { 'idempotency-key': key } : {}),
+});
+
+describe('gateway routes over the in-memory upstream (routes translate HTTP; the flows decide)', () => {
+  it('POST /v1/scrub: a small body is authenticated by Admit (no Authenticate call) and carries its rate-limit headers', async () => {
+    const g = await gateway({ admit: () => ({ rateLimit: rate() }) });
+    const r = await g.app.inject({
+      method: 'POST',
+      url: '/v1/scrub',
+      headers: headers('k1'),
+      payload: { country: 'mx', phones: ['5512345678'] },
+    });
+    expect(r.statusCode).toBe(200);
+    expect(r.json()).toMatchObject({ safe_numbers_to_call: ['5512345678'] });
+    expect(r.headers['x-ratelimit-remaining']).toBe('41');
+    expect(r.headers['ratelimit-limit']).toBe('60');
+    expect(r.headers['idempotency-replayed']).toBeUndefined();
+    expect(r.headers['x-retention']).toBe('zero');
+    expect(g.calls.filter((c) => c === 'authenticate')).toEqual([]);
+  });
+
+  it('POST /v1/scrub refused before Admit (no Idempotency-Key): authenticated first, exactly once, then 400', async () => {
+    const g = await gateway({});
+    const r = await g.app.inject({
+      method: 'POST',
+      url: '/v1/scrub',
+      headers: headers(),
+      payload: { country: 'mx', phones: ['5512345678'] },
+    });
+    expect(r.statusCode).toBe(400);
+    expect(r.json()).toEqual({
+      error: 'validation_error',
+      message: 'The Idempotency-Key header is required.',
+    });
+    expect(g.calls).toEqual(['authenticate']);
+  });
+
+  it('POST /v1/scrub refused by Admit: the rate-limit headers of the refusal, no second authentication', async () => {
+    const g = await gateway({
+      admit: () =>
+        publicError(Code.PermissionDenied, 'country_not_in_plan', {
+          details: [{ desc: admissionv1.RateLimitInfoSchema, value: rate() }],
+        }),
+    });
+    const r = await g.app.inject({
+      method: 'POST',
+      url: '/v1/scrub',
+      headers: headers('k1'),
+      payload: { country: 'mx', phones: ['5512345678'] },
+    });
+    expect(r.statusCode).toBe(403);
+    expect(r.json()).toEqual({ error: 'country_not_in_plan' });
+    expect(r.headers['x-ratelimit-remaining']).toBe('41');
+    expect(g.calls).toEqual(['admit k1']);
+  });
+
+  it('POST /v1/scrub replayed: Idempotency-Replayed: true', async () => {
+    const g = await gateway({ admit: () => ({ replay: true }) });
+    const r = await g.app.inject({
+      method: 'POST',
+      url: '/v1/scrub',
+      headers: headers('k1'),
+      payload: { country: 'mx', phones: ['5512345678'] },
+    });
+    expect(r.statusCode).toBe(200);
+    expect(r.headers['idempotency-replayed']).toBe('true');
+  });
+
+  it('POST /v2/scrub: authenticated before the body, 202 with the job resource; a terminal replay is 200', async () => {
+    const g = await gateway({});
+    const r = await g.app.inject({
+      method: 'POST',
+      url: '/v2/scrub',
+      headers: headers('k2'),
+      payload: { country: 'mx', phones: ['5512345678'] },
+    });
+    expect(r.statusCode).toBe(202);
+    const body = r.json();
+    expect(body).toMatchObject({ status: 'queued', country: 'mx', submitted_count: 1 });
+    expect(body.status_url).toBe(`https://api.example.test/v2/scrub/${body.job_id}`);
+    expect(r.headers['x-retention']).toBe('transient-encrypted');
+    expect(g.calls[0]).toBe('authenticate');
+
+    const again = await gateway({
+      admit: () => ({ replay: true }),
+      getJob: () => job('0b0b0b0b-0000-4000-8000-00000000000f', jobsv1.JobStatus.SUCCEEDED),
+    });
+    const replay = await again.app.inject({
+      method: 'POST',
+      url: '/v2/scrub',
+      headers: headers('k2'),
+      payload: { country: 'mx', phones: ['5512345678'] },
+    });
+    expect(replay.statusCode).toBe(200);
+    expect(replay.headers['idempotency-replayed']).toBe('true');
+    expect(replay.json()).toMatchObject({ status: 'succeeded' });
+  });
+});

@@ -1,0 +1,155 @@
+import { randomUUID } from 'node:crypto';
+import { create, type MessageInitShape } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { createRouterTransport } from '@connectrpc/connect';
+import { Code, ConnectError, publicError, rpcStatusOf } from '@dnc/kit';
+import { admissionv1, jobsv1, registryv1 } from '@dnc/proto';
+import { deadlineOf } from '../../src/deadline.js';
+import type { FlowLog } from '../../src/flows/port.js';
+import { upstreamClients } from '../../src/upstream/clients.js';
+import { upstreamPort } from '../../src/upstream/port.js';
+
+export const ADAPTER = 'http://adapter.test:1';
+
+/** An answer, an error to raise, or either later (to wait past a deadline). */
+type Reply<T> = T | Error | Promise<T | Error>;
+
+/**
+ * What the in-memory services answer, per call. Defaults: a fresh admission, SAFE for every phone,
+ * calls that succeed.
+ */
+export interface Script {
+  admit?: (req: admissionv1.AdmitRequest) => Reply<MessageInitShape<typeof admissionv1.AdmitResponseSchema>>;
+  check?: (phones: number) => Reply<registryv1.Outcome[]>;
+  complete?: () => Reply<void>;
+  abort?: () => Reply<void>;
+  submitJob?: (req: jobsv1.SubmitJobRequest) => Reply<jobsv1.Job>;
+  confirmJob?: () => Reply<void>;
+  getJob?: () => Reply<jobsv1.Job>;
+}
+
+export function job(jobId: string, status = jobsv1.JobStatus.QUEUED): jobsv1.Job {
+  return create(jobsv1.JobSchema, {
+    jobId,
+    status,
+    country: 'mx',
+    submittedCount: 1,
+    createdAt: timestampFromDate(new Date('2026-01-01T00:00:00Z')),
+    expiresAt: timestampFromDate(new Date('2026-02-01T00:00:00Z')),
+  });
+}
+
+async function answer<T>(reply: Reply<T> | undefined, fallback: T): Promise<T> {
+  const value = await reply;
+  if (value instanceof Error) throw value;
+  return value ?? fallback;
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** A public refusal as admission raises it. */
+export const refusal = (code: Code, reason: string) => publicError(code, reason, { message: reason });
+export const unavailable = () => new ConnectError('connection refused', Code.Unavailable);
+
+/**
+ * The admission, jobs and adapter services in memory, behind Connect's router transport, and the
+ * gateway's real Upstream port (batching included) over it. Every call is recorded in order as
+ * `<call> <id>` so a test can assert which compensations ran.
+ */
+export function inMemoryUpstream(script: Script = {}) {
+  const calls: string[] = [];
+  /** One entry per internal call of a batched kind, with its size. */
+  const batches: string[] = [];
+  const admissionIds: string[] = [];
+  const transport = createRouterTransport((router) => {
+    router.service(admissionv1.AdmissionService, {
+      async authenticate() {
+        calls.push('authenticate');
+        return { orgId: randomUUID(), keyId: randomUUID() };
+      },
+      async admitMany(req) {
+        batches.push(`admitMany ${req.requests.length}`);
+        const results = await Promise.all(
+          req.requests.map(async (one) => {
+            calls.push(`admit ${one.idempotencyKey}`);
+            try {
+              const admissionId = randomUUID();
+              admissionIds.push(admissionId);
+              const admitted = await answer(script.admit?.(one), {});
+              return {
+                result: {
+                  case: 'admitted' as const,
+                  value: create(admissionv1.AdmitResponseSchema, {
+                    admissionId,
+                    adapterAddress: one.kind === admissionv1.RequestKind.SYNC ? ADAPTER : '',
+                    jobId: one.kind === admissionv1.RequestKind.JOB ? randomUUID() : '',
+                    ...admitted,
+                  }),
+                },
+              };
+            } catch (error) {
+              return { result: { case: 'error' as const, value: rpcStatusOf(error) } };
+            }
+          }),
+        );
+        return { results };
+      },
+      async completeMany(req) {
+        batches.push(`completeMany ${req.requests.length}`);
+        const results = await Promise.all(
+          req.requests.map(async (one) => {
+            calls.push(`complete ${one.admissionId}`);
+            try {
+              await answer(script.complete?.(), undefined);
+              return { result: { case: 'completed' as const, value: {} } };
+            } catch (error) {
+              return { result: { case: 'error' as const, value: rpcStatusOf(error) } };
+            }
+          }),
+        );
+        return { results };
+      },
+      async abort(req) {
+        calls.push(`abort ${req.admissionId}`);
+        await answer(script.abort?.(), undefined);
+        return {};
+      },
+      async confirmJob(req) {
+        calls.push(`confirm ${req.admissionId} ${req.jobId}`);
+        await answer(script.confirmJob?.(), undefined);
+        return {};
+      },
+    });
+    router.service(jobsv1.JobsService, {
+      async submitJob(req) {
+        calls.push(`submit ${req.jobId} ${req.reservationId}`);
+        return { job: await answer(script.submitJob?.(req), job(req.jobId)) };
+      },
+      async getJob(req) {
+        calls.push(`get ${req.jobId}`);
+        return { job: await answer(script.getJob?.(), job(req.jobId, jobsv1.JobStatus.SUCCEEDED)) };
+      },
+    });
+    router.service(registryv1.RegistryAdapterService, {
+      async check(req) {
+        // The gateway pre-encodes the phones (kit checkRequest): count them from the decoded message.
+        calls.push(`check ${req.phones.length}`);
+        batches.push(`check ${req.phones.length}`);
+        const safe = req.phones.map(() => registryv1.Outcome.SAFE);
+        return { outcomes: await answer(script.check?.(req.phones.length), safe) };
+      },
+    });
+  });
+  const upstream = upstreamPort(
+    upstreamClients({ admission: transport, jobs: transport, adapter: () => transport }),
+  );
+  const warnings: string[] = [];
+  const errors: string[] = [];
+  const log: FlowLog = { warn: (m) => warnings.push(m), error: (m) => errors.push(m) };
+  return { upstream, calls, batches, admissionIds, log, warnings, errors };
+}
+
+export const fingerprint = (country: string, phones: readonly string[]) =>
+  `v1:${country}${phones.length}`.padEnd(67, '0');
+
+export const budget = (ms = 15_000) => deadlineOf(Date.now(), ms);

@@ -1,0 +1,221 @@
+import { create } from '@bufbuild/protobuf';
+import { Code, ConnectError, publicError } from '@dnc/kit';
+import { admissionv1, registryv1 } from '@dnc/proto';
+import { describe, expect, it } from 'vitest';
+import type { ScrubRequest } from '../src/flows/admit.js';
+import { callFailure } from '../src/flows/port.js';
+import { scrubV1 } from '../src/flows/v1-scrub.js';
+import {
+  budget,
+  fingerprint,
+  inMemoryUpstream,
+  refusal,
+  type Script,
+  sleep,
+  unavailable,
+} from './support/upstream.js';
+
+const caller = { kind: 'authenticated', orgId: 'org', keyId: 'key' } as const;
+
+function request(key: string, phones = ['5512345678', '5587654321']): ScrubRequest {
+  return { caller, idempotencyKey: key, country: 'mx', phones };
+}
+
+async function run(script: Script, req = request('k1'), deadline = budget()) {
+  const u = inMemoryUpstream(script);
+  const outcome = await scrubV1({ upstream: u.upstream, fingerprint, log: u.log }, req, deadline);
+  return { ...u, outcome, admissionId: u.admissionIds[0] };
+}
+
+describe('v1 scrub flow over the in-memory upstream (spec: v1 execution, no partial result, no charge on failure)', () => {
+  it('admits, checks and completes: the result, nothing aborted', async () => {
+    const { outcome, calls, admissionId } = await run({
+      check: () => [registryv1.Outcome.PROHIBITED, registryv1.Outcome.SAFE],
+    });
+    expect(outcome).toMatchObject({ ok: true, replayed: false });
+    expect(JSON.parse((outcome as { body: string }).body)).toEqual({
+      prohibited_numbers_to_call: ['5512345678'],
+      safe_numbers_to_call: ['5587654321'],
+      invalid_numbers: [],
+      summary: { total_checked: 2, prohibited_numbers: 1, safe_numbers: 1, invalid_numbers: 0 },
+    });
+    expect(calls).toEqual(['admit k1', 'check 2', `complete ${admissionId}`]);
+  });
+
+  it('a refused Admit answers its public reason and calls nothing else', async () => {
+    const { outcome, calls } = await run({
+      admit: () => refusal(Code.ResourceExhausted, 'customer_quota_exceeded'),
+    });
+    expect(outcome).toMatchObject({
+      ok: false,
+      error: { status: 429, body: { error: 'customer_quota_exceeded' } },
+    });
+    expect(calls).toEqual(['admit k1']);
+  });
+
+  it('an unreachable admission is 503 platform_failure with Retry-After, nothing else called', async () => {
+    const { outcome, calls } = await run({ admit: () => unavailable() });
+    expect(outcome).toMatchObject({
+      ok: false,
+      error: { status: 503, body: { error: 'platform_failure' }, retryAfterSeconds: 1 },
+    });
+    expect(calls).toEqual(['admit k1']);
+  });
+
+  it('a failed Check aborts the admission and answers 503 country_service_temporarily_unavailable', async () => {
+    const { outcome, calls, admissionId } = await run({ check: () => unavailable() });
+    expect(outcome).toMatchObject({
+      ok: false,
+      error: {
+        status: 503,
+        body: { error: 'country_service_temporarily_unavailable' },
+        retryAfterSeconds: 1,
+      },
+    });
+    expect(calls).toEqual(['admit k1', 'check 2', `abort ${admissionId}`]);
+  });
+
+  it("the adapter's own public reason (maintenance) passes through, after the abort", async () => {
+    const { outcome, calls, admissionId } = await run({
+      check: () => publicError(Code.Unavailable, 'country_service_maintenance', { retryAfterSeconds: 60 }),
+    });
+    expect(outcome).toMatchObject({
+      ok: false,
+      error: { status: 503, body: { error: 'country_service_maintenance' }, retryAfterSeconds: 60 },
+    });
+    expect(calls.at(-1)).toBe(`abort ${admissionId}`);
+  });
+
+  it('an answer that does not cover every input is never a result: abort, country unavailable', async () => {
+    const { outcome, calls, admissionId } = await run({ check: () => [registryv1.Outcome.SAFE] });
+    expect(outcome).toMatchObject({
+      ok: false,
+      error: { body: { error: 'country_service_temporarily_unavailable' } },
+    });
+    expect(calls).toEqual(['admit k1', 'check 2', `abort ${admissionId}`]);
+  });
+
+  it('an admission without an adapter address is aborted without a Check', async () => {
+    const { outcome, calls, admissionId } = await run({ admit: () => ({ adapterAddress: '' }) });
+    expect(outcome).toMatchObject({
+      ok: false,
+      error: { body: { error: 'country_service_temporarily_unavailable' } },
+    });
+    expect(calls).toEqual(['admit k1', `abort ${admissionId}`]);
+  });
+
+  it('a Check past the request deadline is 503 country_service_temporarily_unavailable and aborted', async () => {
+    // 1.2 s of budget: Check gets 0.2 s (one second is kept for Complete) and the adapter takes 1.5 s.
+    const { outcome, calls, admissionId } = await run(
+      { check: () => sleep(1_500).then(() => [registryv1.Outcome.SAFE, registryv1.Outcome.SAFE]) },
+      request('k1'),
+      budget(1_200),
+    );
+    expect(outcome).toMatchObject({
+      ok: false,
+      error: { body: { error: 'country_service_temporarily_unavailable' }, retryAfterSeconds: 1 },
+    });
+    expect(calls).toEqual(['admit k1', 'check 2', `abort ${admissionId}`]);
+  });
+
+  it('a refused Complete aborts and answers the platform failure: no result without a charge', async () => {
+    const { outcome, calls, admissionId } = await run({
+      complete: () => new ConnectError('reservation already released', Code.FailedPrecondition),
+    });
+    expect(outcome).toMatchObject({ ok: false, error: { status: 503, body: { error: 'platform_failure' } } });
+    expect(calls).toEqual(['admit k1', 'check 2', `complete ${admissionId}`, `abort ${admissionId}`]);
+  });
+
+  it('a Complete whose answer never comes (deadline) is an unknown outcome, compensated by an abort today', async () => {
+    const { outcome, calls, admissionId } = await run(
+      { complete: () => sleep(2_000) },
+      request('k1'),
+      budget(1_500),
+    );
+    expect(outcome).toMatchObject({ ok: false, error: { body: { error: 'platform_failure' } } });
+    expect(calls).toEqual(['admit k1', 'check 2', `complete ${admissionId}`, `abort ${admissionId}`]);
+  });
+
+  it('an exact retry of a completed request is recalculated, not completed again, and a failed one is not aborted', async () => {
+    const replay = await run({ admit: () => ({ replay: true }) });
+    expect(replay.outcome).toMatchObject({ ok: true, replayed: true });
+    expect(replay.calls).toEqual(['admit k1', 'check 2']);
+
+    const failed = await run({ admit: () => ({ replay: true }), check: () => unavailable() });
+    expect(failed.outcome).toMatchObject({ ok: false });
+    expect(failed.calls).toEqual(['admit k1', 'check 2']);
+  });
+
+  it('a failed abort is logged (a fixed line) and the request still gets its error', async () => {
+    const { outcome, calls, warnings, admissionId } = await run({
+      check: () => unavailable(),
+      abort: () => unavailable(),
+    });
+    expect(outcome).toMatchObject({
+      ok: false,
+      error: { body: { error: 'country_service_temporarily_unavailable' } },
+    });
+    expect(calls.at(-1)).toBe(`abort ${admissionId}`);
+    expect(warnings).toEqual(['abort of a failed v1 admission did not complete']);
+  });
+
+  it('authentication riding with Admit: the credentials go with Admit and the rate-limit figures come back, also on a refusal', async () => {
+    const rate = { limit: 60, remaining: 59, resetUnix: 1_800_000_000n };
+    const deferred = {
+      ...request('k1'),
+      caller: { kind: 'deferred', credentials: { apiKey: 'dnc_x', clientAddress: '10.0.0.1' } } as const,
+    };
+    let seen: admissionv1.AdmitRequest | undefined;
+    const ok = await run(
+      {
+        admit: (req) => {
+          seen = req;
+          return { rateLimit: create(admissionv1.RateLimitInfoSchema, rate) };
+        },
+      },
+      deferred,
+    );
+    expect(seen?.credentials).toMatchObject({ apiKey: 'dnc_x', clientAddress: '10.0.0.1' });
+    expect(seen?.orgId).toBe('');
+    expect(ok.outcome.rateLimit).toMatchObject(rate);
+
+    const refused = await run(
+      {
+        admit: () =>
+          publicError(Code.ResourceExhausted, 'rate_limit_exceeded', {
+            retryAfterSeconds: 3,
+            details: [
+              {
+                desc: admissionv1.RateLimitInfoSchema,
+                value: create(admissionv1.RateLimitInfoSchema, { ...rate, remaining: 0 }),
+              },
+            ],
+          }),
+      },
+      deferred,
+    );
+    expect(refused.outcome).toMatchObject({ ok: false, error: { status: 429 } });
+    expect(refused.outcome.rateLimit).toMatchObject({ limit: 60, remaining: 0 });
+  });
+
+  it('requests in flight together share one AdmitMany, one Check and one CompleteMany', async () => {
+    const u = inMemoryUpstream();
+    const deps = { upstream: u.upstream, fingerprint, log: u.log };
+    const outcomes = await Promise.all(
+      ['a', 'b', 'c'].map((k) => scrubV1(deps, request(k, [`55${k}`]), budget())),
+    );
+    expect(outcomes.every((o) => o.ok)).toBe(true);
+    expect(u.batches).toEqual(['admitMany 3', 'check 3', 'completeMany 3']);
+  });
+});
+
+describe('callFailure: what a failed call says about its effect', () => {
+  it('a refusal changed nothing; a lost answer or an internal failure may have', () => {
+    expect(callFailure(refusal(Code.InvalidArgument, 'validation_error')).outcome).toBe('refused');
+    expect(callFailure(new ConnectError('x', Code.FailedPrecondition)).outcome).toBe('refused');
+    expect(callFailure(new ConnectError('x', Code.DeadlineExceeded)).outcome).toBe('unknown');
+    expect(callFailure(new ConnectError('x', Code.Unavailable)).outcome).toBe('unknown');
+    expect(callFailure(new ConnectError('x', Code.Internal)).outcome).toBe('unknown');
+    expect(callFailure(new Error('socket hang up')).outcome).toBe('unknown');
+  });
+});

@@ -1,0 +1,148 @@
+import { Code, ConnectError } from '@dnc/kit';
+import { jobsv1 } from '@dnc/proto';
+import { describe, expect, it } from 'vitest';
+import { durableInput, submitV2, type V2Request } from '../src/flows/v2-submit.js';
+import {
+  budget,
+  fingerprint,
+  inMemoryUpstream,
+  job,
+  refusal,
+  type Script,
+  sleep,
+  unavailable,
+} from './support/upstream.js';
+
+const caller = {
+  kind: 'authenticated',
+  orgId: '0b0b0b0b-0000-4000-8000-000000000001',
+  keyId: 'key',
+} as const;
+
+function request(key: string, phones = ['5512345678']): V2Request {
+  return { caller, idempotencyKey: key, country: 'mx', phones };
+}
+
+async function run(script: Script, req = request('k2'), deadline = budget(5_000)) {
+  const u = inMemoryUpstream(script);
+  const outcome = await submitV2({ upstream: u.upstream, fingerprint, log: u.log }, req, deadline);
+  return { ...u, outcome, admissionId: u.admissionIds[0] };
+}
+
+describe('v2 submit flow over the in-memory upstream (spec: v2 submit, exactly one job per key, no charge for a job never stored)', () => {
+  it('admits, stores and confirms the job, with its reservation and organization', async () => {
+    let stored: jobsv1.SubmitJobRequest | undefined;
+    const { outcome, calls, admissionId } = await run({
+      submitJob: (req) => {
+        stored = req;
+        return job(req.jobId);
+      },
+    });
+    expect(outcome).toMatchObject({ ok: true, replayed: false });
+    const jobId = (outcome as { job: jobsv1.Job }).job.jobId;
+    expect(stored).toMatchObject({ orgId: caller.orgId, reservationId: admissionId, country: 'mx' });
+    expect(Buffer.from(stored!.canonicalPhones).toString()).toBe('["5512345678"]');
+    expect(calls).toEqual(['admit k2', `submit ${jobId} ${admissionId}`, `confirm ${admissionId} ${jobId}`]);
+  });
+
+  it('a body over the durable limits is 413 before anything is admitted', async () => {
+    // 500,000 twelve-digit inputs: a 7.5 MB input whose complete result could pass 25 MiB.
+    const many = Array.from({ length: 500_000 }, (_, i) => String(550_000_000_000 + i));
+    const { outcome, calls } = await run({}, request('k2', many));
+    expect(outcome).toMatchObject({
+      ok: false,
+      error: {
+        status: 413,
+        body: { error: 'payload_too_large', message: expect.stringMatching(/complete result/) },
+      },
+    });
+    expect(calls).toEqual([]);
+  });
+
+  it('a refused Admit answers its reason and stores nothing', async () => {
+    const { outcome, calls } = await run({
+      admit: () => refusal(Code.AlreadyExists, 'idempotency_key_reused'),
+    });
+    expect(outcome).toMatchObject({
+      ok: false,
+      error: { status: 409, body: { error: 'idempotency_key_reused' } },
+    });
+    expect(calls).toEqual(['admit k2']);
+  });
+
+  it('an admission without a job identity is a platform failure, logged, and nothing is stored', async () => {
+    const { outcome, calls, errors } = await run({ admit: () => ({ jobId: '' }) });
+    expect(outcome).toMatchObject({ ok: false, error: { status: 503, body: { error: 'platform_failure' } } });
+    expect(calls).toEqual(['admit k2']);
+    expect(errors).toEqual(['admission returned no job identity']);
+  });
+
+  it('an exact retry returns the stored job without storing another', async () => {
+    const { outcome, calls } = await run({ admit: () => ({ replay: true }) });
+    expect(outcome).toMatchObject({ ok: true, replayed: true, job: { status: jobsv1.JobStatus.SUCCEEDED } });
+    expect(calls).toHaveLength(2);
+    expect(calls[1]).toMatch(/^get /);
+  });
+
+  it('a replay whose job cannot be read answers the error and undoes nothing (nothing was reserved)', async () => {
+    const { outcome, calls } = await run({ admit: () => ({ replay: true }), getJob: () => unavailable() });
+    expect(outcome).toMatchObject({ ok: false, error: { status: 503, body: { error: 'platform_failure' } } });
+    expect(calls.some((c) => c.startsWith('abort'))).toBe(false);
+  });
+
+  it('a refused SubmitJob aborts the admission (the key can be retried) and answers the refusal', async () => {
+    const { outcome, calls, admissionId } = await run({
+      submitJob: () => refusal(Code.InvalidArgument, 'validation_error'),
+    });
+    expect(outcome).toMatchObject({ ok: false, error: { status: 400, body: { error: 'validation_error' } } });
+    expect(calls.at(-1)).toBe(`abort ${admissionId}`);
+    expect(calls.some((c) => c.startsWith('confirm'))).toBe(false);
+  });
+
+  it('a SubmitJob whose answer never comes (deadline) is an unknown outcome, compensated by an abort today', async () => {
+    const { outcome, calls, admissionId } = await run(
+      { submitJob: (req) => sleep(1_500).then(() => job(req.jobId)) },
+      request('k2'),
+      budget(800),
+    );
+    expect(outcome).toMatchObject({ ok: false, error: { status: 503, body: { error: 'platform_failure' } } });
+    expect(calls.at(-1)).toBe(`abort ${admissionId}`);
+  });
+
+  it('an unreachable scheduler aborts the admission; a failed abort is logged', async () => {
+    const { outcome, calls, warnings, admissionId } = await run({
+      submitJob: () => unavailable(),
+      abort: () => unavailable(),
+    });
+    expect(outcome).toMatchObject({
+      ok: false,
+      error: { body: { error: 'platform_failure' }, retryAfterSeconds: 1 },
+    });
+    expect(calls.at(-1)).toBe(`abort ${admissionId}`);
+    expect(warnings).toEqual(['abort of a failed v2 admission did not complete']);
+  });
+
+  it('a failed ConfirmJob still answers the stored job (it is durable and runs), logged', async () => {
+    const { outcome, calls, warnings } = await run({
+      confirmJob: () => new ConnectError('no job admission with this id', Code.NotFound),
+    });
+    expect(outcome).toMatchObject({ ok: true, replayed: false });
+    expect(calls.some((c) => c.startsWith('abort'))).toBe(false);
+    expect(warnings).toEqual(['confirm of a stored v2 job did not complete']);
+  });
+});
+
+describe('durableInput (spec: v2 limits)', () => {
+  it('is the canonical JSON array and a result estimate that covers the longest answer', () => {
+    const phones = ['+525512345678', '55 1234 5678'];
+    const { canonical, resultEstimate } = durableInput(phones);
+    expect(canonical.toString()).toBe(JSON.stringify(phones));
+    const worst = JSON.stringify({
+      prohibited_numbers_to_call: [],
+      safe_numbers_to_call: [],
+      invalid_numbers: phones.map((input) => ({ input, reason: 'registry_rejected' })),
+      summary: { total_checked: 2, prohibited_numbers: 2, safe_numbers: 2, invalid_numbers: 2 },
+    });
+    expect(resultEstimate).toBeGreaterThanOrEqual(worst.length);
+  });
+});
