@@ -2,8 +2,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { freePort } from '@dnc/devstack';
 import { createRedis } from '@dnc/kit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiResponse, call, expectNoLeak } from '../support/http.js';
+import { expectInvariants } from '../support/invariants.js';
 import { loadRegistry, seedOrg } from '../support/seed.js';
 import { ROOT, startTestStack, type TestStack } from '../support/stack.js';
 
@@ -60,6 +61,11 @@ describe('admission and quota end to end (issue 3)', () => {
     });
     await loadRegistry(stack, 'co', ['+57 300 123 4567']);
   });
+  // After every test (kills, restarts, Redis gone): the stores as the invariant checker reads them.
+  afterEach(async () => {
+    await expectInvariants(stack);
+  });
+
   afterAll(async () => {
     await stack?.teardown();
     // Rate windows and blocks of this stack's prefix would otherwise linger until their TTL.

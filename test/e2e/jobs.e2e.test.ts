@@ -1,14 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import {
-  expectJobResource,
-  plaintextInNats,
-  plaintextInPostgres,
-  v2,
-} from '../../services/job-scheduler/test/support/e2e.js';
+import { expectJobResource, v2 } from '../../services/job-scheduler/test/support/e2e.js';
 import { waitAdapterServing } from '../../services/job-scheduler/test/support/harness.js';
 import { call } from '../support/http.js';
+import { expectInvariants } from '../support/invariants.js';
 import { loadRegistry, type SeededOrg, seedOrg } from '../support/seed.js';
-import { startTestStack, TEST_NATS_URL, type TestStack } from '../support/stack.js';
+import { startTestStack, type TestStack } from '../support/stack.js';
 
 // Spec: POST /v2/scrub, GET /v2/scrub/{job_id}, .../result, .../cancel, States, expires_at, JobError,
 // Errors, Idempotency. Issue 6. Every service is its own process; faults are real (drills, kill -9).
@@ -52,13 +48,10 @@ describe('v2 durable scrub jobs end to end (issue 6)', () => {
 
   afterEach(async () => {
     await drill('--clear').catch(() => {});
-    // After each test: no reservation left behind (active jobs of a test are finished by then), and
-    // no plaintext number in Postgres, NATS or any process's logs.
-    await expect.poll(async () => (await api.quota()).reserved, { timeout: 10_000 }).toBe(0);
-    expect(await plaintextInPostgres(stack.databaseUrl, NEEDLES)).toEqual([]);
-    expect(await plaintextInNats(TEST_NATS_URL, stack.natsPrefix, NEEDLES)).toEqual([]);
-    const logs = stack.logs();
-    for (const n of NEEDLES) expect(logs).not.toContain(n);
+    // After each test, the invariant checker over the stores: every job terminal, no reservation left
+    // behind, each job charged as its outcome says, one job per key, no plaintext number in Postgres,
+    // NATS, Redis or any process's logs.
+    await expectInvariants(stack, { canaries: NEEDLES });
   });
 
   afterAll(async () => {

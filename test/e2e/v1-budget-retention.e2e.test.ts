@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { call, expectNoLeak } from '../support/http.js';
+import { expectInvariants } from '../support/invariants.js';
 import { findInNats, findInPostgres, findInRedis } from '../support/retention-scan.js';
 import { accountUsage, loadRegistry, type SeededOrg, seedOrg } from '../support/seed.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
@@ -19,6 +20,11 @@ describe('v1 budget and zero retention (issue 5)', () => {
     org = await seedOrg(stack, ['co']);
     await loadRegistry(stack, 'co', ['+57 300 123 4567']);
   });
+  // After every test (overruns): the stores as the invariant checker reads them.
+  afterEach(async () => {
+    await expectInvariants(stack);
+  });
+
   afterAll(async () => {
     await stack?.teardown();
   });

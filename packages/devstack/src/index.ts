@@ -1,2 +1,3 @@
+export * from './invariants.js';
 export * from './stack.js';
 export * from './teardown.js';

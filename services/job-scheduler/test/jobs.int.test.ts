@@ -3,7 +3,8 @@ import { readPublicReason } from '@dnc/kit';
 import { registryv1 } from '@dnc/proto';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { expectInvariants } from '../../../test/support/invariants.js';
 import { TEST_NATS_URL } from '../../../test/support/stack.js';
 import {
   type JobsHarness,
@@ -53,6 +54,11 @@ describe('job scheduler through its gRPC API (real quota, adapter, Postgres, NAT
       },
     });
   }, 120_000);
+
+  // After every test (kills, lost messages, storage failures): the invariant checker over the stores.
+  afterEach(async () => {
+    await expectInvariants(h.stack, { canaries: NEEDLES });
+  });
 
   afterAll(async () => {
     await h?.close();

@@ -21,6 +21,8 @@ export interface ExecutionHooks {
   /** Aborted when the lease is lost or the worker shuts down. */
   signal: AbortSignal;
   stopReason(): 'lease_lost' | 'shutdown';
+  /** Just before each adapter call: which unit, which try of it (the invariant checker reads these). */
+  onCall?(unit: number, attempt: number): void;
 }
 
 export interface ExecutionOptions {
@@ -85,6 +87,7 @@ export async function executeUnits(
       }
       try {
         const signal = AbortSignal.any([hooks.signal, AbortSignal.timeout(options.callTimeoutMs)]);
+        hooks.onCall?.(Math.floor(from / options.unitSize), attempt);
         const res = await clients(adapter.address).check(checkRequest(country, phones.slice(from, to)), {
           signal,
         });

@@ -200,6 +200,18 @@ export class JobWorker {
         {
           signal: abort.signal,
           stopReason: () => stopReason,
+          // One line per call (ids and counts only): the invariant checker bounds calls per unit by it.
+          onCall: (unit, attempt) =>
+            this.deps.logger.info(
+              {
+                job_id: job.id,
+                attempt: job.attempts,
+                unit,
+                try: attempt + 1,
+                max_tries: this.options.retries + 1,
+              },
+              'adapter call',
+            ),
           beginCall: async () => state(await store.beginExternalCall(job.id, token)),
           endCall: async () => {
             const r = await store.endExternalCall(job.id, token);

@@ -1,5 +1,3 @@
-import { jetstreamManager } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
 import pg from 'pg';
 import { expect } from 'vitest';
 import { type ApiResponse, call, expectNoLeak } from '../../../../test/support/http.js';
@@ -7,7 +5,7 @@ import type { SeededOrg } from '../../../../test/support/seed.js';
 import type { TestStack } from '../../../../test/support/stack.js';
 
 // Shared by the v2 job end-to-end suites (issue 6): polling, quota, and the leak checks run after
-// every test (no reservation left, no plaintext number in Postgres, NATS or the logs).
+// every test are the invariant checker's (test/support/invariants.ts).
 
 export const JOB_FIELDS = [
   'job_id',
@@ -106,26 +104,4 @@ export async function plaintextInPostgres(databaseUrl: string, needles: string[]
   } finally {
     await db.end();
   }
-}
-
-/** Every message still held by this stack's NATS streams (work queue and buckets), searched for numbers. */
-export async function plaintextInNats(natsUrl: string, prefix: string, needles: string[]): Promise<string[]> {
-  const nc = await connect({ servers: natsUrl });
-  const found: string[] = [];
-  try {
-    const jsm = await jetstreamManager(nc);
-    for await (const name of jsm.streams.names()) {
-      if (!name.startsWith(prefix) && !name.startsWith(`KV_${prefix}`)) continue;
-      const info = await jsm.streams.info(name);
-      for (let seq = info.state.first_seq; seq <= info.state.last_seq && seq > 0; seq++) {
-        const m = await jsm.streams.getMessage(name, { seq }).catch(() => undefined);
-        if (!m) continue;
-        const bytes = Buffer.from(m.data);
-        for (const n of needles) if (bytes.includes(Buffer.from(n))) found.push(`${name}:${n}`);
-      }
-    }
-  } finally {
-    await nc.close();
-  }
-  return found;
 }
