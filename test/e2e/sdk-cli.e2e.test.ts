@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { DncClient } from '@dnc/sdk';
+import { DncClient } from '@dnc-scrub/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../support/http.js';
 import { accountUsage, loadRegistry, type SeededOrg, seedOrg } from '../support/seed.js';

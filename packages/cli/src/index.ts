@@ -1,3 +1,6 @@
-export { type Command, parseCommand, USAGE, UsageError } from './args.js';
-export { PhoneFileError, parsePhoneList, readPhoneFile } from './phone-file.js';
-export { type CliEnvironment, DEFAULT_BASE_URL, runCli } from './run.js';
+export { type Command, parseCommand, UsageError } from './args.js';
+export { HELP } from './help.js';
+export { detectFormat, parsePhoneList, readInput } from './input.js';
+export { outcomesByPosition, ResultMismatchError } from './outcome.js';
+export { CLI_VERSION, type CliEnvironment, DEFAULT_BASE_URL, runCli } from './run.js';
+export { chooseColumn, detectDelimiter, InputFileError, looksLikeHeader } from './table.js';

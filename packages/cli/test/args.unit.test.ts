@@ -7,31 +7,90 @@ describe('dnc argument parsing', () => {
       kind: 'scrub',
       country: 'co',
       file: 'numbers.json',
+      table: {},
+      detach: false,
     });
     expect(parseCommand(['scrub', 'n.txt', '-c', 'MX', '-o', 'r.json', '--idempotency-key', 'k-1'])).toEqual({
       kind: 'scrub',
       country: 'mx',
       file: 'n.txt',
+      table: {},
+      detach: false,
       out: 'r.json',
       idempotencyKey: 'k-1',
     });
-    expect(parseCommand(['scrub', '--country=ar', '-'])).toEqual({ kind: 'scrub', country: 'ar', file: '-' });
+    expect(parseCommand(['scrub', '--country=ar', '-'])).toMatchObject({
+      kind: 'scrub',
+      country: 'ar',
+      file: '-',
+    });
   });
 
-  it('parses jobs get|result|cancel', () => {
+  it('parses the CSV options, the output format, --detach and where the key comes from', () => {
+    expect(
+      parseCommand([
+        'scrub',
+        '-c',
+        'co',
+        'a.csv',
+        '--column',
+        'Mobile',
+        '--delimiter',
+        '\\t',
+        '--no-header',
+        '--format',
+        'ndjson',
+        '--api-key-file',
+        '-',
+        '--base-url',
+        'http://h:1',
+      ]),
+    ).toEqual({
+      kind: 'scrub',
+      country: 'co',
+      file: 'a.csv',
+      table: { column: 'Mobile', delimiter: '\t', header: false },
+      format: 'ndjson',
+      detach: false,
+      apiKeyFile: '-',
+      baseUrl: 'http://h:1',
+    });
+    expect(parseCommand(['scrub', '-c', 'co', 'a.csv', '--column', '3', '--header'])).toMatchObject({
+      table: { column: 3, header: true },
+    });
+    expect(parseCommand(['scrub', '-c', 'co', 'a.csv', '--detach'])).toMatchObject({ detach: true });
+  });
+
+  it('parses jobs get|wait|result|cancel', () => {
     expect(parseCommand(['jobs', 'get', 'abc'])).toEqual({ kind: 'jobs', action: 'get', id: 'abc' });
+    expect(parseCommand(['jobs', 'wait', 'abc'])).toEqual({ kind: 'jobs', action: 'wait', id: 'abc' });
     expect(parseCommand(['jobs', 'result', 'abc', '--out', 'r.json'])).toEqual({
       kind: 'jobs',
       action: 'result',
       id: 'abc',
       out: 'r.json',
     });
+    expect(
+      parseCommand(['jobs', 'result', 'abc', '--input', 'a.csv', '--column', 'tel', '-f', 'csv']),
+    ).toEqual({
+      kind: 'jobs',
+      action: 'result',
+      id: 'abc',
+      input: 'a.csv',
+      table: { column: 'tel' },
+      format: 'csv',
+    });
     expect(parseCommand(['jobs', 'cancel', 'abc'])).toEqual({ kind: 'jobs', action: 'cancel', id: 'abc' });
   });
 
-  it('answers help for no arguments, help and --help', () => {
-    for (const argv of [[], ['help'], ['--help'], ['scrub', '-h']])
-      expect(parseCommand(argv)).toEqual({ kind: 'help' });
+  it('answers help per command, and --version', () => {
+    for (const argv of [[], ['help'], ['--help']])
+      expect(parseCommand(argv)).toEqual({ kind: 'help', topic: 'main' });
+    expect(parseCommand(['scrub', '-h'])).toEqual({ kind: 'help', topic: 'scrub' });
+    expect(parseCommand(['help', 'jobs'])).toEqual({ kind: 'help', topic: 'jobs' });
+    expect(parseCommand(['jobs', 'wait', '--help'])).toEqual({ kind: 'help', topic: 'jobs' });
+    expect(parseCommand(['--version'])).toEqual({ kind: 'version' });
+    expect(parseCommand(['-V'])).toEqual({ kind: 'version' });
   });
 
   it.each([
@@ -41,11 +100,21 @@ describe('dnc argument parsing', () => {
     [['scrub', '--country', 'co', 'a', 'b'], /exactly one input file/],
     [['scrub', '--country'], /argument missing/],
     [['scrub', '--colour', 'co', 'n.json'], /Unknown option '--colour'/],
-    [['jobs', 'delete', 'abc'], /one of get, result, cancel/],
+    [['scrub', '-c', 'co', 'a.csv', '--format', 'xml'], /--format must be one of csv, json, ndjson/],
+    [['scrub', '-c', 'co', 'a.csv', '--delimiter', ';;'], /--delimiter must be one character/],
+    [['scrub', '-c', 'co', 'a.csv', '--delimiter', '"'], /--delimiter must be one character/],
+    [['scrub', '-c', 'co', 'a.csv', '--column', '0'], /counts from 1/],
+    [['scrub', '-c', 'co', 'a.csv', '--header', '--no-header'], /exclude each other/],
+    [['scrub', '-c', 'co', 'a.csv', '--input-format', 'xlsx'], /--input-format must be one of/],
+    [['scrub', '-c', 'co', 'a.csv', '--detach', '--out', 'x'], /--detach takes no --out/],
+    [['jobs', 'delete', 'abc'], /one of get, wait, result, cancel/],
     [['jobs', 'get'], /exactly one job id/],
     [['jobs', 'get', 'a', 'b'], /exactly one job id/],
     [['jobs', 'get', 'a', '--out', 'x'], /takes no --out/],
+    [['jobs', 'wait', 'a', '--column', '2'], /takes no --column/],
     [['jobs', 'cancel', 'a', '--country', 'co'], /takes no --country/],
+    [['jobs', 'result', 'a', '--format', 'csv'], /needs --input/],
+    [['jobs', 'result', 'a', '--column', 'x'], /without --input takes no --column/],
     [['frobnicate'], /unknown command 'frobnicate'/],
   ])('rejects %j', (argv, message) => {
     expect(() => parseCommand(argv)).toThrow(UsageError);

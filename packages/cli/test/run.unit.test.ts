@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runCli } from '../src/index.js';
 
@@ -25,7 +26,28 @@ const job = (status: string) => ({
   expires_at: '2026-11-22T10:00:00.000Z',
 });
 
-type Answer = { status: number; body: unknown };
+type Answer = { status: number; body: unknown; headers?: Record<string, string> };
+let lastPhones: string[] = [];
+/** What a registry would say: 300... registered, letters invalid, other numbers safe. */
+function classify(phones: string[]) {
+  const digits = (p: string) => p.replace(/\D/g, '');
+  const invalid = phones
+    .filter((p) => digits(p).length < 7)
+    .map((input) => ({ input, reason: 'unparseable' }));
+  const prohibited = phones.filter((p) => digits(p).length >= 7 && digits(p).includes('300'));
+  const safe = phones.filter((p) => digits(p).length >= 7 && !digits(p).includes('300'));
+  return {
+    prohibited_numbers_to_call: prohibited,
+    safe_numbers_to_call: safe,
+    invalid_numbers: invalid,
+    summary: {
+      total_checked: phones.length,
+      prohibited_numbers: prohibited.length,
+      safe_numbers: safe.length,
+      invalid_numbers: invalid.length,
+    },
+  };
+}
 let server: Server;
 let baseUrl = '';
 let dir = '';
@@ -41,10 +63,12 @@ beforeEach(async () => {
       body += chunk;
     });
     req.on('end', () => {
-      const count = body ? (JSON.parse(body) as { phones: string[] }).phones.length : undefined;
+      const phones = body ? (JSON.parse(body) as { phones: string[] }).phones : undefined;
+      if (phones) lastPhones = phones;
+      const count = phones?.length;
       calls.push({ method: req.method ?? '', url: req.url ?? '', ...(count === undefined ? {} : { count }) });
-      const { status, body: out } = answer(req.method ?? '', req.url ?? '');
-      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(out));
+      const { status, body: out, headers } = answer(req.method ?? '', req.url ?? '');
+      res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(out));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -83,7 +107,7 @@ describe('dnc scrub chooses the interface by size', () => {
     expect(await runCli(['scrub', '--country', 'co', await numbersFile(10_000)], t.env)).toBe(0);
     expect(calls).toEqual([{ method: 'POST', url: '/v1/scrub', count: 10_000 }]);
     expect(JSON.parse(t.out.join(''))).toEqual(result(10_000));
-    expect(t.err).toEqual([]);
+    expect(t.err.join('')).toMatch(/^dnc: request id [0-9a-f-]{36}\n$/);
   });
 
   it('10,001 numbers run as a v2 job and the result goes to --out', async () => {
@@ -120,7 +144,9 @@ describe('dnc errors', () => {
     });
     const t = io();
     expect(await runCli(['scrub', '--country', 'co', await numbersFile(3)], t.env)).toBe(1);
-    expect(t.err.join('')).toBe('dnc: error customer_quota_exceeded: quota of co is exhausted\n');
+    expect(t.err.join('')).toMatch(
+      /^dnc: error customer_quota_exceeded: quota of co is exhausted \(request id [0-9a-f-]{36}\)\n$/,
+    );
     expect(calls).toHaveLength(1);
   });
 
@@ -142,7 +168,9 @@ describe('dnc errors', () => {
     const noKey = io();
     noKey.env.env = { DNC_API_KEY: '', DNC_BASE_URL: baseUrl };
     expect(await runCli(['jobs', 'get', JOB_ID], noKey.env)).toBe(2);
-    expect(noKey.err.join('')).toBe('dnc: error missing_api_key: set DNC_API_KEY to your API key\n');
+    expect(noKey.err.join('')).toBe(
+      'dnc: error missing_api_key: set DNC_API_KEY to your API key, or use --api-key-file FILE\n',
+    );
     const bad = join(dir, 'bad.json');
     await writeFile(bad, '[5512345678]');
     const t2 = io();
@@ -164,5 +192,145 @@ describe('dnc errors', () => {
       `POST /v2/scrub/${JOB_ID}/cancel`,
       `GET /v2/scrub/${JOB_ID}/result`,
     ]);
+  });
+});
+
+describe('dnc scrub with CSV and the output formats', () => {
+  const csv =
+    '\uFEFFName;Phone;City\r\n"Pérez; Ana";+57 300 123 4567;Bogotá\r\nLuis;n/a;"Cali ""Sur"""\r\nEva;310 999 9999;\r\nAna again;+57 300 123 4567;Bogotá\r\n';
+
+  it('CSV in, CSV out: the original rows in their order with dnc_status and dnc_reason; header kept', async () => {
+    answer = () => ({ status: 200, body: classify(lastPhones), headers: { 'x-request-id': 'req-abc' } });
+    const file = join(dir, 'contacts.csv');
+    await writeFile(file, csv);
+    const t = io();
+    expect(await runCli(['scrub', '--country', 'co', file], t.env)).toBe(0);
+    expect(lastPhones).toEqual(['+57 300 123 4567', 'n/a', '310 999 9999', '+57 300 123 4567']);
+    expect(t.out.join('')).toBe(
+      'Name;Phone;City;dnc_status;dnc_reason\n' +
+        '"Pérez; Ana";+57 300 123 4567;Bogotá;prohibited;\n' +
+        'Luis;n/a;"Cali ""Sur""";invalid;unparseable\n' +
+        'Eva;310 999 9999;;safe;\n' +
+        'Ana again;+57 300 123 4567;Bogotá;prohibited;\n',
+    );
+    expect(t.err.join('')).toBe('dnc: request id req-abc\n');
+  });
+
+  it('--format ndjson and json; a list input gives a phone column in CSV', async () => {
+    answer = () => ({ status: 200, body: classify(lastPhones) });
+    const file = join(dir, 'contacts.csv');
+    await writeFile(file, csv);
+    const nd = io();
+    expect(await runCli(['scrub', '-c', 'co', file, '--format', 'ndjson'], nd.env)).toBe(0);
+    expect(
+      nd.out
+        .join('')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l)),
+    ).toEqual([
+      { row: 1, input: '+57 300 123 4567', dnc_status: 'prohibited' },
+      { row: 2, input: 'n/a', dnc_status: 'invalid', dnc_reason: 'unparseable' },
+      { row: 3, input: '310 999 9999', dnc_status: 'safe' },
+      { row: 4, input: '+57 300 123 4567', dnc_status: 'prohibited' },
+    ]);
+    const js = io();
+    expect(await runCli(['scrub', '-c', 'co', file, '--format', 'json'], js.env)).toBe(0);
+    expect(JSON.parse(js.out.join('')).summary.total_checked).toBe(4);
+    const list = join(dir, 'list.txt');
+    await writeFile(list, '3001234567\nabc\n');
+    const lc = io();
+    expect(await runCli(['scrub', '-c', 'co', list, '--format', 'csv'], lc.env)).toBe(0);
+    expect(lc.out.join('')).toBe(
+      'phone,dnc_status,dnc_reason\n3001234567,prohibited,\nabc,invalid,unparseable\n',
+    );
+  });
+
+  it('--detach submits a v2 job even for a small file, prints its id and exits', async () => {
+    answer = () => ({ status: 202, body: job('queued') });
+    const t = io();
+    expect(await runCli(['scrub', '-c', 'co', await numbersFile(3), '--detach'], t.env)).toBe(0);
+    expect(calls).toEqual([{ method: 'POST', url: '/v2/scrub', count: 3 }]);
+    expect(t.out.join('')).toBe(`${JOB_ID}\n`);
+    expect(t.err.join('')).toContain(`dnc jobs wait ${JOB_ID}`);
+  });
+
+  it('jobs wait: 0 and the job when it succeeds, 1 with the JobError code when it fails', async () => {
+    let polls = 0;
+    answer = () => ({ status: 200, body: job(++polls < 2 ? 'running' : 'succeeded') });
+    const ok = io();
+    expect(await runCli(['jobs', 'wait', JOB_ID], ok.env)).toBe(0);
+    expect(JSON.parse(ok.out.join('')).status).toBe('succeeded');
+    answer = () => ({ status: 200, body: { ...job('failed'), error: { error: 'platform_failure' } } });
+    const bad = io();
+    expect(await runCli(['jobs', 'wait', JOB_ID], bad.env)).toBe(1);
+    expect(bad.err.join('')).toMatch(/^dnc: error platform_failure: job .* ended failed; no result\n$/);
+  });
+
+  it('jobs result --input joins the result to the submitted file', async () => {
+    const file = join(dir, 'contacts.csv');
+    await writeFile(file, csv);
+    answer = () => ({
+      status: 200,
+      body: classify(['+57 300 123 4567', 'n/a', '310 999 9999', '+57 300 123 4567']),
+    });
+    const t = io();
+    expect(await runCli(['jobs', 'result', JOB_ID, '--input', file], t.env)).toBe(0);
+    expect(t.out.join('').split('\n')[2]).toBe('Luis;n/a;"Cali ""Sur""";invalid;unparseable');
+    // A result of other inputs is refused rather than joined wrongly.
+    answer = () => ({ status: 200, body: classify(['1', '2']) });
+    const wrong = io();
+    expect(await runCli(['jobs', 'result', JOB_ID, '--input', file], wrong.env)).toBe(1);
+    expect(wrong.err.join('')).toMatch(/^dnc: error result_mismatch: /);
+  });
+});
+
+describe('dnc --version, help and the API key', () => {
+  it('--version prints the package version and the API version', async () => {
+    const { version } = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8'));
+    const t = io();
+    expect(await runCli(['--version'], t.env)).toBe(0);
+    expect(t.out.join('')).toBe(`dnc ${version} (API 2.1.0)\n`);
+  });
+
+  it('help of each command has its usage, examples and exit codes', async () => {
+    for (const [argv, usage] of [
+      [['help'], 'dnc scrub --country <cc> <file>'],
+      [['scrub', '--help'], '--column NAME|N'],
+      [['help', 'jobs'], 'dnc jobs wait <job_id>'],
+    ] as const) {
+      const t = io();
+      expect(await runCli(argv, t.env)).toBe(0);
+      const text = t.out.join('');
+      expect(text).toContain(usage);
+      expect(text).toContain('Examples:');
+      expect(text).toContain('Exit codes:');
+    }
+  });
+
+  it('reads the key from --api-key-file (a file, or "-" for stdin), never needing DNC_API_KEY', async () => {
+    const seen: string[] = [];
+    server.on('request', (req) => seen.push(String(req.headers['authorization'])));
+    answer = () => ({ status: 200, body: job('running') });
+    const keyFile = join(dir, 'key');
+    await writeFile(keyFile, 'key-from-file\n', { mode: 0o600 });
+    const t = io();
+    t.env.env = { DNC_API_KEY: '', DNC_BASE_URL: baseUrl };
+    expect(await runCli(['jobs', 'get', JOB_ID, '--api-key-file', keyFile], t.env)).toBe(0);
+    const s = io();
+    s.env.env = { DNC_API_KEY: '', DNC_BASE_URL: baseUrl };
+    expect(
+      await runCli(['jobs', 'get', JOB_ID, '--api-key-file', '-'], {
+        ...s.env,
+        stdin: Readable.from(['key-from-stdin\n']),
+      }),
+    ).toBe(0);
+    expect(seen).toEqual(['Bearer key-from-file', 'Bearer key-from-stdin']);
+    const both = io();
+    expect(await runCli(['scrub', '-c', 'co', '-', '--api-key-file', '-'], both.env)).toBe(2);
+    const empty = io();
+    await writeFile(keyFile, '\n');
+    expect(await runCli(['jobs', 'get', JOB_ID, '--api-key-file', keyFile], empty.env)).toBe(2);
+    expect(empty.err.join('')).toMatch(/missing_api_key: the API key file .* is empty/);
   });
 });

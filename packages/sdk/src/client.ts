@@ -1,10 +1,13 @@
-import { DncApiError, DncConnectionError, DncJobError, DncWaitTimeoutError } from './errors.js';
-import { backoffDelay, isRetryableAnswer, parseRetryAfter, retryAfterDelay, sleep } from './retry.js';
+import { DncJobError, DncWaitTimeoutError } from './errors.js';
+import { TERMINAL_JOB_STATUSES } from './gen/contract.js';
+import { parseRetryAfter, sleep } from './retry.js';
+import { type RequestSpec, type ResponseInfo, Transport } from './transport.js';
 import type { DurableScrubRequest, ScrubJobStatus, ScrubRequest, ScrubResult } from './types.js';
 
-export const SDK_VERSION = '0.1.0';
+/** Kept equal to package.json's version by a test. */
+export const SDK_VERSION = '0.2.0';
 const IDEMPOTENCY_KEY = /^[\x21-\x7E]{1,255}$/;
-const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'expired']);
+const TERMINAL: ReadonlySet<string> = new Set(TERMINAL_JOB_STATUSES);
 
 export interface DncClientOptions {
   /** API key (server-side use only); sent as `Authorization: Bearer <key>` and never logged. */
@@ -23,12 +26,19 @@ export interface DncClientOptions {
   maxRetryAfterMs?: number;
   /** Timeout of one HTTP attempt (v1 has a 15 s budget on the service). Default 60 s. */
   timeoutMs?: number;
-  /** Source of jitter, in [0, 1). Default Math.random. */
+  /** Source of jitter, in [0, 1). The SDK draws every random number it needs from it. Default Math.random. */
   random?: () => number;
 }
 
 export interface CallOptions {
   signal?: AbortSignal;
+  /**
+   * Bound of this call, retries and Retry-After waits included; past it the call throws `DncTimeoutError`
+   * (each attempt is also bounded by the client's `timeoutMs`). Default: no bound beyond the retries.
+   */
+  timeoutMs?: number;
+  /** Called with the status, request id and headers of every HTTP answer of this call (retries included). */
+  onResponse?: (info: ResponseInfo) => void;
 }
 
 export interface ScrubOptions extends CallOptions {
@@ -47,21 +57,8 @@ export interface WaitOptions extends CallOptions {
   maxPollIntervalMs?: number;
 }
 
-export type RunOptions = ScrubOptions & Omit<WaitOptions, 'signal'>;
-
-interface RequestSpec {
-  method: 'GET' | 'POST';
-  path: string;
-  body?: unknown;
-  idempotencyKey?: string;
-  signal?: AbortSignal | undefined;
-}
-
-interface Answer<T> {
-  status: number;
-  body: T;
-  headers: Headers;
-}
+/** Options of `jobs.run`: `timeoutMs` bounds each HTTP call; `maxWaitMs` bounds the wait for the job. */
+export type RunOptions = ScrubOptions & Omit<WaitOptions, keyof CallOptions>;
 
 function idempotencyKeyFor(options: ScrubOptions | undefined): string {
   const key = options?.idempotencyKey ?? globalThis.crypto.randomUUID();
@@ -74,159 +71,77 @@ function jobPath(id: string, suffix = ''): string {
   return `/v2/scrub/${encodeURIComponent(id)}${suffix}`;
 }
 
+function call(options: CallOptions | undefined): Pick<RequestSpec, 'signal' | 'timeoutMs' | 'onResponse'> {
+  return { signal: options?.signal, timeoutMs: options?.timeoutMs, onResponse: options?.onResponse };
+}
+
 export class DncClient {
   readonly jobs: Jobs;
-  readonly #apiKey: string;
-  readonly #baseUrl: string;
-  readonly #fetch: typeof fetch;
-  readonly #maxRetries: number;
-  readonly #retryBaseDelayMs: number;
-  readonly #retryMaxDelayMs: number;
-  readonly #maxRetryAfterMs: number;
-  readonly #timeoutMs: number;
-  readonly #random: () => number;
+  readonly #transport: Transport;
 
   constructor(options: DncClientOptions) {
     if (!options.apiKey) throw new TypeError('apiKey is required');
-    this.#apiKey = options.apiKey;
-    this.#baseUrl = (options.baseUrl ?? 'http://127.0.0.1:8080').replace(/\/+$/, '');
-    this.#fetch = options.fetch ?? globalThis.fetch;
-    this.#maxRetries = options.maxRetries ?? 5;
-    this.#retryBaseDelayMs = options.retryBaseDelayMs ?? 500;
-    this.#retryMaxDelayMs = options.retryMaxDelayMs ?? 30_000;
-    this.#maxRetryAfterMs = options.maxRetryAfterMs ?? 120_000;
-    this.#timeoutMs = options.timeoutMs ?? 60_000;
-    this.#random = options.random ?? Math.random;
-    this.jobs = new Jobs(this);
+    this.#transport = new Transport({
+      apiKey: options.apiKey,
+      baseUrl: (options.baseUrl ?? 'http://127.0.0.1:8080').replace(/\/+$/, ''),
+      fetch: options.fetch ?? globalThis.fetch,
+      maxRetries: options.maxRetries ?? 5,
+      retryBaseDelayMs: options.retryBaseDelayMs ?? 500,
+      retryMaxDelayMs: options.retryMaxDelayMs ?? 30_000,
+      maxRetryAfterMs: options.maxRetryAfterMs ?? 120_000,
+      attemptTimeoutMs: options.timeoutMs ?? 60_000,
+      random: options.random ?? Math.random,
+      userAgent: `dnc-sdk/${SDK_VERSION}`,
+    });
+    this.jobs = new Jobs(this.#transport);
   }
 
   /** v1: synchronous scrub of up to 10,000 numbers. */
   async scrub(request: ScrubRequest, options?: ScrubOptions): Promise<ScrubResult> {
-    const idempotencyKey = idempotencyKeyFor(options);
-    const answer = await this.request<ScrubResult>({
+    const answer = await this.#transport.request<ScrubResult>({
       method: 'POST',
       path: '/v1/scrub',
       body: request,
-      idempotencyKey,
-      signal: options?.signal,
+      idempotencyKey: idempotencyKeyFor(options),
+      ...call(options),
     });
     return answer.body;
   }
-
-  /** @internal One logical call: bounded retries, the same idempotency key on every attempt. */
-  async request<T>(spec: RequestSpec): Promise<Answer<T>> {
-    const headers: Record<string, string> = {
-      authorization: `Bearer ${this.#apiKey}`,
-      accept: 'application/json',
-      'user-agent': `dnc-sdk/${SDK_VERSION}`,
-    };
-    if (spec.body !== undefined) headers['content-type'] = 'application/json';
-    if (spec.idempotencyKey !== undefined) headers['idempotency-key'] = spec.idempotencyKey;
-    const payload = spec.body === undefined ? undefined : JSON.stringify(spec.body);
-    const url = this.#baseUrl + spec.path;
-    const backoff = {
-      baseDelayMs: this.#retryBaseDelayMs,
-      maxDelayMs: this.#retryMaxDelayMs,
-      random: this.#random,
-    };
-
-    for (let attempt = 0; ; attempt++) {
-      spec.signal?.throwIfAborted();
-      const timeout = AbortSignal.timeout(this.#timeoutMs);
-      const signal = spec.signal ? AbortSignal.any([spec.signal, timeout]) : timeout;
-      let response: Response;
-      try {
-        response = await this.#fetch(url, { method: spec.method, headers, body: payload ?? null, signal });
-      } catch (error) {
-        spec.signal?.throwIfAborted();
-        // Connection failure or attempt timeout: the outcome is unknown, so retry with the same key.
-        if (attempt >= this.#maxRetries) {
-          throw new DncConnectionError(`${spec.method} ${spec.path}: service unreachable`, { cause: error });
-        }
-        await sleep(backoffDelay(attempt, backoff), spec.signal);
-        continue;
-      }
-
-      if (response.ok) {
-        const text = await response.text();
-        try {
-          return { status: response.status, body: JSON.parse(text) as T, headers: response.headers };
-        } catch {
-          throw new DncApiError(
-            response.status,
-            'unexpected_response',
-            'the response body is not JSON',
-            undefined,
-          );
-        }
-      }
-
-      const error = await toApiError(response);
-      if (!isRetryableAnswer(error.status, error.code) || attempt >= this.#maxRetries) throw error;
-      const delay =
-        error.retryAfter !== undefined
-          ? retryAfterDelay(error.retryAfter, this.#random)
-          : backoffDelay(attempt, backoff);
-      if (delay > this.#maxRetryAfterMs) throw error;
-      await sleep(delay, spec.signal);
-    }
-  }
-}
-
-async function toApiError(response: Response): Promise<DncApiError> {
-  const retryAfter = parseRetryAfter(response.headers.get('retry-after'));
-  let code = 'unexpected_response';
-  let message = `HTTP ${response.status}`;
-  try {
-    const body = (await response.json()) as { error?: unknown; message?: unknown };
-    if (typeof body.error === 'string') {
-      code = body.error;
-      message = typeof body.message === 'string' ? body.message : body.error;
-    }
-  } catch {
-    // Not JSON (e.g. a proxy page): keep the generic code.
-  }
-  return new DncApiError(response.status, code, message, retryAfter);
 }
 
 /** v2 durable jobs. */
 export class Jobs {
-  readonly #client: DncClient;
+  readonly #transport: Transport;
 
-  constructor(client: DncClient) {
-    this.#client = client;
+  constructor(transport: Transport) {
+    this.#transport = transport;
   }
 
   /** Admit a job of up to 500,000 numbers. An exact retry returns the same job (200 when it is already terminal). */
   async create(request: DurableScrubRequest, options?: ScrubOptions): Promise<ScrubJobStatus> {
-    const idempotencyKey = idempotencyKeyFor(options);
-    const answer = await this.#client.request<ScrubJobStatus>({
+    const answer = await this.#transport.request<ScrubJobStatus>({
       method: 'POST',
       path: '/v2/scrub',
       body: request,
-      idempotencyKey,
-      signal: options?.signal,
+      idempotencyKey: idempotencyKeyFor(options),
+      ...call(options),
     });
     return answer.body;
   }
 
   async get(id: string, options?: CallOptions): Promise<ScrubJobStatus> {
     return (
-      await this.#client.request<ScrubJobStatus>({
-        method: 'GET',
-        path: jobPath(id),
-        signal: options?.signal,
-      })
+      await this.#transport.request<ScrubJobStatus>({ method: 'GET', path: jobPath(id), ...call(options) })
     ).body;
   }
 
   /** The result of a `succeeded` job (409 job_result_not_ready otherwise). */
   async result(id: string, options?: CallOptions): Promise<ScrubResult> {
     return (
-      await this.#client.request<ScrubResult>({
+      await this.#transport.request<ScrubResult>({
         method: 'GET',
         path: jobPath(id, '/result'),
-        signal: options?.signal,
+        ...call(options),
       })
     ).body;
   }
@@ -237,10 +152,10 @@ export class Jobs {
    */
   async cancel(id: string, options?: CallOptions): Promise<ScrubJobStatus> {
     return (
-      await this.#client.request<ScrubJobStatus>({
+      await this.#transport.request<ScrubJobStatus>({
         method: 'POST',
         path: jobPath(id, '/cancel'),
-        signal: options?.signal,
+        ...call(options),
       })
     ).body;
   }
@@ -249,13 +164,14 @@ export class Jobs {
   async wait(id: string, options: WaitOptions = {}): Promise<ScrubJobStatus> {
     const maxWaitMs = options.maxWaitMs ?? 24 * 3_600_000 + 300_000;
     const maxInterval = options.maxPollIntervalMs ?? 15_000;
+    const random = this.#transport.random;
     let interval = options.pollIntervalMs ?? 1_000;
     const started = Date.now();
     for (;;) {
-      const answer = await this.#client.request<ScrubJobStatus>({
+      const answer = await this.#transport.request<ScrubJobStatus>({
         method: 'GET',
         path: jobPath(id),
-        signal: options.signal,
+        ...call(options),
       });
       const job = answer.body;
       options.onProgress?.(job);
@@ -263,7 +179,7 @@ export class Jobs {
       const remaining = maxWaitMs - (Date.now() - started);
       if (remaining <= 0) throw new DncWaitTimeoutError(job);
       const retryAfter = parseRetryAfter(answer.headers.get('retry-after'));
-      const jittered = interval * (0.8 + Math.random() * 0.4);
+      const jittered = interval * (0.8 + random() * 0.4);
       const delay = Math.max(jittered, retryAfter === undefined ? 0 : retryAfter * 1000);
       await sleep(Math.min(delay, remaining), options.signal);
       interval = Math.min(maxInterval, interval * 1.5);
@@ -271,7 +187,7 @@ export class Jobs {
   }
 
   /** create + wait + result. Throws DncJobError when the job ends failed, expired or cancelled. */
-  async run(request: DurableScrubRequest, options: RunOptions & CallOptions = {}): Promise<ScrubResult> {
+  async run(request: DurableScrubRequest, options: RunOptions = {}): Promise<ScrubResult> {
     const job = await this.create(request, options);
     const done = TERMINAL.has(job.status) ? job : await this.wait(job.job_id, options);
     if (done.status !== 'succeeded') throw new DncJobError(done);

@@ -1,18 +1,34 @@
-import type { JobError, ScrubJobStatus } from './types.js';
+import type { ErrorCode, JobError, ScrubJobStatus } from './types.js';
 
-/** An HTTP error answered by the service: `code` is the stable public error code. */
+/**
+ * `code` of an answer that is not one of the contract's error bodies: a non-JSON page of a proxy or
+ * ingress (e.g. a 502 or 504 in front of the service), or a code this SDK version does not know.
+ */
+export type UnexpectedResponseCode = 'unexpected_response';
+
+/** An HTTP error answered by the service (or an ingress in front of it). */
 export class DncApiError extends Error {
   override readonly name = 'DncApiError';
   readonly status: number;
-  readonly code: string;
+  /** The stable public error code of the contract (see the troubleshooting guide), or `unexpected_response`. */
+  readonly code: ErrorCode | UnexpectedResponseCode;
   /** Seconds from the `Retry-After` header, when present. */
   readonly retryAfter: number | undefined;
+  /** The `X-Request-Id` of the answer (or the one this SDK sent): quote it to support. */
+  readonly requestId: string | undefined;
 
-  constructor(status: number, code: string, message: string, retryAfter: number | undefined) {
+  constructor(
+    status: number,
+    code: ErrorCode | UnexpectedResponseCode,
+    message: string,
+    retryAfter: number | undefined,
+    requestId?: string,
+  ) {
     super(message);
     this.status = status;
     this.code = code;
     this.retryAfter = retryAfter;
+    this.requestId = requestId;
   }
 }
 
@@ -20,6 +36,24 @@ export class DncApiError extends Error {
 export class DncConnectionError extends Error {
   override readonly name = 'DncConnectionError';
   readonly code = 'connection_failed';
+  /** The `X-Request-Id` this SDK sent on the last attempt. */
+  readonly requestId: string | undefined;
+  constructor(message: string, options: { cause?: unknown; requestId?: string } = {}) {
+    super(message, { cause: options.cause });
+    this.requestId = options.requestId;
+  }
+}
+
+/** The call's own `timeoutMs` passed (retries and waits included). The outcome of a POST may be unknown: retry it with the same idempotency key. */
+export class DncTimeoutError extends Error {
+  override readonly name = 'DncTimeoutError';
+  readonly code = 'timeout';
+  /** The `X-Request-Id` of the last attempt. */
+  readonly requestId: string | undefined;
+  constructor(message: string, requestId: string | undefined) {
+    super(message);
+    this.requestId = requestId;
+  }
 }
 
 /** `jobs.wait` gave up after `maxWaitMs`; the job keeps running on the service. */

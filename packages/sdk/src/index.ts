@@ -8,6 +8,24 @@ export {
   SDK_VERSION,
   type WaitOptions,
 } from './client.js';
-export { DncApiError, DncConnectionError, DncJobError, DncWaitTimeoutError } from './errors.js';
+export {
+  DncApiError,
+  DncConnectionError,
+  DncJobError,
+  DncTimeoutError,
+  DncWaitTimeoutError,
+  type UnexpectedResponseCode,
+} from './errors.js';
+export {
+  API_VERSION,
+  COUNTRY_CODES,
+  ERROR_CODES,
+  INVALID_REASONS,
+  JOB_ERROR_CODES,
+  LIMITS,
+  LIVE_COUNTRIES,
+  TERMINAL_JOB_STATUSES,
+} from './gen/contract.js';
 export { backoffDelay, isRetryableAnswer, parseRetryAfter } from './retry.js';
+export type { ResponseInfo } from './transport.js';
 export type * from './types.js';

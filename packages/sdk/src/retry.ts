@@ -2,13 +2,18 @@
  * Which answers may be retried, and how long to wait. The service description allows automatic retries only for
  * 409 idempotency_request_in_progress, 429 rate_limit_exceeded and 503, with the same idempotency key, honoring
  * Retry-After, with bounded exponential backoff and jitter. Never 400, 401, 402, 403, quota or key reuse.
+ * A 502 or 504 comes from an ingress or load balancer in front of the service, not from it: like a dropped
+ * connection, the outcome is unknown, so it is retried as a 503 is (same key: an exact retry is never charged twice).
  */
+import { ERROR_CODES } from './gen/contract.js';
+
+const GATEWAY_STATUSES = new Set([502, 503, 504]);
 
 export function isRetryableAnswer(status: number, code: string | undefined): boolean {
-  if (status === 503) return true;
-  if (status === 429) return code === 'rate_limit_exceeded';
-  if (status === 409) return code === 'idempotency_request_in_progress';
-  return false;
+  if (GATEWAY_STATUSES.has(status)) return true;
+  if (code === undefined || !Object.hasOwn(ERROR_CODES, code)) return false;
+  const info = ERROR_CODES[code as keyof typeof ERROR_CODES];
+  return info.retryable && info.status === status;
 }
 
 /** `Retry-After` as seconds: delta-seconds or an HTTP date; undefined when absent or unreadable. */

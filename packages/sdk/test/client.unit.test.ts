@@ -182,7 +182,7 @@ describe('DncClient.scrub (v1)', () => {
   });
 
   it('maps a non-JSON error body to unexpected_response', async () => {
-    const { client } = await clientFor(sequence({ status: 502, body: undefined }));
+    const { client } = await clientFor(sequence({ status: 502, body: undefined }), { maxRetries: 0 });
     await expect(client.scrub(request)).rejects.toMatchObject({ status: 502, code: 'unexpected_response' });
   });
 });

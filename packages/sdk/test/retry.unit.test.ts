@@ -2,7 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { backoffDelay, isRetryableAnswer, parseRetryAfter } from '../src/index.js';
 
 describe('retry policy (spec: Errors, rules)', () => {
-  it('retries only 409 in-progress, 429 rate_limit_exceeded and 503', () => {
+  it('retries only 409 in-progress, 429 rate_limit_exceeded, 503, and an ingress 502/504', () => {
+    expect(isRetryableAnswer(502, undefined)).toBe(true);
+    expect(isRetryableAnswer(504, 'unexpected_response')).toBe(true);
+    expect(isRetryableAnswer(503, undefined)).toBe(true);
     expect(isRetryableAnswer(409, 'idempotency_request_in_progress')).toBe(true);
     expect(isRetryableAnswer(429, 'rate_limit_exceeded')).toBe(true);
     expect(isRetryableAnswer(503, 'platform_failure')).toBe(true);

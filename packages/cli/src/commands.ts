@@ -1,0 +1,122 @@
+import { type DncClient, DncJobError, LIMITS, type ResponseInfo, type ScrubResult } from '@dnc-scrub/sdk';
+import type { JobsCommand, OutputFormat, ScrubCommand } from './args.js';
+import { type PhoneInput, readInput } from './input.js';
+import { outcomesByPosition } from './outcome.js';
+import { type Sink, toDestination, writeJson, writeRows } from './output.js';
+import type { Progress } from './progress.js';
+
+export interface CommandContext {
+  client: DncClient;
+  stdout: Sink;
+  stderr: { write(text: string): unknown };
+  progress: Progress;
+  signal: AbortSignal | undefined;
+  /** Set as soon as a job exists, so an interruption can say how to follow it. */
+  onJob(id: string): void;
+}
+
+const withSignal = (ctx: CommandContext) => (ctx.signal ? { signal: ctx.signal } : {});
+
+/** Writes the result: the ScrubResult document, or one row per input joined to the input file. */
+async function emitResult(
+  ctx: CommandContext,
+  result: ScrubResult,
+  format: OutputFormat,
+  input: PhoneInput | undefined,
+  out: string | undefined,
+): Promise<void> {
+  if (format === 'json' || input === undefined) {
+    await toDestination(ctx.stdout, out, (sink) => writeJson(sink, result));
+    return;
+  }
+  const outcomes = outcomesByPosition(input.phones, result);
+  await toDestination(ctx.stdout, out, (sink) => writeRows(sink, format, input, outcomes));
+}
+
+async function waitForSuccess(ctx: CommandContext, id: string) {
+  const done = await ctx.client.jobs.wait(id, {
+    ...withSignal(ctx),
+    onProgress: (status) => ctx.progress.update(`job ${status.job_id} ${status.status}`),
+  });
+  if (done.status !== 'succeeded') throw new DncJobError(done);
+  return done;
+}
+
+export async function scrub(ctx: CommandContext, command: ScrubCommand, path: string): Promise<number> {
+  const input = await readInput(path, command.table);
+  const { phones } = input;
+  const request = { country: command.country, phones };
+  const keyed = command.idempotencyKey === undefined ? {} : { idempotencyKey: command.idempotencyKey };
+  let last: ResponseInfo | undefined;
+  const onResponse = (info: ResponseInfo) => {
+    last = info;
+  };
+
+  if (command.detach) {
+    ctx.progress.start(`submitting ${phones.length} numbers`);
+    const job = await ctx.client.jobs.create(request, { ...keyed, ...withSignal(ctx) });
+    ctx.progress.stop();
+    ctx.stdout.write(`${job.job_id}\n`);
+    ctx.stderr.write(`dnc: job ${job.job_id} ${job.status}; follow it with: dnc jobs wait ${job.job_id}\n`);
+    return 0;
+  }
+
+  let result: ScrubResult;
+  if (phones.length <= LIMITS.v1MaxInputs) {
+    ctx.progress.start(`checking ${phones.length} numbers`);
+    result = await ctx.client.scrub(request, { ...keyed, ...withSignal(ctx), onResponse });
+  } else {
+    ctx.progress.start(`submitting ${phones.length} numbers`);
+    const job = await ctx.client.jobs.create(request, { ...keyed, ...withSignal(ctx) });
+    ctx.onJob(job.job_id);
+    await waitForSuccess(ctx, job.job_id);
+    result = await ctx.client.jobs.result(job.job_id, { ...withSignal(ctx), onResponse });
+  }
+  ctx.progress.stop();
+  await emitResult(ctx, result, command.format ?? (input.table ? 'csv' : 'json'), input, command.out);
+  reportAnswer(ctx, last);
+  return 0;
+}
+
+/** What the answer says about itself, on stderr (stdout carries only the result). */
+function reportAnswer(ctx: CommandContext, info: ResponseInfo | undefined): void {
+  if (info?.requestId) ctx.stderr.write(`dnc: request id ${info.requestId}\n`);
+}
+
+export async function jobs(ctx: CommandContext, command: JobsCommand): Promise<number> {
+  const options = withSignal(ctx);
+  switch (command.action) {
+    case 'get':
+      await writeJson(ctx.stdout, await ctx.client.jobs.get(command.id, options));
+      return 0;
+    case 'cancel':
+      await writeJson(ctx.stdout, await ctx.client.jobs.cancel(command.id, options));
+      return 0;
+    case 'wait': {
+      ctx.progress.start(`job ${command.id}`);
+      const done = await ctx.client.jobs.wait(command.id, {
+        ...options,
+        onProgress: (status) => ctx.progress.update(`job ${status.job_id} ${status.status}`),
+      });
+      ctx.progress.stop();
+      await writeJson(ctx.stdout, done);
+      if (done.status !== 'succeeded') throw new DncJobError(done);
+      return 0;
+    }
+    case 'result': {
+      // Read (and check) the input file before asking for the result, so a bad file costs no call.
+      const input =
+        command.input === undefined ? undefined : await readInput(command.input, command.table ?? {});
+      let last: ResponseInfo | undefined;
+      const result = await ctx.client.jobs.result(command.id, {
+        ...options,
+        onResponse: (info) => {
+          last = info;
+        },
+      });
+      await emitResult(ctx, result, command.format ?? (input?.table ? 'csv' : 'json'), input, command.out);
+      reportAnswer(ctx, last);
+      return 0;
+    }
+  }
+}

@@ -1,0 +1,107 @@
+import { once } from 'node:events';
+import { createWriteStream } from 'node:fs';
+import { stringify } from 'csv-stringify';
+import type { OutputFormat } from './args.js';
+import type { PhoneInput } from './input.js';
+import { type Outcomes, STATUS_NAMES } from './outcome.js';
+import { records } from './table.js';
+
+/** Where output goes: a process stream, a file stream, or a test's collector. */
+export interface Sink {
+  write(chunk: string): unknown;
+  once?(event: 'drain', listener: () => void): unknown;
+}
+
+/** Writes with backpressure when the sink has it (a full pipe waits instead of buffering the whole output). */
+async function put(sink: Sink, chunk: string): Promise<void> {
+  if (sink.write(chunk) === false && sink.once) await once(sink as unknown as NodeJS.EventEmitter, 'drain');
+}
+
+/** Runs `write` against stdout, or against a file created readable by the owner only (results hold numbers). */
+export async function toDestination(
+  stdout: Sink,
+  out: string | undefined,
+  write: (sink: Sink) => Promise<void>,
+): Promise<void> {
+  if (out === undefined) return write(stdout);
+  const file = createWriteStream(out, { mode: 0o600 });
+  const opened = once(file, 'open');
+  await opened;
+  try {
+    await write(file);
+  } finally {
+    file.end();
+    await once(file, 'close');
+  }
+}
+
+export async function writeJson(sink: Sink, value: unknown): Promise<void> {
+  await put(sink, `${JSON.stringify(value, null, 2)}\n`);
+}
+
+const statusOf = (outcomes: Outcomes, i: number) => STATUS_NAMES[outcomes.status[i] as 0 | 1 | 2];
+
+async function writeNdjson(sink: Sink, input: PhoneInput, outcomes: Outcomes): Promise<void> {
+  let batch = '';
+  for (let i = 0; i < input.phones.length; i++) {
+    const reason = outcomes.reasons.get(i);
+    batch += `${JSON.stringify({
+      row: i + 1,
+      input: input.phones[i],
+      dnc_status: statusOf(outcomes, i),
+      ...(reason === undefined ? {} : { dnc_reason: reason }),
+    })}\n`;
+    if (batch.length > 65_536) {
+      await put(sink, batch);
+      batch = '';
+    }
+  }
+  if (batch) await put(sink, batch);
+}
+
+/** The original rows of a CSV/TSV file (read again, streamed) with dnc_status and dnc_reason added. */
+async function writeCsv(sink: Sink, input: PhoneInput, outcomes: Outcomes): Promise<void> {
+  const delimiter = input.table?.delimiter ?? ',';
+  const stringifier = stringify({ delimiter, record_delimiter: 'unix' });
+  const pump = (async () => {
+    for await (const chunk of stringifier) await put(sink, String(chunk));
+  })();
+  const write = async (row: string[]) => {
+    if (!stringifier.write(row)) await once(stringifier, 'drain');
+  };
+  try {
+    if (input.table === undefined) {
+      await write(['phone', 'dnc_status', 'dnc_reason']);
+      for (let i = 0; i < input.phones.length; i++) {
+        await write([input.phones[i] as string, statusOf(outcomes, i), outcomes.reasons.get(i) ?? '']);
+      }
+    } else {
+      let headerPending = input.table.header !== undefined;
+      let i = 0;
+      for await (const record of records(input.path, delimiter)) {
+        if (headerPending) {
+          headerPending = false;
+          await write([...record, 'dnc_status', 'dnc_reason']);
+          continue;
+        }
+        if (i >= input.phones.length || (record[input.table.column] ?? '') !== input.phones[i]) {
+          throw new Error('the input file changed while it was being scrubbed');
+        }
+        await write([...record, statusOf(outcomes, i), outcomes.reasons.get(i) ?? '']);
+        i++;
+      }
+    }
+  } finally {
+    stringifier.end();
+    await pump;
+  }
+}
+
+export async function writeRows(
+  sink: Sink,
+  format: Exclude<OutputFormat, 'json'>,
+  input: PhoneInput,
+  outcomes: Outcomes,
+): Promise<void> {
+  return format === 'csv' ? writeCsv(sink, input, outcomes) : writeNdjson(sink, input, outcomes);
+}

@@ -1,0 +1,105 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { detectFormat, InputFileError, parsePhoneList, readInput } from '../src/index.js';
+
+/** The error a promise rejects with (fails the test when it resolves). */
+async function rejection<E = Error>(promise: Promise<unknown>): Promise<E> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as E;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('parsePhoneList', () => {
+  it('reads a JSON array as is: order, duplicates and spellings preserved', () => {
+    expect(parsePhoneList('["+57 300 123 4567", "3001234567", "3001234567", "tel:+573001234567"]')).toEqual([
+      '+57 300 123 4567',
+      '3001234567',
+      '3001234567',
+      'tel:+573001234567',
+    ]);
+    expect(parsePhoneList('\uFEFF  \n [ "1" ]\n')).toEqual(['1']);
+  });
+
+  it('reads one number per line, CRLF or LF, ignoring trailing blank lines only', () => {
+    expect(parsePhoneList('3001234567\n+57 601 234 5678\n')).toEqual(['3001234567', '+57 601 234 5678']);
+    expect(parsePhoneList('a\r\nb\r\n\r\n  \n')).toEqual(['a', 'b']);
+    expect(parsePhoneList('a\n\nb')).toEqual(['a', '', 'b']);
+    expect(parsePhoneList('55 1234 5678 ')).toEqual(['55 1234 5678 ']);
+  });
+
+  it('rejects non-arrays, non-string elements and empty files without quoting the content', () => {
+    const secret = '5512345678';
+    const cases: [string, RegExp][] = [
+      [`[${secret}]`, /element 0 .* is not a string/],
+      [`["${secret}", 5]`, /element 1/],
+      [`["${secret}",`, /not valid JSON/],
+      ['[]', /no phone numbers/],
+      ['', /no phone numbers/],
+      ['\n\n', /no phone numbers/],
+    ];
+    for (const [text, message] of cases) {
+      let error: unknown;
+      try {
+        parsePhoneList(text);
+      } catch (caught) {
+        error = caught;
+      }
+      expect(error, text).toBeInstanceOf(InputFileError);
+      expect((error as Error).message).toMatch(message);
+      expect((error as Error).message).not.toContain(secret);
+    }
+  });
+});
+
+describe('detectFormat', () => {
+  it('follows --input-format, then CSV options, then the extension, then the content', () => {
+    expect(detectFormat('a.txt', 'x,y', { inputFormat: 'lines' })).toBe('lines');
+    expect(detectFormat('a.txt', '3001234567', { column: 2 })).toBe('csv');
+    expect(detectFormat('a.txt', '3001234567', { delimiter: ';' })).toBe('csv');
+    expect(detectFormat('a.CSV', '3001234567', {})).toBe('csv');
+    expect(detectFormat('a.tsv', '3001234567', {})).toBe('tsv');
+    expect(detectFormat('a.json', '[', {})).toBe('json');
+    expect(detectFormat('-', ' ["1"]', {})).toBe('json');
+    expect(detectFormat('numbers', 'name;phone', {})).toBe('csv');
+    expect(detectFormat('numbers', '+57 (601) 234-5678', {})).toBe('lines');
+  });
+});
+
+describe('readInput', () => {
+  let dir = '';
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'dnc-cli-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('reads a list file (JSON or lines) with no table layout', async () => {
+    const file = join(dir, 'numbers.txt');
+    await writeFile(file, '1\n2\n');
+    await expect(readInput(file, {})).resolves.toEqual({ path: file, phones: ['1', '2'], table: undefined });
+    const json = join(dir, 'numbers.json');
+    await writeFile(json, '["3","4"]');
+    expect((await readInput(json, {})).phones).toEqual(['3', '4']);
+  });
+
+  it('names a missing file', async () => {
+    await expect(readInput(join(dir, 'nope.json'), {})).rejects.toThrow(/no such file: .*nope.json/);
+  });
+
+  it('limits: 64 characters per number pass, 65 are refused before any call (position, not content)', async () => {
+    const file = join(dir, 'long.txt');
+    await writeFile(file, `1\n${'9'.repeat(64)}\n`);
+    expect((await readInput(file, {})).phones[1]).toHaveLength(64);
+    await writeFile(file, `1\n${'9'.repeat(65)}\n`);
+    const error = await rejection<Error>(readInput(file, {}));
+    expect(error).toBeInstanceOf(InputFileError);
+    expect(error.message).toMatch(/element 2 has more than 64 characters/);
+    expect(error.message).not.toContain('9'.repeat(10));
+  });
+});

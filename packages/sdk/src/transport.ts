@@ -1,0 +1,160 @@
+import { DncApiError, DncConnectionError, DncTimeoutError } from './errors.js';
+import { ERROR_CODES } from './gen/contract.js';
+import { backoffDelay, isRetryableAnswer, parseRetryAfter, retryAfterDelay, sleep } from './retry.js';
+import type { ErrorCode } from './types.js';
+
+/** What a caller may learn of the HTTP answer besides its body (see `CallOptions.onResponse`). */
+export interface ResponseInfo {
+  status: number;
+  /** `X-Request-Id` of the answer, or the one this SDK sent. Quote it to support. */
+  requestId: string | undefined;
+  headers: Headers;
+}
+
+export interface TransportOptions {
+  apiKey: string;
+  baseUrl: string;
+  fetch: typeof fetch;
+  maxRetries: number;
+  retryBaseDelayMs: number;
+  retryMaxDelayMs: number;
+  maxRetryAfterMs: number;
+  attemptTimeoutMs: number;
+  random: () => number;
+  userAgent: string;
+}
+
+export interface RequestSpec {
+  method: 'GET' | 'POST';
+  path: string;
+  body?: unknown;
+  idempotencyKey?: string;
+  signal?: AbortSignal | undefined;
+  /** Bound of the whole call, retries and waits included. */
+  timeoutMs?: number | undefined;
+  onResponse?: ((info: ResponseInfo) => void) | undefined;
+}
+
+export interface Answer<T> extends ResponseInfo {
+  body: T;
+}
+
+/** One logical call over HTTP: bounded retries, the same idempotency key on every attempt, a request id per attempt. */
+export class Transport {
+  constructor(readonly options: TransportOptions) {}
+
+  get random(): () => number {
+    return this.options.random;
+  }
+
+  async request<T>(spec: RequestSpec): Promise<Answer<T>> {
+    const deadline = spec.timeoutMs === undefined ? undefined : AbortSignal.timeout(spec.timeoutMs);
+    const signal =
+      spec.signal && deadline ? AbortSignal.any([spec.signal, deadline]) : (spec.signal ?? deadline);
+    const sent = { requestId: undefined as string | undefined };
+    try {
+      return await this.#attempts<T>(spec, signal, sent);
+    } catch (error) {
+      if (deadline?.aborted && !spec.signal?.aborted && !(error instanceof DncApiError)) {
+        throw new DncTimeoutError(
+          `${spec.method} ${spec.path}: no answer within ${spec.timeoutMs} ms`,
+          sent.requestId,
+        );
+      }
+      throw error;
+    }
+  }
+
+  async #attempts<T>(
+    spec: RequestSpec,
+    signal: AbortSignal | undefined,
+    sent: { requestId: string | undefined },
+  ): Promise<Answer<T>> {
+    const o = this.options;
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${o.apiKey}`,
+      accept: 'application/json',
+      'user-agent': o.userAgent,
+    };
+    if (spec.body !== undefined) headers['content-type'] = 'application/json';
+    if (spec.idempotencyKey !== undefined) headers['idempotency-key'] = spec.idempotencyKey;
+    const payload = spec.body === undefined ? null : JSON.stringify(spec.body);
+    const url = o.baseUrl + spec.path;
+    const backoff = { baseDelayMs: o.retryBaseDelayMs, maxDelayMs: o.retryMaxDelayMs, random: o.random };
+
+    for (let attempt = 0; ; attempt++) {
+      signal?.throwIfAborted();
+      sent.requestId = globalThis.crypto.randomUUID();
+      headers['x-request-id'] = sent.requestId;
+      const timeout = AbortSignal.timeout(o.attemptTimeoutMs);
+      let response: Response;
+      try {
+        response = await o.fetch(url, {
+          method: spec.method,
+          headers,
+          body: payload,
+          signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+        });
+      } catch (error) {
+        signal?.throwIfAborted();
+        // Connection failure or attempt timeout: the outcome is unknown, so retry with the same key.
+        if (attempt >= o.maxRetries) {
+          throw new DncConnectionError(`${spec.method} ${spec.path}: service unreachable`, {
+            cause: error,
+            requestId: sent.requestId,
+          });
+        }
+        await sleep(backoffDelay(attempt, backoff), signal);
+        continue;
+      }
+      const info: ResponseInfo = {
+        status: response.status,
+        requestId: response.headers.get('x-request-id') ?? sent.requestId,
+        headers: response.headers,
+      };
+      spec.onResponse?.(info);
+
+      if (response.ok) {
+        const text = await response.text();
+        try {
+          return { ...info, body: JSON.parse(text) as T };
+        } catch {
+          throw new DncApiError(
+            response.status,
+            'unexpected_response',
+            'the response body is not JSON',
+            undefined,
+            info.requestId,
+          );
+        }
+      }
+
+      const error = await toApiError(response, info.requestId);
+      if (!isRetryableAnswer(error.status, error.code) || attempt >= o.maxRetries) throw error;
+      const delay =
+        error.retryAfter !== undefined
+          ? retryAfterDelay(error.retryAfter, o.random)
+          : backoffDelay(attempt, backoff);
+      if (delay > o.maxRetryAfterMs) throw error;
+      await sleep(delay, signal);
+    }
+  }
+}
+
+async function toApiError(response: Response, requestId: string | undefined): Promise<DncApiError> {
+  const retryAfter = parseRetryAfter(response.headers.get('retry-after'));
+  let code: ErrorCode | 'unexpected_response' = 'unexpected_response';
+  let message = `HTTP ${response.status}`;
+  try {
+    const body = (await response.json()) as { error?: unknown; message?: unknown };
+    if (typeof body.error === 'string' && Object.hasOwn(ERROR_CODES, body.error)) {
+      code = body.error as ErrorCode;
+      message = typeof body.message === 'string' ? body.message : body.error;
+    } else if (typeof body.error === 'string') {
+      message = `HTTP ${response.status} ${body.error.slice(0, 64)}`;
+    }
+  } catch {
+    // Not JSON (e.g. an ingress's 502 page): keep the generic code.
+  }
+  return new DncApiError(response.status, code, message, retryAfter, requestId);
+}

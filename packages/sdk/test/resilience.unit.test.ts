@@ -1,0 +1,212 @@
+import { readFileSync } from 'node:fs';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import {
+  DncApiError,
+  DncClient,
+  DncConnectionError,
+  DncTimeoutError,
+  ERROR_CODES,
+  type ErrorCode,
+  type ResponseInfo,
+  SDK_VERSION,
+} from '../src/index.js';
+import { sequence, startScriptedServer } from './scripted-server.js';
+
+/** The error a promise rejects with (fails the test when it resolves). */
+async function rejection<E = Error>(promise: Promise<unknown>): Promise<E> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as E;
+  }
+  throw new Error('expected a rejection');
+}
+
+const result = {
+  prohibited_numbers_to_call: [],
+  safe_numbers_to_call: ['3109999999'],
+  invalid_numbers: [],
+  summary: { total_checked: 1, prohibited_numbers: 0, safe_numbers: 1, invalid_numbers: 0 },
+};
+const request = { country: 'co' as const, phones: ['3109999999'] };
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+let server: Awaited<ReturnType<typeof startScriptedServer>> | undefined;
+afterEach(async () => {
+  vi.restoreAllMocks();
+  await server?.close();
+  server = undefined;
+});
+
+async function clientFor(script: Parameters<typeof startScriptedServer>[0], extra: object = {}) {
+  server = await startScriptedServer(script);
+  const client = new DncClient({
+    apiKey: 'k',
+    baseUrl: server.baseUrl,
+    retryBaseDelayMs: 10,
+    retryMaxDelayMs: 40,
+    ...extra,
+  });
+  return { client, calls: server.calls };
+}
+
+describe('retries through an ingress (502/504 as 503, same Idempotency-Key)', () => {
+  it('a 502 page and a 504 are retried with the same key, then the result is returned', async () => {
+    const { client, calls } = await clientFor(
+      sequence(
+        { status: 502, body: undefined, headers: { 'content-type': 'text/html' } },
+        { status: 504, body: undefined },
+        { status: 200, body: result },
+      ),
+    );
+    await expect(client.scrub(request)).resolves.toEqual(result);
+    expect(calls).toHaveLength(3);
+    expect(new Set(calls.map((c) => c.headers['idempotency-key'])).size).toBe(1);
+  });
+
+  it('a 502 that persists ends as DncApiError unexpected_response after maxRetries', async () => {
+    const { client, calls } = await clientFor(sequence({ status: 502, body: undefined }), { maxRetries: 2 });
+    await expect(client.scrub(request)).rejects.toMatchObject({ status: 502, code: 'unexpected_response' });
+    expect(calls).toHaveLength(3);
+  });
+});
+
+describe('request ids', () => {
+  it("sends a fresh X-Request-Id per attempt and reports the answer's on every error", async () => {
+    const { client, calls } = await clientFor(
+      sequence({ status: 400, body: { error: 'validation_error' }, headers: { 'x-request-id': 'srv-id-1' } }),
+    );
+    const error = await rejection<DncApiError>(client.scrub(request));
+    expect(error).toBeInstanceOf(DncApiError);
+    expect(error.requestId).toBe('srv-id-1');
+    expect(calls[0]?.headers['x-request-id']).toMatch(UUID);
+  });
+
+  it('without an X-Request-Id in the answer, the error carries the one that was sent', async () => {
+    const { client, calls } = await clientFor(sequence({ status: 401, body: { error: 'invalid_key' } }));
+    const error = await rejection<DncApiError>(client.jobs.get('x'));
+    expect(error.code).toBe('invalid_key');
+    expect(error.requestId).toBe(calls[0]?.headers['x-request-id']);
+  });
+
+  it('a connection failure carries the request id of the last attempt', async () => {
+    const { client, calls } = await clientFor(sequence({ drop: true }), { maxRetries: 1 });
+    const error = await rejection<DncConnectionError>(client.scrub(request));
+    expect(error).toBeInstanceOf(DncConnectionError);
+    expect(calls).toHaveLength(2);
+    expect(calls[0]?.headers['x-request-id']).not.toBe(calls[1]?.headers['x-request-id']);
+    expect(error.requestId).toBe(calls[1]?.headers['x-request-id']);
+  });
+
+  it('onResponse sees the status, request id and headers of every answer of the call', async () => {
+    const { client } = await clientFor(
+      sequence(
+        { status: 503, body: { error: 'platform_failure' }, headers: { 'x-request-id': 'a' } },
+        { status: 200, body: result, headers: { 'x-request-id': 'b' } },
+      ),
+    );
+    const seen: ResponseInfo[] = [];
+    await client.scrub(request, { onResponse: (info) => seen.push(info) });
+    expect(seen.map((s) => [s.status, s.requestId])).toEqual([
+      [503, 'a'],
+      [200, 'b'],
+    ]);
+  });
+});
+
+describe("error codes are the contract's union", () => {
+  it('every documented code comes through as itself; an unknown one as unexpected_response', async () => {
+    const codes = Object.keys(ERROR_CODES) as ErrorCode[];
+    let n = 0;
+    const { client } = await clientFor(
+      () => {
+        const code = codes[n++] ?? 'made_up_code';
+        return { status: code === 'made_up_code' ? 418 : 400, body: { error: code } };
+      },
+      { maxRetries: 0 },
+    );
+    for (const code of codes) {
+      await expect(client.jobs.get('x')).rejects.toMatchObject({ code });
+    }
+    await expect(client.jobs.get('x')).rejects.toMatchObject({ status: 418, code: 'unexpected_response' });
+  });
+});
+
+describe('per-call timeout', () => {
+  it('bounds the whole call, retries and Retry-After waits included: DncTimeoutError with the request id', async () => {
+    const { client, calls } = await clientFor(
+      sequence({ status: 503, body: { error: 'platform_failure' }, headers: { 'retry-after': '1' } }),
+    );
+    const started = Date.now();
+    const error = await rejection<DncTimeoutError>(client.scrub(request, { timeoutMs: 300 }));
+    expect(error).toBeInstanceOf(DncTimeoutError);
+    expect(error.code).toBe('timeout');
+    expect(error.requestId).toBe(calls[0]?.headers['x-request-id']);
+    expect(Date.now() - started).toBeLessThan(900);
+    expect(calls).toHaveLength(1);
+  });
+
+  it('a slow answer is cut at the call timeout', async () => {
+    server = await startScriptedServer(() => ({ status: 200, body: result }));
+    // A server that takes 5 s to answer (the fetch honors the abort as a real one does).
+    const slowFetch: typeof fetch = async (input, init) => {
+      await new Promise((resolve, reject) => {
+        const timer = setTimeout(resolve, 5_000);
+        init?.signal?.addEventListener('abort', () => {
+          clearTimeout(timer);
+          reject(init.signal?.reason);
+        });
+      });
+      return fetch(input, init);
+    };
+    const client = new DncClient({ apiKey: 'k', baseUrl: server.baseUrl, fetch: slowFetch });
+    const started = Date.now();
+    await expect(client.jobs.get('x', { timeoutMs: 200 })).rejects.toBeInstanceOf(DncTimeoutError);
+    expect(Date.now() - started).toBeLessThan(1_000);
+  });
+});
+
+describe('randomness comes only from the injected source', () => {
+  it('retries and polling never call Math.random when `random` is given', async () => {
+    const spy = vi.spyOn(Math, 'random').mockImplementation(() => {
+      throw new Error('Math.random used');
+    });
+    let polls = 0;
+    const injected = vi.fn(() => 0.5);
+    const { client } = await clientFor(
+      (call) => {
+        if (call.method === 'POST')
+          return polls++ === 0
+            ? { status: 503, body: { error: 'platform_failure' } }
+            : {
+                status: 202,
+                body: { job_id: 'j', status: 'queued' },
+              };
+        return { status: 200, body: { job_id: 'j', status: polls++ < 3 ? 'running' : 'succeeded' } };
+      },
+      { random: injected },
+    );
+    await client.jobs.create(request);
+    await client.jobs.wait('j', { pollIntervalMs: 10 });
+    expect(spy).not.toHaveBeenCalled();
+    expect(injected).toHaveBeenCalled();
+  });
+
+  it('the source of the SDK has no Math.random outside the default of `random`', () => {
+    const files = ['client.ts', 'transport.ts', 'retry.ts', 'errors.ts'];
+    const uses = files.flatMap((f) =>
+      readFileSync(new URL(`../src/${f}`, import.meta.url), 'utf8')
+        .split('\n')
+        .filter((line) => line.includes('Math.random') && !/^\s*(\*|\/\/|\/\*)/.test(line))
+        .map((line) => `${f}: ${line.trim()}`),
+    );
+    expect(uses).toEqual(['client.ts: random: options.random ?? Math.random,']);
+  });
+});
+
+describe('package', () => {
+  it('SDK_VERSION is the package version', () => {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+    expect(SDK_VERSION).toBe(pkg.version);
+  });
+});
