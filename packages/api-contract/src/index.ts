@@ -1,3 +1,4 @@
+export * from './code-samples.js';
 export * from './error-codes.js';
 export * from './limits.js';
 export * from './openapi.js';

@@ -1,3 +1,4 @@
+import { addCodeSamples } from './code-samples.js';
 import { ERROR_CODES, type ErrorCode } from './error-codes.js';
 import {
   CACHE_CONTROL,
@@ -204,6 +205,8 @@ function errorResponses(
 
 const EXAMPLE_JOB_ID = '0b3f5c1e-8f5a-4f7e-9a43-2f1f6f0f9d11';
 const EXAMPLE_BASE = 'http://127.0.0.1:8080';
+/** Where the customer guides (docs/*.md of the repository) are published. */
+export const DOCS_BASE = 'https://example.invalid/dnc-scrub/docs';
 
 const exampleJob = (status: string, extra: JsonObject = {}) => ({
   job_id: EXAMPLE_JOB_ID,
@@ -341,7 +344,15 @@ The service sends no webhooks and emits no events; job progress is observed only
 
 The version is in the path: \`/v1/\` and \`/v2/\` are both current. v1 is synchronous with zero retention; v2 is durable with
 transient encrypted retention. Work that does not fit v1 is submitted to v2 with the same body and idempotency rules.
-Deprecation and sunset terms are in a separate guide.`;
+
+Deprecation and sunset terms are in a separate guide (\`docs/deprecation.md\`, linked as this document's external docs). In
+short: within a version, request and response bodies, status codes and the error codes of an operation do not change
+incompatibly, and response bodies gain no fields (new information comes in response headers); a version is deprecated at
+least 12 months before its sunset, announced by email to account contacts and, on every response of that version, by the
+\`Deprecation\` (RFC 9745) and \`Sunset\` (RFC 8594) headers with a \`Link\` to the guide; after the sunset date its routes
+answer \`404 not_found\`. No version is deprecated today.
+
+What each error code means and what to do about it: the troubleshooting guide (\`docs/troubleshooting.md\`).`;
 
 export function buildOpenApiDocument(): OpenApiDocument {
   const v1Public: OperationContext = { version: 'v1', authenticated: false };
@@ -561,6 +572,8 @@ export function buildOpenApiDocument(): OpenApiDocument {
     },
   };
 
+  addCodeSamples(paths);
+
   return {
     openapi: '3.1.0',
     info: {
@@ -569,6 +582,10 @@ export function buildOpenApiDocument(): OpenApiDocument {
       summary: 'Check phone numbers against the Do Not Call registry of one country.',
       description: DESCRIPTION,
       license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
+    },
+    externalDocs: {
+      description: 'Deprecation and sunset guide',
+      url: `${DOCS_BASE}/deprecation.md`,
     },
     servers: [
       {

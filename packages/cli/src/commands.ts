@@ -81,6 +81,13 @@ export async function scrub(ctx: CommandContext, command: ScrubCommand, path: st
 /** What the answer says about itself, on stderr (stdout carries only the result). */
 function reportAnswer(ctx: CommandContext, info: ResponseInfo | undefined): void {
   if (info?.requestId) ctx.stderr.write(`dnc: request id ${info.requestId}\n`);
+  // Deprecation (RFC 9745) and Sunset (RFC 8594): the terms are in the deprecation guide.
+  const sunset = info?.headers.get('sunset');
+  if (info?.headers.has('deprecation') || sunset) {
+    ctx.stderr.write(
+      `dnc: warning: this API version is deprecated${sunset ? `; it is retired after ${sunset}` : ''} (see the deprecation guide)\n`,
+    );
+  }
 }
 
 export async function jobs(ctx: CommandContext, command: JobsCommand): Promise<number> {

@@ -216,6 +216,19 @@ describe('dnc scrub with CSV and the output formats', () => {
     expect(t.err.join('')).toBe('dnc: request id req-abc\n');
   });
 
+  it('warns on stderr when the answer says the API version is deprecated (Deprecation, Sunset)', async () => {
+    answer = () => ({
+      status: 200,
+      body: classify(lastPhones),
+      headers: { deprecation: '@1798761600', sunset: 'Fri, 01 Jan 2027 00:00:00 GMT' },
+    });
+    const t = io();
+    expect(await runCli(['scrub', '--country', 'co', await numbersFile(2)], t.env)).toBe(0);
+    expect(t.err.join('')).toContain(
+      'dnc: warning: this API version is deprecated; it is retired after Fri, 01 Jan 2027 00:00:00 GMT',
+    );
+  });
+
   it('--format ndjson and json; a list input gives a phone column in CSV', async () => {
     answer = () => ({ status: 200, body: classify(lastPhones) });
     const file = join(dir, 'contacts.csv');

@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { createPool, ensureDatabase, migrateSchema, probePostgres, Service } from '@dnc/kit';
 import type { QuotaConfig } from './config.js';
 import { Ledger } from './ledger.js';
+import { reservationAgeGauge } from './reservation-age.js';
 import { quotaRoutes } from './routes.js';
 import { ReservationSweeper } from './sweeper.js';
 
@@ -31,6 +32,7 @@ export async function startQuota(config: QuotaConfig): Promise<RunningQuota> {
   await service.health.start();
   await service.startMetrics();
   const ledger = new Ledger(pool);
+  reservationAgeGauge(pool, service.metrics);
   const sweeper = new ReservationSweeper(
     ledger,
     service.logger,

@@ -9,7 +9,32 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Liveness */
+    /**
+     * Liveness
+     * @description **Examples**
+     *
+     *     curl:
+     *
+     *     ```sh
+     *     curl -s "$DNC_BASE_URL/v1/health"
+     *     ```
+     *
+     *     Node (SDK):
+     *
+     *     ```js
+     *     // No key needed; plain fetch.
+     *     const res = await fetch(`${process.env.DNC_BASE_URL}/v1/health`);
+     *     console.log(res.status, await res.json()); // 200 { ok: true }
+     *     ```
+     *
+     *     Python (requests):
+     *
+     *     ```python
+     *     import os, requests
+     *
+     *     print(requests.get(f"{os.environ['DNC_BASE_URL']}/v1/health", timeout=5).json())  # {'ok': True}
+     *     ```
+     */
     get: operations['getHealth'];
     put?: never;
     post?: never;
@@ -29,6 +54,30 @@ export interface paths {
     /**
      * Readiness
      * @description 200 only while the process accepts work and its data store is reachable.
+     *
+     *     **Examples**
+     *
+     *     curl:
+     *
+     *     ```sh
+     *     curl -s -o /dev/null -w "%{http_code}\n" "$DNC_BASE_URL/v1/ready"   # 200 ready, 503 not ready
+     *     ```
+     *
+     *     Node (SDK):
+     *
+     *     ```js
+     *     const res = await fetch(`${process.env.DNC_BASE_URL}/v1/ready`);
+     *     console.log(res.status === 200 ? 'ready' : 'not ready');
+     *     ```
+     *
+     *     Python (requests):
+     *
+     *     ```python
+     *     import os, requests
+     *
+     *     r = requests.get(f"{os.environ['DNC_BASE_URL']}/v1/ready", timeout=5)
+     *     print("ready" if r.status_code == 200 else "not ready")
+     *     ```
      */
     get: operations['getReady'];
     put?: never;
@@ -53,6 +102,53 @@ export interface paths {
      * @description Synchronous check of up to 10000 inputs within a 15-second budget. Nothing is persisted; only a keyed non-reversible fingerprint protects exact retries for at least 7 days. An exact retry of a completed request is recalculated and answered with `Idempotency-Replayed: true`, consuming no quota. Work that does not fit v1 goes to `POST /v2/scrub` with the same body and idempotency rules.
      *
      *     `safe_numbers_to_call` means only that the number was not found in the selected registry at the time of the check. It does not prove consent (for example Spain requires prior consent for commercial calls), reachability, or compliance with other calling rules such as calling hours (for example Colombia, Ley 2300 of 2023).
+     *
+     *     **Examples**
+     *
+     *     curl:
+     *
+     *     ```sh
+     *     curl -s -X POST "$DNC_BASE_URL/v1/scrub" \
+     *       -H "Authorization: Bearer $DNC_API_KEY" \
+     *       -H "Content-Type: application/json" \
+     *       -H "Idempotency-Key: $(uuidgen)" \
+     *       -d '{"country":"co","phones":["+57 601 234 5678","3001234567","call me"]}'
+     *     ```
+     *
+     *     Node (SDK):
+     *
+     *     ```js
+     *     import { DncClient } from '@dnc-scrub/sdk';
+     *
+     *     const dnc = new DncClient({ apiKey: process.env.DNC_API_KEY, baseUrl: process.env.DNC_BASE_URL });
+     *     // Retries 409 in progress, 429 rate_limit_exceeded and 503 with the same Idempotency-Key.
+     *     const result = await dnc.scrub({ country: 'co', phones: ['+57 601 234 5678', '3001234567', 'call me'] });
+     *     console.log(result.summary, result.invalid_numbers);
+     *     ```
+     *
+     *     Python (requests):
+     *
+     *     ```python
+     *     import os, uuid, requests
+     *
+     *     BASE = os.environ["DNC_BASE_URL"]
+     *     AUTH = {"Authorization": f"Bearer {os.environ['DNC_API_KEY']}"}
+     *     import time
+     *
+     *     body = {"country": "co", "phones": ["+57 601 234 5678", "3001234567", "call me"]}
+     *     key = str(uuid.uuid4())  # one key per logical request, the same on every retry
+     *     for attempt in range(5):
+     *         r = requests.post(f"{BASE}/v1/scrub", json=body, timeout=30,
+     *                           headers={**AUTH, "Idempotency-Key": key})
+     *         if r.status_code == 200:
+     *             print(r.json()["summary"])
+     *             break
+     *         code = r.json().get("error")
+     *         if r.status_code == 503 or code in ("rate_limit_exceeded", "idempotency_request_in_progress"):
+     *             time.sleep(int(r.headers.get("Retry-After", 2 ** attempt)))
+     *             continue
+     *         raise RuntimeError(f"{r.status_code} {code} (request id {r.headers.get('X-Request-Id')})")
+     *     ```
      */
     post: operations['scrub'];
     delete?: never;
@@ -73,6 +169,45 @@ export interface paths {
     /**
      * Create a durable scrub job (up to 500,000 numbers)
      * @description Admits a durable job of up to 500000 inputs within 5 seconds (authentication, validation, entitlement, quota reservation, enqueueing; not execution). An exact retry returns the same job identity and reserves no further quota.
+     *
+     *     **Examples**
+     *
+     *     curl:
+     *
+     *     ```sh
+     *     curl -s -X POST "$DNC_BASE_URL/v2/scrub" \
+     *       -H "Authorization: Bearer $DNC_API_KEY" \
+     *       -H "Content-Type: application/json" \
+     *       -H "Idempotency-Key: $(uuidgen)" \
+     *       -d @body.json     # {"country":"co","phones":[... up to 500,000 ...]}
+     *     ```
+     *
+     *     Node (SDK):
+     *
+     *     ```js
+     *     import { DncClient } from '@dnc-scrub/sdk';
+     *
+     *     const dnc = new DncClient({ apiKey: process.env.DNC_API_KEY, baseUrl: process.env.DNC_BASE_URL });
+     *     const job = await dnc.jobs.create({ country: 'co', phones: bigList });
+     *     console.log(job.job_id, job.status); // queued
+     *     // or all in one: create, wait (polling with backoff), read the result
+     *     const result = await dnc.jobs.run({ country: 'co', phones: bigList });
+     *     ```
+     *
+     *     Python (requests):
+     *
+     *     ```python
+     *     import os, uuid, requests
+     *
+     *     BASE = os.environ["DNC_BASE_URL"]
+     *     AUTH = {"Authorization": f"Bearer {os.environ['DNC_API_KEY']}"}
+     *     r = requests.post(f"{BASE}/v2/scrub", timeout=30,
+     *                       json={"country": "co", "phones": big_list},
+     *                       headers={**AUTH, "Idempotency-Key": str(uuid.uuid4())})
+     *     r.raise_for_status()
+     *     job = r.json()
+     *     print(job["job_id"], job["status"])  # queued
+     *     ```
      */
     post: operations['createScrubJob'];
     delete?: never;
@@ -97,6 +232,46 @@ export interface paths {
     /**
      * Get the status of a job
      * @description Poll with bounded backoff and honor `Retry-After` when present. Job progress is observed only by polling.
+     *
+     *     **Examples**
+     *
+     *     curl:
+     *
+     *     ```sh
+     *     curl -s "$DNC_BASE_URL/v2/scrub/0b3f5c1e-8f5a-4f7e-9a43-2f1f6f0f9d11" -H "Authorization: Bearer $DNC_API_KEY"
+     *     ```
+     *
+     *     Node (SDK):
+     *
+     *     ```js
+     *     import { DncClient } from '@dnc-scrub/sdk';
+     *
+     *     const dnc = new DncClient({ apiKey: process.env.DNC_API_KEY, baseUrl: process.env.DNC_BASE_URL });
+     *     const job = await dnc.jobs.get('0b3f5c1e-8f5a-4f7e-9a43-2f1f6f0f9d11');
+     *     // or poll until terminal, with bounded backoff, honoring Retry-After:
+     *     const done = await dnc.jobs.wait('0b3f5c1e-8f5a-4f7e-9a43-2f1f6f0f9d11', { onProgress: (j) => console.log(j.status) });
+     *     ```
+     *
+     *     Python (requests):
+     *
+     *     ```python
+     *     import os, uuid, requests
+     *
+     *     BASE = os.environ["DNC_BASE_URL"]
+     *     AUTH = {"Authorization": f"Bearer {os.environ['DNC_API_KEY']}"}
+     *     import time
+     *
+     *     delay = 1
+     *     while True:
+     *         r = requests.get(f"{BASE}/v2/scrub/0b3f5c1e-8f5a-4f7e-9a43-2f1f6f0f9d11", headers=AUTH, timeout=30)
+     *         r.raise_for_status()
+     *         job = r.json()
+     *         if job["status"] in ("succeeded", "failed", "cancelled", "expired"):
+     *             break
+     *         time.sleep(max(delay, int(r.headers.get("Retry-After", 0))))
+     *         delay = min(delay * 2, 15)
+     *     print(job["status"], job.get("error"))
+     *     ```
      */
     get: operations['getScrubJob'];
     put?: never;
@@ -125,6 +300,39 @@ export interface paths {
      * @description Only a `succeeded` job has a result (same model as v1).
      *
      *     `safe_numbers_to_call` means only that the number was not found in the selected registry at the time of the check. It does not prove consent (for example Spain requires prior consent for commercial calls), reachability, or compliance with other calling rules such as calling hours (for example Colombia, Ley 2300 of 2023).
+     *
+     *     **Examples**
+     *
+     *     curl:
+     *
+     *     ```sh
+     *     curl -s "$DNC_BASE_URL/v2/scrub/0b3f5c1e-8f5a-4f7e-9a43-2f1f6f0f9d11/result" -H "Authorization: Bearer $DNC_API_KEY"
+     *     ```
+     *
+     *     Node (SDK):
+     *
+     *     ```js
+     *     import { DncClient } from '@dnc-scrub/sdk';
+     *
+     *     const dnc = new DncClient({ apiKey: process.env.DNC_API_KEY, baseUrl: process.env.DNC_BASE_URL });
+     *     const result = await dnc.jobs.result('0b3f5c1e-8f5a-4f7e-9a43-2f1f6f0f9d11');
+     *     console.log(result.summary);
+     *     ```
+     *
+     *     Python (requests):
+     *
+     *     ```python
+     *     import os, uuid, requests
+     *
+     *     BASE = os.environ["DNC_BASE_URL"]
+     *     AUTH = {"Authorization": f"Bearer {os.environ['DNC_API_KEY']}"}
+     *     r = requests.get(f"{BASE}/v2/scrub/0b3f5c1e-8f5a-4f7e-9a43-2f1f6f0f9d11/result", headers=AUTH, timeout=60)
+     *     if r.status_code == 409:
+     *         print("not ready:", r.json()["error"])  # job_result_not_ready: poll the job first
+     *     else:
+     *         r.raise_for_status()
+     *         print(r.json()["summary"])
+     *     ```
      */
     get: operations['getScrubJobResult'];
     put?: never;
@@ -153,6 +361,36 @@ export interface paths {
     /**
      * Cancel a job
      * @description Idempotent, no body. A queued job, or a running job with no external call in progress, becomes `cancelled` at once (200). When an external registry call is in progress the cancel is accepted (202, status still `running`, `cancel_requested: true`) and the job becomes `cancelled` once the call is reconciled. A job that is already terminal keeps its state (200). The result is discarded and the quota released.
+     *
+     *     **Examples**
+     *
+     *     curl:
+     *
+     *     ```sh
+     *     curl -s -X POST "$DNC_BASE_URL/v2/scrub/0b3f5c1e-8f5a-4f7e-9a43-2f1f6f0f9d11/cancel" -H "Authorization: Bearer $DNC_API_KEY"
+     *     ```
+     *
+     *     Node (SDK):
+     *
+     *     ```js
+     *     import { DncClient } from '@dnc-scrub/sdk';
+     *
+     *     const dnc = new DncClient({ apiKey: process.env.DNC_API_KEY, baseUrl: process.env.DNC_BASE_URL });
+     *     const job = await dnc.jobs.cancel('0b3f5c1e-8f5a-4f7e-9a43-2f1f6f0f9d11'); // idempotent
+     *     console.log(job.status, job.cancel_requested ?? false);
+     *     ```
+     *
+     *     Python (requests):
+     *
+     *     ```python
+     *     import os, uuid, requests
+     *
+     *     BASE = os.environ["DNC_BASE_URL"]
+     *     AUTH = {"Authorization": f"Bearer {os.environ['DNC_API_KEY']}"}
+     *     r = requests.post(f"{BASE}/v2/scrub/0b3f5c1e-8f5a-4f7e-9a43-2f1f6f0f9d11/cancel", headers=AUTH, timeout=30)
+     *     r.raise_for_status()
+     *     print(r.status_code, r.json()["status"])  # 200 cancelled (or terminal), 202 running + cancel_requested
+     *     ```
      */
     post: operations['cancelScrubJob'];
     delete?: never;

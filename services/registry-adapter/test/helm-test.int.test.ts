@@ -1,0 +1,67 @@
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
+import { registryv1 } from '@dnc/proto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROOT } from '../../../test/support/stack.js';
+import type { RunningAdapter } from '../src/index.js';
+import { isolatedEnv, loadLines, startTestAdapter } from './support/adapter.js';
+
+const run = promisify(execFile);
+const SCRIPT = readFileSync(`${ROOT}/charts/dnc-registry-adapter/files/helm-test.mjs`, 'utf8');
+
+/** The chart's `helm test` script, run as its Pod runs it (node -e, from the root of the installed tree). */
+async function helmTest(address: string, country: string): Promise<{ code: number; out: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, ['--input-type=module', '-e', SCRIPT], {
+      cwd: ROOT,
+      env: { ...process.env, DNC_ADAPTER_ADDRESS: address, DNC_TEST_COUNTRY: country },
+    });
+    return { code: 0, out: stdout + stderr };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, out: e.stdout + e.stderr };
+  }
+}
+
+// charts/dnc-registry-adapter `helm test`: passes against a serving adapter, fails against one without a
+// registry (it never answers safe) and against another country's adapter.
+describe('the adapter chart helm test script against a real adapter', () => {
+  const env = isolatedEnv('helmtest');
+  let adapter: RunningAdapter;
+  beforeAll(async () => {
+    adapter = await startTestAdapter(env, 'co');
+  });
+  afterAll(async () => {
+    await adapter?.shutdown();
+    await env.drop();
+  });
+
+  it('fails while no registry is loaded, naming the status', async () => {
+    const result = await helmTest(adapter.address, 'co');
+    expect(result.code).toBe(1);
+    expect(result.out).toMatch(
+      /FAIL (health of RegistryAdapterService is NOT_SERVING|Describe status is UNAVAILABLE)/,
+    );
+  });
+
+  it('passes once a registry is loaded, and prints no registered number', async () => {
+    await loadLines(adapter.address, 'co', registryv1.LoadMode.REPLACE, ['+57 310 555 0000']);
+    let result = await helmTest(adapter.address, 'co');
+    for (let i = 0; i < 20 && result.code !== 0; i++) {
+      await new Promise((r) => setTimeout(r, 250)); // the loaded snapshot is swapped in within a poll
+      result = await helmTest(adapter.address, 'co');
+    }
+    expect(result.code, result.out).toBe(0);
+    expect(result.out).toMatch(
+      /ok health SERVING\nok Describe co SERVING, snapshot \d{4}-\d\d-\d\dT[\d:.]+Z, 1 numbers\nok Check unparseable/,
+    );
+    expect(result.out).not.toContain('555');
+  });
+
+  it('fails against the adapter of another country', async () => {
+    const result = await helmTest(adapter.address, 'mx');
+    expect(result.code).toBe(1);
+    expect(result.out).toContain('FAIL Describe names country co, expected mx');
+  });
+});
