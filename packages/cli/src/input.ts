@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { extname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { LIMITS } from '@dnc-scrub/sdk';
-import { InputFileError, readTable, type TableLayout, type TableOptions } from './table.js';
+import { InputFileError, isTooLong, readTable, type TableLayout, type TableOptions } from './table.js';
 
 /** The numbers of an input file, and how to find its rows again (a table is read a second time for CSV output). */
 export interface PhoneInput {
@@ -80,7 +80,7 @@ function checkList(phones: string[]): string[] {
       `the file holds ${phones.length} numbers; at most ${LIMITS.v2MaxInputs} per job`,
     );
   }
-  const long = phones.findIndex((p) => p.length > LIMITS.maxPhoneLength);
+  const long = phones.findIndex(isTooLong);
   if (long >= 0) {
     throw new InputFileError(
       `element ${long + 1} has more than ${LIMITS.maxPhoneLength} characters (the service refuses it)`,

@@ -28,6 +28,17 @@ const DELIMITERS = [',', ';', '\t', '|'];
 const PHONE_HEADER = /phone|tel|mobile|cell|number|n[uú]mero|celular|m[oó]vil|whatsapp/i;
 const digits = (cell: string) => (cell.match(/\d/g) ?? []).length;
 
+/**
+ * Longer than the service's limit of one phone input. The limit counts characters as the OpenAPI schema's
+ * maxLength does: Unicode code points (an emoji is one), not UTF-16 units (`string.length`).
+ */
+export function isTooLong(phone: string): boolean {
+  if (phone.length <= LIMITS.maxPhoneLength) return false;
+  let points = 0;
+  for (const _ of phone) points++;
+  return points > LIMITS.maxPhoneLength;
+}
+
 /** The most frequent candidate delimiter of the first line, outside quotes; `,` when there is none. */
 export function detectDelimiter(firstLine: string): string {
   const counts = new Map<string, number>();
@@ -134,7 +145,7 @@ export async function readTable(
       if (header) continue;
     }
     const phone = record[layout.column] ?? '';
-    if (phone.length > LIMITS.maxPhoneLength) {
+    if (isTooLong(phone)) {
       throw new InputFileError(
         `row ${row}: the phone cell has more than ${LIMITS.maxPhoneLength} characters (the service refuses it)`,
       );

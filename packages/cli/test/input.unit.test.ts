@@ -102,4 +102,12 @@ describe('readInput', () => {
     expect(error.message).toMatch(/element 2 has more than 64 characters/);
     expect(error.message).not.toContain('9'.repeat(10));
   });
+
+  it('the limit counts characters as the schema does (code points): 64 emoji pass, 65 are refused', async () => {
+    const file = join(dir, 'emoji.json');
+    await writeFile(file, JSON.stringify(['😀'.repeat(64)]));
+    expect((await readInput(file, {})).phones[0]).toHaveLength(128);
+    await writeFile(file, JSON.stringify(['1', '😀'.repeat(65)]));
+    await expect(readInput(file, {})).rejects.toThrow(/element 2 has more than 64 characters/);
+  });
 });
