@@ -91,6 +91,8 @@ export class Service {
     routes: (router: ConnectRouter) => void;
     serviceNames: string[];
     readMaxBytes?: number;
+    /** The service's own interceptors, inside the kit's (metrics, in-flight count, error boundary). */
+    interceptors?: Interceptor[];
   }): Promise<{ port: number }> {
     const rpcTotal = new Counter({
       name: 'dnc_rpc_requests_total',
@@ -136,7 +138,7 @@ export class Service {
       country: this.options.country ?? '',
     });
     const handler = connectNodeAdapter({
-      interceptors: [trackCalls],
+      interceptors: [trackCalls, ...(opts.interceptors ?? [])],
       readMaxBytes: opts.readMaxBytes ?? 64 * 1024 * 1024,
       routes: (router) => {
         router.service(healthv1.Health, healthService(this.health, opts.serviceNames));

@@ -1,7 +1,7 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { Client, ServiceImpl } from '@connectrpc/connect';
-import { type AdapterDirectory, Code, type ConnectError, type Logger, publicError } from '@dnc/kit';
+import { type AdapterDirectory, Code, type Logger, publicError } from '@dnc/kit';
 import { admissionv1, type quotav1 } from '@dnc/proto';
 import { displayPrefix, generateApiKey } from './domain/api-key.js';
 import {
@@ -12,17 +12,22 @@ import {
   isLive,
 } from './domain/countries.js';
 import { MAX_RATE_LIMIT, MIN_RATE_LIMIT } from './domain/rate-window.js';
+import { invalid, requireUuid } from './public-errors.js';
 import {
-  type AdmissionStore,
+  type AccountStore,
   type ApiKeyRow,
   Conflict,
+  type MaintenanceStore,
   NotFound,
   type OrganizationRow,
   type PurchaseRow,
-} from './store.js';
+  type PurchaseStore,
+} from './store/index.js';
 
 export interface AdminDeps {
-  store: AdmissionStore;
+  accounts: AccountStore;
+  purchases: PurchaseStore;
+  maintenance: MaintenanceStore;
   directory: AdapterDirectory;
   quotaAdmin: Client<typeof quotav1.QuotaAdminService>;
   logger: Logger;
@@ -31,21 +36,11 @@ export interface AdminDeps {
   publishCountryStatus: (country: string, maintenanceUntil: Date | undefined) => Promise<void>;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const STATUS: Record<PurchaseRow['status'], admissionv1.PurchaseStatus> = {
   pending_payment: admissionv1.PurchaseStatus.PENDING_PAYMENT,
   active: admissionv1.PurchaseStatus.ACTIVE,
   lapsed: admissionv1.PurchaseStatus.LAPSED,
 };
-
-function invalid(message: string): ConnectError {
-  return publicError(Code.InvalidArgument, 'validation_error', { message });
-}
-
-function id(value: string, name: string): string {
-  if (!UUID.test(value)) throw invalid(`${name} must be a lowercase UUID`);
-  return value;
-}
 
 function country(value: string): CountryCode {
   if (!isCountryCode(value)) throw invalid('country must be one of mx, ar, co, es, au, sg');
@@ -96,13 +91,150 @@ async function operator<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
+/** The operator surface used by `dnc-admin`, one part per aggregate. */
 export function admissionAdminService(
   deps: AdminDeps,
 ): ServiceImpl<typeof admissionv1.AdmissionAdminService> {
-  const { store } = deps;
+  return {
+    ...organizationMethods(deps),
+    ...apiKeyMethods(deps),
+    ...purchaseMethods(deps),
+    ...countryMethods(deps),
+  };
+}
+
+type Methods<K extends keyof ServiceImpl<typeof admissionv1.AdmissionAdminService>> = Pick<
+  ServiceImpl<typeof admissionv1.AdmissionAdminService>,
+  K
+>;
+
+function organizationMethods(
+  deps: AdminDeps,
+): Methods<
+  'createOrganization' | 'suspendOrganization' | 'reinstateOrganization' | 'setRateLimit' | 'setActivation'
+> {
+  const { accounts } = deps;
+  return {
+    async createOrganization(req) {
+      const name = req.name.trim();
+      if (name.length < 1 || name.length > 200) throw invalid('name must be 1 to 200 characters');
+      const orgId = await accounts.createOrganization(name, req.activationComplete ?? true);
+      deps.logger.info({ orgId }, 'organization created');
+      return { orgId };
+    },
+    async suspendOrganization(req) {
+      const org = await operator(() =>
+        accounts.updateOrganization(requireUuid(req.orgId, 'org_id'), { suspended: true }),
+      );
+      return { organization: organization(org) };
+    },
+    async reinstateOrganization(req) {
+      const org = await operator(() =>
+        accounts.updateOrganization(requireUuid(req.orgId, 'org_id'), { suspended: false }),
+      );
+      return { organization: organization(org) };
+    },
+    async setRateLimit(req) {
+      if (!Number.isInteger(req.limit) || req.limit < MIN_RATE_LIMIT || req.limit > MAX_RATE_LIMIT)
+        throw invalid(`limit must be an integer from ${MIN_RATE_LIMIT} to ${MAX_RATE_LIMIT}`);
+      const org = await operator(() =>
+        accounts.updateOrganization(requireUuid(req.orgId, 'org_id'), { rateLimit: req.limit }),
+      );
+      return { organization: organization(org) };
+    },
+    async setActivation(req) {
+      const org = await operator(() =>
+        accounts.updateOrganization(requireUuid(req.orgId, 'org_id'), { activationComplete: req.complete }),
+      );
+      return { organization: organization(org) };
+    },
+  };
+}
+
+function apiKeyMethods(deps: AdminDeps): Methods<'createApiKey' | 'revokeApiKey' | 'listApiKeys'> {
+  const { accounts } = deps;
+  return {
+    async createApiKey(req) {
+      const orgId = requireUuid(req.orgId, 'org_id');
+      const key = generateApiKey();
+      const keyId = await operator(() => accounts.createApiKey(orgId, key.publicId, key.digest));
+      deps.logger.info({ orgId, keyId }, 'API key created');
+      return { keyId, apiKey: key.apiKey };
+    },
+    async revokeApiKey(req) {
+      const key = await operator(() => accounts.revokeApiKey(requireUuid(req.keyId, 'key_id')));
+      deps.logger.info({ keyId: key.keyId }, 'API key revoked');
+      return { apiKey: apiKey(key) };
+    },
+    async listApiKeys(req) {
+      const keys = await accounts.listApiKeys(requireUuid(req.orgId, 'org_id'));
+      return { keys: keys.map(apiKey) };
+    },
+  };
+}
+
+/** Purchases move pending_payment -> active -> lapsed; a country is activated at payment or later. */
+function purchaseMethods(
+  deps: AdminDeps,
+): Methods<'createPurchase' | 'payPurchase' | 'activatePurchase' | 'lapsePurchase'> {
+  const { accounts, purchases } = deps;
+  return {
+    async createPurchase(req) {
+      const orgId = requireUuid(req.orgId, 'org_id');
+      const code = country(req.country);
+      if (!isLive(code)) {
+        throw publicError(Code.PermissionDenied, 'country_not_in_plan', {
+          message: `${code} is a technical code only and cannot be purchased; live countries: mx, ar, co`,
+        });
+      }
+      if (req.monthlyQuota > BigInt(Number.MAX_SAFE_INTEGER)) throw invalid('monthly quota is too large');
+      const quota = req.monthlyQuota > 0n ? Number(req.monthlyQuota) : deps.defaultMonthlyQuota;
+      if (!(await accounts.organization(orgId)))
+        throw publicError(Code.NotFound, 'not_found', { message: 'organization not found' });
+      const p = await operator(() => purchases.createPurchase(orgId, code, quota));
+      // The purchase comes with its quota: the ledger's limit for (org, country).
+      await deps.quotaAdmin.setLimit({ orgId, country: code, limit: BigInt(quota) });
+      return { purchase: purchase(p) };
+    },
+    async payPurchase(req) {
+      const purchaseId = requireUuid(req.purchaseId, 'purchase_id');
+      const current = await operator(() => purchases.purchase(purchaseId));
+      const activated =
+        current.activated || (ACTIVATED_ON_PAYMENT as readonly string[]).includes(current.country);
+      const p = await operator(() =>
+        purchases.transitionPurchase(purchaseId, ['pending_payment'], { status: 'active', activated }),
+      );
+      return { purchase: purchase(p) };
+    },
+    async activatePurchase(req) {
+      const p = await operator(() =>
+        purchases.transitionPurchase(requireUuid(req.purchaseId, 'purchase_id'), ['active'], {
+          activated: true,
+        }),
+      );
+      return { purchase: purchase(p) };
+    },
+    async lapsePurchase(req) {
+      const p = await operator(() =>
+        purchases.transitionPurchase(
+          requireUuid(req.purchaseId, 'purchase_id'),
+          ['pending_payment', 'active'],
+          {
+            status: 'lapsed',
+          },
+        ),
+      );
+      return { purchase: purchase(p) };
+    },
+  };
+}
+
+/** Maintenance windows and the country catalog with each country's adapter as discovery shows it. */
+function countryMethods(deps: AdminDeps): Methods<'setMaintenance' | 'clearMaintenance' | 'listCountries'> {
+  const { maintenance } = deps;
 
   async function countryStatus(code: string, windows?: Map<string, Date>) {
-    const until = windows ? windows.get(code) : await store.maintenanceUntil(code);
+    const until = windows ? windows.get(code) : await maintenance.maintenanceUntil(code);
     const serving = deps.directory.instances(code).filter((e) => e.status === 'serving');
     const any = serving[0] ?? deps.directory.instances(code)[0];
     return create(admissionv1.CountryStatusSchema, {
@@ -116,105 +248,12 @@ export function admissionAdminService(
   }
 
   return {
-    async createOrganization(req) {
-      const name = req.name.trim();
-      if (name.length < 1 || name.length > 200) throw invalid('name must be 1 to 200 characters');
-      const orgId = await store.createOrganization(name, req.activationComplete ?? true);
-      deps.logger.info({ orgId }, 'organization created');
-      return { orgId };
-    },
-    async suspendOrganization(req) {
-      const org = await operator(() =>
-        store.updateOrganization(id(req.orgId, 'org_id'), { suspended: true }),
-      );
-      return { organization: organization(org) };
-    },
-    async reinstateOrganization(req) {
-      const org = await operator(() =>
-        store.updateOrganization(id(req.orgId, 'org_id'), { suspended: false }),
-      );
-      return { organization: organization(org) };
-    },
-    async setRateLimit(req) {
-      if (!Number.isInteger(req.limit) || req.limit < MIN_RATE_LIMIT || req.limit > MAX_RATE_LIMIT)
-        throw invalid(`limit must be an integer from ${MIN_RATE_LIMIT} to ${MAX_RATE_LIMIT}`);
-      const org = await operator(() =>
-        store.updateOrganization(id(req.orgId, 'org_id'), { rateLimit: req.limit }),
-      );
-      return { organization: organization(org) };
-    },
-    async setActivation(req) {
-      const org = await operator(() =>
-        store.updateOrganization(id(req.orgId, 'org_id'), { activationComplete: req.complete }),
-      );
-      return { organization: organization(org) };
-    },
-
-    async createApiKey(req) {
-      const orgId = id(req.orgId, 'org_id');
-      const key = generateApiKey();
-      const keyId = await operator(() => store.createApiKey(orgId, key.publicId, key.digest));
-      deps.logger.info({ orgId, keyId }, 'API key created');
-      return { keyId, apiKey: key.apiKey };
-    },
-    async revokeApiKey(req) {
-      const key = await operator(() => store.revokeApiKey(id(req.keyId, 'key_id')));
-      deps.logger.info({ keyId: key.keyId }, 'API key revoked');
-      return { apiKey: apiKey(key) };
-    },
-    async listApiKeys(req) {
-      const keys = await store.listApiKeys(id(req.orgId, 'org_id'));
-      return { keys: keys.map(apiKey) };
-    },
-
-    async createPurchase(req) {
-      const orgId = id(req.orgId, 'org_id');
-      const code = country(req.country);
-      if (!isLive(code)) {
-        throw publicError(Code.PermissionDenied, 'country_not_in_plan', {
-          message: `${code} is a technical code only and cannot be purchased; live countries: mx, ar, co`,
-        });
-      }
-      if (req.monthlyQuota > BigInt(Number.MAX_SAFE_INTEGER)) throw invalid('monthly quota is too large');
-      const quota = req.monthlyQuota > 0n ? Number(req.monthlyQuota) : deps.defaultMonthlyQuota;
-      if (!(await store.organization(orgId)))
-        throw publicError(Code.NotFound, 'not_found', { message: 'organization not found' });
-      const p = await operator(() => store.createPurchase(orgId, code, quota));
-      // The purchase comes with its quota: the ledger's limit for (org, country).
-      await deps.quotaAdmin.setLimit({ orgId, country: code, limit: BigInt(quota) });
-      return { purchase: purchase(p) };
-    },
-    async payPurchase(req) {
-      const purchaseId = id(req.purchaseId, 'purchase_id');
-      const current = await operator(() => store.purchase(purchaseId));
-      const activated =
-        current.activated || (ACTIVATED_ON_PAYMENT as readonly string[]).includes(current.country);
-      const p = await operator(() =>
-        store.transitionPurchase(purchaseId, ['pending_payment'], { status: 'active', activated }),
-      );
-      return { purchase: purchase(p) };
-    },
-    async activatePurchase(req) {
-      const p = await operator(() =>
-        store.transitionPurchase(id(req.purchaseId, 'purchase_id'), ['active'], { activated: true }),
-      );
-      return { purchase: purchase(p) };
-    },
-    async lapsePurchase(req) {
-      const p = await operator(() =>
-        store.transitionPurchase(id(req.purchaseId, 'purchase_id'), ['pending_payment', 'active'], {
-          status: 'lapsed',
-        }),
-      );
-      return { purchase: purchase(p) };
-    },
-
     async setMaintenance(req) {
       const code = country(req.country);
       if (!req.until) throw invalid('until is required');
       const until = timestampDate(req.until);
       if (until.getTime() <= Date.now()) throw invalid('until must be in the future');
-      await store.setMaintenance(code, until);
+      await maintenance.setMaintenance(code, until);
       await deps
         .publishCountryStatus(code, until)
         .catch((err) => deps.logger.warn({ err, country: code }, 'country status not published'));
@@ -222,14 +261,14 @@ export function admissionAdminService(
     },
     async clearMaintenance(req) {
       const code = country(req.country);
-      await store.clearMaintenance(code);
+      await maintenance.clearMaintenance(code);
       await deps
         .publishCountryStatus(code, undefined)
         .catch((err) => deps.logger.warn({ err, country: code }, 'country status not published'));
       return { countryStatus: await countryStatus(code) };
     },
     async listCountries() {
-      const windows = await store.maintenanceWindows();
+      const windows = await maintenance.maintenanceWindows();
       return { countries: await Promise.all(COUNTRY_CODES.map((c) => countryStatus(c, windows))) };
     },
   };

@@ -1,5 +1,5 @@
 import type { Logger } from '@dnc/kit';
-import type { AdmissionStore } from './store.js';
+import type { ClaimStore } from './store/index.js';
 
 /** Deletes idempotency records past their retention (at least 7 days, spec: Idempotency). */
 export class IdempotencyPurge {
@@ -7,7 +7,7 @@ export class IdempotencyPurge {
   private running: Promise<number> | undefined;
 
   constructor(
-    private readonly store: AdmissionStore,
+    private readonly claims: ClaimStore,
     private readonly logger: Logger,
     private readonly retentionSeconds: number,
     private readonly intervalMs: number,
@@ -27,7 +27,7 @@ export class IdempotencyPurge {
     if (this.running) return this.running;
     this.running = (async () => {
       try {
-        const purged = await this.store.purgeIdempotency(this.retentionSeconds);
+        const purged = await this.claims.purgeIdempotency(this.retentionSeconds);
         if (purged > 0) this.logger.info({ purged }, 'purged expired idempotency records');
         return purged;
       } catch (error) {

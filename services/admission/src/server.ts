@@ -17,20 +17,23 @@ import {
   serviceClient,
 } from '@dnc/kit';
 import { admissionv1, healthv1, quotav1 } from '@dnc/proto';
-import { admissionAdminService } from './admin.js';
-import { admissionService } from './admission.js';
+import { Completion } from './completion.js';
 import type { AdmissionConfig } from './config.js';
 import { LIVE_COUNTRIES } from './domain/countries.js';
 import { RequestLimiter } from './limiter.js';
+import { OpenAdmissions } from './open-admissions.js';
+import { Refusals } from './public-errors.js';
 import { IdempotencyPurge } from './purge.js';
-import { AdmissionStore } from './store.js';
+import { Reservations } from './reservations.js';
+import { admissionRoutes } from './routes.js';
+import { type AdmissionStores, admissionStores } from './store/index.js';
 
 const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
 
 export interface RunningAdmission {
   service: Service;
   port: number;
-  store: AdmissionStore;
+  stores: AdmissionStores;
   limiter: RequestLimiter;
   directory: AdapterDirectory;
   purge: IdempotencyPurge;
@@ -55,17 +58,88 @@ export async function startAdmission(config: AdmissionConfig): Promise<RunningAd
 
 async function wire(service: Service, config: AdmissionConfig): Promise<RunningAdmission> {
   const { logger, metrics } = service;
+  const pool = await openPostgres(service, config);
+  const stores = admissionStores(pool);
+  const limiter = openLimiter(service, config);
+  const { directory, countryStatus } = await openDiscovery(service, config);
+  const quota = quotaClients(service, config);
+  await service.health.start();
+  await service.startMetrics();
+
+  const refusals = new Refusals(metrics, logger);
+  const reservations = new Reservations(quota.quota, refusals);
+  const open = new OpenAdmissions(config.DNC_SYNC_CLAIM_TIMEOUT_SECONDS * 1000);
+  const routes = admissionRoutes({
+    service: {
+      accounts: stores.accounts,
+      authentication: { limiter, refusals, defaultRateLimit: config.DNC_DEFAULT_RATE_LIMIT },
+      admission: {
+        gate: stores.gate,
+        claims: stores.claims,
+        directory,
+        reservations,
+        open,
+        refusals,
+        logger,
+        timeouts: {
+          syncClaimMs: config.DNC_SYNC_CLAIM_TIMEOUT_SECONDS * 1000,
+          jobClaimMs: config.DNC_JOB_CLAIM_TIMEOUT_SECONDS * 1000,
+        },
+      },
+      completion: new Completion({ claims: stores.claims, reservations, open }),
+      refusals,
+    },
+    admin: {
+      accounts: stores.accounts,
+      purchases: stores.purchases,
+      maintenance: stores.maintenance,
+      directory,
+      quotaAdmin: quota.quotaAdmin,
+      logger,
+      defaultMonthlyQuota: config.DNC_DEFAULT_MONTHLY_QUOTA,
+      async publishCountryStatus(country, until) {
+        await countryStatus.put(
+          country,
+          JSON.stringify({ country, maintenance_until: until?.toISOString() ?? null }),
+        );
+      },
+    },
+  });
+  const { port } = await service.startGrpcServer({
+    port: config.DNC_GRPC_PORT,
+    serviceNames: ['dnc.admission.v1.AdmissionService', 'dnc.admission.v1.AdmissionAdminService'],
+    routes,
+    // A dependency failing is a platform failure for the callers of AdmissionService.
+    interceptors: [refusals.interceptor(admissionv1.AdmissionService.typeName)],
+  });
+  const purge = new IdempotencyPurge(
+    stores.claims,
+    logger,
+    config.DNC_IDEMPOTENCY_RETENTION_SECONDS,
+    config.DNC_IDEMPOTENCY_PURGE_INTERVAL_MS,
+  );
+  purge.start();
+  service.onClose('idempotency purge', () => purge.stop());
+  logger.info({ port }, 'admission listening');
+  return { service, port, stores, limiter, directory, purge };
+}
+
+async function openPostgres(service: Service, config: AdmissionConfig) {
   await ensureDatabase(config.DATABASE_URL);
   await migrateSchema(config.DATABASE_URL, 'admission', MIGRATIONS);
   const pool = createPool(config.DATABASE_URL);
   service.onClose('postgres', () => pool.end());
-  const store = new AdmissionStore(pool);
+  service.health.require('postgres', () => probePostgres(pool));
+  return pool;
+}
 
+/** The technical rate limit and abuse guard (Redis; degrades to a per-process limit without it). */
+function openLimiter(service: Service, config: AdmissionConfig): RequestLimiter {
   const redis = createRedis(config.REDIS_URL);
   service.onClose('redis', () => {
     redis.disconnect();
   });
-  const limiter = new RequestLimiter(
+  return new RequestLimiter(
     redis,
     {
       prefix: config.DNC_REDIS_PREFIX,
@@ -76,16 +150,18 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
       orgFactor: config.DNC_ABUSE_ORG_FACTOR,
       blockSeconds: config.DNC_ABUSE_BLOCK_SECONDS,
     },
-    logger,
-    metrics,
+    service.logger,
+    service.metrics,
   );
+}
 
-  // Discovery of the country adapters (NATS KV dnc_adapters), kept current by a watch.
+/** Discovery of the country adapters (NATS KV dnc_adapters), kept current by a watch. */
+async function openDiscovery(service: Service, config: AdmissionConfig) {
   const nc = await connectNats(config.NATS_URL, 'admission');
   service.onClose('nats', () => nc.drain());
   await provisionJetStream(nc, config.DNC_NATS_PREFIX, config.DNC_JETSTREAM_REPLICAS);
   const names = natsNames(config.DNC_NATS_PREFIX);
-  const directory = new AdapterDirectory(await openBucket(nc, names.adaptersBucket), logger);
+  const directory = new AdapterDirectory(await openBucket(nc, names.adaptersBucket), service.logger);
   await directory.start();
   service.onClose('adapter directory', () => directory.stop());
   const countryStatus = await openBucket(nc, names.countryStatusBucket);
@@ -93,70 +169,24 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
     name: 'dnc_country_adapter_serving',
     help: '1 while at least one adapter of the country is discovered and serving.',
     labelNames: ['country'],
-    registers: [metrics],
+    registers: [service.metrics],
     collect() {
       for (const c of LIVE_COUNTRIES)
         this.set({ country: c }, directory.instances(c).some((e) => e.status === 'serving') ? 1 : 0);
     },
   });
+  return { directory, countryStatus };
+}
 
-  const quotaTransport = rpcTransport(config.DNC_QUOTA_ADDR);
-  const quota = serviceClient(quotav1.QuotaService, config.DNC_QUOTA_ADDR, 3_000);
-  const quotaAdmin = serviceClient(quotav1.QuotaAdminService, config.DNC_QUOTA_ADDR, 5_000);
-  const quotaHealth = createClient(healthv1.Health, quotaTransport);
-
-  service.health.require('postgres', () => probePostgres(pool));
+/** Clients of the quota service; readiness requires it SERVING. */
+function quotaClients(service: Service, config: AdmissionConfig) {
+  const quotaHealth = createClient(healthv1.Health, rpcTransport(config.DNC_QUOTA_ADDR));
   service.health.require('quota', async () => {
     const r = await quotaHealth.check({ service: '' }, { timeoutMs: 800 });
     return r.status === healthv1.HealthCheckResponse_ServingStatus.SERVING;
   });
-  await service.health.start();
-  await service.startMetrics();
-
-  const purge = new IdempotencyPurge(
-    store,
-    logger,
-    config.DNC_IDEMPOTENCY_RETENTION_SECONDS,
-    config.DNC_IDEMPOTENCY_PURGE_INTERVAL_MS,
-  );
-  const { port } = await service.startGrpcServer({
-    port: config.DNC_GRPC_PORT,
-    serviceNames: ['dnc.admission.v1.AdmissionService', 'dnc.admission.v1.AdmissionAdminService'],
-    routes: (router) => {
-      router.service(
-        admissionv1.AdmissionService,
-        admissionService({
-          store,
-          limiter,
-          directory,
-          quota,
-          logger,
-          metrics,
-          defaultRateLimit: config.DNC_DEFAULT_RATE_LIMIT,
-          syncClaimMs: config.DNC_SYNC_CLAIM_TIMEOUT_SECONDS * 1000,
-          jobClaimMs: config.DNC_JOB_CLAIM_TIMEOUT_SECONDS * 1000,
-        }),
-      );
-      router.service(
-        admissionv1.AdmissionAdminService,
-        admissionAdminService({
-          store,
-          directory,
-          quotaAdmin,
-          logger,
-          defaultMonthlyQuota: config.DNC_DEFAULT_MONTHLY_QUOTA,
-          async publishCountryStatus(country, until) {
-            await countryStatus.put(
-              country,
-              JSON.stringify({ country, maintenance_until: until?.toISOString() ?? null }),
-            );
-          },
-        }),
-      );
-    },
-  });
-  purge.start();
-  service.onClose('idempotency purge', () => purge.stop());
-  logger.info({ port }, 'admission listening');
-  return { service, port, store, limiter, directory, purge };
+  return {
+    quota: serviceClient(quotav1.QuotaService, config.DNC_QUOTA_ADDR, 3_000),
+    quotaAdmin: serviceClient(quotav1.QuotaAdminService, config.DNC_QUOTA_ADDR, 5_000),
+  };
 }

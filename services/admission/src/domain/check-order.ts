@@ -3,25 +3,31 @@ import { type CountryCode, isLive } from './countries.js';
 
 /**
  * THE check order of admission, one list for the whole platform. Each request passes these in order
- * and is rejected by the first that fails:
+ * and is rejected by the first that fails. The right column is where each step runs:
  *
- *   0. address block        429 temporarily_blocked   Authenticate (before the key is looked up, so a
- *                                                       blocked address cannot keep probing keys)
- *   1. authentication       401 invalid_key            Authenticate
- *   2. abuse guard (org)    429 temporarily_blocked   Authenticate
- *   3. rate limit           429 rate_limit_exceeded   Authenticate
- *   4. body and key         400 / 413                 gateway (validation, Idempotency-Key, sizes)
- *   5. organization         403 account_suspended, activation_incomplete      Admit -> admissionGate
- *   6. purchase             403 country_not_in_plan, 402 subscription_inactive Admit -> admissionGate
- *   7. activation and       503 country_service_temporarily_unavailable,      Admit -> admissionGate
+ *   0. address block        429 temporarily_blocked   authentication.ts authenticateKey (before the key
+ *                                                       is looked up, so a blocked address cannot keep
+ *                                                       probing keys)
+ *   1. authentication       401 invalid_key            authentication.ts authenticateKey
+ *   2. abuse guard (org)    429 temporarily_blocked   authentication.ts authenticateKey (limiter.ts)
+ *   3. rate limit           429 rate_limit_exceeded   authentication.ts authenticateKey (limiter.ts)
+ *   4. body and key         400 / 413                 the gateway (schema validation, Idempotency-Key,
+ *                                                       the v2 sizes in flows/v2-submit.ts)
+ *   5. organization         403 account_suspended, activation_incomplete      admit.ts -> admissionGate
+ *   6. purchase             403 country_not_in_plan, 402 subscription_inactive admit.ts -> admissionGate
+ *   7. activation and       503 country_service_temporarily_unavailable,      admit.ts -> admissionGate
  *      availability             country_service_maintenance (Retry-After)
- *   8. idempotency          409 idempotency_request_in_progress / _key_reused Admit -> decideIdempotency
- *   9. quota                429 customer_quota_exceeded                        Admit -> quota.Reserve
+ *   8. idempotency          409 idempotency_request_in_progress / _key_reused admit.ts claimKey ->
+ *                                                                              decideIdempotency
+ *   9. quota                429 customer_quota_exceeded                        admit.ts reserveQuota ->
+ *                                                                              reservations.ts (ReserveMany)
  *
- * Steps 1-3 run for every authenticated request (scrub, job status, result, cancel); every answer
- * after step 1 carries the rate-limit figures. For a small v1 body the gateway sends the key with
- * Admit instead (one call fewer): steps 0-3 then run at the start of Admit, and a request the gateway
- * refuses at step 4 is authenticated before the refusal, so the order above holds either way.
+ * Steps 1-3 run for every authenticated request (scrub, job status, result, cancel: RPC Authenticate);
+ * every answer after step 1 carries the rate-limit figures. For a small v1 body the gateway sends the
+ * key with Admit instead (one call fewer): steps 0-3 then run at the start of Admit (routes.ts), and a
+ * request the gateway refuses at step 4 is authenticated before the refusal, so the order above holds
+ * either way. What is batched (key lookups, claims, reservations, completions) is batched below these
+ * steps, in the store and reservations modules: each request still passes them one by one.
  */
 export const CHECK_ORDER = [
   'address_block',

@@ -1,0 +1,238 @@
+import { randomUUID } from 'node:crypto';
+import {
+  type AdapterDirectory,
+  Code,
+  ConnectError,
+  type Logger,
+  publicError,
+  readPublicReason,
+} from '@dnc/kit';
+import { admissionv1 } from '@dnc/proto';
+import { admissionGate } from './domain/check-order.js';
+import { type CountryCode, isCountryCode } from './domain/countries.js';
+import {
+  decideIdempotency,
+  hashIdempotencyKey,
+  isValidFingerprint,
+  isValidIdempotencyKey,
+  type Kind,
+  type Timeouts,
+} from './domain/idempotency.js';
+import type { OpenAdmissions } from './open-admissions.js';
+import { invalid, type Refusals, requireUuid } from './public-errors.js';
+import type { Reservations } from './reservations.js';
+import type { ClaimStore, GateFacts, GateFactsStore, StoredClaim } from './store/index.js';
+
+export interface AdmitDeps {
+  gate: GateFactsStore;
+  claims: ClaimStore;
+  directory: AdapterDirectory;
+  reservations: Reservations;
+  open: OpenAdmissions;
+  refusals: Refusals;
+  logger: Logger;
+  timeouts: Timeouts;
+}
+
+/** Admit's answer (without the rate-limit figures, which authentication adds). */
+export type Admitted = Pick<admissionv1.AdmitResponse, 'admissionId' | 'replay' | 'jobId' | 'adapterAddress'>;
+
+const KIND: Record<number, Kind | undefined> = {
+  [admissionv1.RequestKind.SYNC]: 'sync',
+  [admissionv1.RequestKind.JOB]: 'job',
+};
+
+/** An Admit request once its fields are checked. */
+interface Request {
+  orgId: string;
+  keyId: string;
+  kind: Kind;
+  country: CountryCode;
+  idempotencyKey: string;
+  fingerprint: string;
+  inputCount: number;
+}
+
+function parse(req: admissionv1.AdmitRequest): Request {
+  const orgId = requireUuid(req.orgId, 'org_id');
+  const keyId = requireUuid(req.keyId, 'key_id');
+  const kind = KIND[req.kind];
+  if (!kind) throw invalid('kind must be SYNC or JOB');
+  if (!isCountryCode(req.country)) throw invalid('country must be one of mx, ar, co, es, au, sg');
+  if (!isValidIdempotencyKey(req.idempotencyKey))
+    throw invalid('Idempotency-Key must be 1 to 255 visible ASCII characters without spaces');
+  if (!isValidFingerprint(req.fingerprint)) throw invalid('fingerprint is malformed');
+  const { idempotencyKey, fingerprint, inputCount } = req;
+  return { orgId, keyId, kind, country: req.country, idempotencyKey, fingerprint, inputCount };
+}
+
+/**
+ * Steps 5-9 of CHECK_ORDER (domain/check-order.ts) for an authenticated caller: organization,
+ * purchase and availability (5-7, the pure `admissionGate`), the idempotency claim (8) and the quota
+ * reservation (9). `known` holds the gate facts when authentication read them with the key.
+ */
+export async function admit(
+  deps: AdmitDeps,
+  req: admissionv1.AdmitRequest,
+  known: GateFacts | undefined,
+): Promise<Admitted> {
+  const request = parse(req);
+  const adapterAddress = await passGate(deps, request, known);
+  const claimed = await claimKey(deps, request, adapterAddress);
+  if ('answer' in claimed) return claimed.answer;
+  await reserveQuota(deps, request, claimed.admissionId);
+  if (request.kind === 'sync') deps.open.add(claimed.admissionId);
+  return { admissionId: claimed.admissionId, replay: false, jobId: claimed.jobId ?? '', adapterAddress };
+}
+
+/** 5-7: organization, purchase, activation and availability; the adapter a v1 request goes to. */
+async function passGate(deps: AdmitDeps, request: Request, known: GateFacts | undefined): Promise<string> {
+  const { country, kind } = request;
+  const facts = known ?? (await deps.gate.gateFacts(request.orgId, country));
+  const nowMs = Date.now();
+  const rejection = admissionGate({
+    country,
+    organization: facts.organization,
+    purchase: facts.purchase,
+    maintenanceUntilMs: facts.maintenanceUntil?.getTime(),
+    adapters: deps.directory.instances(country, nowMs).map((a) => ({
+      status: a.status,
+      ...(a.maintenance_until ? { maintenanceUntilMs: Date.parse(a.maintenance_until) } : {}),
+    })),
+    nowMs,
+  });
+  if (rejection) throw deps.refusals.fromRejection(rejection, country);
+  const adapterAddress = kind === 'sync' ? (deps.directory.pick(country)?.address ?? '') : '';
+  if (kind === 'sync' && !adapterAddress) {
+    // The adapter went away between the gate and the pick.
+    throw deps.refusals.reject(
+      publicError(Code.Unavailable, 'country_service_temporarily_unavailable', {
+        message: 'The country service is temporarily unavailable; retry later.',
+        retryAfterSeconds: 5,
+        country,
+      }),
+    );
+  }
+  return adapterAddress;
+}
+
+type Claimed = { admissionId: string; jobId: string | null } | { answer: Admitted };
+
+const inProgress = (retryAfterSeconds: number) =>
+  publicError(Code.Aborted, 'idempotency_request_in_progress', {
+    message: 'The original request is still being processed; retry with the same key.',
+    retryAfterSeconds,
+  });
+
+/**
+ * 8: the idempotency claim. A claim is taken before the reservation; any later failure drops it again,
+ * so a request refused here or by quota does not consume its Idempotency-Key. Either the admission to
+ * reserve for, or the answer when the key is already taken (a replay, a resumed v2 job).
+ */
+async function claimKey(deps: AdmitDeps, request: Request, adapterAddress: string): Promise<Claimed> {
+  const { keyId, kind } = request;
+  const keyHash = hashIdempotencyKey(request.idempotencyKey);
+  const admissionId = randomUUID();
+  const jobId = kind === 'job' ? randomUUID() : null;
+  const existing = await deps.claims.claim(keyId, keyHash, {
+    fingerprint: request.fingerprint,
+    kind,
+    admissionId,
+    jobId,
+  });
+  if (!existing) return { admissionId, jobId };
+  const decision = decideIdempotency(existing, request, Date.now(), deps.timeouts);
+  switch (decision.action) {
+    case 'reused':
+      throw deps.refusals.reject(
+        publicError(Code.AlreadyExists, 'idempotency_key_reused', {
+          message: 'This Idempotency-Key was used for another request; use a new key.',
+        }),
+      );
+    case 'in_progress':
+      throw deps.refusals.reject(inProgress(decision.retryAfterSeconds));
+    case 'replay':
+      return {
+        answer: {
+          admissionId: existing.admissionId,
+          replay: true,
+          jobId: existing.jobId ?? '',
+          adapterAddress,
+        },
+      };
+    case 'reclaim':
+      return reclaim(deps, request, existing, keyHash, admissionId, adapterAddress);
+    case 'resume':
+      return { answer: await resume(deps, request, existing, adapterAddress) };
+  }
+}
+
+/**
+ * v1: the owner of the claim died. Its reservation goes back, unless it was committed: then the request
+ * was in fact completed (the owner died between the commit and marking the record), and this retry is
+ * an exact retry of a completed request.
+ */
+async function reclaim(
+  deps: AdmitDeps,
+  request: Request,
+  existing: StoredClaim,
+  keyHash: Buffer,
+  admissionId: string,
+  adapterAddress: string,
+): Promise<Claimed> {
+  const released = await deps.reservations.release(existing.admissionId);
+  if (released.committed) {
+    await deps.claims.markClaim(existing.admissionId, 'completed');
+    return { answer: { admissionId: existing.admissionId, replay: true, jobId: '', adapterAddress } };
+  }
+  if (!(await deps.claims.takeOver(request.keyId, keyHash, existing.admissionId, admissionId))) {
+    throw deps.refusals.reject(inProgress(1));
+  }
+  return { admissionId, jobId: null };
+}
+
+/**
+ * v2: the job may or may not be stored. Same job identity and the same reservation: the job store is
+ * idempotent by job id.
+ */
+async function resume(
+  deps: AdmitDeps,
+  request: Request,
+  existing: StoredClaim,
+  adapterAddress: string,
+): Promise<Admitted> {
+  try {
+    await deps.reservations.reserve(
+      existing.admissionId,
+      request.orgId,
+      request.country,
+      request.inputCount,
+      request.kind,
+    );
+  } catch (error) {
+    // Released already: the job was stored and settled by the scheduler; it exists.
+    if (ConnectError.from(error).code !== Code.FailedPrecondition) {
+      await deps.claims.dropClaim(existing.admissionId);
+      throw error;
+    }
+  }
+  return { admissionId: existing.admissionId, replay: false, jobId: existing.jobId ?? '', adapterAddress };
+}
+
+/** 9: the quota reservation; a failure drops the claim so the key can be used again. */
+async function reserveQuota(deps: AdmitDeps, request: Request, admissionId: string): Promise<void> {
+  try {
+    await deps.reservations.reserve(
+      admissionId,
+      request.orgId,
+      request.country,
+      request.inputCount,
+      request.kind,
+    );
+  } catch (error) {
+    await deps.claims.dropClaim(admissionId).catch(() => {});
+    if (readPublicReason(error)) throw error;
+    deps.logger.error({ err: error }, 'quota reservation failed');
+    throw deps.refusals.platformFailure();
+  }
+}

@@ -1,0 +1,87 @@
+import { create } from '@bufbuild/protobuf';
+import { Code, publicError } from '@dnc/kit';
+import { admissionv1 } from '@dnc/proto';
+import { digestMatches, parseApiKey } from './domain/api-key.js';
+import type { RateDecision } from './domain/rate-window.js';
+import type { RequestLimiter } from './limiter.js';
+import type { Refusals } from './public-errors.js';
+import type { KeyCredential } from './store/index.js';
+
+export interface AuthenticationDeps {
+  limiter: RequestLimiter;
+  refusals: Refusals;
+  defaultRateLimit: number;
+}
+
+/** An authenticated key: what its lookup found, and the rate-limit figures of this request. */
+export interface Authenticated<T> {
+  found: T;
+  rate: RateDecision;
+}
+
+/** The rate-limit figures of a request as they ride on an answer or an error (a typed detail). */
+export function rateInfo(rate: RateDecision) {
+  return {
+    desc: admissionv1.RateLimitInfoSchema,
+    value: create(admissionv1.RateLimitInfoSchema, {
+      limit: rate.limit,
+      remaining: rate.remaining,
+      resetUnix: BigInt(rate.resetUnix),
+    }),
+  };
+}
+
+/**
+ * Steps 0-3 of CHECK_ORDER (domain/check-order.ts) for a presented key: address block, the key,
+ * the organization's abuse guard, the rate limit. Run by Authenticate, and by Admit when the key rides
+ * with it. `lookup` reads the key's credential by public id (with whatever else the caller needs from
+ * the same query: Admit reads the gate facts of steps 5-7 with it).
+ */
+export async function authenticateKey<T extends { credential: KeyCredential }>(
+  deps: AuthenticationDeps,
+  apiKey: string,
+  clientAddress: string,
+  lookup: (publicId: string) => Promise<T | undefined>,
+): Promise<Authenticated<T>> {
+  const { limiter, refusals } = deps;
+  // 0. address block: before the key is looked up, so a blocked address cannot keep probing keys.
+  const blockedFor = await limiter.addressBlockedSeconds(clientAddress);
+  if (blockedFor > 0) {
+    throw refusals.reject(
+      publicError(Code.ResourceExhausted, 'temporarily_blocked', {
+        message: 'Too many failed authentications from this address; wait before retrying.',
+        retryAfterSeconds: blockedFor,
+      }),
+    );
+  }
+  // 1. authentication
+  const parsed = parseApiKey(apiKey);
+  const found = parsed ? await lookup(parsed.publicId) : undefined;
+  const credential = found?.credential;
+  const matches = parsed ? digestMatches(parsed.digest, credential?.digest) : false;
+  if (!parsed || !found || !credential || !matches || credential.revoked) {
+    await limiter.recordAuthFailure(clientAddress);
+    throw refusals.reject(publicError(Code.Unauthenticated, 'invalid_key'));
+  }
+  // 2. abuse guard and 3. rate limit, in one count.
+  const verdict = await limiter.countRequest(credential.orgId, credential.rateLimit ?? deps.defaultRateLimit);
+  if (verdict.kind === 'blocked') {
+    throw refusals.reject(
+      publicError(Code.ResourceExhausted, 'temporarily_blocked', {
+        message: 'Requests far past the rate limit; this account is blocked for a while.',
+        retryAfterSeconds: verdict.retryAfterSeconds,
+        details: [rateInfo(verdict.rate)],
+      }),
+    );
+  }
+  if (verdict.kind === 'limited') {
+    throw refusals.reject(
+      publicError(Code.ResourceExhausted, 'rate_limit_exceeded', {
+        message: 'Rate limit exceeded; retry after the window resets.',
+        retryAfterSeconds: Math.max(1, verdict.rate.resetUnix - Math.floor(Date.now() / 1000)),
+        details: [rateInfo(verdict.rate)],
+      }),
+    );
+  }
+  return { found, rate: verdict.rate };
+}

@@ -1,0 +1,77 @@
+import { Batcher, Code, ConnectError } from '@dnc/kit';
+import type { OpenAdmissions } from './open-admissions.js';
+import { requireUuid } from './public-errors.js';
+import type { Reservations } from './reservations.js';
+import type { ClaimStore } from './store/index.js';
+
+export interface CompletionDeps {
+  claims: ClaimStore;
+  reservations: Reservations;
+  open: OpenAdmissions;
+}
+
+/**
+ * The end of an admission: Complete (v1 done: quota committed, usage recorded, claim completed), Abort
+ * (undone: reservation released, claim dropped) and ConfirmJob (v2 job stored: claim accepted).
+ */
+export class Completion {
+  /**
+   * v1 completions go in batches: the claims of a batch are read in one statement (those not made
+   * here), their reservations committed in one quota call and the claims marked completed in one
+   * statement. The order per claim is the single call's: commit first, then mark completed.
+   */
+  private readonly completions = new Batcher<string, void>((ids) => this.completeMany(ids), {
+    maxBatch: 256,
+    maxInFlight: 2,
+    sameTurn: true,
+  });
+
+  constructor(private readonly deps: CompletionDeps) {}
+
+  /** Complete one v1 admission, as one item of a completion batch. */
+  complete(admissionId: string): Promise<void> {
+    return this.completions.submit(requireUuid(admissionId, 'admission_id'));
+  }
+
+  private async completeMany(ids: string[]): Promise<(undefined | Error)[]> {
+    const { claims, open, reservations } = this.deps;
+    const unknown = ids.filter((id) => !open.has(id));
+    const read = unknown.length > 0 ? await claims.claimsByAdmission(unknown) : new Map();
+    const claimOf = (id: string) => (open.has(id) ? { kind: 'sync', state: 'in_progress' } : read.get(id));
+    const results: (undefined | Error)[] = ids.map((id) =>
+      claimOf(id)?.kind === 'sync'
+        ? undefined
+        : new ConnectError('no v1 admission in progress with this id', Code.FailedPrecondition),
+    );
+    const pending = [...new Set(ids.filter((id, i) => !results[i] && claimOf(id)?.state !== 'completed'))];
+    const committed = await reservations.commit(pending);
+    ids.forEach((id, i) => {
+      const failure = committed.get(id);
+      if (!results[i] && failure) results[i] = failure;
+    });
+    await claims.markCompleted(pending.filter((id) => !committed.get(id)));
+    for (const id of pending) open.delete(id);
+    return results;
+  }
+
+  /** Undo an admission; a completed request or a confirmed job is past the point of no return. */
+  async abort(admissionId: string): Promise<void> {
+    const { claims, open, reservations } = this.deps;
+    requireUuid(admissionId, 'admission_id');
+    open.delete(admissionId);
+    const claim = await claims.claimByAdmission(admissionId);
+    if (claim && claim.state !== 'in_progress') return;
+    await reservations.release(admissionId);
+    await claims.dropClaim(admissionId);
+  }
+
+  /** The v2 claim of `admissionId` accepted: its job `jobId` is stored. */
+  async confirmJob(admissionId: string, jobId: string): Promise<void> {
+    requireUuid(admissionId, 'admission_id');
+    requireUuid(jobId, 'job_id');
+    const claim = await this.deps.claims.claimByAdmission(admissionId);
+    if (claim?.kind !== 'job' || claim.jobId !== jobId)
+      throw new ConnectError('no job admission with this id', Code.NotFound);
+    if (claim.state !== 'accepted') await this.deps.claims.markClaim(admissionId, 'accepted', jobId);
+  }
+}

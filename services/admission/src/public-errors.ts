@@ -1,0 +1,98 @@
+import type { Interceptor } from '@connectrpc/connect';
+import {
+  Code,
+  ConnectError,
+  Counter,
+  type Logger,
+  publicError,
+  type Registry,
+  readPublicReason,
+} from '@dnc/kit';
+import type { Rejection } from './domain/check-order.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export function invalid(message: string): ConnectError {
+  return publicError(Code.InvalidArgument, 'validation_error', { message });
+}
+
+export function requireUuid(value: string, name: string): string {
+  if (!UUID.test(value)) throw invalid(`${name} must be a lowercase UUID`);
+  return value;
+}
+
+/**
+ * Admission's refusals as they leave the service: each one a public error, counted by reason in
+ * `dnc_admission_rejections_total`; a dependency failing (Postgres, Redis, quota) becomes the public
+ * platform failure, never an internal message.
+ */
+export class Refusals {
+  private readonly rejections: Counter<'reason'>;
+
+  constructor(
+    metrics: Registry,
+    private readonly logger: Logger,
+  ) {
+    this.rejections = new Counter({
+      name: 'dnc_admission_rejections_total',
+      help: 'Requests refused by admission, by public reason.',
+      labelNames: ['reason'],
+      registers: [metrics],
+    });
+  }
+
+  /** Count a refusal by its public reason and return it (to throw). */
+  reject(error: ConnectError): ConnectError {
+    this.rejections.inc({ reason: readPublicReason(error)?.reason ?? 'internal' });
+    return error;
+  }
+
+  /** A rejection of the check order (steps 5-7) as the public error of `country`. */
+  fromRejection(r: Rejection, country: string): ConnectError {
+    return this.reject(
+      publicError(r.code, r.reason, {
+        message: r.message,
+        country,
+        ...(r.retryAfterSeconds !== undefined ? { retryAfterSeconds: r.retryAfterSeconds } : {}),
+      }),
+    );
+  }
+
+  /** The public platform failure (counted). */
+  platformFailure(): ConnectError {
+    return this.reject(
+      publicError(Code.Unavailable, 'platform_failure', {
+        message: 'A platform component is unavailable; retry later.',
+        retryAfterSeconds: 2,
+      }),
+    );
+  }
+
+  /**
+   * What a caller sees of a failure: public reasons pass unchanged, and so do the precondition and
+   * not-found answers of Complete, Abort and ConfirmJob; anything else is a dependency failing, logged
+   * here and answered as the platform failure.
+   */
+  toPublic(method: string, error: unknown): ConnectError {
+    if (readPublicReason(error)) return ConnectError.from(error);
+    const ce = ConnectError.from(error);
+    if (ce.code === Code.FailedPrecondition || ce.code === Code.NotFound) return ce;
+    this.logger.error({ method, err: error }, 'admission dependency failed');
+    return this.platformFailure();
+  }
+
+  /**
+   * The same rule for every method of one service, as a server interceptor: `serviceName`'s handlers
+   * throw what they meet, and this turns it into what the caller may see.
+   */
+  interceptor(serviceName: string): Interceptor {
+    return (next) => async (req) => {
+      if (req.service.typeName !== serviceName) return next(req);
+      try {
+        return await next(req);
+      } catch (error) {
+        throw this.toPublic(req.method.localName, error);
+      }
+    };
+  }
+}

@@ -1,0 +1,163 @@
+import { create } from '@bufbuild/protobuf';
+import type { ConnectRouter, ServiceImpl } from '@connectrpc/connect';
+import { rpcStatusOf } from '@dnc/kit';
+import { admissionv1, type platformv1 } from '@dnc/proto';
+import { type AdminDeps, admissionAdminService } from './admin.js';
+import { type AdmitDeps, admit } from './admit.js';
+import { type AuthenticationDeps, authenticateKey, rateInfo } from './authentication.js';
+import type { Completion } from './completion.js';
+import { isCountryCode } from './domain/countries.js';
+import { invalid, type Refusals } from './public-errors.js';
+import type { AccountStore } from './store/index.js';
+
+export interface AdmissionServiceDeps {
+  accounts: AccountStore;
+  authentication: AuthenticationDeps;
+  admission: AdmitDeps;
+  completion: Completion;
+  refusals: Refusals;
+}
+
+/** Requests per AdmitMany / CompleteMany call. */
+const MAX_BATCH = 1_000;
+
+/**
+ * The single call for each item of a batch call, concurrently: each item's answer, or the error the
+ * single call would have raised (as an RpcStatus), in its place.
+ */
+async function eachOf<I, O>(
+  items: I[],
+  refusals: Refusals,
+  method: string,
+  one: (item: I) => Promise<O>,
+): Promise<({ value: O } | { error: platformv1.RpcStatus })[]> {
+  if (items.length > MAX_BATCH) throw invalid(`at most ${MAX_BATCH} requests per batch`);
+  return Promise.all(
+    items.map(async (item) => {
+      try {
+        return { value: await one(item) };
+      } catch (error) {
+        return { error: rpcStatusOf(refusals.toPublic(method, error)) };
+      }
+    }),
+  );
+}
+
+/**
+ * dnc.admission.v1.AdmissionService: each RPC translated to the step of the check order it runs
+ * (authentication.ts: steps 0-3; admit.ts: steps 5-9; completion.ts: the end of an admission). A
+ * failure that is not a public reason becomes the platform failure in the service's interceptor
+ * (Refusals.interceptor), so the handlers throw what they meet.
+ */
+export function admissionService(
+  deps: AdmissionServiceDeps,
+): ServiceImpl<typeof admissionv1.AdmissionService> {
+  const { accounts, authentication, admission, completion, refusals } = deps;
+
+  const impl: ServiceImpl<typeof admissionv1.AdmissionService> = {
+    async authenticate(req) {
+      const { found, rate } = await authenticateKey(
+        authentication,
+        req.apiKey,
+        req.clientAddress,
+        async (id) => {
+          const credential = await accounts.credential(id);
+          return credential ? { credential } : undefined;
+        },
+      );
+      return {
+        orgId: found.credential.orgId,
+        keyId: found.credential.keyId,
+        rateLimit: rateInfo(rate).value,
+      };
+    },
+
+    /**
+     * Steps 5-9 (step 4 is the gateway's); with `credentials`, steps 0-3 first — the key's lookup reads
+     * the gate facts too — and the rate-limit figures on the answer and on every error after
+     * authentication.
+     */
+    async admit(req) {
+      if (!req.credentials) return admit(admission, req, undefined);
+      const country = isCountryCode(req.country) ? req.country : '';
+      const { found, rate } = await authenticateKey(
+        authentication,
+        req.credentials.apiKey,
+        req.credentials.clientAddress,
+        (publicId) => admission.gate.keyFacts(publicId, country),
+      );
+      const info = rateInfo(rate);
+      try {
+        const caller = { orgId: found.credential.orgId, keyId: found.credential.keyId };
+        return { ...(await admit(admission, { ...req, ...caller }, found)), rateLimit: info.value };
+      } catch (error) {
+        const ce = refusals.toPublic('admit', error);
+        ce.details.push(info);
+        throw ce;
+      }
+    },
+
+    async complete(req) {
+      await completion.complete(req.admissionId);
+      return {};
+    },
+
+    async abort(req) {
+      await completion.abort(req.admissionId);
+      return {};
+    },
+
+    async confirmJob(req) {
+      await completion.confirmJob(req.admissionId, req.jobId);
+      return {};
+    },
+
+    ...batchCalls((req, ctx) => impl.admit(req, ctx), completion, refusals),
+  };
+  return impl;
+}
+
+/** AdmitMany and CompleteMany: the single calls for each item, concurrently, sharing their batches. */
+function batchCalls(
+  admitOne: ServiceImpl<typeof admissionv1.AdmissionService>['admit'],
+  completion: Completion,
+  refusals: Refusals,
+): Pick<ServiceImpl<typeof admissionv1.AdmissionService>, 'admitMany' | 'completeMany'> {
+  return {
+    /** Admit for each request of a batch, concurrently; each answer or error in its place. */
+    async admitMany(req, ctx) {
+      const results = await eachOf(req.requests, refusals, 'admit', async (one) =>
+        create(admissionv1.AdmitResponseSchema, await admitOne(one, ctx)),
+      );
+      return {
+        results: results.map((r) =>
+          'error' in r
+            ? { result: { case: 'error' as const, value: r.error } }
+            : { result: { case: 'admitted' as const, value: r.value } },
+        ),
+      };
+    },
+
+    /** Complete for each admission of a batch; they share the completion batches. */
+    async completeMany(req) {
+      const results = await eachOf(req.requests, refusals, 'complete', (one) =>
+        completion.complete(one.admissionId),
+      );
+      return {
+        results: results.map((r) =>
+          'error' in r
+            ? { result: { case: 'error' as const, value: r.error } }
+            : { result: { case: 'completed' as const, value: {} } },
+        ),
+      };
+    },
+  };
+}
+
+/** Every service admission serves, on one router. */
+export function admissionRoutes(deps: { service: AdmissionServiceDeps; admin: AdminDeps }) {
+  return (router: ConnectRouter) => {
+    router.service(admissionv1.AdmissionService, admissionService(deps.service));
+    router.service(admissionv1.AdmissionAdminService, admissionAdminService(deps.admin));
+  };
+}

@@ -1,0 +1,189 @@
+import { Batcher, type Pool } from '@dnc/kit';
+import type { IdempotencyRecord, Kind, RecordState } from '../domain/idempotency.js';
+
+export interface NewClaim {
+  fingerprint: string;
+  kind: Kind;
+  admissionId: string;
+  jobId: string | null;
+}
+
+interface ClaimInput extends NewClaim {
+  keyId: string;
+  keyHash: Buffer;
+}
+
+export interface StoredClaim extends IdempotencyRecord {
+  admissionId: string;
+  jobId: string | null;
+}
+
+/** A claim found by its admission id. */
+export interface ClaimState {
+  kind: Kind;
+  state: RecordState;
+  jobId: string | null;
+}
+
+const KIND_CODE: Record<Kind, number> = { sync: 1, job: 2 };
+const KIND_OF: Record<number, Kind> = { 1: 'sync', 2: 'job' };
+
+/**
+ * Idempotency claims (table admission.idempotency_records), keyed by (API key, SHA-256 of the
+ * Idempotency-Key): the fingerprint, kind and state of one logical request and, for v2, its job id.
+ * The primary key decides races: exactly one INSERT of a key wins.
+ */
+export class ClaimStore {
+  /**
+   * New claims are inserted in batches: the requests that arrive while one INSERT is in flight go
+   * together in the next (one statement and one durable commit for all of them).
+   */
+  private readonly inserts = new Batcher<ClaimInput, boolean>((items) => this.insertClaims(items), {
+    maxBatch: 256,
+    maxInFlight: 2,
+    sameTurn: true,
+  });
+
+  constructor(private readonly pool: Pool) {}
+
+  /**
+   * Claim (key, Idempotency-Key) for a new admission. Returns undefined when the claim was made, or
+   * the existing record when the key is already taken.
+   */
+  async claim(keyId: string, keyHash: Buffer, c: NewClaim, attempt = 1): Promise<StoredClaim | undefined> {
+    if (await this.inserts.submit({ keyId, keyHash, ...c })) return undefined;
+    const r = await this.pool.query(
+      `SELECT fingerprint, kind, state, admission_id, job_id,
+              (extract(epoch FROM now() - claimed_at) * 1000)::float8 AS age_ms
+       FROM admission.idempotency_records WHERE key_id = $1 AND key_hash = $2`,
+      [keyId, keyHash],
+    );
+    const row = r.rows[0];
+    // Deleted between the two statements (an abort): claim again, a bounded number of times.
+    if (!row) {
+      if (attempt >= 3) throw new Error('idempotency claim kept changing');
+      return this.claim(keyId, keyHash, c, attempt + 1);
+    }
+    return {
+      fingerprint: row.fingerprint,
+      kind: KIND_OF[row.kind as number] ?? 'sync',
+      state: row.state as RecordState,
+      // The age comes from the database clock that wrote claimed_at: replicas' clock skew cannot
+      // make a live claim look abandoned.
+      claimedAtMs: Date.now() - Number(row.age_ms),
+      admissionId: row.admission_id,
+      jobId: row.job_id,
+    };
+  }
+
+  /**
+   * One INSERT for a batch of claims; true for each claim that was made. Two claims of the same key in
+   * one batch: the primary key lets exactly the first through (ON CONFLICT DO NOTHING skips the later
+   * row of the same statement too), which `admission_id` tells apart.
+   */
+  private async insertClaims(items: ClaimInput[]): Promise<boolean[]> {
+    const r = await this.pool.query<{ admission_id: string }>(
+      `INSERT INTO admission.idempotency_records
+         (key_id, key_hash, fingerprint, kind, state, admission_id, job_id)
+       SELECT key_id, key_hash, fingerprint, kind, 'in_progress', admission_id, job_id
+       FROM unnest($1::uuid[], $2::bytea[], $3::text[], $4::smallint[], $5::uuid[], $6::uuid[])
+         WITH ORDINALITY AS t(key_id, key_hash, fingerprint, kind, admission_id, job_id, n)
+       ORDER BY n
+       ON CONFLICT (key_id, key_hash) DO NOTHING
+       RETURNING admission_id`,
+      [
+        items.map((i) => i.keyId),
+        items.map((i) => i.keyHash),
+        items.map((i) => i.fingerprint),
+        items.map((i) => KIND_CODE[i.kind]),
+        items.map((i) => i.admissionId),
+        items.map((i) => i.jobId),
+      ],
+    );
+    const made = new Set(r.rows.map((row) => row.admission_id));
+    return items.map((i) => made.has(i.admissionId));
+  }
+
+  /**
+   * Take over a stale claim: only when it is still the one we looked at (same admission id, still in
+   * progress), so two retries racing for a stale claim cannot both win.
+   */
+  async takeOver(
+    keyId: string,
+    keyHash: Buffer,
+    expectedAdmissionId: string,
+    newAdmissionId: string,
+  ): Promise<boolean> {
+    const r = await this.pool.query(
+      `UPDATE admission.idempotency_records SET admission_id = $4, claimed_at = now()
+       WHERE key_id = $1 AND key_hash = $2 AND admission_id = $3 AND state = 'in_progress'`,
+      [keyId, keyHash, expectedAdmissionId, newAdmissionId],
+    );
+    return r.rowCount === 1;
+  }
+
+  /** Remove an in-progress claim so the Idempotency-Key can be used again (failure before work). */
+  async dropClaim(admissionId: string): Promise<void> {
+    await this.pool.query(
+      "DELETE FROM admission.idempotency_records WHERE admission_id = $1 AND state = 'in_progress'",
+      [admissionId],
+    );
+  }
+
+  async claimByAdmission(admissionId: string): Promise<ClaimState | undefined> {
+    const r = await this.pool.query(
+      'SELECT kind, state, job_id FROM admission.idempotency_records WHERE admission_id = $1',
+      [admissionId],
+    );
+    const row = r.rows[0];
+    if (!row) return undefined;
+    return { kind: KIND_OF[row.kind as number] ?? 'sync', state: row.state, jobId: row.job_id };
+  }
+
+  /** Claims by admission id, many at once (Complete in batches). */
+  async claimsByAdmission(admissionIds: string[]): Promise<Map<string, { kind: Kind; state: RecordState }>> {
+    const r = await this.pool.query(
+      'SELECT admission_id, kind, state FROM admission.idempotency_records WHERE admission_id = ANY($1::uuid[])',
+      [admissionIds],
+    );
+    return new Map(
+      r.rows.map((row) => [
+        row.admission_id as string,
+        { kind: KIND_OF[row.kind as number] ?? 'sync', state: row.state },
+      ]),
+    );
+  }
+
+  /** Mark many v1 claims completed in one statement. */
+  async markCompleted(admissionIds: string[]): Promise<void> {
+    if (admissionIds.length === 0) return;
+    await this.pool.query(
+      "UPDATE admission.idempotency_records SET state = 'completed' WHERE admission_id = ANY($1::uuid[])",
+      [admissionIds],
+    );
+  }
+
+  async markClaim(admissionId: string, state: 'completed' | 'accepted', jobId?: string): Promise<boolean> {
+    const r = await this.pool.query(
+      `UPDATE admission.idempotency_records SET state = $2
+       WHERE admission_id = $1 AND ($3::uuid IS NULL OR job_id = $3::uuid)`,
+      [admissionId, state, jobId ?? null],
+    );
+    return r.rowCount === 1;
+  }
+
+  /** Delete records past retention, in batches; returns how many went. */
+  async purgeIdempotency(retentionSeconds: number, batch = 1000): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const r = await this.pool.query(
+        `DELETE FROM admission.idempotency_records WHERE ctid IN (
+           SELECT ctid FROM admission.idempotency_records
+           WHERE created_at < now() - make_interval(secs => $1) LIMIT $2)`,
+        [retentionSeconds, batch],
+      );
+      total += r.rowCount ?? 0;
+      if ((r.rowCount ?? 0) < batch) return total;
+    }
+  }
+}
