@@ -60,6 +60,9 @@ export const commonConfig = {
   DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/dnc'),
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
   NATS_URL: z.string().default('nats://127.0.0.1:4222'),
+  /** This service's own NATS user (the server grants it only the subjects it needs). */
+  DNC_NATS_USER: z.string().min(1).optional(),
+  DNC_NATS_PASSWORD: z.string().optional(),
   DNC_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DNC_SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(20_000),
   DNC_METRICS_PORT: port(9464),

@@ -1,5 +1,6 @@
 import type { KV } from '@nats-io/kv';
 import type { Logger } from 'pino';
+import type { EntrySignature } from './security/discovery-signature.js';
 
 /**
  * One registry adapter instance as it announces itself in the `dnc_adapters` bucket, under the key
@@ -9,8 +10,10 @@ import type { Logger } from 'pino';
 export interface AdapterEntry {
   country: string;
   instance_id: string;
-  /** gRPC base URL, `http://host:port`. */
+  /** The data-plane listener (Check, Describe), `host:port` with or without a scheme. */
   address: string;
+  /** The admin listener (Load, status, drills): operator only. */
+  admin_address?: string;
   version: string;
   status: 'serving' | 'maintenance' | 'unavailable';
   maintenance_until?: string;
@@ -19,7 +22,12 @@ export interface AdapterEntry {
   registry_size: number;
   /** ISO timestamp of the last refresh. */
   updated_at: string;
+  /** The adapter's signature over every other field (security/discovery-signature.ts). */
+  signature?: EntrySignature;
 }
+
+/** Decides whether an entry may be used (its signature); entries it refuses are never offered. */
+export type EntryCheck = (key: string, entry: AdapterEntry) => boolean;
 
 export const ADAPTER_HEARTBEAT_MS = 2_000;
 export const STALE_AFTER_MS = 6_000;
@@ -48,6 +56,7 @@ export class AdapterDirectory {
   constructor(
     private readonly kv: KV,
     private readonly logger: Logger,
+    private readonly accept: EntryCheck = () => true,
   ) {}
 
   async start(): Promise<void> {
@@ -60,7 +69,9 @@ export class AdapterDirectory {
           continue;
         }
         try {
-          this.entries.set(e.key, JSON.parse(e.string()) as AdapterEntry);
+          const entry = JSON.parse(e.string()) as AdapterEntry;
+          // A refused write leaves the last verified entry in place (it goes stale on its own).
+          if (this.accept(e.key, entry)) this.entries.set(e.key, entry);
         } catch {
           this.logger.warn('ignored a malformed adapter entry');
         }

@@ -8,6 +8,7 @@ import {
 } from '@nats-io/jetstream';
 import { type KV, Kvm } from '@nats-io/kv';
 import { connect, type NatsConnection, nanos } from '@nats-io/transport-node';
+import { natsInboxPrefix } from './security/nats-permissions.js';
 
 export type { KV, NatsConnection };
 
@@ -23,13 +24,25 @@ export function natsNames(prefix = '') {
   };
 }
 
-export async function connectNats(servers: string, name: string): Promise<NatsConnection> {
+/** A NATS user (DNC_NATS_USER / DNC_NATS_PASSWORD); each service has its own, with its own permissions. */
+export interface NatsCredentials {
+  user?: string | undefined;
+  password?: string | undefined;
+}
+
+export async function connectNats(
+  servers: string,
+  name: string,
+  credentials: NatsCredentials = {},
+): Promise<NatsConnection> {
+  const { user, password } = credentials;
   return connect({
     servers: servers.split(','),
     name,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
     timeout: 3_000,
+    ...(user ? { user, pass: password ?? '', inboxPrefix: natsInboxPrefix(user) } : {}),
   });
 }
 
@@ -66,9 +79,19 @@ export async function provisionJetStream(nc: NatsConnection, prefix = '', replic
       });
     }
   }
+  // Buckets are created only when missing: a service's NATS user may look at a bucket, not change it.
   const kvm = new Kvm(nc);
-  await kvm.create(names.adaptersBucket, { ttl: ADAPTER_ENTRY_TTL_MS, history: 1, replicas });
-  await kvm.create(names.countryStatusBucket, { history: 1, replicas });
+  const buckets = [
+    [names.adaptersBucket, { ttl: ADAPTER_ENTRY_TTL_MS, history: 1, replicas }],
+    [names.countryStatusBucket, { history: 1, replicas }],
+  ] as const;
+  for (const [bucket, options] of buckets) {
+    const exists = await jsm.streams.info(`KV_${bucket}`).then(
+      () => true,
+      () => false,
+    );
+    if (!exists) await kvm.create(bucket, options);
+  }
 }
 
 export async function openBucket(nc: NatsConnection, bucket: string): Promise<KV> {

@@ -14,7 +14,7 @@ import type { Message } from '@bufbuild/protobuf';
 export const file_dnc_platform_v1_platform: GenFile =
   /*@__PURE__*/
   fileDesc(
-    'Ch5kbmMvcGxhdGZvcm0vdjEvcGxhdGZvcm0ucHJvdG8SD2RuYy5wbGF0Zm9ybS52MSJaCglFcnJvckluZm8SDgoGcmVhc29uGAEgASgJEhsKE3JldHJ5X2FmdGVyX3NlY29uZHMYAiABKA0SDwoHbWVzc2FnZRgDIAEoCRIPCgdjb3VudHJ5GAQgASgJIlkKCVJwY1N0YXR1cxIMCgRjb2RlGAEgASgFEg8KB21lc3NhZ2UYAiABKAkSLQoHZGV0YWlscxgDIAMoCzIcLmRuYy5wbGF0Zm9ybS52MS5FcnJvckRldGFpbCIqCgtFcnJvckRldGFpbBIMCgR0eXBlGAEgASgJEg0KBXZhbHVlGAIgASgMIhcKFUdldFNlcnZpY2VJbmZvUmVxdWVzdCJ7ChZHZXRTZXJ2aWNlSW5mb1Jlc3BvbnNlEg8KB3NlcnZpY2UYASABKAkSDwoHdmVyc2lvbhgCIAEoCRIuCgpzdGFydGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdjb3VudHJ5GAQgASgJMncKElNlcnZpY2VJbmZvU2VydmljZRJhCg5HZXRTZXJ2aWNlSW5mbxImLmRuYy5wbGF0Zm9ybS52MS5HZXRTZXJ2aWNlSW5mb1JlcXVlc3QaJy5kbmMucGxhdGZvcm0udjEuR2V0U2VydmljZUluZm9SZXNwb25zZWIGcHJvdG8z',
+    'Ch5kbmMvcGxhdGZvcm0vdjEvcGxhdGZvcm0ucHJvdG8SD2RuYy5wbGF0Zm9ybS52MSJaCglFcnJvckluZm8SDgoGcmVhc29uGAEgASgJEhsKE3JldHJ5X2FmdGVyX3NlY29uZHMYAiABKA0SDwoHbWVzc2FnZRgDIAEoCRIPCgdjb3VudHJ5GAQgASgJIlkKCVJwY1N0YXR1cxIMCgRjb2RlGAEgASgFEg8KB21lc3NhZ2UYAiABKAkSLQoHZGV0YWlscxgDIAMoCzIcLmRuYy5wbGF0Zm9ybS52MS5FcnJvckRldGFpbCIqCgtFcnJvckRldGFpbBIMCgR0eXBlGAEgASgJEg0KBXZhbHVlGAIgASgMIhcKFUdldFNlcnZpY2VJbmZvUmVxdWVzdCJ7ChZHZXRTZXJ2aWNlSW5mb1Jlc3BvbnNlEg8KB3NlcnZpY2UYASABKAkSDwoHdmVyc2lvbhgCIAEoCRIuCgpzdGFydGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdjb3VudHJ5GAQgASgJImQKFkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QSKQoFc2luY2UYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCGFmdGVyX2lkGAIgASgDEg0KBWxpbWl0GAMgASgNIkYKF0xpc3RBdWRpdEV2ZW50c1Jlc3BvbnNlEisKBmV2ZW50cxgBIAMoCzIbLmRuYy5wbGF0Zm9ybS52MS5BdWRpdEV2ZW50Iv4BCgpBdWRpdEV2ZW50EgoKAmlkGAEgASgDEiYKAmF0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdzZXJ2aWNlGAMgASgJEg4KBmNhbGxlchgEIAEoCRIOCgZtZXRob2QYBSABKAkSOQoHdGFyZ2V0cxgGIAMoCzIoLmRuYy5wbGF0Zm9ybS52MS5BdWRpdEV2ZW50LlRhcmdldHNFbnRyeRIPCgdvdXRjb21lGAcgASgJEg8KB2NhbGxfaWQYCCABKAkaLgoMVGFyZ2V0c0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEydwoSU2VydmljZUluZm9TZXJ2aWNlEmEKDkdldFNlcnZpY2VJbmZvEiYuZG5jLnBsYXRmb3JtLnYxLkdldFNlcnZpY2VJbmZvUmVxdWVzdBonLmRuYy5wbGF0Zm9ybS52MS5HZXRTZXJ2aWNlSW5mb1Jlc3BvbnNlMnQKDEF1ZGl0U2VydmljZRJkCg9MaXN0QXVkaXRFdmVudHMSJy5kbmMucGxhdGZvcm0udjEuTGlzdEF1ZGl0RXZlbnRzUmVxdWVzdBooLmRuYy5wbGF0Zm9ybS52MS5MaXN0QXVkaXRFdmVudHNSZXNwb25zZWIGcHJvdG8z',
     [file_google_protobuf_timestamp],
   );
 
@@ -169,6 +169,125 @@ export const GetServiceInfoResponseSchema: GenMessage<GetServiceInfoResponse> =
   messageDesc(file_dnc_platform_v1_platform, 4);
 
 /**
+ * @generated from message dnc.platform.v1.ListAuditEventsRequest
+ */
+export type ListAuditEventsRequest = Message<'dnc.platform.v1.ListAuditEventsRequest'> & {
+  /**
+   * Only events at or after this time (unset: from the beginning).
+   *
+   * @generated from field: google.protobuf.Timestamp since = 1;
+   */
+  since?: Timestamp | undefined;
+
+  /**
+   * Only events with an id above this one (paging: the last id of the previous page).
+   *
+   * @generated from field: int64 after_id = 2;
+   */
+  afterId: bigint;
+
+  /**
+   * At most this many events (1 to 1000; 0 means 100).
+   *
+   * @generated from field: uint32 limit = 3;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message dnc.platform.v1.ListAuditEventsRequest.
+ * Use `create(ListAuditEventsRequestSchema)` to create a new message.
+ */
+export const ListAuditEventsRequestSchema: GenMessage<ListAuditEventsRequest> =
+  /*@__PURE__*/
+  messageDesc(file_dnc_platform_v1_platform, 5);
+
+/**
+ * @generated from message dnc.platform.v1.ListAuditEventsResponse
+ */
+export type ListAuditEventsResponse = Message<'dnc.platform.v1.ListAuditEventsResponse'> & {
+  /**
+   * @generated from field: repeated dnc.platform.v1.AuditEvent events = 1;
+   */
+  events: AuditEvent[];
+};
+
+/**
+ * Describes the message dnc.platform.v1.ListAuditEventsResponse.
+ * Use `create(ListAuditEventsResponseSchema)` to create a new message.
+ */
+export const ListAuditEventsResponseSchema: GenMessage<ListAuditEventsResponse> =
+  /*@__PURE__*/
+  messageDesc(file_dnc_platform_v1_platform, 6);
+
+/**
+ * @generated from message dnc.platform.v1.AuditEvent
+ */
+export type AuditEvent = Message<'dnc.platform.v1.AuditEvent'> & {
+  /**
+   * Increasing per service; with `service` it names the event.
+   *
+   * @generated from field: int64 id = 1;
+   */
+  id: bigint;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp at = 2;
+   */
+  at?: Timestamp | undefined;
+
+  /**
+   * The service that recorded the event (admission, quota, job-scheduler, registry-adapter-co...).
+   *
+   * @generated from field: string service = 3;
+   */
+  service: string;
+
+  /**
+   * The authenticated identity of the caller (operator, or a service acting on an operator's call).
+   *
+   * @generated from field: string caller = 4;
+   */
+  caller: string;
+
+  /**
+   * The method called, `dnc.admission.v1.AdmissionAdminService/CreateApiKey`.
+   *
+   * @generated from field: string method = 5;
+   */
+  method: string;
+
+  /**
+   * Ids the call named or created: org_id, key_id, purchase_id, job_id, country.
+   *
+   * @generated from field: map<string, string> targets = 6;
+   */
+  targets: { [key: string]: string };
+
+  /**
+   * `started` before the call runs; then `ok` or the status code name it ended with.
+   *
+   * @generated from field: string outcome = 7;
+   */
+  outcome: string;
+
+  /**
+   * The same for the `started` entry and the outcome entry of one call.
+   *
+   * @generated from field: string call_id = 8;
+   */
+  callId: string;
+};
+
+/**
+ * Describes the message dnc.platform.v1.AuditEvent.
+ * Use `create(AuditEventSchema)` to create a new message.
+ */
+export const AuditEventSchema: GenMessage<AuditEvent> =
+  /*@__PURE__*/
+  messageDesc(file_dnc_platform_v1_platform, 7);
+
+/**
  * @generated from service dnc.platform.v1.ServiceInfoService
  */
 export const ServiceInfoService: GenService<{
@@ -181,3 +300,22 @@ export const ServiceInfoService: GenService<{
     output: typeof GetServiceInfoResponseSchema;
   };
 }> = /*@__PURE__*/ serviceDesc(file_dnc_platform_v1_platform, 0);
+
+/**
+ * AuditService reads the append-only audit log of one service's administrative calls. Every
+ * service with an admin listener serves it there (operator identity only); `dnc-admin audit`
+ * merges the logs of all services. Entries name who, when, what and the target ids: never a
+ * secret, a phone number or a request body.
+ *
+ * @generated from service dnc.platform.v1.AuditService
+ */
+export const AuditService: GenService<{
+  /**
+   * @generated from rpc dnc.platform.v1.AuditService.ListAuditEvents
+   */
+  listAuditEvents: {
+    methodKind: 'unary';
+    input: typeof ListAuditEventsRequestSchema;
+    output: typeof ListAuditEventsResponseSchema;
+  };
+}> = /*@__PURE__*/ serviceDesc(file_dnc_platform_v1_platform, 1);

@@ -1,0 +1,165 @@
+import { randomUUID } from 'node:crypto';
+import { type DescMessage, ScalarType } from '@bufbuild/protobuf';
+import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { Code, ConnectError, type Interceptor, type ServiceImpl } from '@connectrpc/connect';
+import type { platformv1 } from '@dnc/proto';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { methodName } from './authorization.js';
+import { CALLER, CALLER_SUBJECT } from './transport.js';
+
+export interface AuditRecord {
+  caller: string;
+  /** The certificate subject's common name: which operator, when a person has their own certificate. */
+  subject: string;
+  method: string;
+  targets: Record<string, string>;
+  outcome: string;
+  callId: string;
+}
+
+export interface AuditSink {
+  append(record: AuditRecord): Promise<void>;
+  list(opts: { since?: Date; afterId: bigint; limit: number }): Promise<platformv1.AuditEvent[]>;
+}
+
+/**
+ * The append-only audit log of one service, in that service's own schema (`<schema>.audit_log`,
+ * created by the service's migrations, where a trigger refuses UPDATE, DELETE and TRUNCATE). No
+ * service reads another's log: `dnc-admin audit` asks each one (AuditService) and merges.
+ */
+export class PostgresAuditLog implements AuditSink {
+  private readonly table: string;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    schema: string,
+    private readonly service: string,
+  ) {
+    if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`bad schema name ${schema}`);
+    this.table = `"${schema}".audit_log`;
+  }
+
+  async append(r: AuditRecord): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO ${this.table} (caller, subject, method, targets, outcome, call_id)
+       VALUES ($1, $2, $3, $4, $5, $6)`,
+      [r.caller, r.subject, r.method, JSON.stringify(r.targets), r.outcome, r.callId],
+    );
+  }
+
+  async list(opts: { since?: Date; afterId: bigint; limit: number }): Promise<platformv1.AuditEvent[]> {
+    const { rows } = await this.pool.query<{
+      id: string;
+      at: Date;
+      caller: string;
+      subject: string;
+      method: string;
+      targets: Record<string, string>;
+      outcome: string;
+      call_id: string;
+    }>(
+      `SELECT id::text, at, caller, subject, method, targets, outcome, call_id::text FROM ${this.table}
+        WHERE id > $1 AND ($2::timestamptz IS NULL OR at >= $2) ORDER BY id LIMIT $3`,
+      [opts.afterId.toString(), opts.since ?? null, opts.limit],
+    );
+    return rows.map((r) => ({
+      $typeName: 'dnc.platform.v1.AuditEvent' as const,
+      id: BigInt(r.id),
+      at: timestampFromDate(r.at),
+      service: this.service,
+      caller: r.subject ? `${r.caller} (${r.subject})` : r.caller,
+      method: r.method,
+      targets: r.targets,
+      outcome: r.outcome,
+      callId: r.call_id,
+    }));
+  }
+}
+
+const MAX_TARGET_LENGTH = 128;
+
+/**
+ * The ids a message names: top-level string fields called `*_id` or `country`. Nothing else of a
+ * request or answer is ever written (not a limit, a name, a key or a number).
+ */
+export function targetIds(desc: DescMessage, message: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!message || typeof message !== 'object') return out;
+  for (const field of desc.fields) {
+    if (field.fieldKind !== 'scalar' || field.scalar !== ScalarType.STRING) continue;
+    if (!field.name.endsWith('_id') && field.name !== 'country') continue;
+    const value = (message as Record<string, unknown>)[field.localName];
+    if (typeof value === 'string' && value !== '') out[field.name] = value.slice(0, MAX_TARGET_LENGTH);
+  }
+  return out;
+}
+
+function outcomeOf(error: unknown): string {
+  const code = ConnectError.from(error).code;
+  return (Code[code] ?? String(code)).replace(/([a-z])([A-Z])/g, '$1_$2').toLowerCase();
+}
+
+/**
+ * Every call through the admin listener is written down before it runs (`started`; when that write
+ * fails the call does not run: no unaudited administration) and again when it ends (`ok` or its
+ * status). `fixedTargets` are ids of the service itself (an adapter's country).
+ */
+export function auditInterceptor(
+  sink: AuditSink,
+  logger: Logger,
+  fixedTargets: Record<string, string> = {},
+): Interceptor {
+  return (next) => async (req) => {
+    const callId = randomUUID();
+    const base = {
+      caller: req.contextValues.get(CALLER) ?? 'unauthenticated',
+      subject: req.contextValues.get(CALLER_SUBJECT) ?? '',
+      method: methodName(req.service, req.method),
+      callId,
+    };
+    const input = req.stream ? {} : targetIds(req.method.input, req.message);
+    const targets = { ...fixedTargets, ...input };
+    try {
+      await sink.append({ ...base, targets, outcome: 'started' });
+    } catch (error) {
+      logger.error({ err: error, method: base.method }, 'audit log unavailable: admin call refused');
+      throw new ConnectError('audit log unavailable', Code.Unavailable);
+    }
+    const finish = (outcome: string, more: Record<string, string> = {}) =>
+      sink.append({ ...base, targets: { ...targets, ...more }, outcome }).catch((error: unknown) => {
+        logger.error({ err: error, method: base.method, callId }, 'audit outcome not written');
+      });
+    try {
+      const res = await next(req);
+      await finish('ok', res.stream ? {} : targetIds(req.method.output, res.message));
+      return res;
+    } catch (error) {
+      await finish(outcomeOf(error));
+      throw error;
+    }
+  };
+}
+
+/** A refused call on the admin listener is written down too (one entry; it never ran). */
+export function auditDenied(sink: AuditSink, logger: Logger) {
+  return (record: Omit<AuditRecord, 'outcome' | 'callId'>): void => {
+    void sink.append({ ...record, outcome: 'permission_denied', callId: randomUUID() }).catch((error) => {
+      logger.error({ err: error, method: record.method }, 'audit of a refused call not written');
+    });
+  };
+}
+
+export const MAX_AUDIT_PAGE = 1000;
+
+export function auditService(sink: AuditSink): ServiceImpl<typeof platformv1.AuditService> {
+  return {
+    async listAuditEvents(req) {
+      const limit = req.limit === 0 ? 100 : req.limit;
+      if (limit > MAX_AUDIT_PAGE)
+        throw new ConnectError(`limit must be at most ${MAX_AUDIT_PAGE}`, Code.InvalidArgument);
+      const since = req.since ? timestampDate(req.since) : undefined;
+      return { events: await sink.list({ since, afterId: req.afterId, limit }) };
+    },
+  };
+}

@@ -1,0 +1,163 @@
+import http2 from 'node:http2';
+import { isIP } from 'node:net';
+import tls from 'node:tls';
+import {
+  Code,
+  ConnectError,
+  type ContextValues,
+  createContextKey,
+  createContextValues,
+  type Interceptor,
+} from '@connectrpc/connect';
+import type { Logger } from 'pino';
+import { type Identity, identityFromAltNames, isIdentity } from './identity.js';
+import type { Security } from './security.js';
+
+/** The header that carries the caller's identity in plaintext mode (development only). */
+export const INSECURE_IDENTITY_HEADER = 'dnc-insecure-identity';
+
+/** The authenticated caller of an RPC, set by the server for every request. */
+export const CALLER = createContextKey<Identity | undefined>(undefined, { description: 'caller identity' });
+
+/** The common name of the caller's certificate (which person, for an operator's own certificate). */
+export const CALLER_SUBJECT = createContextKey<string>('', { description: 'caller certificate subject' });
+
+/** `https://` with mTLS, `http://` in plaintext mode, whatever scheme an address was written with. */
+export function addressFor(security: Security, address: string): string {
+  const hostPort = address.replace(/^[a-z]+:\/\//, '');
+  return `${security.mode === 'mtls' ? 'https' : 'http'}://${hostPort}`;
+}
+
+/**
+ * Node options for a client transport to `peer`. Every new connection takes the process's current
+ * certificate (so a rotated key is used from the next connection on), trusts only the platform CA,
+ * and accepts the server only if its certificate names exactly the identity the caller meant to
+ * reach: a registry-adapter-mx certificate does not answer for co, and a server with no platform
+ * certificate never receives a request, whatever address discovery pointed to.
+ */
+export function clientTls(security: Security, peer: Identity): http2.SecureClientSessionOptions | undefined {
+  if (security.mode !== 'mtls') return undefined;
+  const { material, trustDomain } = security;
+  return {
+    createConnection(authority: URL) {
+      const host = authority.hostname.replace(/^\[|\]$/g, '');
+      return tls.connect({
+        host,
+        port: Number(authority.port || 443),
+        ...(isIP(host) ? {} : { servername: host }),
+        secureContext: material.secureContext,
+        ALPNProtocols: ['h2'],
+        rejectUnauthorized: true,
+        checkServerIdentity(_host, cert) {
+          const found = identityFromAltNames(cert.subjectaltname, trustDomain);
+          if (found === peer) return undefined;
+          return Object.assign(
+            new Error(`server identity ${found ?? '(none)'} is not the expected ${peer}`),
+            {
+              code: PEER_IDENTITY_MISMATCH,
+            },
+          );
+        },
+      });
+    },
+  };
+}
+
+const PEER_IDENTITY_MISMATCH = 'DNC_PEER_IDENTITY_MISMATCH';
+const TLS_FAILURE = /^(ERR_TLS_|ERR_SSL_|UNABLE_TO_|CERT_|DEPTH_ZERO|SELF_SIGNED|DNC_PEER_IDENTITY)/;
+
+/**
+ * A peer that fails the handshake (wrong identity, certificate not of the platform CA, expired) is
+ * a peer that is not there: UNAVAILABLE, as for a refused connection, so callers treat it the way
+ * they treat an unreachable adapter (another instance, or 503) and never as an internal error.
+ */
+export const tlsFailureUnavailable: Interceptor = (next) => async (req) => {
+  try {
+    return await next(req);
+  } catch (error) {
+    const ce = ConnectError.from(error);
+    const code = (ce.cause as { code?: unknown } | undefined)?.code;
+    if (ce.code === Code.Internal && typeof code === 'string' && TLS_FAILURE.test(code))
+      throw new ConnectError(ce.rawMessage, Code.Unavailable, undefined, undefined, ce.cause);
+    throw ce;
+  }
+};
+
+/** In plaintext mode the client names itself in a header (nothing checks it: development only). */
+export function clientIdentityInterceptors(security: Security): Interceptor[] {
+  if (security.mode === 'mtls') return [];
+  const identity = security.identity;
+  return [
+    (next) => (req) => {
+      req.header.set(INSECURE_IDENTITY_HEADER, identity);
+      return next(req);
+    },
+  ];
+}
+
+type NodeRequest = { stream?: { session?: http2.Http2Session }; headers: http2.IncomingHttpHeaders };
+
+/**
+ * The caller's identity of each request, for the server's `contextValues`. With mTLS it is read
+ * once per connection from the client certificate the handshake verified, and cached with the
+ * session, so a call costs a map lookup.
+ */
+export function callerContext(security: Security): (req: unknown) => ContextValues {
+  if (security.mode === 'plaintext') {
+    return (req) => {
+      const raw = (req as NodeRequest).headers[INSECURE_IDENTITY_HEADER];
+      const value = typeof raw === 'string' && isIdentity(raw) ? raw : undefined;
+      return createContextValues().set(CALLER, value);
+    };
+  }
+  const bySession = new WeakMap<http2.Http2Session, { identity: Identity | undefined; subject: string }>();
+  const { trustDomain } = security;
+  return (req) => {
+    const session = (req as NodeRequest).stream?.session;
+    let peer = session && bySession.get(session);
+    if (session && !peer) {
+      const socket = session.socket as tls.TLSSocket;
+      const cert = socket.authorized ? socket.getPeerCertificate?.() : undefined;
+      const cn = cert?.subject?.CN;
+      peer = {
+        identity: identityFromAltNames(cert?.subjectaltname, trustDomain),
+        subject: (Array.isArray(cn) ? cn.join(',') : (cn ?? '')).slice(0, 128),
+      };
+      bySession.set(session, peer);
+    }
+    return createContextValues()
+      .set(CALLER, peer?.identity)
+      .set(CALLER_SUBJECT, peer?.subject ?? '');
+  };
+}
+
+/**
+ * An HTTP/2 server for Connect: with mTLS, TLS 1.2+ with ALPN h2 only, a client certificate of
+ * the platform CA required at the handshake (no certificate, an expired one or one of another CA
+ * never gets to send a request), the server certificate swapped in place when it rotates on disk.
+ */
+export function createRpcServer(
+  security: Security,
+  handler: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
+  logger?: Logger,
+): http2.Http2Server | http2.Http2SecureServer {
+  if (security.mode === 'plaintext') return http2.createServer(handler);
+  const { material } = security;
+  const server = http2.createSecureServer(
+    {
+      ...material.contextOptions,
+      requestCert: true,
+      rejectUnauthorized: true,
+      minVersion: 'TLSv1.2',
+      ALPNProtocols: ['h2'],
+      allowHTTP1: false,
+    },
+    handler,
+  );
+  material.onChange(() => server.setSecureContext({ ...material.contextOptions, minVersion: 'TLSv1.2' }));
+  server.on('tlsClientError', (error: NodeJS.ErrnoException) => {
+    // A refused handshake (no certificate, another CA, expired): counted by the log, never a crash.
+    logger?.debug({ err: error, code: error.code }, 'tls handshake refused');
+  });
+  return server;
+}
