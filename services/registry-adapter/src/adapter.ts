@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createReadStream } from 'node:fs';
+import { createReadStream, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import {
@@ -74,8 +74,11 @@ export async function startAdapter(config: AdapterConfig): Promise<RunningAdapte
       service.onClose('snapshot watcher', () => w.stop());
       inner = new LocalProvider(watcher);
     } else {
-      inner = new RemoteProvider({
+      const remote = new RemoteProvider({
         baseUrl: config.DNC_REMOTE_REGISTRY_URL!,
+        ...(config.DNC_REMOTE_REGISTRY_CA_FILE
+          ? { ca: readFileSync(config.DNC_REMOTE_REGISTRY_CA_FILE, 'utf8') }
+          : {}),
         country,
         toE164: (key) => keyToE164(country, key),
         batchSize: config.DNC_REMOTE_BATCH_SIZE,
@@ -83,6 +86,8 @@ export async function startAdapter(config: AdapterConfig): Promise<RunningAdapte
         retries: config.DNC_REMOTE_RETRIES,
         logger,
       });
+      service.onClose('remote registry connections', () => remote.close());
+      inner = remote;
     }
     const provider = new DrillProvider(inner);
     const metrics = new AdapterMetrics(service.metrics, country, () => provider.state());

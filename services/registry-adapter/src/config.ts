@@ -15,8 +15,14 @@ export const adapterConfig = z
     DNC_ENABLE_DRILLS: flag(false),
     /** `local` (registry copy in Postgres, default) or `remote` (the registry's own API). */
     DNC_REGISTRY_PROVIDER: z.enum(['local', 'remote']).default('local'),
-    /** Base URL of the remote registry API (provider `remote`). */
-    DNC_REMOTE_REGISTRY_URL: z.string().url().optional(),
+    /** Base URL of the remote registry API (provider `remote`): https only. */
+    DNC_REMOTE_REGISTRY_URL: z
+      .string()
+      .url()
+      .refine((v) => v.startsWith('https://'), 'must be an https:// URL')
+      .optional(),
+    /** PEM file of the CA that signs a registry's certificate, when it is not a public one. */
+    DNC_REMOTE_REGISTRY_CA_FILE: z.string().min(1).optional(),
     DNC_REMOTE_BATCH_SIZE: z.coerce.number().int().min(1).max(100_000).default(500),
     DNC_REMOTE_TIMEOUT_MS: z.coerce.number().int().min(50).max(60_000).default(3_000),
     DNC_REMOTE_RETRIES: z.coerce.number().int().min(0).max(5).default(2),

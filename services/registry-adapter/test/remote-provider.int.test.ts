@@ -1,27 +1,53 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { Code, ConnectError } from '@connectrpc/connect';
+import { LocalCa } from '@dnc/devstack';
 import { createLogger, readPublicReason } from '@dnc/kit';
 import { registryv1 } from '@dnc/proto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningAdapter } from '../src/index.js';
 import { ProviderError } from '../src/providers/provider.js';
+import { lookupAnswerLimit } from '../src/providers/registry-http.js';
 import { RemoteProvider } from '../src/providers/remote-provider.js';
 import { adapterClients, isolatedEnv, startTestAdapter } from './support/adapter.js';
 
-/** A remote registry played by a real HTTP server: scripted answers per request. */
+type Step =
+  | number
+  | 'hang'
+  | 'maintenance'
+  | 'malformed'
+  | { redirect: string }
+  /** An answer padded to exactly this many bytes (valid JSON), or announced as this many. */
+  | { size: number }
+  | { declared: number }
+  /** Headers at once, then a body that never ends. */
+  | 'slow-body';
+
+/** The registry's TLS: a private CA the adapter is told to trust (DNC_REMOTE_REGISTRY_CA_FILE). */
+let registryCa: LocalCa;
+let registryTls: { cert: string; key: string };
+
+/** A remote registry played by a real HTTPS server: scripted answers per request. */
 class FakeRegistry {
   server!: Server;
   url = '';
   registered = new Set<string>();
   requests: string[][] = [];
-  /** Next responses to give before answering normally: status codes, 'hang' or 'maintenance'. */
-  script: (number | 'hang' | 'maintenance' | 'malformed')[] = [];
+  /** Next responses to give before answering normally. */
+  script: Step[] = [];
 
   async start(): Promise<void> {
-    this.server = createServer((req, res) => void this.handle(req, res));
+    this.server = createServer(registryTls, (req, res) => void this.handle(req, res));
     await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', () => r()));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    this.url = `https://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  private answer(numbers: string[]): string {
+    return JSON.stringify({ registered: numbers.map((n) => this.registered.has(n)), snapshot_id: 'r-7' });
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -31,6 +57,27 @@ class FakeRegistry {
     this.requests.push(numbers);
     const step = this.script.shift();
     if (step === 'hang') return; // never answers: the client's deadline must end it
+    if (step === 'slow-body') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"registered":[');
+      return; // the body never ends
+    }
+    if (typeof step === 'object' && 'redirect' in step) {
+      res.writeHead(307, { location: step.redirect });
+      res.end();
+      return;
+    }
+    if (typeof step === 'object' && 'size' in step) {
+      const json = this.answer(numbers);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(json + ' '.repeat(step.size - Buffer.byteLength(json)));
+      return;
+    }
+    if (typeof step === 'object' && 'declared' in step) {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(step.declared) });
+      res.write(this.answer(numbers));
+      return;
+    }
     if (step === 'maintenance') {
       res.writeHead(503, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ status: 'maintenance', until: new Date(Date.now() + 120_000).toISOString() }));
@@ -47,7 +94,7 @@ class FakeRegistry {
       return;
     }
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ registered: numbers.map((n) => this.registered.has(n)), snapshot_id: 'r-7' }));
+    res.end(this.answer(numbers));
   }
 
   async stop(): Promise<void> {
@@ -57,6 +104,15 @@ class FakeRegistry {
 }
 
 const logger = createLogger('test', 'silent');
+let caDir: string;
+beforeAll(async () => {
+  registryCa = await LocalCa.create({ name: 'registry operator CA' });
+  const issued = await registryCa.issue('registry-adapter-es');
+  registryTls = { cert: issued.certPem, key: issued.keyPem };
+  caDir = mkdtempSync(path.join(os.tmpdir(), 'dnc-registry-ca-'));
+  writeFileSync(path.join(caDir, 'ca.pem'), registryCa.pem);
+});
+afterAll(() => rmSync(caDir, { recursive: true, force: true }));
 const keys = (...k: number[]) => Float64Array.from(k);
 
 describe('remote registry provider against a real HTTP server', () => {
@@ -71,6 +127,7 @@ describe('remote registry provider against a real HTTP server', () => {
   const provider = (over: Partial<ConstructorParameters<typeof RemoteProvider>[0]> = {}) =>
     new RemoteProvider({
       baseUrl: registry.url,
+      ca: registryCa.pem,
       country: 'es',
       toE164: (k) => `+34${k}`,
       batchSize: 2,
@@ -152,6 +209,92 @@ describe('remote registry provider against a real HTTP server', () => {
   });
 });
 
+describe('the remote registry client is bounded: https only, no redirects, capped size and time', () => {
+  const registry = new FakeRegistry();
+  beforeAll(() => registry.start());
+  afterAll(() => registry.stop());
+  afterEach(() => {
+    registry.script = [];
+    registry.requests = [];
+  });
+  const provider = (over: Partial<ConstructorParameters<typeof RemoteProvider>[0]> = {}) =>
+    new RemoteProvider({
+      baseUrl: registry.url,
+      ca: registryCa.pem,
+      country: 'es',
+      toE164: (k) => `+34${k}`,
+      batchSize: 3,
+      timeoutMs: 400,
+      retries: 2,
+      backoffBaseMs: 10,
+      logger,
+      ...over,
+    });
+  const lookup = (p: RemoteProvider, ...k: number[]) =>
+    p.lookup(keys(...k), new AbortController().signal).catch((x: unknown) => x);
+
+  it('refuses a plain http:// registry (and one with credentials in the URL) when built', () => {
+    expect(() => provider({ baseUrl: registry.url.replace('https:', 'http:') })).toThrow(/https/);
+    expect(() => provider({ baseUrl: registry.url.replace('https://', 'https://u:p@') })).toThrow(
+      /credentials/,
+    );
+  });
+
+  it('refuses a registry whose certificate is not trusted (no private CA given)', async () => {
+    const e = await lookup(provider({ ca: undefined, retries: 0 }), 612345678);
+    expect(e).toBeInstanceOf(ProviderError);
+  });
+
+  it('never follows a redirect: the numbers are not sent where it points, and nothing is retried', async () => {
+    const elsewhere: string[] = [];
+    const sink = createHttpServer((req, res) => {
+      let b = '';
+      req.on('data', (c) => (b += c));
+      req.on('end', () => {
+        elsewhere.push(b);
+        res.end('{}');
+      });
+    });
+    await new Promise<void>((r) => sink.listen(0, '127.0.0.1', () => r()));
+    registry.script = [{ redirect: `http://127.0.0.1:${(sink.address() as AddressInfo).port}/v1/lookup` }];
+    const e = await lookup(provider(), 612345678);
+    expect(e).toBeInstanceOf(ProviderError);
+    expect((e as ProviderError).errorClass).toBe('unavailable');
+    expect(registry.requests).toHaveLength(1);
+    expect(elsewhere).toEqual([]);
+    await new Promise((r) => sink.close(r));
+  });
+
+  it('reads an answer of exactly the size limit, refuses one byte more', async () => {
+    const limit = lookupAnswerLimit(2);
+    registry.registered = new Set(['+34612345678']);
+    registry.script = [{ size: limit }];
+    const ok = (await lookup(provider(), 612345678, 700000000)) as { registered: Uint8Array };
+    expect([...ok.registered]).toEqual([1, 0]);
+    registry.script = [{ size: limit + 1 }];
+    const e = await lookup(provider(), 612345678, 700000000);
+    expect(e).toBeInstanceOf(ProviderError);
+    expect(registry.requests).toHaveLength(2); // refused, not retried
+  });
+
+  it('refuses at once an answer that announces more than the limit', async () => {
+    registry.script = [{ declared: lookupAnswerLimit(1) + 1 }];
+    const started = Date.now();
+    const e = await lookup(provider({ timeoutMs: 5_000 }), 612345678);
+    expect(e).toBeInstanceOf(ProviderError);
+    expect(Date.now() - started).toBeLessThan(1_000);
+  });
+
+  it('a body that never ends is cut at the request deadline (body included)', async () => {
+    registry.script = ['slow-body', 'slow-body', 'slow-body'];
+    const started = Date.now();
+    const e = await lookup(provider({ timeoutMs: 200 }), 612345678);
+    expect(e).toBeInstanceOf(ProviderError);
+    expect(registry.requests).toHaveLength(3);
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+});
+
 describe('an adapter for a technical country served by the remote provider', () => {
   const registry = new FakeRegistry();
   const env = isolatedEnv('adapter_remote');
@@ -162,6 +305,7 @@ describe('an adapter for a technical country served by the remote provider', () 
     adapter = await startTestAdapter(env, 'es', {
       DNC_REGISTRY_PROVIDER: 'remote',
       DNC_REMOTE_REGISTRY_URL: registry.url,
+      DNC_REMOTE_REGISTRY_CA_FILE: path.join(caDir, 'ca.pem'),
       DNC_REMOTE_RETRIES: '0',
     });
   });

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { type LookupResult, ProviderError, type ProviderState, type RegistryProvider } from './provider.js';
+import { lookupAnswerLimit, RegistryHttp, RegistryHttpError } from './registry-http.js';
 
 /**
  * Client of a registry that is only reachable through an API ("wash" registries). Wire protocol,
@@ -10,12 +11,16 @@ import { type LookupResult, ProviderError, type ProviderState, type RegistryProv
  *   503 {"status":"maintenance","until":"<ISO time>"}             planned maintenance (not retried)
  *   429 / 5xx / timeout / connection error                        retried, then unavailable
  *
+ * HTTPS only, redirects never followed, answers read up to the size a batch can need (registry-http).
  * Batches of `batchSize`, each request with its own deadline (never beyond the caller's), bounded
  * retries with exponential backoff and full jitter, and a circuit breaker that fails fast while the
  * registry is down. Failures leave as ProviderError('maintenance' | 'unavailable') only.
  */
 export interface RemoteProviderOptions {
+  /** `https://...` only. */
   baseUrl: string;
+  /** PEM trust anchors of a registry behind a private CA (instead of the system roots). */
+  ca?: string;
   country: string;
   toE164: (key: number) => string;
   batchSize: number;
@@ -40,7 +45,15 @@ export class RemoteProvider implements RegistryProvider {
   private lastSnapshotId = '';
   private lastSuccess: Date | undefined;
 
-  constructor(private readonly o: RemoteProviderOptions) {}
+  private readonly http: RegistryHttp;
+
+  constructor(private readonly o: RemoteProviderOptions) {
+    this.http = new RegistryHttp({ baseUrl: o.baseUrl, ca: o.ca, maxSockets: o.concurrency ?? 4 });
+  }
+
+  close(): void {
+    this.http.close();
+  }
 
   private get threshold(): number {
     return this.o.breakerThreshold ?? 5;
@@ -153,19 +166,36 @@ export class RemoteProvider implements RegistryProvider {
     numbers: string[],
     signal: AbortSignal,
   ): Promise<{ registered: boolean[]; snapshotId: string }> {
-    let res: Response;
+    let res: { status: number; body: Buffer };
     try {
-      res = await fetch(new URL('/v1/lookup', this.o.baseUrl), {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ country: this.o.country, numbers }),
-        signal: AbortSignal.any([signal, AbortSignal.timeout(this.o.timeoutMs)]),
-      });
-    } catch {
+      res = await this.http.post(
+        '/v1/lookup',
+        { country: this.o.country, numbers },
+        {
+          signal: AbortSignal.any([signal, AbortSignal.timeout(this.o.timeoutMs)]),
+          maxBytes: lookupAnswerLimit(numbers.length),
+        },
+      );
+    } catch (error) {
+      // A redirect or an oversized answer is a registry misbehaving, not a blip: not retried.
+      if (error instanceof RegistryHttpError && (error.kind === 'redirect' || error.kind === 'too_large')) {
+        this.o.logger.warn(
+          { country: this.o.country, problem: error.kind },
+          'remote registry answer refused',
+        );
+        throw new ProviderError('unavailable', 'remote registry answer refused', 5);
+      }
       throw new RetryableFailure('request failed');
     }
+    const json = <T>(): T | undefined => {
+      try {
+        return JSON.parse(res.body.toString('utf8')) as T;
+      } catch {
+        return undefined;
+      }
+    };
     if (res.status === 503) {
-      const body = (await res.json().catch(() => ({}))) as { status?: string; until?: string };
+      const body = json<{ status?: string; until?: string }>() ?? {};
       if (body.status === 'maintenance') {
         const until = body.until ? new Date(body.until) : undefined;
         if (until && !Number.isNaN(until.getTime())) this.maintenanceUntil = until;
@@ -174,20 +204,10 @@ export class RemoteProvider implements RegistryProvider {
       }
       throw new RetryableFailure('unavailable');
     }
-    if (res.status === 429 || res.status >= 500) {
-      await res.body?.cancel().catch(() => {});
-      throw new RetryableFailure(`status ${res.status}`);
-    }
-    if (res.status !== 200) {
-      await res.body?.cancel().catch(() => {});
-      throw new ProviderError('unavailable', 'remote registry refused the request', 5);
-    }
-    let body: { registered?: unknown; snapshot_id?: unknown };
-    try {
-      body = (await res.json()) as typeof body;
-    } catch {
-      throw new RetryableFailure('bad body');
-    }
+    if (res.status === 429 || res.status >= 500) throw new RetryableFailure(`status ${res.status}`);
+    if (res.status !== 200) throw new ProviderError('unavailable', 'remote registry refused the request', 5);
+    const body = json<{ registered?: unknown; snapshot_id?: unknown }>();
+    if (!body) throw new RetryableFailure('bad body');
     const registered = body.registered;
     if (
       !Array.isArray(registered) ||
