@@ -150,9 +150,17 @@ describe('adapter configuration', () => {
       adapterConfig.safeParse({
         COUNTRY: 'es',
         DNC_REGISTRY_PROVIDER: 'remote',
-        DNC_REMOTE_REGISTRY_URL: 'http://registry.example:8080',
+        DNC_REMOTE_REGISTRY_URL: 'https://registry.example:8443',
       }).success,
     ).toBe(true);
+    // Phone numbers never go to a registry in clear text.
+    expect(
+      adapterConfig.safeParse({
+        COUNTRY: 'es',
+        DNC_REGISTRY_PROVIDER: 'remote',
+        DNC_REMOTE_REGISTRY_URL: 'http://registry.example:8080',
+      }).success,
+    ).toBe(false);
     expect(adapterConfig.safeParse({ COUNTRY: 'us' }).success).toBe(false);
   });
 });
