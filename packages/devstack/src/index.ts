@@ -1,4 +1,5 @@
 export * from './invariants.js';
+export * from './leaks.js';
 export * from './nats-server.js';
 export * from './pki.js';
 export * from './ports.js';

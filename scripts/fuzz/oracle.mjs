@@ -1,0 +1,92 @@
+// What every fuzzed response must satisfy: no 5xx, documented by the OpenAPI document (status,
+// headers, body), no leak of internals. Problems are counted by kind so one bug is one line.
+import { createResponseValidator } from '@dnc/api-contract';
+import { findLeak } from '@dnc/devstack';
+
+const PROTOCOL_REFUSALS = new Set([431]);
+
+export function createOracle(doc, publicBaseUrl) {
+  const validator = createResponseValidator(doc);
+  const problems = new Map();
+  const refusals = { count: 0 };
+  const record = (kind, example) => {
+    example = example.length > 300 ? `${example.slice(0, 300)}...` : example;
+    const p = problems.get(kind);
+    if (p) p.count++;
+    else problems.set(kind, { count: 1, example });
+  };
+
+  /** Checks one exchange; returns the parsed body (or undefined). `sink` collects this caller's problems. */
+  function judge(req, res, sink) {
+    const add = (kind, example) => {
+      record(kind, example);
+      sink?.(kind, example);
+    };
+    const what = `${req.method} ${req.route}`;
+    if (!res.sent) return undefined;
+    if (res.status === 0) {
+      add(`no answer: ${res.error?.slice(0, 80)}`, what);
+      return undefined;
+    }
+    if (res.status >= 500)
+      add(`${res.status} on ${req.method} ${templateOf(req.route)}`, `${what}: ${res.text.slice(0, 200)}`);
+    let body;
+    if (res.text !== '') {
+      try {
+        body = JSON.parse(res.text);
+      } catch {
+        body = res.text;
+      }
+    }
+    const route = req.route.split('?')[0];
+    // The interface description names what is never exposed ("provider", "cost"): no leak check there.
+    if (route.startsWith('/openapi.json') || route.startsWith('/docs')) return body;
+    const leak = findLeak(res.headers.entries(), res.text, publicBaseUrl);
+    if (leak) add(`leak on ${req.method} ${templateOf(req.route)}`, leak.slice(0, 300));
+    if (PROTOCOL_REFUSALS.has(res.status)) {
+      // Node's HTTP parser refused the request before any route saw it (header block over 16 KiB).
+      refusals.count++;
+      return body;
+    }
+    for (const problem of validator.check({
+      method: req.method === 'HEAD' ? 'GET' : req.method,
+      route,
+      status: res.status,
+      headers: res.headers,
+      body: req.method === 'HEAD' ? undefined : body,
+    })) {
+      add(
+        problem.replace(/\/v2\/scrub\/[^/ ]+/g, '/v2/scrub/{job_id}'),
+        `${what} ${req.headers.map(([k]) => k).join(',')}`,
+      );
+    }
+    return body;
+  }
+  return { judge, problems, add: record, refusals };
+}
+
+export function templateOf(route) {
+  return route
+    .split('?')[0]
+    .replace(/^\/v2\/scrub\/[^/]+/, (m) => (m === '/v2/scrub' ? m : '/v2/scrub/{job_id}'));
+}
+
+/** Quota the fuzzed requests may have consumed: v1 200s that were not replays, v2 jobs that succeeded. */
+export class QuotaBook {
+  constructor() {
+    this.v1 = new Map();
+    this.jobs = new Map();
+  }
+  record(org, req, res, body) {
+    if (!body || typeof body !== 'object') return;
+    const replay = res.headers.get('idempotency-replayed') === 'true';
+    if (req.method === 'POST' && req.route === '/v1/scrub' && res.status === 200 && !replay) {
+      const country = JSON.parse(req.body.toString('utf8').replace(/^\uFEFF/, '')).country;
+      const k = `${org}:${country}`;
+      this.v1.set(k, (this.v1.get(k) ?? 0) + body.summary.total_checked);
+    }
+    if (req.method === 'POST' && req.route === '/v2/scrub' && res.status === 202 && !replay) {
+      this.jobs.set(body.job_id, { org, country: body.country, count: body.submitted_count });
+    }
+  }
+}
