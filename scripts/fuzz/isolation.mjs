@@ -2,7 +2,7 @@
 // for an id that does not exist (and for one that is not an id): same status, same bytes, same
 // headers apart from the date and the caller's own rate-limit figures.
 import { randomUUID } from 'node:crypto';
-import { send } from './requests.mjs';
+import { send } from '../reliability/http.mjs';
 
 const VARYING = new Set([
   'date',

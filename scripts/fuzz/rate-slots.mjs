@@ -3,8 +3,8 @@
 // unsupported methods (405). The organization's remaining count must not move.
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
+import { send } from '../reliability/http.mjs';
 import { int } from '../reliability/report.mjs';
-import { send } from './requests.mjs';
 
 const free = fc.oneof(
   fc.constantFrom(

@@ -2,7 +2,6 @@
 // headers and body drawn from the document's schemas, mostly valid, often one rule away, sometimes
 // plain hostile (naughty strings, invalid UTF-8, lone surrogates, duplicated and oversize headers,
 // prototype keys, numbers as strings and strings as numbers).
-import http from 'node:http';
 import fc from 'fast-check';
 import { deref, invalidArbitrary, NAUGHTY, toJsonText, validArbitrary } from './schema-arbitrary.mjs';
 
@@ -176,61 +175,4 @@ export function resolve(op, desc, ctx) {
   if (body && desc.contentType) headers.push(['content-type', desc.contentType]);
   headers.push(...desc.extraHeaders);
   return { method: desc.method, path: `${path}${desc.query ?? ''}`, route: path, headers, body };
-}
-
-const agent = new http.Agent({ keepAlive: true, maxSockets: 32 });
-
-/**
- * Send one request with node:http (headers as given, duplicates included). Resolves with status,
- * headers, text; `sent: false` when the client itself refused the request (an illegal header byte).
- */
-export async function send(baseUrl, req, timeoutMs = 30_000) {
-  const res = await sendOnce(baseUrl, req, timeoutMs);
-  // A keep-alive socket the server closed as we reused it: Node's documented case for one retry.
-  if (res.retry) return sendOnce(baseUrl, req, timeoutMs);
-  return res;
-}
-
-function sendOnce(baseUrl, req, timeoutMs) {
-  const url = new URL(baseUrl);
-  return new Promise((resolveP) => {
-    let r;
-    try {
-      // Headers as a raw list keep duplicates; Node then adds neither Host nor Content-Length itself.
-      const flat = ['host', url.host];
-      const names = new Set(req.headers.map(([k]) => k.toLowerCase()));
-      if (req.body && !names.has('transfer-encoding')) flat.push('content-length', String(req.body.length));
-      for (const [k, v] of req.headers) flat.push(k, v);
-      r = http.request(
-        { host: url.hostname, port: url.port, method: req.method, path: req.path, headers: flat, agent },
-        (res) => {
-          const chunks = [];
-          res.on('data', (c) => chunks.push(c));
-          res.on('end', () =>
-            resolveP({
-              sent: true,
-              status: res.statusCode,
-              headers: new Headers(
-                Object.entries(res.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : String(v)]),
-              ),
-              text: Buffer.concat(chunks).toString('utf8'),
-            }),
-          );
-          res.on('error', (error) => resolveP({ sent: true, status: 0, error: String(error) }));
-        },
-      );
-    } catch (error) {
-      return resolveP({ sent: false, error: String(error) });
-    }
-    r.setTimeout(timeoutMs, () => r.destroy(new Error(`no answer within ${timeoutMs} ms`)));
-    r.on('error', (error) =>
-      resolveP({
-        sent: true,
-        status: 0,
-        error: String(error),
-        retry: r.reusedSocket && error.code === 'ECONNRESET',
-      }),
-    );
-    r.end(req.body);
-  });
 }

@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import fc from 'fast-check';
 import { environment } from '../bench/system.mjs';
+import { send } from '../reliability/http.mjs';
 import { int, printTable } from '../reliability/report.mjs';
 import {
   admin,
@@ -26,7 +27,7 @@ import { hostileRequests } from './hostile.mjs';
 import { checkIsolation } from './isolation.mjs';
 import { createOracle, QuotaBook } from './oracle.mjs';
 import { checkRateSlots } from './rate-slots.mjs';
-import { operationsOf, requestArbitrary, resolve, send } from './requests.mjs';
+import { operationsOf, requestArbitrary, resolve } from './requests.mjs';
 
 const { values: args } = parseArgs({
   options: {

@@ -17,7 +17,14 @@ export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export const log = (suite, line) => process.stderr.write(`${suite}: ${line}\n`);
 
 /** `servers`: the URLs of PostgreSQL, Redis and NATS (the shared ones unless a suite brings its own). */
-export async function startStack({ label, servers = SHARED, countries = LIVE_COUNTRIES, ...options }) {
+/** `beforeUp(stack)`: wiring that needs the stack's ports before its processes start (proxies). */
+export async function startStack({
+  label,
+  servers = SHARED,
+  countries = LIVE_COUNTRIES,
+  beforeUp,
+  ...options
+}) {
   const suffix = uniqueSuffix();
   const db = new URL(servers.databaseUrl);
   db.pathname = `/dnc_${label}_${suffix}`;
@@ -40,6 +47,7 @@ export async function startStack({ label, servers = SHARED, countries = LIVE_COU
     await dropNatsPrefix(servers.natsUrl, natsPrefix).catch(() => {});
   };
   try {
+    beforeUp?.(stack);
     await stack.up();
   } catch (error) {
     await teardown();

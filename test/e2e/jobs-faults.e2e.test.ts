@@ -1,10 +1,6 @@
+import { type PrivateServer, privateNats, privatePostgres } from '@dnc/devstack';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { v2 } from '../../services/job-scheduler/test/support/e2e.js';
-import {
-  type PrivateServer,
-  privateNats,
-  privatePostgres,
-} from '../../services/job-scheduler/test/support/servers.js';
 import { expectInvariants } from '../support/invariants.js';
 import { loadRegistry, type SeededOrg, seedOrg } from '../support/seed.js';
 import { startTestStack, type TestStack } from '../support/stack.js';

@@ -5,18 +5,35 @@ import path from 'node:path';
 import { createClient } from '@connectrpc/connect';
 import { ensureDatabase, grpcTransport } from '@dnc/kit';
 import { healthv1 } from '@dnc/proto';
+import { runAdmin } from './admin.js';
 import { freePort } from './ports.js';
 
 export const LIVE_COUNTRIES = ['mx', 'ar', 'co'] as const;
 
-/** Process names: one per service, one worker process, one adapter per country. */
+/**
+ * Process names: one per service, one worker process, one adapter per country; the second and later
+ * replicas of a process are `<name>#<n>` (`gateway#2`, `adapter-co#2`).
+ */
 export type ProcessName =
   | 'gateway'
   | 'admission'
   | 'quota'
   | 'job-scheduler'
   | 'job-worker'
+  | `${'gateway' | 'admission' | 'job-worker'}#${number}`
   | `adapter-${string}`;
+
+/** How many processes of each replicated role (default 1 each): the chaos suite runs several. */
+export interface Replicas {
+  gateway?: number;
+  admission?: number;
+  'job-worker'?: number;
+  /** Adapters per country. */
+  adapter?: number;
+}
+
+const replicaNames = <T extends string>(name: T, count = 1): ProcessName[] =>
+  Array.from({ length: Math.max(1, count) }, (_, i) => (i === 0 ? name : `${name}#${i + 1}`) as ProcessName);
 
 export interface StackOptions {
   /** Repository root (where scripts/run.js lives). */
@@ -40,6 +57,7 @@ export interface StackOptions {
   echo?: boolean;
   /** Processes not to start (a test starts them itself later). */
   skip?: ProcessName[];
+  replicas?: Replicas;
 }
 
 interface Managed {
@@ -57,6 +75,10 @@ export interface StackAddresses {
   jobs: string;
   adapters: Record<string, string>;
   metrics: Record<string, number>;
+  /** Every gateway replica's own address (`gateway` is the public one, a balancer's with replicas). */
+  gateways: string[];
+  /** Every adapter replica's own address, by country. */
+  adapterReplicas: Record<string, string[]>;
 }
 
 /**
@@ -81,6 +103,7 @@ export class Stack {
 
   static async create(options: StackOptions): Promise<Stack> {
     const countries = options.countries ?? LIVE_COUNTRIES;
+    const r = options.replicas ?? {};
     let next = options.basePort;
     const port = async () => (next === undefined ? freePort() : next++);
     const gatewayPort = options.gatewayPort ?? (await port());
@@ -88,16 +111,23 @@ export class Stack {
     const adapterPorts: Record<string, number> = {};
     for (const c of countries) adapterPorts[c] = await port();
     const metrics: Record<string, number> = {};
+    const gateways = replicaNames('gateway', r.gateway);
+    const admissions = replicaNames('admission', r.admission);
+    const adapterNames = countries.flatMap((c) => replicaNames(`adapter-${c}`, r.adapter));
     const names: ProcessName[] = [
-      'gateway',
-      'admission',
+      ...gateways,
+      ...admissions,
       'quota',
       'job-scheduler',
-      'job-worker',
-      ...countries.map((c) => `adapter-${c}` as ProcessName),
+      ...replicaNames('job-worker', r['job-worker']),
+      ...adapterNames,
     ];
     for (const n of names) metrics[n] = await port();
     const workerGrpc = await port();
+    // The first replica of each role takes the ports above; the others get their own.
+    const ownPort: Partial<Record<ProcessName, number>> = { gateway: gatewayPort, admission: grpc.admission };
+    for (const c of countries) ownPort[`adapter-${c}`] = adapterPorts[c]!;
+    for (const n of names) if (n.includes('#')) ownPort[n] = await port();
     const url = (p: number) => `http://127.0.0.1:${p}`;
     const addresses: StackAddresses = {
       gateway: options.publicBaseUrl ?? url(gatewayPort),
@@ -106,6 +136,10 @@ export class Stack {
       jobs: url(grpc.jobs),
       adapters: Object.fromEntries(countries.map((c) => [c, url(adapterPorts[c]!)])),
       metrics,
+      gateways: gateways.map((n) => url(ownPort[n]!)),
+      adapterReplicas: Object.fromEntries(
+        countries.map((c) => [c, replicaNames(`adapter-${c}`, r.adapter).map((n) => url(ownPort[n]!))]),
+      ),
     };
     const commonEnv: Record<string, string> = {
       DATABASE_URL: options.databaseUrl,
@@ -126,22 +160,30 @@ export class Stack {
       ...options.env,
     };
     const stack = new Stack(options, addresses, commonEnv);
-    const roleEnv: Record<ProcessName, Record<string, string>> = {
-      gateway: {},
-      admission: { DNC_GRPC_PORT: String(grpc.admission) },
+    const roleEnv: Partial<Record<ProcessName, Record<string, string>>> = {
       quota: { DNC_GRPC_PORT: String(grpc.quota) },
       'job-scheduler': { DNC_GRPC_PORT: String(grpc.jobs) },
-      'job-worker': { DNC_GRPC_PORT: String(workerGrpc) },
     };
-    for (const c of countries) {
-      roleEnv[`adapter-${c}`] = {
-        COUNTRY: c,
-        DNC_GRPC_PORT: String(adapterPorts[c]),
-        DNC_ADVERTISE_ADDR: addresses.adapters[c]!,
+    // Gateway replica i talks to admission replica i (round-robin when there are fewer).
+    gateways.forEach((n, i) => {
+      roleEnv[n] = {
+        DNC_GATEWAY_PORT: String(ownPort[n]),
+        DNC_ADMISSION_ADDR: url(ownPort[admissions[i % admissions.length]!]!),
+      };
+    });
+    for (const n of admissions) roleEnv[n] = { DNC_GRPC_PORT: String(ownPort[n]) };
+    for (const n of names.filter((x) => x.startsWith('job-worker')))
+      roleEnv[n] = { DNC_GRPC_PORT: String(ownPort[n] ?? workerGrpc) };
+    for (const n of adapterNames) {
+      roleEnv[n] = {
+        COUNTRY: n.slice('adapter-'.length).split('#')[0]!,
+        DNC_GRPC_PORT: String(ownPort[n]),
+        DNC_ADVERTISE_ADDR: url(ownPort[n]!),
       };
     }
     for (const name of names) {
-      const role = name.startsWith('adapter-') ? 'registry-adapter' : name;
+      const base = name.split('#')[0]!;
+      const role = base.startsWith('adapter-') ? 'registry-adapter' : base;
       stack.processes.set(name, {
         name,
         role,
@@ -161,10 +203,12 @@ export class Stack {
     // Created once here rather than raced by every process.
     await ensureDatabase(this.options.databaseUrl);
     const skip = new Set(this.options.skip ?? []);
+    const all = [...this.processes.keys()];
+    const of = (...bases: string[]) => all.filter((n) => bases.includes(n.split('#')[0]!));
     const order: ProcessName[][] = [
-      ['quota', ...[...this.processes.keys()].filter((n) => n.startsWith('adapter-'))],
-      ['admission', 'job-scheduler', 'job-worker'],
-      ['gateway'],
+      ['quota', ...all.filter((n) => n.startsWith('adapter-'))],
+      of('admission', 'job-scheduler', 'job-worker'),
+      of('gateway'),
     ];
     for (const group of order) {
       await Promise.all(group.filter((n) => !skip.has(n)).map((n) => this.start(n)));
@@ -220,10 +264,10 @@ export class Stack {
   async waitReady(name: ProcessName, timeoutMs = 45_000): Promise<void> {
     const p = this.processes.get(name)!;
     const deadline = Date.now() + timeoutMs;
-    const health =
-      name === 'gateway'
-        ? undefined
-        : createClient(healthv1.Health, grpcTransport(`http://127.0.0.1:${p.env['DNC_GRPC_PORT']}`));
+    const gateway = p.role === 'gateway';
+    const health = gateway
+      ? undefined
+      : createClient(healthv1.Health, grpcTransport(`http://127.0.0.1:${p.env['DNC_GRPC_PORT']}`));
     while (Date.now() < deadline) {
       if (p.child?.exitCode !== null && p.child?.exitCode !== undefined) {
         throw new Error(
@@ -235,7 +279,9 @@ export class Stack {
           const r = await health.check({ service: '' }, { timeoutMs: 1000 });
           if (r.status === healthv1.HealthCheckResponse_ServingStatus.SERVING) return;
         } else {
-          const r = await fetch(`${this.baseUrl}/v1/ready`, { signal: AbortSignal.timeout(1000) });
+          const r = await fetch(`http://127.0.0.1:${p.env['DNC_GATEWAY_PORT']}/v1/ready`, {
+            signal: AbortSignal.timeout(1000),
+          });
           if (r.status === 200) return;
         }
       } catch {
@@ -302,34 +348,7 @@ export class Stack {
 
   /** Run `dnc-admin` and parse its JSON output; rejects with its one-line error on failure. */
   admin(args: string[], input?: string): Promise<unknown> {
-    return new Promise((resolve, reject) => {
-      const child = spawn(
-        process.execPath,
-        [path.join(this.options.root, 'packages/admin-cli/dist/main.js'), ...args],
-        {
-          env: { ...process.env, ...this.adminEnv() },
-          stdio: ['pipe', 'pipe', 'pipe'],
-        },
-      );
-      let out = '';
-      let err = '';
-      child.stdout.on('data', (c) => {
-        out += c;
-      });
-      child.stderr.on('data', (c) => {
-        err += c;
-      });
-      child.stdin.end(input ?? '');
-      child.once('exit', (code) => {
-        if (code !== 0)
-          return reject(new Error(`dnc-admin ${args[0]} ${args[1] ?? ''} failed (${code}): ${err.trim()}`));
-        try {
-          resolve(out.trim() ? JSON.parse(out) : null);
-        } catch {
-          reject(new Error(`dnc-admin printed no JSON: ${out.slice(0, 200)}`));
-        }
-      });
-    });
+    return runAdmin(this.options.root, this.adminEnv(), args, input);
   }
 
   async close(): Promise<void> {

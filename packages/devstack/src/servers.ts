@@ -3,20 +3,10 @@ import { chmodSync, chownSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { freePort } from './ports.js';
 
-// Private servers for fault tests: restarting the shared PostgreSQL or NATS would break every other
-// suite running at the same time, so a test that restarts one starts its own.
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
+// Private servers for fault tests and the chaos suite: restarting the shared PostgreSQL, Redis or
+// NATS would break every other suite running at the same time, so whoever restarts one starts its own.
 
 async function waitPort(port: number, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -113,6 +103,38 @@ export async function privatePostgres(): Promise<PrivateServer> {
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
+    },
+  };
+}
+
+/** redis-server without persistence, on its own port. */
+export async function privateRedis(): Promise<PrivateServer> {
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  const start = async () => {
+    child = spawn(
+      'redis-server',
+      ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no'],
+      { stdio: 'ignore' },
+    );
+    await waitPort(port);
+  };
+  const halt = async () => {
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((r) => child!.once('exit', r));
+    child.kill('SIGTERM');
+    await exited;
+  };
+  await start();
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    async restart(downMs = 1_000) {
+      await halt();
+      await new Promise((r) => setTimeout(r, downMs));
+      await start();
+    },
+    async stop() {
+      await halt();
     },
   };
 }

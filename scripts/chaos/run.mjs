@@ -1,0 +1,64 @@
+#!/usr/bin/env node
+// `npm run chaos [-- --smoke] [--only S1,S4] [--duration S]`: the stack with replicas on private
+// servers, mixed traffic from many organizations, the faults of issue #15 one scenario at a time,
+// then a drain and the invariants. Prints one table; exits non-zero when any row fails.
+import { parseArgs } from 'node:util';
+import { environment } from '../bench/system.mjs';
+import { printTable } from '../reliability/report.mjs';
+import { log, ROOT } from '../reliability/stack.mjs';
+import { finalInvariants } from './invariants.mjs';
+import { SCENARIOS } from './scenarios/index.mjs';
+import { Ledger } from './traffic.mjs';
+import { buildWorld } from './world.mjs';
+
+const { values: args } = parseArgs({
+  options: {
+    smoke: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    duration: { type: 'string' },
+  },
+});
+const smoke = args.smoke;
+const MODE = smoke ? 'smoke' : 'full';
+const only = args.only ? new Set(args.only.split(',').map((s) => s.trim().toUpperCase())) : undefined;
+const settings = {
+  smoke,
+  loadS: Number(args.duration ?? (smoke ? 60 : 600)),
+  orgs: smoke ? 20 : 100,
+};
+const say = (line) => log('chaos', line);
+const env0 = environment(ROOT);
+
+say(`mode ${MODE}`);
+const world = await buildWorld({ orgs: settings.orgs });
+const ledger = new Ledger();
+const rows = [];
+let exitCode = 1;
+try {
+  for (const scenario of SCENARIOS) {
+    if (only && !only.has(scenario.id)) continue;
+    say(`${scenario.id}: ${scenario.title}`);
+    const t0 = Date.now();
+    try {
+      const row = await scenario.run(world, ledger, settings);
+      rows.push({ ...row, figures: `${row.figures}; ${Math.round((Date.now() - t0) / 1000)} s` });
+    } catch (error) {
+      rows.push({
+        scenario: `${scenario.id} ${scenario.title}`,
+        pass: false,
+        requests: 0,
+        jobs: 0,
+        figures: 'could not run',
+        failures: [String(error.stack ?? error)],
+      });
+    }
+    say(`${scenario.id}: ${rows.at(-1).pass ? 'pass' : 'FAIL'}`);
+  }
+  rows.push(await finalInvariants(world, ledger));
+  exitCode = printTable('dnc-scrub chaos', MODE, rows, env0);
+} catch (error) {
+  process.stderr.write(`chaos: could not run: ${error.stack ?? error}\n`);
+} finally {
+  await world.close();
+}
+process.exit(exitCode);

@@ -1,0 +1,142 @@
+// S1 (load held) and S17 (slow clients).
+
+import { randomUUID } from 'node:crypto';
+import net from 'node:net';
+import { sleep } from '../../reliability/stack.mjs';
+import { ms, snapshot } from '../probe.mjs';
+import { startTraffic } from '../traffic.mjs';
+import { COUNTRY } from '../world.mjs';
+
+/** The bench's targets (scripts/bench/README.md) that mixed traffic can be held to. */
+export const TARGETS = { singleP99Ms: 100, v2AdmissionMs: 1_500 };
+
+function growth(early, late) {
+  const out = [];
+  for (const [name, a] of Object.entries(early)) {
+    const b = late[name];
+    if (!b) continue;
+    if (b.rss > a.rss * 1.25 + 24) out.push(`${name} RSS ${a.rss} -> ${b.rss} MiB`);
+    if (b.fds > a.fds + 24) out.push(`${name} open descriptors ${a.fds} -> ${b.fds}`);
+  }
+  return out;
+}
+
+export async function s1Load(world, ledger, { durationS }) {
+  const traffic = startTraffic(world, ledger, { concurrency: 8, pace: 5 });
+  const warm = Math.min(20, Math.round(durationS / 4));
+  await sleep(warm * 1000);
+  const early = snapshot(world.stack);
+  await sleep((durationS - warm) * 1000);
+  const late = snapshot(world.stack);
+  const t = await traffic.stop();
+  const p99 = t.p('v1 small', 0.99);
+  const v2 = t.p('v2 job', 0.99);
+  const failures = [
+    ...t.fivexx.map((f) => `${f.kind} answered ${f.status} ${f.code ?? ''}`),
+    ...(t.noAnswer ? [`${t.noAnswer} requests got no answer`] : []),
+    ...(p99 > TARGETS.singleP99Ms ? [`single-number p99 ${ms(p99)} > ${TARGETS.singleP99Ms} ms`] : []),
+    ...(v2 > TARGETS.v2AdmissionMs ? [`v2 admission p99 ${ms(v2)} > ${TARGETS.v2AdmissionMs} ms`] : []),
+    ...growth(early, late),
+  ];
+  const gwRss = Object.entries(late)
+    .filter(([n]) => n.startsWith('gateway'))
+    .map(([, v]) => v.rss);
+  return {
+    scenario: `S1 load held ${durationS} s`,
+    faults: '-',
+    requests: t.requests,
+    jobs: t.count('v2 job'),
+    pass: failures.length === 0,
+    figures: `${Math.round(t.requests / durationS)} req/s; v1 p50/p99 ${ms(t.p('v1 small', 0.5))}/${ms(p99)}; v1 10k p50 ${ms(t.p('v1 10k', 0.5))}; v2 admit p99 ${ms(v2)}; gateway RSS ${gwRss.join('/')} MiB`,
+    failures: [...new Set(failures)],
+  };
+}
+
+/** A connection that sends headers declaring `declared` bytes, then one byte every `everyMs`. */
+function slowloris(port, key, declared, everyMs) {
+  const s = net.connect(port, '127.0.0.1');
+  const state = { closedAt: 0, opened: Date.now() };
+  s.on('error', () => {});
+  s.on('close', () => {
+    state.closedAt = Date.now();
+    clearInterval(timer);
+  });
+  s.write(
+    `POST /v1/scrub HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${key}\r\nidempotency-key: ${randomUUID()}\r\ncontent-type: application/json\r\ncontent-length: ${declared}\r\n\r\n{`,
+  );
+  const timer = setInterval(() => s.write(' '), everyMs);
+  return { state, socket: s };
+}
+
+/** A 10,000-number request whose answer is never read. */
+function neverReads(port, key) {
+  const body = JSON.stringify({
+    country: COUNTRY,
+    phones: Array.from({ length: 10_000 }, (_, i) => `30012${String(i).padStart(5, '0')}`),
+  });
+  const s = net.connect(port, '127.0.0.1', () => s.pause());
+  const state = { closedAt: 0, opened: Date.now() };
+  s.on('error', () => {});
+  s.on('close', () => {
+    state.closedAt = Date.now();
+  });
+  s.write(
+    `POST /v1/scrub HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${key}\r\nidempotency-key: ${randomUUID()}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+  return { state, socket: s };
+}
+
+/**
+ * S17: slowloris bodies (small and 25 MiB declared) and responses never read, while customers keep
+ * working. Pass: the gateway closes every slow connection within `boundMs`, its memory stays bounded,
+ * and the other customers' p99 stays within the single-number target.
+ */
+export async function s17SlowClients(world, ledger, { boundMs, holdS }) {
+  const port = world.balancer.port;
+  const key = world.orgs[0].apiKey;
+  const before = snapshot(world.stack);
+  const traffic = startTraffic(world, ledger, {
+    orgs: world.orgs.slice(1),
+    concurrency: 6,
+    pace: 10,
+    kinds: ['v1 small'],
+  });
+  const slow = [
+    ...Array.from({ length: 60 }, () => slowloris(port, key, 1_000, 2_000)),
+    ...Array.from({ length: 8 }, () => slowloris(port, key, 26_214_400, 1_000)),
+    ...Array.from({ length: 20 }, () => neverReads(port, key)),
+  ];
+  const t0 = Date.now();
+  let peak = 0;
+  while (Date.now() - t0 < Math.max(holdS * 1000, boundMs + 5_000)) {
+    await sleep(1_000);
+    const gw = Object.entries(snapshot(world.stack)).filter(([n]) => n.startsWith('gateway'));
+    peak = Math.max(peak, ...gw.map(([n, v]) => v.rss - (before[n]?.rss ?? 0)));
+    if (slow.every((c) => c.state.closedAt)) break;
+  }
+  const t = await traffic.stop();
+  const open = slow.filter((c) => !c.state.closedAt);
+  const late = slow.filter((c) => c.state.closedAt && c.state.closedAt - c.state.opened > boundMs + 2_000);
+  for (const c of slow) c.socket.destroy();
+  const p99 = t.p('v1 small', 0.99);
+  const failures = [
+    ...(open.length
+      ? [
+          `${open.length} of ${slow.length} slow connections still open after ${Math.round((Date.now() - t0) / 1000)} s`,
+        ]
+      : []),
+    ...(late.length ? [`${late.length} slow connections closed later than ${boundMs} ms`] : []),
+    ...(peak > 200 ? [`gateway RSS grew by ${peak} MiB`] : []),
+    ...(p99 > TARGETS.singleP99Ms ? [`other customers' p99 ${ms(p99)} > ${TARGETS.singleP99Ms} ms`] : []),
+    ...t.fivexx.map((f) => `${f.kind} answered ${f.status} ${f.code ?? ''}`),
+  ];
+  return {
+    scenario: 'S17 slow clients (slowloris, unread responses)',
+    faults: `${slow.length} slow connections`,
+    requests: t.requests + slow.length,
+    jobs: 0,
+    pass: failures.length === 0,
+    figures: `closed by the gateway ${slow.length - open.length}/${slow.length}; gateway RSS +${peak} MiB max; others p99 ${ms(p99)}`,
+    failures,
+  };
+}

@@ -1,0 +1,173 @@
+// Mixed customer traffic over the balancer: v1 single numbers and 10k lists, v2 jobs, polls,
+// results and cancels, from many organizations. Every answer is checked as it arrives (a registered
+// number is never `safe`), every accepted job and every v1 charge goes into the ledger the final
+// invariants are read against.
+import { randomUUID } from 'node:crypto';
+import { api } from '../reliability/http.mjs';
+import { sleep } from '../reliability/stack.mjs';
+import { COUNTRY } from './world.mjs';
+
+const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'expired']);
+const REGISTRY_SIZE = 20_000;
+
+/** `n` numbers with their expected class: even slots registered (prohibited), odd slots not (safe). */
+export function phonesOf(n) {
+  const phones = [];
+  let prohibited = 0;
+  for (let i = 0; i < n; i++) {
+    const slot = Math.floor(Math.random() * REGISTRY_SIZE * 2);
+    if (slot % 2 === 0) prohibited++;
+    phones.push(
+      `+57 300 ${String(slot)
+        .padStart(7, '0')
+        .replace(/^(\d{3})/, '$1 ')}`,
+    );
+  }
+  return { phones, prohibited };
+}
+
+/** What every scenario adds to, and the final invariants are read against. */
+export class Ledger {
+  jobs = new Map();
+  v1 = new Map();
+  wrong = [];
+  charge(orgId, n) {
+    this.v1.set(orgId, (this.v1.get(orgId) ?? 0) + n);
+  }
+  accept(org, body, key) {
+    if (!this.jobs.has(body.job_id))
+      this.jobs.set(body.job_id, { org, count: body.submitted_count, key, status: body.status });
+  }
+  /** Check a v1 or v2 result against what the numbers are. */
+  verify(result, prohibited, where) {
+    const s = result?.summary;
+    if (!s || s.prohibited_numbers !== prohibited)
+      this.wrong.push(`${where}: ${s?.prohibited_numbers} prohibited, expected ${prohibited}`);
+  }
+}
+
+/** Per-kind figures of a stretch of traffic. */
+export class Tally {
+  kinds = new Map();
+  fivexx = [];
+  noAnswer = 0;
+  requests = 0;
+  add(kind, res) {
+    this.requests++;
+    let k = this.kinds.get(kind);
+    if (!k) this.kinds.set(kind, (k = { ms: [], statuses: new Map() }));
+    k.ms.push(res.ms);
+    k.statuses.set(res.status, (k.statuses.get(res.status) ?? 0) + 1);
+    if (res.status === 0) this.noAnswer++;
+    if (res.status >= 500)
+      this.fivexx.push({ at: Date.now(), kind, status: res.status, code: res.body?.error });
+  }
+  p(kind, q) {
+    const ms = [...(this.kinds.get(kind)?.ms ?? [])].sort((a, b) => a - b);
+    return ms.length ? ms[Math.min(ms.length - 1, Math.floor(ms.length * q))] : Number.NaN;
+  }
+  count(kind) {
+    return this.kinds.get(kind)?.ms.length ?? 0;
+  }
+}
+
+const MIX = [
+  ['v1 small', 60],
+  ['v1 10k', 1],
+  ['v2 job', 8],
+  ['poll', 22],
+  ['result', 5],
+  ['cancel', 4],
+];
+
+function pick() {
+  let r = Math.random() * MIX.reduce((s, [, w]) => s + w, 0);
+  for (const [kind, w] of MIX) if ((r -= w) < 0) return kind;
+  return MIX[0][0];
+}
+
+/** One customer action; returns its kind and response. */
+async function act(world, ledger, tally, kind, org) {
+  const base = world.publicBaseUrl;
+  const key = org.apiKey;
+  const mine = [...ledger.jobs].filter(([, j]) => j.org === org);
+  const someJob = mine.length ? mine[Math.floor(Math.random() * mine.length)] : undefined;
+  if ((kind === 'poll' || kind === 'result' || kind === 'cancel') && !someJob) kind = 'v1 small';
+  if (kind === 'v1 small' || kind === 'v1 10k') {
+    const { phones, prohibited } = phonesOf(kind === 'v1 small' ? 1 + Math.floor(Math.random() * 3) : 10_000);
+    const res = await api(base, 'POST', '/v1/scrub', {
+      key,
+      idem: randomUUID(),
+      json: { country: COUNTRY, phones },
+    });
+    tally.add(kind, res);
+    if (res.status === 200) {
+      ledger.verify(res.body, prohibited, kind);
+      if (res.headers.get('idempotency-replayed') !== 'true') ledger.charge(org.orgId, phones.length);
+    }
+    return;
+  }
+  if (kind === 'v2 job') {
+    const { phones } = phonesOf(200 + Math.floor(Math.random() * 1800));
+    const idem = randomUUID();
+    const res = await api(base, 'POST', '/v2/scrub', { key, idem, json: { country: COUNTRY, phones } });
+    tally.add(kind, res);
+    if (res.status === 202) ledger.accept(org, res.body, idem);
+    return;
+  }
+  const [jobId, job] = someJob;
+  if (kind === 'poll') {
+    const res = await api(base, 'GET', `/v2/scrub/${jobId}`, { key });
+    tally.add(kind, res);
+    if (res.status === 200) job.status = res.body.status;
+  } else if (kind === 'result') {
+    tally.add(kind, await api(base, 'GET', `/v2/scrub/${jobId}/result`, { key }));
+  } else {
+    tally.add(kind, await api(base, 'POST', `/v2/scrub/${jobId}/cancel`, { key }));
+  }
+}
+
+/**
+ * Traffic from `orgs` with `concurrency` customers at once until `stop()`. `pace`: pause between one
+ * customer's requests (ms), so the load is a steady stream rather than a flood.
+ */
+export function startTraffic(world, ledger, { orgs = world.orgs, concurrency = 8, pace = 20, kinds } = {}) {
+  const tally = new Tally();
+  let running = true;
+  const lanes = Array.from({ length: concurrency }, async () => {
+    while (running) {
+      const org = orgs[Math.floor(Math.random() * orgs.length)];
+      const kind = kinds ? kinds[Math.floor(Math.random() * kinds.length)] : pick();
+      try {
+        await act(world, ledger, tally, kind, org);
+      } catch (error) {
+        tally.add(kind, { status: 0, ms: 0, error: String(error) });
+      }
+      await sleep(pace);
+    }
+  });
+  return {
+    tally,
+    async stop() {
+      running = false;
+      await Promise.all(lanes);
+      return tally;
+    },
+  };
+}
+
+/** Poll every accepted job until terminal (or `timeoutMs`); returns the ones still active. */
+export async function drainJobs(world, ledger, timeoutMs = 120_000) {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const active = [...ledger.jobs].filter(([, j]) => !TERMINAL.has(j.status));
+    if (active.length === 0 || Date.now() > until) return active;
+    for (const [jobId, job] of active) {
+      const res = await api(world.publicBaseUrl, 'GET', `/v2/scrub/${jobId}`, { key: job.org.apiKey });
+      if (res.status === 200) job.status = res.body.status;
+    }
+    await sleep(500);
+  }
+}
+
+export { TERMINAL };

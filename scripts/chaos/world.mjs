@@ -1,0 +1,111 @@
+// The chaos suite's world: private PostgreSQL, Redis and NATS (faults stop and restart them; the
+// shared servers other suites use are never touched), a fault proxy in front of PostgreSQL, Redis and
+// each adapter, the stack with replicas (3 gateways behind a small balancer, 2 admission, 2 workers,
+// 2 adapters for `co`), and the organizations that drive the traffic.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { privateNats, privatePostgres, privateRedis, TcpProxy } from '@dnc/devstack';
+import { loadRegistries, log, pool, seedOrg, startStack } from '../reliability/stack.mjs';
+
+export const COUNTRY = 'co';
+const say = (line) => log('chaos', line);
+
+const hostPort = (url) => {
+  const u = new URL(url);
+  return { host: u.hostname, port: Number(u.port) };
+};
+const through = (url, proxy) => {
+  const u = new URL(url);
+  u.port = String(proxy.port);
+  return u.toString();
+};
+
+/** Registry of the chaos traffic: registered lines are 300 000 0000 + even i, their neighbours odd. */
+export function registryFile(size = 20_000) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'dnc-chaos-'));
+  const file = path.join(dir, 'co.txt');
+  const lines = [];
+  for (let i = 0; i < size; i++) lines.push(`300${String(i * 2).padStart(7, '0')}`);
+  writeFileSync(file, `${lines.join('\n')}\n`);
+  return file;
+}
+
+export async function buildWorld({ orgs, env = {} }) {
+  say('starting private PostgreSQL, Redis and NATS');
+  const [pg, redis, nats] = await Promise.all([privatePostgres(), privateRedis(), privateNats()]);
+  const pgProxy = await TcpProxy.start([hostPort(pg.url)]);
+  const redisProxy = await TcpProxy.start([hostPort(redis.url)]);
+  const adapterProxies = [await TcpProxy.start([]), await TcpProxy.start([])];
+  const balancer = await TcpProxy.start([]);
+  const publicBaseUrl = `http://${balancer.address}`;
+  const servers = {
+    databaseUrl: through(pg.url, pgProxy),
+    redisUrl: through(redis.url, redisProxy),
+    natsUrl: nats.url,
+  };
+  say('starting the stack (3 gateways, 2 admission, 2 workers, 2 co adapters)');
+  const { stack, teardown } = await startStack({
+    label: 'chaos',
+    servers,
+    countries: [COUNTRY],
+    publicBaseUrl,
+    replicas: { gateway: 3, admission: 2, 'job-worker': 2, adapter: 2 },
+    env: {
+      DNC_ABUSE_AUTH_FAILURES: '1000000',
+      DNC_ABUSE_ORG_FACTOR: '1000',
+      // Short windows, so S2 finds a window boundary within seconds.
+      DNC_RATE_WINDOW_SECONDS: '10',
+      DNC_JOB_LEASE_MS: '4000',
+      DNC_JOBS_ACK_WAIT_MS: '6000',
+      DNC_SWEEP_INTERVAL_MS: '1000',
+      DNC_REDISPATCH_AFTER_MS: '5000',
+      DNC_ADAPTER_CALL_TIMEOUT_MS: '8000',
+      DNC_SHUTDOWN_TIMEOUT_MS: '5000',
+      ...env,
+    },
+    processEnv: {
+      // Callers reach each adapter through its fault proxy: the address the adapter announces.
+      [`adapter-${COUNTRY}`]: { DNC_ADVERTISE_ADDR: `http://${adapterProxies[0].address}` },
+      [`adapter-${COUNTRY}#2`]: { DNC_ADVERTISE_ADDR: `http://${adapterProxies[1].address}` },
+    },
+    beforeUp: (s) => {
+      s.addresses.adapterReplicas[COUNTRY].forEach((url, i) =>
+        adapterProxies[i].setUpstreams([hostPort(url)]),
+      );
+      balancer.setUpstreams(s.addresses.gateways.map(hostPort));
+    },
+  });
+  say('loading the registry and seeding organizations');
+  await loadRegistries(stack, { [COUNTRY]: registryFile() });
+  const seeded = await pool(
+    Array.from({ length: orgs }, (_, i) => i),
+    6,
+    (i) =>
+      seedOrg(stack, {
+        name: `Chaos ${i + 1}`,
+        countries: [COUNTRY],
+        quota: 1_000_000_000,
+        rateLimit: 60_000,
+      }),
+  );
+  const close = async () => {
+    await teardown();
+    for (const p of [balancer, pgProxy, redisProxy, ...adapterProxies]) await p.close();
+    await Promise.all([pg.stop(), redis.stop(), nats.stop()]);
+  };
+  return {
+    stack,
+    orgs: seeded,
+    pg,
+    redis,
+    nats,
+    pgProxy,
+    redisProxy,
+    adapterProxies,
+    balancer,
+    publicBaseUrl,
+    servers,
+    close,
+  };
+}
