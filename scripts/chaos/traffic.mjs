@@ -55,7 +55,10 @@ export class Tally {
   add(kind, res) {
     this.requests++;
     let k = this.kinds.get(kind);
-    if (!k) this.kinds.set(kind, (k = { ms: [], statuses: new Map() }));
+    if (!k) {
+      k = { ms: [], statuses: new Map() };
+      this.kinds.set(kind, k);
+    }
     k.ms.push(res.ms);
     k.statuses.set(res.status, (k.statuses.get(res.status) ?? 0) + 1);
     if (res.status === 0) this.noAnswer++;
@@ -82,7 +85,10 @@ const MIX = [
 
 function pick() {
   let r = Math.random() * MIX.reduce((s, [, w]) => s + w, 0);
-  for (const [kind, w] of MIX) if ((r -= w) < 0) return kind;
+  for (const [kind, w] of MIX) {
+    r -= w;
+    if (r < 0) return kind;
+  }
   return MIX[0][0];
 }
 
