@@ -70,9 +70,9 @@ export async function buildWorld({ orgs, env = {} }) {
       [`adapter-${COUNTRY}#2`]: { DNC_ADVERTISE_ADDR: `http://${adapterProxies[1].address}` },
     },
     beforeUp: (s) => {
-      s.addresses.adapterReplicas[COUNTRY].forEach((url, i) =>
-        adapterProxies[i].setUpstreams([hostPort(url)]),
-      );
+      for (const [i, url] of s.addresses.adapterReplicas[COUNTRY].entries()) {
+        adapterProxies[i].setUpstreams([hostPort(url)]);
+      }
       balancer.setUpstreams(s.addresses.gateways.map(hostPort));
     },
   });
