@@ -30,6 +30,8 @@ const say = (line) => log('chaos', line);
 const env0 = environment(ROOT);
 
 say(`mode ${MODE}`);
+// A client of this process that a fault cuts (a socket reset under it) must not end the run.
+process.on('uncaughtException', (error) => say(`ignored in the runner: ${error.message}`));
 const world = await buildWorld({ orgs: settings.orgs });
 const ledger = new Ledger();
 const rows = [];

@@ -89,6 +89,21 @@ export async function buildWorld({ orgs, env = {} }) {
         rateLimit: 60_000,
       }),
   );
+  /** Restart the scheduler and the workers with `env` added (a value `undefined` restores the default). */
+  const restartJobs = async (extra) => {
+    const names = [...stack.processes.keys()].filter(
+      (n) => n === 'job-scheduler' || n.startsWith('job-worker'),
+    );
+    for (const n of names) {
+      const p = stack.processes.get(n);
+      await stack.stop(n);
+      for (const [k, v] of Object.entries(extra)) {
+        if (v === undefined) delete p.env[k];
+        else p.env[k] = v;
+      }
+      await stack.start(n);
+    }
+  };
   const close = async () => {
     await teardown();
     for (const p of [balancer, pgProxy, redisProxy, ...adapterProxies]) await p.close();
@@ -97,6 +112,7 @@ export async function buildWorld({ orgs, env = {} }) {
   return {
     stack,
     orgs: seeded,
+    restartJobs,
     pg,
     redis,
     nats,

@@ -20,6 +20,9 @@ export function createPool(databaseUrl: string, max = 10): pg.Pool {
   });
   // An idle client losing its connection must not crash the process.
   pool.on('error', () => {});
+  // Nor a checked-out client losing it between two statements (no query to reject): its next query
+  // fails, the caller's error path runs, and the pool replaces it.
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
 

@@ -8,6 +8,7 @@ export interface JobMetrics {
   cleanupPending: Gauge;
   cleanupFailures: Counter<'target'>;
   quotaSettleFailures: Counter;
+  staleCompletions: Counter;
 }
 
 const DURATION_BUCKETS = [0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600, 21_600, 86_400];
@@ -54,6 +55,11 @@ export function jobMetrics(registry: Registry): JobMetrics {
     quotaSettleFailures: new Counter({
       name: 'dnc_job_quota_settle_failures_total',
       help: 'Failed quota commit/release calls for terminal jobs (they are retried).',
+      registers: [registry],
+    }),
+    staleCompletions: new Counter({
+      name: 'dnc_job_stale_completions_total',
+      help: 'Attempts whose outcome was refused because another worker had taken the job over (lease lost).',
       registers: [registry],
     }),
   };

@@ -241,6 +241,8 @@ export class JobWorker {
       if (done.kind !== 'lost') {
         this.finished(done.job);
         await settlement.settle(done.job);
+      } else {
+        this.deps.metrics.staleCompletions.inc();
       }
       msg.ack();
     } catch (error) {
@@ -266,6 +268,7 @@ export class JobWorker {
           msg.nak();
         } else {
           // Another owner or a terminal state took the job; nothing of this attempt is written.
+          this.deps.metrics.staleCompletions.inc();
           msg.ack();
         }
         return;

@@ -1,0 +1,47 @@
+import { TcpProxy } from '@dnc/devstack';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPool, inTransaction } from '../src/db.js';
+
+// Found by the chaos suite (S8): a PostgreSQL connection cut while a client was checked out of the
+// pool and between two statements crashed quota, the scheduler and a worker with an unhandled
+// 'error' event. The connection here goes through a TCP proxy that resets it for real.
+
+const DATABASE_URL = process.env['DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+describe('a pool whose connections are cut', () => {
+  let proxy: TcpProxy;
+  let url: string;
+  beforeAll(async () => {
+    const target = new URL(DATABASE_URL);
+    proxy = await TcpProxy.start([{ host: target.hostname, port: Number(target.port || 5432) }]);
+    target.host = `127.0.0.1:${proxy.port}`;
+    url = target.toString();
+  });
+  afterAll(async () => {
+    await proxy.close();
+  });
+
+  it('fails the transaction in progress and keeps the process alive', async () => {
+    const pool = createPool(url, 1);
+    const uncaught: unknown[] = [];
+    const onUncaught = (e: unknown) => uncaught.push(e);
+    process.prependListener('uncaughtException', onUncaught);
+    try {
+      const cut = inTransaction(pool, async (client) => {
+        await client.query('SELECT 1');
+        // Between two statements of the transaction, the connection is reset.
+        proxy.resetAll();
+        await new Promise((r) => setTimeout(r, 300));
+        await client.query('SELECT 2');
+      });
+      await expect(cut).rejects.toThrow();
+      expect(uncaught).toEqual([]);
+      // The pool recovers with a fresh connection.
+      const r = await pool.query('SELECT 3 AS n');
+      expect(r.rows[0].n).toBe(3);
+    } finally {
+      process.removeListener('uncaughtException', onUncaught);
+      await pool.end();
+    }
+  });
+});

@@ -1,0 +1,167 @@
+// S10 (adapter slow, hanging, reset, garbage through the fault proxies), S11 (cancel during in-flight
+// calls), S12 (hard cap with a short configured cap and a hanging adapter).
+import { randomUUID } from 'node:crypto';
+import { api } from '../../reliability/http.mjs';
+import { quotaOf, seedOrg, sleep } from '../../reliability/stack.mjs';
+import { ms } from '../probe.mjs';
+import { phonesOf, startTraffic, TERMINAL } from '../traffic.mjs';
+import { COUNTRY } from '../world.mjs';
+
+const setAdapters = (world, fault) => {
+  for (const p of world.adapterProxies) p.setFault(fault);
+};
+
+/** Country errors the spec documents for an adapter that fails; anything else is a failure. */
+const COUNTRY_ERRORS = new Set(['country_service_temporarily_unavailable', 'country_service_maintenance']);
+
+export async function s10AdapterFaults(world, ledger, { phaseS }) {
+  const failures = [];
+  const figures = [];
+  let requests = 0;
+  const faults = [{ kind: 'slow', delayMs: 400 }, { kind: 'hang' }, { kind: 'reset' }, { kind: 'garbage' }];
+  for (const fault of faults) {
+    const traffic = startTraffic(world, ledger, {
+      concurrency: 6,
+      pace: 20,
+      kinds: ['v1 small', 'v1 small', 'v2 job', 'poll'],
+    });
+    // One replica first (callers must live with a bad one), then both.
+    world.adapterProxies[0].setFault(fault);
+    await sleep((phaseS * 1000) / 2);
+    setAdapters(world, fault);
+    await sleep((phaseS * 1000) / 2);
+    setAdapters(world, { kind: 'pass' });
+    const t = await traffic.stop();
+    requests += t.requests;
+    const worst = Math.max(...(t.kinds.get('v1 small')?.ms ?? [0]));
+    for (const f of t.fivexx)
+      if (!(f.status === 503 && COUNTRY_ERRORS.has(f.code)))
+        failures.push(`${fault.kind}: ${f.kind} answered ${f.status} ${f.code ?? ''}`);
+    if (t.noAnswer) failures.push(`${fault.kind}: ${t.noAnswer} requests got no answer`);
+    if (worst > 17_000) failures.push(`${fault.kind}: a v1 request took ${ms(worst)} (budget 15 s)`);
+    figures.push(`${fault.kind}: ${t.fivexx.length} 503, v1 max ${ms(worst)}`);
+  }
+  // Back to normal: the next requests succeed.
+  const after = await startTraffic(world, ledger, { concurrency: 4, pace: 20, kinds: ['v1 small'] });
+  await sleep(3_000);
+  await sleep(2_000);
+  const t = await after.stop();
+  requests += t.requests;
+  const recovered = t.kinds.get('v1 small')?.statuses.get(200) ?? 0;
+  if (recovered < t.count('v1 small') * 0.9)
+    failures.push(`after the faults only ${recovered} of ${t.count('v1 small')} v1 requests succeeded`);
+  return {
+    scenario: 'S10 adapter slow, hanging, reset, garbage',
+    faults: faults.map((f) => f.kind).join(', '),
+    requests,
+    jobs: 0,
+    pass: failures.length === 0,
+    figures: figures.join('; '),
+    failures: [...new Set(failures)],
+  };
+}
+
+async function waitStatus(world, org, jobId, wanted, timeoutMs) {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await api(world.publicBaseUrl, 'GET', `/v2/scrub/${jobId}`, { key: org.apiKey });
+    if (r.status === 200 && wanted.includes(r.body.status)) return r.body;
+    if (Date.now() > until) return r.body;
+    await sleep(200);
+  }
+}
+
+async function submit(world, ledger, org, n) {
+  const idem = randomUUID();
+  const res = await api(world.publicBaseUrl, 'POST', '/v2/scrub', {
+    key: org.apiKey,
+    idem,
+    json: { country: COUNTRY, phones: phonesOf(n).phones },
+  });
+  if (res.status !== 202)
+    throw new Error(`v2 submit answered ${res.status} ${res.body?.error ?? res.error ?? ''}`);
+  ledger.accept(org, res.body, idem);
+  return res.body.job_id;
+}
+
+/** S11: jobs whose adapter call hangs are cancelled; the cancel is accepted at once and wins. */
+export async function s11CancelInFlight(world, ledger, { jobs = 4 }) {
+  const org = await seedOrg(world.stack, {
+    name: 'Chaos S11',
+    countries: [COUNTRY],
+    quota: 1_000_000_000,
+    rateLimit: 60_000,
+  });
+  const failures = [];
+  setAdapters(world, { kind: 'hang' });
+  const ids = [];
+  for (let i = 0; i < jobs; i++) ids.push(await submit(world, ledger, org, 300));
+  let inFlight = 0;
+  for (const id of ids) {
+    await waitStatus(world, org, id, ['running'], 10_000);
+    const c = await api(world.publicBaseUrl, 'POST', `/v2/scrub/${id}/cancel`, { key: org.apiKey });
+    if (c.status === 202 && c.body.cancel_requested) inFlight++;
+    else if (!(c.status === 200 && c.body.status === 'cancelled'))
+      failures.push(`cancel answered ${c.status} ${c.body?.status ?? c.body?.error}`);
+  }
+  await sleep(1_000);
+  setAdapters(world, { kind: 'pass' });
+  for (const id of ids) {
+    const end = await waitStatus(world, org, id, [...TERMINAL], 30_000);
+    ledger.jobs.get(id).status = end?.status;
+    if (end?.status !== 'cancelled') failures.push(`a cancelled job ended ${end?.status}`);
+  }
+  const q = await quotaOf(world.stack, org.orgId, COUNTRY);
+  if (q.used !== 0 || q.reserved !== 0)
+    failures.push(`quota after cancels: used ${q.used}, reserved ${q.reserved}`);
+  return {
+    scenario: 'S11 cancel during in-flight adapter calls',
+    faults: 'adapters hanging',
+    requests: ids.length * 3,
+    jobs: ids.length,
+    pass: failures.length === 0 && inFlight > 0,
+    figures: `${inFlight} of ${ids.length} cancels reconciled an in-flight call; quota used ${q.used}, reserved ${q.reserved}`,
+    failures: inFlight > 0 ? failures : [...failures, 'no cancel met an in-flight call'],
+  };
+}
+
+/** S12: a 20-second hard cap and an adapter that never answers: the jobs expire, quota released. */
+export async function s12HardCap(world, ledger, { capS = 20 }) {
+  const org = await seedOrg(world.stack, {
+    name: 'Chaos S12',
+    countries: [COUNTRY],
+    quota: 1_000_000_000,
+    rateLimit: 60_000,
+  });
+  const failures = [];
+  await world.restartJobs({ DNC_JOB_HARD_CAP_SECONDS: String(capS), DNC_ADAPTER_CALL_TIMEOUT_MS: '120000' });
+  setAdapters(world, { kind: 'hang' });
+  const ids = [];
+  try {
+    for (let i = 0; i < 3; i++) ids.push(await submit(world, ledger, org, 200));
+    for (const id of ids) {
+      const end = await waitStatus(world, org, id, [...TERMINAL], (capS + 20) * 1000);
+      ledger.jobs.get(id).status = end?.status;
+      if (end?.status !== 'expired' || end?.error?.error !== 'job_expired')
+        failures.push(`job ended ${end?.status} ${end?.error?.error ?? ''}`);
+      const r = await api(world.publicBaseUrl, 'GET', `/v2/scrub/${id}/result`, { key: org.apiKey });
+      if (r.status !== 410 || r.body?.error !== 'job_expired')
+        failures.push(`result of an expired job answered ${r.status} ${r.body?.error}`);
+    }
+  } finally {
+    setAdapters(world, { kind: 'pass' });
+    await world.restartJobs({ DNC_JOB_HARD_CAP_SECONDS: undefined, DNC_ADAPTER_CALL_TIMEOUT_MS: undefined });
+  }
+  const q = await quotaOf(world.stack, org.orgId, COUNTRY);
+  if (q.used !== 0 || q.reserved !== 0)
+    failures.push(`quota after expiry: used ${q.used}, reserved ${q.reserved}`);
+  return {
+    scenario: `S12 hard cap (${capS} s) with a hanging adapter`,
+    faults: 'adapters hanging',
+    requests: ids.length * 3,
+    jobs: ids.length,
+    pass: failures.length === 0,
+    figures: `${ids.length} jobs expired with job_expired; quota used ${q.used}, reserved ${q.reserved}`,
+    failures,
+  };
+}
