@@ -56,7 +56,16 @@ try {
     }
     say(`${scenario.id}: ${rows.at(-1).pass ? 'pass' : 'FAIL'}`);
   }
-  rows.push(await finalInvariants(world, ledger));
+  rows.push(
+    await finalInvariants(world, ledger).catch((error) => ({
+      scenario: 'invariants after the drain',
+      pass: false,
+      requests: 0,
+      jobs: ledger.jobs.size,
+      figures: 'could not run',
+      failures: [String(error.stack ?? error)],
+    })),
+  );
   exitCode = printTable('dnc-scrub chaos', MODE, rows, env0);
 } catch (error) {
   process.stderr.write(`chaos: could not run: ${error.stack ?? error}\n`);
