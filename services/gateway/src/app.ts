@@ -11,6 +11,7 @@ import { headerPolicy } from './plugins/header-policy.js';
 import { methodNotAllowed } from './plugins/method-not-allowed.js';
 import { requestMetrics } from './plugins/metrics.js';
 import { openApi } from './plugins/openapi.js';
+import { clientErrorHandler, requestBounds } from './plugins/request-bounds.js';
 import { systemRoutes } from './routes/system.js';
 import { v1Routes } from './routes/v1.js';
 import { v2Routes } from './routes/v2.js';
@@ -37,6 +38,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     loggerInstance: logger as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: LIMITS.maxBodyBytes,
+    // Issue 15: a slow client holds a socket (and a body buffer) only so long. Headers, then the whole
+    // request, each within a bound; a socket silent both ways (an answer never read) is closed. Node
+    // checks the first two every `connectionsCheckingInterval`.
+    requestTimeout: config.DNC_REQUEST_TIMEOUT_MS,
+    connectionTimeout: config.DNC_SOCKET_IDLE_TIMEOUT_MS,
+    http: { headersTimeout: config.DNC_HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1_000 },
+    clientErrorHandler,
     exposeHeadRoutes: false,
     forceCloseConnections: 'idle',
     return503OnClosing: true,
@@ -56,6 +64,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   await app.register(requestMetrics, { metrics, logger });
   await app.register(authentication, { upstream });
+  await app.register(requestBounds, {
+    budgetBytes: config.DNC_BODY_MEMORY_BUDGET_MIB * 2 ** 20,
+    waitMs: config.DNC_BODY_MEMORY_WAIT_MS,
+    metrics,
+  });
   await app.register(headerPolicy);
   await app.register(methodNotAllowed);
   await app.register(errorHandler, { upstream, logger });

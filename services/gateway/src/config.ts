@@ -26,6 +26,22 @@ export const gatewayConfig = z.object({
   DNC_V2_ADMISSION_BUDGET_MS: z.coerce.number().int().min(100).max(5_000).default(5_000),
   /** Delay between readiness turning 503 and closing the listener (Kubernetes endpoint removal). */
   DNC_DRAIN_DELAY_MS: z.coerce.number().int().min(0).max(60_000).default(0),
+  /** A client has this long to send its request headers. */
+  DNC_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(120_000).default(10_000),
+  /** A client has this long to send its whole request, body included (a slow body holds a socket). */
+  DNC_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(600_000).default(60_000),
+  /**
+   * A connection with no byte moving either way for this long is closed (a client that never reads
+   * its answer); longer than the v1 budget, during which a request's socket is silent.
+   */
+  DNC_SOCKET_IDLE_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(600_000).default(30_000),
+  /**
+   * Memory the request bodies in flight may take, estimated from their declared size (see
+   * plugins/request-bounds.ts). A body that does not fit waits, then gets 503 with Retry-After.
+   */
+  DNC_BODY_MEMORY_BUDGET_MIB: z.coerce.number().int().min(64).max(16_384).default(192),
+  /** How long a large body may wait for room in the budget before its 503. */
+  DNC_BODY_MEMORY_WAIT_MS: z.coerce.number().int().min(0).max(60_000).default(2_000),
   /** Trust X-Forwarded-For from this many proxies (for the abuse guard's client address). */
   DNC_TRUST_PROXY_HOPS: z.coerce.number().int().min(0).max(5).default(0),
 });

@@ -1,0 +1,128 @@
+import { LIMITS } from '@dnc/api-contract';
+import { Gauge, type Registry } from '@dnc/kit';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import secureJson from 'secure-json-parse';
+import { BodyBudget, nestsDeeperThan } from '../body-budget.js';
+import { PublicHttpError } from '../errors.js';
+
+/** Bodies up to this size are never counted nor kept waiting (a one-number request is ~100 bytes). */
+export const SMALL_BODY_BYTES = 64 * 1024;
+/**
+ * Heap per body byte while a request is handled: the buffered body, its string, the parsed phones
+ * (V8 strings and the array), and the canonical copy a job stores. Measured on 25 MiB v2 bodies.
+ */
+export const HEAP_PER_BODY_BYTE = 4;
+/** Our bodies nest 2 deep (an object holding an array of strings); far deeper is never a scrub. */
+export const MAX_JSON_DEPTH = 16;
+
+export interface RequestBoundsOptions {
+  budgetBytes: number;
+  waitMs: number;
+  metrics: Registry;
+}
+
+function declaredLength(request: FastifyRequest): number {
+  const raw = request.headers['content-length'];
+  // No length (chunked): the body may be as large as the limit allows.
+  if (typeof raw !== 'string' || !/^[0-9]{1,12}$/.test(raw)) return LIMITS.maxBodyBytes;
+  return Math.min(Number(raw), LIMITS.maxBodyBytes + 1);
+}
+
+function ownerOf(request: FastifyRequest): string {
+  const c = request.caller;
+  return c.kind === 'authenticated' ? `org:${c.orgId}` : `ip:${request.ip}`;
+}
+
+/**
+ * The gateway's own bounds on what a request may cost it (issue 15): memory per request admitted
+ * against a budget before the body is read, JSON nesting limited before it is parsed. Timeouts on
+ * headers, body and silent sockets are server options (app.ts). Registered after authentication, so
+ * an unknown key never takes a place in the budget.
+ */
+export const requestBounds = fp(
+  async (app: FastifyInstance, opts: RequestBoundsOptions) => {
+    const budget = new BodyBudget(opts.budgetBytes);
+    new Gauge({
+      name: 'dnc_gateway_body_budget_bytes',
+      help: 'Request body memory admitted (in use) and the bodies waiting for room (queued).',
+      labelNames: ['state'],
+      registers: [opts.metrics],
+      collect() {
+        this.set({ state: 'in_use' }, budget.inUse);
+        this.set({ state: 'queued' }, budget.queued);
+      },
+    });
+
+    app.addHook('preParsing', async (request, reply, payload) => {
+      if (request.method !== 'POST' && request.method !== 'PUT' && request.method !== 'PATCH') return payload;
+      const declared = declaredLength(request);
+      if (declared <= SMALL_BODY_BYTES) return payload;
+      const release = await budget.acquire(ownerOf(request), declared * HEAP_PER_BODY_BYTE, opts.waitMs);
+      if (!release) {
+        // Not a platform fault the client caused: try again shortly, as for any 503.
+        throw new PublicHttpError(
+          'platform_failure',
+          'The service is busy with large requests; retry shortly.',
+          2,
+        );
+      }
+      reply.raw.once('close', release);
+      return payload;
+    });
+
+    // JSON bodies: nesting checked on the bytes before the parse; prototype keys refused as before.
+    app.removeContentTypeParser('application/json');
+    app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
+      const bytes = body as Buffer;
+      if (nestsDeeperThan(bytes, MAX_JSON_DEPTH)) {
+        done(
+          new PublicHttpError('validation_error', `The body nests deeper than ${MAX_JSON_DEPTH} levels.`),
+          undefined,
+        );
+        return;
+      }
+      try {
+        done(
+          null,
+          secureJson.parse(bytes.toString('utf8'), undefined, {
+            protoAction: 'error',
+            constructorAction: 'error',
+          }),
+        );
+      } catch {
+        const error = new Error('invalid JSON') as Error & { statusCode: number };
+        error.statusCode = 400;
+        done(error, undefined);
+      }
+    });
+  },
+  { name: 'request-bounds', dependencies: ['authentication'] },
+);
+
+/**
+ * Fastify's `clientErrorHandler`: what a client gets when Node's HTTP layer gives up on its request
+ * before any route sees it. A request (body included) not received within DNC_REQUEST_TIMEOUT_MS is
+ * a 400 `validation_error` (a documented answer of the routes that take a body) instead of Node's
+ * 408; a header block over Node's 16 KiB is 431 with the service's error body; anything else that
+ * is not HTTP is 400. The connection is closed after the answer.
+ */
+export function clientErrorHandler(error: NodeJS.ErrnoException, socket: import('node:stream').Duplex): void {
+  if (error.code === 'ECONNRESET' || error.code === 'EPIPE') {
+    socket.destroy();
+    return;
+  }
+  const [status, text, message] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request Header Fields Too Large', 'The request headers exceed 16 KiB.']
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [400, 'Bad Request', 'The request did not arrive within the time allowed.']
+        : [400, 'Bad Request', 'The request is not valid HTTP.'];
+  const body = JSON.stringify({ error: 'validation_error', message });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${text}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
+}
