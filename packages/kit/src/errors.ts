@@ -84,3 +84,28 @@ export function errorOfRpcStatus(status: platformv1.RpcStatus): ConnectError {
   for (const d of status.details) error.details.push({ type: d.type, value: d.value });
   return error;
 }
+
+/** Connection-level failures of a dependency (PostgreSQL, Redis, NATS): an outage, not a bug. */
+const OUTAGE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  '57P01',
+  '57P02',
+  '57P03',
+]);
+const OUTAGE_MESSAGE =
+  /Connection terminated|timeout exceeded when trying to connect|connection error|Connection is closed/i;
+
+/**
+ * True when `error` says a dependency could not be reached or dropped the connection (a PostgreSQL
+ * restart, a reset socket): the caller gets the documented outage answer, 503 platform_failure.
+ */
+export function isDependencyOutage(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && (OUTAGE_CODES.has(code) || code.startsWith('08'))) return true;
+  return OUTAGE_MESSAGE.test(error.message);
+}

@@ -7,6 +7,7 @@ import { Code, ConnectError, type ConnectRouter, type Interceptor } from '@conne
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import { healthv1, platformv1 } from '@dnc/proto';
 import type { Logger } from 'pino';
+import { isDependencyOutage, publicError } from './errors.js';
 import { HealthState, healthService } from './health.js';
 import { createLogger } from './logger.js';
 import {
@@ -118,6 +119,11 @@ export class Service {
       } catch (error) {
         const ce = ConnectError.from(error);
         rpcTotal.inc({ method, code: Code[ce.code] ?? String(ce.code) });
+        // A dependency that is down or dropped the connection is an outage the caller can retry.
+        if (!(error instanceof ConnectError) && isDependencyOutage(error)) {
+          this.logger.warn({ method, err: error }, 'rpc failed: dependency unavailable');
+          throw publicError(Code.Unavailable, 'platform_failure', { retryAfterSeconds: 1 });
+        }
         if (ce.findDetails(platformv1.ErrorInfoSchema).length === 0 && ce.code !== Code.Canceled) {
           // Unexpected: log the class only; internal causes never cross the boundary.
           this.logger.error({ method, err: ce.cause instanceof Error ? ce.cause : ce }, 'rpc failed');

@@ -8,19 +8,20 @@ import { createPool, inTransaction } from '../src/db.js';
 
 const DATABASE_URL = process.env['DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
-describe('a pool whose connections are cut', () => {
-  let proxy: TcpProxy;
-  let url: string;
-  beforeAll(async () => {
-    const target = new URL(DATABASE_URL);
-    proxy = await TcpProxy.start([{ host: target.hostname, port: Number(target.port || 5432) }]);
-    target.host = `127.0.0.1:${proxy.port}`;
-    url = target.toString();
-  });
-  afterAll(async () => {
-    await proxy.close();
-  });
+let proxy: TcpProxy;
+let url: string;
 
+beforeAll(async () => {
+  const target = new URL(DATABASE_URL);
+  proxy = await TcpProxy.start([{ host: target.hostname, port: Number(target.port || 5432) }]);
+  target.host = `127.0.0.1:${proxy.port}`;
+  url = target.toString();
+});
+afterAll(async () => {
+  await proxy.close();
+});
+
+describe('a pool whose connections are cut', () => {
   it('fails the transaction in progress and keeps the process alive', async () => {
     const pool = createPool(url, 1);
     const uncaught: unknown[] = [];
@@ -43,5 +44,25 @@ describe('a pool whose connections are cut', () => {
       process.removeListener('uncaughtException', onUncaught);
       await pool.end();
     }
+  });
+});
+
+describe('isDependencyOutage', () => {
+  it('recognizes what pg raises when PostgreSQL is unreachable or drops the connection, and nothing else', async () => {
+    const { isDependencyOutage } = await import('../src/errors.js');
+    const pool = createPool('postgres://postgres@127.0.0.1:1/none', 1);
+    const refused = await pool.query('SELECT 1').catch((e: unknown) => e);
+    await pool.end();
+    expect(isDependencyOutage(refused)).toBe(true);
+    const proxyPool = createPool(url, 1);
+    const cut = await inTransaction(proxyPool, async (client) => {
+      proxy.resetAll();
+      await new Promise((r) => setTimeout(r, 200));
+      await client.query('SELECT 1');
+    }).catch((e: unknown) => e);
+    await proxyPool.end();
+    expect(isDependencyOutage(cut)).toBe(true);
+    expect(isDependencyOutage(new Error('duplicate key value violates unique constraint'))).toBe(false);
+    expect(isDependencyOutage(new TypeError('x is undefined'))).toBe(false);
   });
 });

@@ -3,11 +3,12 @@ import type { HealthState, Logger, Registry } from '@dnc/kit';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { authentication } from './auth.js';
 import type { GatewayConfig } from './config.js';
+import { sendMapped, toHttp } from './errors.js';
 import { fingerprint } from './fingerprint.js';
 import type { Fingerprinter } from './flows/admit.js';
 import type { Upstream } from './flows/port.js';
 import { errorHandler } from './plugins/error-handler.js';
-import { headerPolicy } from './plugins/header-policy.js';
+import { applyHeaderPolicy, headerPolicy } from './plugins/header-policy.js';
 import { methodNotAllowed } from './plugins/method-not-allowed.js';
 import { requestMetrics } from './plugins/metrics.js';
 import { openApi } from './plugins/openapi.js';
@@ -45,6 +46,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     connectionTimeout: config.DNC_SOCKET_IDLE_TIMEOUT_MS,
     http: { headersTimeout: config.DNC_HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1_000 },
     clientErrorHandler,
+    // A path that is not valid percent-encoding (`/v2/scrub/%E9`): the same 404 as any unknown id or path.
+    frameworkErrors: (error, request, reply) => {
+      applyHeaderPolicy(request, reply);
+      if (error.code !== 'FST_ERR_BAD_URL') return sendMapped(reply, toHttp('internal_error'));
+      return sendMapped(reply, toHttp(request.url.startsWith('/v2/scrub/') ? 'job_not_found' : 'not_found'));
+    },
     exposeHeadRoutes: false,
     forceCloseConnections: 'idle',
     return503OnClosing: true,

@@ -1,5 +1,5 @@
 import { CACHE_CONTROL, RETENTION } from '@dnc/api-contract';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 
 /**
@@ -9,15 +9,20 @@ import fp from 'fastify-plugin';
 export const headerPolicy = fp(
   async (app: FastifyInstance) => {
     app.addHook('onSend', async (request, reply, payload) => {
-      if (request.url.startsWith('/v1/')) {
-        reply.header('x-retention', RETENTION.v1);
-        reply.header('cache-control', CACHE_CONTROL.v1);
-      } else if (request.url.startsWith('/v2/')) {
-        reply.header('x-retention', RETENTION.v2);
-        reply.header('cache-control', CACHE_CONTROL.v2);
-      }
+      applyHeaderPolicy(request, reply);
       return payload;
     });
   },
   { name: 'header-policy' },
 );
+
+/** The headers of the policy, for answers sent where no hook runs (fastify's framework errors). */
+export function applyHeaderPolicy(request: FastifyRequest, reply: FastifyReply): void {
+  if (request.url.startsWith('/v1/')) {
+    reply.header('x-retention', RETENTION.v1);
+    reply.header('cache-control', CACHE_CONTROL.v1);
+  } else if (request.url.startsWith('/v2/')) {
+    reply.header('x-retention', RETENTION.v2);
+    reply.header('cache-control', CACHE_CONTROL.v2);
+  }
+}

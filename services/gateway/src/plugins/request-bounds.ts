@@ -71,6 +71,23 @@ export const requestBounds = fp(
       return payload;
     });
 
+    // Any other media type: a route that takes a body answers 400 (only JSON, spec item 5); a route
+    // that takes none (cancel, reads) drops what a client sent anyway, up to the small-body size.
+    app.addContentTypeParser(
+      '*',
+      { parseAs: 'buffer', bodyLimit: SMALL_BODY_BYTES },
+      (request, _body, done) => {
+        if (request.routeOptions.schema?.body) {
+          const error = new Error('media type') as Error & { code: string; statusCode: number };
+          error.code = 'FST_ERR_CTP_INVALID_MEDIA_TYPE';
+          error.statusCode = 415;
+          done(error, undefined);
+          return;
+        }
+        done(null, undefined);
+      },
+    );
+
     // JSON bodies: nesting checked on the bytes before the parse; prototype keys refused as before.
     app.removeContentTypeParser('application/json');
     app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {

@@ -1,0 +1,63 @@
+import { createLogger, HealthState, Registry } from '@dnc/kit';
+import { jobsv1 } from '@dnc/proto';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../src/app.js';
+import { gatewayConfig } from '../src/config.js';
+import { inMemoryUpstream, job } from './support/upstream.js';
+
+// Found by `npm run fuzz` (issue 15): answers the OpenAPI document did not allow.
+describe('requests the fuzzer sent', () => {
+  let app: FastifyInstance;
+  const id = '0b0b0b0b-0000-4000-8000-00000000000f';
+  beforeAll(async () => {
+    const logger = createLogger('gateway-test', 'silent');
+    app = await buildApp({
+      config: gatewayConfig.parse({ DNC_FINGERPRINT_SECRET: 'test-secret-0123456789' }),
+      upstream: inMemoryUpstream({ getJob: () => job(id, jobsv1.JobStatus.SUCCEEDED) }).upstream,
+      health: new HealthState(logger),
+      logger,
+      metrics: new Registry(),
+    });
+  });
+  afterAll(async () => {
+    await app.close();
+  });
+
+  it('a job id that is not valid percent-encoding is 404 job_not_found (was 400)', async () => {
+    for (const url of ['/v2/scrub/%E9', '/v2/scrub/%E9/result', '/v2/scrub/%/cancel']) {
+      const r = await app.inject({
+        method: url.endsWith('cancel') ? 'POST' : 'GET',
+        url,
+        headers: { authorization: 'Bearer k' },
+      });
+      expect(r.statusCode, url).toBe(404);
+      expect(r.json()).toEqual({ error: 'job_not_found' });
+      expect(r.headers['x-retention']).toBe('transient-encrypted');
+    }
+    const other = await app.inject({ method: 'GET', url: '/v3/%E9' });
+    expect(other.statusCode).toBe(404);
+    expect(other.json().error).toBe('not_found');
+  });
+
+  it('a cancel that carries a body without a media type is answered, not refused with 400 (the route takes no body)', async () => {
+    const r = await app.inject({
+      method: 'POST',
+      url: `/v2/scrub/${id}/cancel`,
+      headers: { authorization: 'Bearer k', 'content-type': 'text/plain' },
+      payload: 'x',
+    });
+    expect(r.statusCode).not.toBe(400);
+  });
+
+  it('a scrub body of any other media type is still 400 (only JSON is accepted)', async () => {
+    const r = await app.inject({
+      method: 'POST',
+      url: '/v2/scrub',
+      headers: { authorization: 'Bearer k', 'idempotency-key': 'k1', 'content-type': 'text/csv' },
+      payload: '3001234567',
+    });
+    expect(r.statusCode).toBe(400);
+    expect(r.json().error).toBe('validation_error');
+  });
+});
