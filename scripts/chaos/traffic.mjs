@@ -10,11 +10,17 @@ import { COUNTRY } from './world.mjs';
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'expired']);
 const REGISTRY_SIZE = 20_000;
 
-/** `n` numbers with their expected class: even slots registered (prohibited), odd slots not (safe). */
+/** A number every request carries (unregistered): it must be found nowhere in plaintext (issue 14). */
+export const CANARIES = ['+57 300 999 0001', '3009990001', '573009990001'];
+
+/**
+ * `n` numbers with their expected class: even slots registered (prohibited), odd slots not (safe);
+ * the first is the canary.
+ */
 export function phonesOf(n) {
-  const phones = [];
+  const phones = [CANARIES[0]];
   let prohibited = 0;
-  for (let i = 0; i < n; i++) {
+  for (let i = 1; i < n; i++) {
     const slot = Math.floor(Math.random() * REGISTRY_SIZE * 2);
     if (slot % 2 === 0) prohibited++;
     phones.push(
@@ -30,6 +36,8 @@ export function phonesOf(n) {
 export class Ledger {
   jobs = new Map();
   v1 = new Map();
+  /** Charges the suite cannot see (answers never read, S17): at most this much more per organization. */
+  loose = new Map();
   wrong = [];
   charge(orgId, n) {
     this.v1.set(orgId, (this.v1.get(orgId) ?? 0) + n);

@@ -62,6 +62,11 @@ export async function buildWorld({ orgs, env = {} }) {
       DNC_REDISPATCH_AFTER_MS: '5000',
       DNC_ADAPTER_CALL_TIMEOUT_MS: '8000',
       DNC_SHUTDOWN_TIMEOUT_MS: '5000',
+      // Abandoned v1 reservations (a gateway killed mid-request) released within the drain.
+      DNC_SYNC_RESERVATION_TTL_SECONDS: '30',
+      // The gateway's bounds, short enough for S17 to see them act within the run.
+      DNC_REQUEST_TIMEOUT_MS: '10000',
+      DNC_SOCKET_IDLE_TIMEOUT_MS: '20000',
       ...env,
     },
     processEnv: {

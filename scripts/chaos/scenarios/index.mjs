@@ -55,5 +55,5 @@ export const SCENARIOS = [
   },
   { id: 'S9', title: 'Redis faults', run: (w, l, s) => s9Redis(w, l, { phaseS: s.smoke ? 5 : 20 }) },
   { id: 'S12', title: 'hard cap', run: (w, l) => s12HardCap(w, l, {}) },
-  { id: 'S17', title: 'slow clients', run: (w, l) => s17SlowClients(w, l, { boundMs: 15_000, holdS: 20 }) },
+  { id: 'S17', title: 'slow clients', run: (w, l) => s17SlowClients(w, l, { boundMs: 22_000, holdS: 25 }) },
 ];

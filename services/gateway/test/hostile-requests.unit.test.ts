@@ -50,6 +50,17 @@ describe('requests the fuzzer sent', () => {
     expect(r.statusCode).not.toBe(400);
   });
 
+  it('a method the path does not support is 405 even with a broken JSON body (was 400)', async () => {
+    const r = await app.inject({
+      method: 'DELETE',
+      url: '/v2/scrub',
+      headers: { authorization: 'Bearer k', 'content-type': 'application/json' },
+      payload: '{"country":',
+    });
+    expect(r.statusCode).toBe(405);
+    expect(r.headers['allow']).toBe('POST');
+  });
+
   it('a scrub body of any other media type is still 400 (only JSON is accepted)', async () => {
     const r = await app.inject({
       method: 'POST',

@@ -90,7 +90,12 @@ export const requestBounds = fp(
 
     // JSON bodies: nesting checked on the bytes before the parse; prototype keys refused as before.
     app.removeContentTypeParser('application/json');
-    app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
+    app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+      // A route that takes no body (cancel, reads, the 404/405 answers) ignores one sent anyway.
+      if (!request.routeOptions.schema?.body) {
+        done(null, undefined);
+        return;
+      }
       const bytes = body as Buffer;
       if (nestsDeeperThan(bytes, MAX_JSON_DEPTH)) {
         done(
