@@ -7,6 +7,7 @@ import { environment } from '../bench/system.mjs';
 import { printTable } from '../reliability/report.mjs';
 import { log, ROOT } from '../reliability/stack.mjs';
 import { finalInvariants } from './invariants.mjs';
+import { knownFor } from './known.mjs';
 import { SCENARIOS } from './scenarios/index.mjs';
 import { Ledger } from './traffic.mjs';
 import { buildWorld } from './world.mjs';
@@ -66,6 +67,7 @@ try {
       failures: [String(error.stack ?? error)],
     })),
   );
+  for (const row of rows) row.known = knownFor(row);
   exitCode = printTable('dnc-scrub chaos', MODE, rows, env0);
 } catch (error) {
   process.stderr.write(`chaos: could not run: ${error.stack ?? error}\n`);

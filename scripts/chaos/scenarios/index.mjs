@@ -8,7 +8,11 @@ import { s4WorkerKills, s5KillBetweenClaimAndInsert, s7RedeliveryAndStop } from 
 import { s13CleanupRetries } from './retention.mjs';
 
 export const SCENARIOS = [
-  { id: 'S1', title: 'load held', run: (w, l, s) => s1Load(w, l, { durationS: s.loadS }) },
+  {
+    id: 'S1',
+    title: 'load held',
+    run: (w, l, s) => s1Load(w, l, { durationS: s.loadS, enforceLatency: !s.smoke }),
+  },
   {
     id: 'S2',
     title: 'rate limit across gateways',
@@ -55,5 +59,9 @@ export const SCENARIOS = [
   },
   { id: 'S9', title: 'Redis faults', run: (w, l, s) => s9Redis(w, l, { phaseS: s.smoke ? 5 : 20 }) },
   { id: 'S12', title: 'hard cap', run: (w, l) => s12HardCap(w, l, {}) },
-  { id: 'S17', title: 'slow clients', run: (w, l) => s17SlowClients(w, l, { boundMs: 22_000, holdS: 25 }) },
+  {
+    id: 'S17',
+    title: 'slow clients',
+    run: (w, l, s) => s17SlowClients(w, l, { boundMs: 22_000, holdS: 25, enforceLatency: !s.smoke }),
+  },
 ];

@@ -133,8 +133,11 @@ export async function s5KillBetweenClaimAndInsert(world, ledger, { perRound = 6 
 async function firstWorkerHolds(world, ids, timeoutMs) {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
-    const log = world.stack.logsOf('job-worker');
-    const held = ids.find((id) => log.includes(id) && /job started/.test(log.slice(log.indexOf(id) - 200)));
+    const started = world.stack
+      .logsOf('job-worker')
+      .split('\n')
+      .filter((line) => line.includes('"job started"'));
+    const held = ids.find((id) => started.some((line) => line.includes(id)));
     if (held) return held;
     await sleep(100);
   }
@@ -199,7 +202,10 @@ export async function s7RedeliveryAndStop(world, ledger, { jobs = 6, stopMs = 10
   const failures = [];
   if (!held) failures.push('the first worker never started one of the jobs (nothing to stop)');
   if (active.length) failures.push(`${active.length} jobs not terminal`);
-  if (stale < 1) failures.push('no stale attempt was refused and counted');
+  if (stale < 1)
+    failures.push(
+      'no stale attempt was refused and counted (the continued worker stayed silent: no outcome, no lease loss)',
+    );
   const outcomes = ids.map((id) => ledger.jobs.get(id).status);
   for (const id of ids) {
     const r = await api(world.publicBaseUrl, 'GET', `/v2/scrub/${id}/result`, { key: org.apiKey });
