@@ -31,26 +31,28 @@ export interface PrivateServer {
   stop(): Promise<void>;
 }
 
-/** nats-server with JetStream and file storage that survives its own restart. */
-export async function privateNats(): Promise<PrivateServer> {
-  const port = await freePort();
-  const dir = mkdtempSync(path.join(tmpdir(), 'dnc-nats-'));
+/** A server run as a child process on `port`: started, stopped (SIGTERM, awaited), restarted. */
+async function childServer(
+  url: string,
+  port: number,
+  command: string,
+  args: string[],
+  cleanup = () => {},
+): Promise<PrivateServer> {
   let child: ChildProcess | undefined;
   const start = async () => {
-    child = spawn('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', dir], {
-      stdio: 'ignore',
-    });
+    child = spawn(command, args, { stdio: 'ignore' });
     await waitPort(port);
   };
   const halt = async () => {
-    if (!child || child.exitCode !== null) return;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((r) => child!.once('exit', r));
     child.kill('SIGTERM');
     await exited;
   };
   await start();
   return {
-    url: `nats://127.0.0.1:${port}`,
+    url,
     async restart(downMs = 1_000) {
       await halt();
       await new Promise((r) => setTimeout(r, downMs));
@@ -58,9 +60,22 @@ export async function privateNats(): Promise<PrivateServer> {
     },
     async stop() {
       await halt();
-      rmSync(dir, { recursive: true, force: true });
+      cleanup();
     },
   };
+}
+
+/** nats-server with JetStream and file storage that survives its own restart. */
+export async function privateNats(): Promise<PrivateServer> {
+  const port = await freePort();
+  const dir = mkdtempSync(path.join(tmpdir(), 'dnc-nats-'));
+  return childServer(
+    `nats://127.0.0.1:${port}`,
+    port,
+    'nats-server',
+    ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', dir],
+    () => rmSync(dir, { recursive: true, force: true }),
+  );
 }
 
 const PG_BIN = '/usr/lib/postgresql/15/bin';
@@ -110,31 +125,14 @@ export async function privatePostgres(): Promise<PrivateServer> {
 /** redis-server without persistence, on its own port. */
 export async function privateRedis(): Promise<PrivateServer> {
   const port = await freePort();
-  let child: ChildProcess | undefined;
-  const start = async () => {
-    child = spawn(
-      'redis-server',
-      ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no'],
-      { stdio: 'ignore' },
-    );
-    await waitPort(port);
-  };
-  const halt = async () => {
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((r) => child!.once('exit', r));
-    child.kill('SIGTERM');
-    await exited;
-  };
-  await start();
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    async restart(downMs = 1_000) {
-      await halt();
-      await new Promise((r) => setTimeout(r, downMs));
-      await start();
-    },
-    async stop() {
-      await halt();
-    },
-  };
+  return childServer(`redis://127.0.0.1:${port}`, port, 'redis-server', [
+    '--bind',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+  ]);
 }
