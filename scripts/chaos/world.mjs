@@ -67,6 +67,7 @@ export async function buildWorld({ orgs, env = {} }) {
       // The gateway's bounds, short enough for S17 to see them act within the run.
       DNC_REQUEST_TIMEOUT_MS: '10000',
       DNC_SOCKET_IDLE_TIMEOUT_MS: '20000',
+      DNC_KEEP_ALIVE_TIMEOUT_MS: '15000',
       ...env,
     },
     processEnv: {

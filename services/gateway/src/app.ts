@@ -44,6 +44,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // checks the first two every `connectionsCheckingInterval`.
     requestTimeout: config.DNC_REQUEST_TIMEOUT_MS,
     connectionTimeout: config.DNC_SOCKET_IDLE_TIMEOUT_MS,
+    keepAliveTimeout: config.DNC_KEEP_ALIVE_TIMEOUT_MS,
     http: { headersTimeout: config.DNC_HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1_000 },
     clientErrorHandler,
     // A path that is not valid percent-encoding (`/v2/scrub/%E9`): the same 404 as any unknown id or path.

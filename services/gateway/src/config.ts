@@ -35,6 +35,8 @@ export const gatewayConfig = z.object({
    * its answer); longer than the v1 budget, during which a request's socket is silent.
    */
   DNC_SOCKET_IDLE_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(600_000).default(30_000),
+  /** An idle keep-alive connection is closed after this (longer than a load balancer's idle timeout). */
+  DNC_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(600_000).default(72_000),
   /**
    * Memory the request bodies in flight may take, estimated from their declared size (see
    * plugins/request-bounds.ts). A body that does not fit waits, then gets 503 with Retry-After.
