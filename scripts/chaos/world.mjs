@@ -21,6 +21,10 @@ const through = (url, proxy) => {
   return u.toString();
 };
 
+/** An organization of one scenario: `co` bought, a quota and a rate limit it cannot exhaust. */
+export const scenarioOrg = (world, name) =>
+  seedOrg(world.stack, { name, countries: [COUNTRY], quota: 1_000_000_000, rateLimit: 60_000 });
+
 /** Registry of the chaos traffic: registered lines are 300 000 0000 + even i, their neighbours odd. */
 export function registryFile(size = 20_000) {
   const dir = mkdtempSync(path.join(tmpdir(), 'dnc-chaos-'));

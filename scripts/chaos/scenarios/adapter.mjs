@@ -2,10 +2,10 @@
 // calls), S12 (hard cap with a short configured cap and a hanging adapter).
 import { randomUUID } from 'node:crypto';
 import { api } from '../../reliability/http.mjs';
-import { quotaOf, seedOrg, sleep } from '../../reliability/stack.mjs';
+import { quotaOf, sleep } from '../../reliability/stack.mjs';
 import { ms } from '../probe.mjs';
 import { phonesOf, startTraffic, TERMINAL } from '../traffic.mjs';
-import { COUNTRY } from '../world.mjs';
+import { COUNTRY, scenarioOrg } from '../world.mjs';
 
 const setAdapters = (world, fault) => {
   for (const p of world.adapterProxies) p.setFault(fault);
@@ -86,12 +86,7 @@ async function submit(world, ledger, org, n) {
 
 /** S11: jobs whose adapter call hangs are cancelled; the cancel is accepted at once and wins. */
 export async function s11CancelInFlight(world, ledger, { jobs = 4 }) {
-  const org = await seedOrg(world.stack, {
-    name: 'Chaos S11',
-    countries: [COUNTRY],
-    quota: 1_000_000_000,
-    rateLimit: 60_000,
-  });
+  const org = await scenarioOrg(world, 'Chaos S11');
   const failures = [];
   setAdapters(world, { kind: 'hang' });
   const ids = [];
@@ -127,12 +122,7 @@ export async function s11CancelInFlight(world, ledger, { jobs = 4 }) {
 
 /** S12: a 20-second hard cap and an adapter that never answers: the jobs expire, quota released. */
 export async function s12HardCap(world, ledger, { capS = 20 }) {
-  const org = await seedOrg(world.stack, {
-    name: 'Chaos S12',
-    countries: [COUNTRY],
-    quota: 1_000_000_000,
-    rateLimit: 60_000,
-  });
+  const org = await scenarioOrg(world, 'Chaos S12');
   const failures = [];
   await world.restartJobs({ DNC_JOB_HARD_CAP_SECONDS: String(capS), DNC_ADAPTER_CALL_TIMEOUT_MS: '120000' });
   setAdapters(world, { kind: 'hang' });

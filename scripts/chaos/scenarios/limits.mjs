@@ -4,7 +4,7 @@ import { api } from '../../reliability/http.mjs';
 import { admin, quotaOf, seedOrg, sleep } from '../../reliability/stack.mjs';
 import { ms } from '../probe.mjs';
 import { phonesOf } from '../traffic.mjs';
-import { COUNTRY } from '../world.mjs';
+import { COUNTRY, scenarioOrg } from '../world.mjs';
 
 const each = (world, i) => world.stack.addresses.gateways[i % world.stack.addresses.gateways.length];
 
@@ -56,12 +56,7 @@ export async function s2RateLimit(world, _ledger, { rounds, limit = 30 }) {
 
 /** S3: 50 identical requests at once (one key), v1 and v2 alternating: one execution, one charge. */
 export async function s3IdempotencyRace(world, ledger, { rounds, width = 50 }) {
-  const org = await seedOrg(world.stack, {
-    name: 'Chaos S3',
-    countries: [COUNTRY],
-    quota: 1_000_000_000,
-    rateLimit: 60_000,
-  });
+  const org = await scenarioOrg(world, 'Chaos S3');
   const failures = [];
   let requests = 0;
   let charged = 0;
@@ -131,12 +126,7 @@ export async function s3IdempotencyRace(world, ledger, { rounds, width = 50 }) {
 
 /** S16: a new key, traffic moved to it, the old key revoked under load. */
 export async function s16KeyRotation(world, _ledger, { seconds }) {
-  const org = await seedOrg(world.stack, {
-    name: 'Chaos S16',
-    countries: [COUNTRY],
-    quota: 1_000_000_000,
-    rateLimit: 60_000,
-  });
+  const org = await scenarioOrg(world, 'Chaos S16');
   let key = org.apiKey;
   let running = true;
   let revokeStarted = false;

@@ -2,10 +2,10 @@
 
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
-import { seedOrg, sleep } from '../../reliability/stack.mjs';
+import { sleep } from '../../reliability/stack.mjs';
 import { ms, snapshot } from '../probe.mjs';
 import { startTraffic } from '../traffic.mjs';
-import { COUNTRY } from '../world.mjs';
+import { COUNTRY, scenarioOrg } from '../world.mjs';
 
 /** The bench's targets (scripts/bench/README.md) that mixed traffic can be held to. */
 export const TARGETS = { singleP99Ms: 100, v2AdmissionMs: 1_500 };
@@ -107,10 +107,8 @@ export async function s17SlowClients(world, ledger, { boundMs, holdS, enforceLat
   // Organizations of their own: the slow 25 MiB bodies fill their organization's share of the body
   // budget (the rest wait, then 503); the unread 10,000-number answers come from another one, and may
   // or may not be charged (the gateway may close them first), so the final check holds it to "at most".
-  const seed = (name) =>
-    seedOrg(world.stack, { name, countries: [COUNTRY], quota: 1_000_000_000, rateLimit: 60_000 });
-  const slowOrg = await seed('Chaos S17 slow');
-  const org = await seed('Chaos S17 unread');
+  const slowOrg = await scenarioOrg(world, 'Chaos S17 slow');
+  const org = await scenarioOrg(world, 'Chaos S17 unread');
   const before = snapshot(world.stack);
   const traffic = startTraffic(world, ledger, { concurrency: 6, pace: 10, kinds: ['v1 small'] });
   const slow = [

@@ -5,10 +5,10 @@ import { natsNames } from '@dnc/kit';
 import { jetstream } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { api } from '../../reliability/http.mjs';
-import { seedOrg, sleep } from '../../reliability/stack.mjs';
+import { sleep } from '../../reliability/stack.mjs';
 import { metric } from '../probe.mjs';
 import { drainJobs, phonesOf, startTraffic } from '../traffic.mjs';
-import { COUNTRY } from '../world.mjs';
+import { COUNTRY, scenarioOrg } from '../world.mjs';
 
 const workers = (world) => [...world.stack.processes.keys()].filter((n) => n.startsWith('job-worker'));
 const between = (a, b) => a + Math.random() * (b - a);
@@ -58,12 +58,7 @@ export async function s4WorkerKills(world, ledger, { seconds, minGapS, maxGapS }
  * retried, must end with exactly one job.
  */
 export async function s5KillBetweenClaimAndInsert(world, ledger, { perRound = 6 }) {
-  const org = await seedOrg(world.stack, {
-    name: 'Chaos S5',
-    countries: [COUNTRY],
-    quota: 1_000_000_000,
-    rateLimit: 60_000,
-  });
+  const org = await scenarioOrg(world, 'Chaos S5');
   const failures = [];
   let requests = 0;
   const keys = [];
@@ -150,12 +145,7 @@ async function firstWorkerHolds(world, ids, timeoutMs) {
  * per job; the stale attempt is refused and counted (dnc_job_stale_completions_total).
  */
 export async function s7RedeliveryAndStop(world, ledger, { jobs = 6, stopMs = 10_000 }) {
-  const org = await seedOrg(world.stack, {
-    name: 'Chaos S7',
-    countries: [COUNTRY],
-    quota: 1_000_000_000,
-    rateLimit: 60_000,
-  });
+  const org = await scenarioOrg(world, 'Chaos S7');
   const staleOf = async () =>
     (
       await Promise.all(workers(world).map((w) => metric(world.stack, w, 'dnc_job_stale_completions_total')))

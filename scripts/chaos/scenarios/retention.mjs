@@ -4,10 +4,10 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { api } from '../../reliability/http.mjs';
-import { admin, seedOrg, sleep } from '../../reliability/stack.mjs';
+import { admin, sleep } from '../../reliability/stack.mjs';
 import { metric } from '../probe.mjs';
 import { phonesOf } from '../traffic.mjs';
-import { COUNTRY } from '../world.mjs';
+import { COUNTRY, scenarioOrg } from '../world.mjs';
 
 const INSTALL = `
 CREATE TABLE IF NOT EXISTS public.chaos_refused_purges (job_id uuid PRIMARY KEY);
@@ -28,12 +28,7 @@ DROP FUNCTION IF EXISTS public.chaos_refuse_purge(); DROP TABLE IF EXISTS public
 DROP SEQUENCE IF EXISTS public.chaos_purge_attempts;`;
 
 export async function s13CleanupRetries(world, ledger) {
-  const org = await seedOrg(world.stack, {
-    name: 'Chaos S13',
-    countries: [COUNTRY],
-    quota: 1_000_000_000,
-    rateLimit: 60_000,
-  });
+  const org = await scenarioOrg(world, 'Chaos S13');
   const failures = [];
   let sawFailing = false;
   let jobId;
