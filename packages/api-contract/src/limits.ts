@@ -55,9 +55,14 @@ export function isPhoneWithinLimit(phone: string): boolean {
 export const IDEMPOTENCY_KEY_PATTERN = '^[\\x21-\\x7E]{1,255}$';
 export const IDEMPOTENCY_KEY_REGEXP = /^[\x21-\x7E]{1,255}$/;
 
-/** Opaque lowercase UUID. */
-export const JOB_ID_PATTERN = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
-export const JOB_ID_REGEXP = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/**
+ * A lowercase UUID: every identifier the platform hands out (job, organization, key, admission,
+ * purchase). A job id is opaque to clients and has this form.
+ */
+export const UUID_PATTERN = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
+export const UUID_REGEXP = new RegExp(UUID_PATTERN);
+export const JOB_ID_PATTERN = UUID_PATTERN;
+export const JOB_ID_REGEXP = UUID_REGEXP;
 
 /** Country codes accepted by the request schema. */
 export const COUNTRY_CODES = ['mx', 'ar', 'co', 'es', 'au', 'sg'] as const;
@@ -65,9 +70,26 @@ export type CountryCode = (typeof COUNTRY_CODES)[number];
 /** The sellable and operational catalog; `es`, `au`, `sg` are technical codes only. */
 export const LIVE_COUNTRIES = ['mx', 'ar', 'co'] as const satisfies readonly CountryCode[];
 export type LiveCountry = (typeof LIVE_COUNTRIES)[number];
+/** The technical codes: accepted by the schema, refused at admission (planned countries). */
+export const TECHNICAL_COUNTRIES = COUNTRY_CODES.filter(
+  (c): c is Exclude<CountryCode, LiveCountry> => !(LIVE_COUNTRIES as readonly string[]).includes(c),
+);
+
+export function isCountryCode(value: string): value is CountryCode {
+  return (COUNTRY_CODES as readonly string[]).includes(value);
+}
+
+export function isLiveCountry(value: string): value is LiveCountry {
+  return (LIVE_COUNTRIES as readonly string[]).includes(value);
+}
+
+/** `country must be one of mx, ar, co, es, au, sg`: the message of every country refusal. */
+export const COUNTRY_CODES_MESSAGE = `country must be one of ${COUNTRY_CODES.join(', ')}`;
 
 export const JOB_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'cancelled', 'expired'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
+export type ActiveJobStatus = (typeof ACTIVE_JOB_STATUSES)[number];
+export type TerminalJobStatus = (typeof TERMINAL_JOB_STATUSES)[number];
 export const ACTIVE_JOB_STATUSES = ['queued', 'running'] as const satisfies readonly JobStatus[];
 export const TERMINAL_JOB_STATUSES = [
   'succeeded',
@@ -76,7 +98,11 @@ export const TERMINAL_JOB_STATUSES = [
   'expired',
 ] as const satisfies readonly JobStatus[];
 
-export function isTerminalJobStatus(status: string): boolean {
+export function isJobStatus(value: string): value is JobStatus {
+  return (JOB_STATUSES as readonly string[]).includes(value);
+}
+
+export function isTerminalJobStatus(status: string): status is TerminalJobStatus {
   return (TERMINAL_JOB_STATUSES as readonly string[]).includes(status);
 }
 

@@ -3,12 +3,13 @@ import { randomBytes } from 'node:crypto';
 import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import path from 'node:path';
 import { createClient } from '@connectrpc/connect';
+import { LIVE_COUNTRIES } from '@dnc/api-contract/limits';
 import { ensureDatabase, grpcTransport } from '@dnc/kit';
 import { healthv1 } from '@dnc/proto';
 import { runAdmin } from './admin.js';
 import { freePort } from './ports.js';
 
-export const LIVE_COUNTRIES = ['mx', 'ar', 'co'] as const;
+export { LIVE_COUNTRIES };
 
 /**
  * Process names: one per service, one worker process, one adapter per country; the second and later

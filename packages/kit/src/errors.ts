@@ -1,8 +1,16 @@
 import { create, type DescMessage, type MessageShape, toBinary } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
+import type { ErrorCode } from '@dnc/api-contract/error-codes';
 import { platformv1 } from '@dnc/proto';
 
 export { Code, ConnectError };
+
+/**
+ * The reasons an error may carry across a service boundary: the public error codes of the contract,
+ * and `conflict` for a transition an operator asked for that the current state does not allow (admin
+ * RPCs only: no public route answers it). A misspelled reason fails the type-check.
+ */
+export type Reason = ErrorCode | 'conflict';
 
 export interface PublicErrorOptions {
   retryAfterSeconds?: number;
@@ -16,7 +24,7 @@ export interface PublicErrorOptions {
  * The only way an error crosses a service boundary: a ConnectError with a real Code whose
  * ErrorInfo detail carries the public reason. The gateway's table alone maps it to HTTP.
  */
-export function publicError(code: Code, reason: string, options: PublicErrorOptions = {}): ConnectError {
+export function publicError(code: Code, reason: Reason, options: PublicErrorOptions = {}): ConnectError {
   const info = create(platformv1.ErrorInfoSchema, {
     reason,
     retryAfterSeconds: Math.max(0, Math.ceil(options.retryAfterSeconds ?? 0)),
@@ -28,6 +36,11 @@ export function publicError(code: Code, reason: string, options: PublicErrorOpti
   ];
   for (const d of options.details ?? []) details.push(d);
   return new ConnectError(options.message ?? reason, code, undefined, details);
+}
+
+/** The refusal of an argument that breaks a documented rule; `message` says which. */
+export function validationError(message: string): ConnectError {
+  return publicError(Code.InvalidArgument, 'validation_error', { message });
 }
 
 export interface PublicReason {
@@ -55,9 +68,6 @@ export function readPublicReason(error: unknown): PublicReason | undefined {
 export function findDetail<D extends DescMessage>(error: unknown, desc: D): MessageShape<D> | undefined {
   return ConnectError.from(error).findDetails(desc)[0];
 }
-
-/** Errors a caller can do nothing about map to one generic public reason. */
-export const PLATFORM_FAILURE = 'platform_failure';
 
 /**
  * The error of one item of a batch call, for its answer: code, message and every typed detail (the

@@ -6,6 +6,7 @@ export * from './db.js';
 export * from './discovery.js';
 export * from './errors.js';
 export * from './health.js';
+export * from './job-status.js';
 export * from './logger.js';
 export * from './metrics.js';
 export * from './nats.js';

@@ -1,9 +1,13 @@
+import type { InvalidReason } from '@dnc/api-contract/limits';
 import { registryv1 } from '@dnc/proto';
 
 const { Outcome } = registryv1;
 
-/** Public `reason` of each invalid outcome (the documented vocabulary of the OpenAPI document). */
-export const OUTCOME_REASONS: ReadonlyMap<number, string> = new Map([
+/**
+ * THE mapping from an adapter's invalid outcome to its public `reason` (the documented vocabulary,
+ * `INVALID_REASONS` of the contract): v1 results, v2 results and the adapter's own checks all read it.
+ */
+export const OUTCOME_REASONS: ReadonlyMap<registryv1.Outcome, InvalidReason> = new Map([
   [Outcome.INVALID_UNPARSEABLE, 'unparseable'],
   [Outcome.INVALID_LENGTH, 'invalid_length'],
   [Outcome.INVALID_NUMBER, 'invalid_number'],
@@ -12,10 +16,15 @@ export const OUTCOME_REASONS: ReadonlyMap<number, string> = new Map([
   [Outcome.INVALID_REGISTRY_REJECTED, 'registry_rejected'],
 ]);
 
+/** The public reason of an invalid outcome; undefined for SAFE, PROHIBITED and UNSPECIFIED. */
+export function reasonOf(outcome: registryv1.Outcome): InvalidReason | undefined {
+  return OUTCOME_REASONS.get(outcome);
+}
+
 export interface ScrubResult {
   prohibited_numbers_to_call: string[];
   safe_numbers_to_call: string[];
-  invalid_numbers: { input: string; reason: string }[];
+  invalid_numbers: { input: string; reason: InvalidReason }[];
   summary: {
     total_checked: number;
     prohibited_numbers: number;
@@ -45,14 +54,14 @@ export function buildScrubResult(phones: readonly string[], outcomes: ArrayLike<
   }
   const prohibited: string[] = [];
   const safe: string[] = [];
-  const invalid: { input: string; reason: string }[] = [];
+  const invalid: { input: string; reason: InvalidReason }[] = [];
   for (let i = 0; i < phones.length; i++) {
     const outcome = outcomes[i]!;
     const input = phones[i]!;
     if (outcome === Outcome.PROHIBITED) prohibited.push(input);
     else if (outcome === Outcome.SAFE) safe.push(input);
     else {
-      const reason = OUTCOME_REASONS.get(outcome);
+      const reason = OUTCOME_REASONS.get(outcome as registryv1.Outcome);
       if (reason === undefined) throw new IncompleteAnswerError(`unknown outcome ${outcome}`);
       invalid.push({ input, reason });
     }

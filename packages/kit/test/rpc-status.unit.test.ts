@@ -1,4 +1,5 @@
 import { create } from '@bufbuild/protobuf';
+import { ERROR_CODE_NAMES } from '@dnc/api-contract/error-codes';
 import { admissionv1 } from '@dnc/proto';
 import { describe, expect, it } from 'vitest';
 import {
@@ -42,5 +43,16 @@ describe('RpcStatus: an item error of a batch answer', () => {
     const bogus = rpcStatusOf(new ConnectError('x', Code.Internal));
     bogus.code = 99;
     expect(errorOfRpcStatus(bogus).code).toBe(Code.Unknown);
+  });
+});
+
+describe('publicError reasons are the contract vocabulary (typed, not strings)', () => {
+  it('takes every public error code; a misspelled reason fails the type-check (npm run typecheck)', () => {
+    for (const code of ERROR_CODE_NAMES)
+      expect(readPublicReason(publicError(Code.Unknown, code))?.reason).toBe(code);
+    // @ts-expect-error 'platfrom_failure' is not a reason: tsc refuses it instead of a 503 at run time.
+    expect(readPublicReason(publicError(Code.Unavailable, 'platfrom_failure'))?.reason).toBe(
+      'platfrom_failure',
+    );
   });
 });

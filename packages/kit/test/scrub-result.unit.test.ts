@@ -1,8 +1,35 @@
+import { INVALID_REASONS } from '@dnc/api-contract/limits';
 import { registryv1 } from '@dnc/proto';
 import { describe, expect, it } from 'vitest';
-import { buildScrubResult, IncompleteAnswerError, scrubResultJsonSlices } from '../src/scrub-result.js';
+import {
+  buildScrubResult,
+  IncompleteAnswerError,
+  OUTCOME_REASONS,
+  reasonOf,
+  scrubResultJsonSlices,
+} from '../src/scrub-result.js';
 
 const { Outcome } = registryv1;
+
+describe('public reasons of invalid outcomes (spec: invalid_numbers[].reason)', () => {
+  it('maps every invalid outcome to its reason, and every documented reason has its outcome', () => {
+    expect(Object.fromEntries(OUTCOME_REASONS)).toEqual({
+      [Outcome.INVALID_UNPARSEABLE]: 'unparseable',
+      [Outcome.INVALID_LENGTH]: 'invalid_length',
+      [Outcome.INVALID_NUMBER]: 'invalid_number',
+      [Outcome.INVALID_WRONG_COUNTRY]: 'wrong_country',
+      [Outcome.INVALID_OBSOLETE_FORMAT]: 'obsolete_format',
+      [Outcome.INVALID_REGISTRY_REJECTED]: 'registry_rejected',
+    });
+    expect([...OUTCOME_REASONS.values()].sort()).toEqual([...INVALID_REASONS].sort());
+  });
+
+  it('gives no reason for safe, prohibited and unspecified', () => {
+    expect(reasonOf(Outcome.SAFE)).toBeUndefined();
+    expect(reasonOf(Outcome.PROHIBITED)).toBeUndefined();
+    expect(reasonOf(Outcome.UNSPECIFIED)).toBeUndefined();
+  });
+});
 
 describe('buildScrubResult (spec: ScrubResult invariants)', () => {
   it('keeps the original inputs, their relative order and duplicates, and counts every element', () => {

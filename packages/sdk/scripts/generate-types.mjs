@@ -70,6 +70,11 @@ function constantsFile() {
       'The sellable and operational catalog; the other codes are technical only.',
     ) +
     constant('LIMITS', contract.LIMITS, 'Every documented limit of the public API.') +
+    constant(
+      'IDEMPOTENCY_KEY_PATTERN',
+      contract.IDEMPOTENCY_KEY_PATTERN,
+      'An Idempotency-Key: 1 to 255 visible ASCII characters, no spaces.',
+    ) +
     constant('INVALID_REASONS', contract.INVALID_REASONS, 'The `reason` vocabulary of an invalid input.') +
     constant('JOB_ERROR_CODES', contract.JOB_ERROR_CODES, 'Closed vocabulary of `JobError.error`.') +
     constant('TERMINAL_JOB_STATUSES', contract.TERMINAL_JOB_STATUSES, 'Job states that never change again.');

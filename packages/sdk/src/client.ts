@@ -1,12 +1,12 @@
 import { DncJobError, DncWaitTimeoutError } from './errors.js';
-import { TERMINAL_JOB_STATUSES } from './gen/contract.js';
+import { IDEMPOTENCY_KEY_PATTERN, TERMINAL_JOB_STATUSES } from './gen/contract.js';
 import { parseRetryAfter, sleep } from './retry.js';
 import { type RequestSpec, type ResponseInfo, Transport } from './transport.js';
 import type { DurableScrubRequest, ScrubJobStatus, ScrubRequest, ScrubResult } from './types.js';
 
 /** Kept equal to package.json's version by a test. */
 export const SDK_VERSION = '0.2.0';
-const IDEMPOTENCY_KEY = /^[\x21-\x7E]{1,255}$/;
+const IDEMPOTENCY_KEY = new RegExp(IDEMPOTENCY_KEY_PATTERN);
 const TERMINAL: ReadonlySet<string> = new Set(TERMINAL_JOB_STATUSES);
 
 export interface DncClientOptions {

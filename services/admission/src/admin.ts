@@ -1,18 +1,20 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { Client, ServiceImpl } from '@connectrpc/connect';
-import { type AdapterDirectory, Code, type Logger, publicError } from '@dnc/kit';
-import { admissionv1, type quotav1 } from '@dnc/proto';
-import { displayPrefix, generateApiKey } from './domain/api-key.js';
 import {
-  ACTIVATED_ON_PAYMENT,
   COUNTRY_CODES,
+  COUNTRY_CODES_MESSAGE,
   type CountryCode,
   isCountryCode,
-  isLive,
-} from './domain/countries.js';
-import { MAX_RATE_LIMIT, MIN_RATE_LIMIT } from './domain/rate-window.js';
-import { invalid, requireUuid } from './public-errors.js';
+  isLiveCountry,
+  LIMITS,
+  LIVE_COUNTRIES,
+} from '@dnc/api-contract/limits';
+import { type AdapterDirectory, Code, type Logger, publicError, validationError } from '@dnc/kit';
+import { admissionv1, type quotav1 } from '@dnc/proto';
+import { displayPrefix, generateApiKey } from './domain/api-key.js';
+import { ACTIVATED_ON_PAYMENT } from './domain/countries.js';
+import { requireUuid } from './public-errors.js';
 import {
   type AccountStore,
   type ApiKeyRow,
@@ -43,7 +45,7 @@ const STATUS: Record<PurchaseRow['status'], admissionv1.PurchaseStatus> = {
 };
 
 function country(value: string): CountryCode {
-  if (!isCountryCode(value)) throw invalid('country must be one of mx, ar, co, es, au, sg');
+  if (!isCountryCode(value)) throw validationError(COUNTRY_CODES_MESSAGE);
   return value;
 }
 
@@ -117,7 +119,7 @@ function organizationMethods(
   return {
     async createOrganization(req) {
       const name = req.name.trim();
-      if (name.length < 1 || name.length > 200) throw invalid('name must be 1 to 200 characters');
+      if (name.length < 1 || name.length > 200) throw validationError('name must be 1 to 200 characters');
       const orgId = await accounts.createOrganization(name, req.activationComplete ?? true);
       deps.logger.info({ orgId }, 'organization created');
       return { orgId };
@@ -135,8 +137,9 @@ function organizationMethods(
       return { organization: organization(org) };
     },
     async setRateLimit(req) {
-      if (!Number.isInteger(req.limit) || req.limit < MIN_RATE_LIMIT || req.limit > MAX_RATE_LIMIT)
-        throw invalid(`limit must be an integer from ${MIN_RATE_LIMIT} to ${MAX_RATE_LIMIT}`);
+      const { minRateLimit, maxRateLimit } = LIMITS;
+      if (!Number.isInteger(req.limit) || req.limit < minRateLimit || req.limit > maxRateLimit)
+        throw validationError(`limit must be an integer from ${minRateLimit} to ${maxRateLimit}`);
       const org = await operator(() =>
         accounts.updateOrganization(requireUuid(req.orgId, 'org_id'), { rateLimit: req.limit }),
       );
@@ -182,12 +185,13 @@ function purchaseMethods(
     async createPurchase(req) {
       const orgId = requireUuid(req.orgId, 'org_id');
       const code = country(req.country);
-      if (!isLive(code)) {
+      if (!isLiveCountry(code)) {
         throw publicError(Code.PermissionDenied, 'country_not_in_plan', {
-          message: `${code} is a technical code only and cannot be purchased; live countries: mx, ar, co`,
+          message: `${code} is a technical code only and cannot be purchased; live countries: ${LIVE_COUNTRIES.join(', ')}`,
         });
       }
-      if (req.monthlyQuota > BigInt(Number.MAX_SAFE_INTEGER)) throw invalid('monthly quota is too large');
+      if (req.monthlyQuota > BigInt(Number.MAX_SAFE_INTEGER))
+        throw validationError('monthly quota is too large');
       const quota = req.monthlyQuota > 0n ? Number(req.monthlyQuota) : deps.defaultMonthlyQuota;
       if (!(await accounts.organization(orgId)))
         throw publicError(Code.NotFound, 'not_found', { message: 'organization not found' });
@@ -239,7 +243,7 @@ function countryMethods(deps: AdminDeps): Methods<'setMaintenance' | 'clearMaint
     const any = serving[0] ?? deps.directory.instances(code)[0];
     return create(admissionv1.CountryStatusSchema, {
       country: code,
-      live: isLive(code),
+      live: isLiveCountry(code),
       ...(until && until.getTime() > Date.now() ? { maintenanceUntil: timestampFromDate(until) } : {}),
       adapterServing: serving.length > 0,
       adapterAddress: any?.address ?? '',
@@ -250,9 +254,9 @@ function countryMethods(deps: AdminDeps): Methods<'setMaintenance' | 'clearMaint
   return {
     async setMaintenance(req) {
       const code = country(req.country);
-      if (!req.until) throw invalid('until is required');
+      if (!req.until) throw validationError('until is required');
       const until = timestampDate(req.until);
-      if (until.getTime() <= Date.now()) throw invalid('until must be in the future');
+      if (until.getTime() <= Date.now()) throw validationError('until must be in the future');
       await maintenance.setMaintenance(code, until);
       await deps
         .publishCountryStatus(code, until)

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { COUNTRY_CODES_MESSAGE, type CountryCode, isCountryCode } from '@dnc/api-contract/limits';
 import {
   type AdapterDirectory,
   Code,
@@ -6,10 +7,10 @@ import {
   type Logger,
   publicError,
   readPublicReason,
+  validationError,
 } from '@dnc/kit';
 import { admissionv1 } from '@dnc/proto';
 import { admissionGate } from './domain/check-order.js';
-import { type CountryCode, isCountryCode } from './domain/countries.js';
 import {
   decideIdempotency,
   hashIdempotencyKey,
@@ -19,7 +20,7 @@ import {
   type Timeouts,
 } from './domain/idempotency.js';
 import type { OpenAdmissions } from './open-admissions.js';
-import { invalid, type Refusals, requireUuid } from './public-errors.js';
+import { type Refusals, requireUuid } from './public-errors.js';
 import type { Reservations } from './reservations.js';
 import type { ClaimStore, GateFacts, GateFactsStore, StoredClaim } from './store/index.js';
 
@@ -57,11 +58,11 @@ function parse(req: admissionv1.AdmitRequest): Request {
   const orgId = requireUuid(req.orgId, 'org_id');
   const keyId = requireUuid(req.keyId, 'key_id');
   const kind = KIND[req.kind];
-  if (!kind) throw invalid('kind must be SYNC or JOB');
-  if (!isCountryCode(req.country)) throw invalid('country must be one of mx, ar, co, es, au, sg');
+  if (!kind) throw validationError('kind must be SYNC or JOB');
+  if (!isCountryCode(req.country)) throw validationError(COUNTRY_CODES_MESSAGE);
   if (!isValidIdempotencyKey(req.idempotencyKey))
-    throw invalid('Idempotency-Key must be 1 to 255 visible ASCII characters without spaces');
-  if (!isValidFingerprint(req.fingerprint)) throw invalid('fingerprint is malformed');
+    throw validationError('Idempotency-Key must be 1 to 255 visible ASCII characters without spaces');
+  if (!isValidFingerprint(req.fingerprint)) throw validationError('fingerprint is malformed');
   const { idempotencyKey, fingerprint, inputCount } = req;
   return { orgId, keyId, kind, country: req.country, idempotencyKey, fingerprint, inputCount };
 }

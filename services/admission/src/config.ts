@@ -1,3 +1,4 @@
+import { LIMITS } from '@dnc/api-contract/limits';
 import { commonConfig, port, serviceAddress, z } from '@dnc/kit';
 
 const int = (min: number, max: number, fallback: number) =>
@@ -14,7 +15,7 @@ export const admissionConfig = z.object({
     .default(''),
   /** Monthly quota (checked inputs) a purchase comes with when none is given. */
   DNC_DEFAULT_MONTHLY_QUOTA: int(0, Number.MAX_SAFE_INTEGER, 1_000_000),
-  DNC_DEFAULT_RATE_LIMIT: int(1, 60_000, 60),
+  DNC_DEFAULT_RATE_LIMIT: int(LIMITS.minRateLimit, LIMITS.maxRateLimit, LIMITS.defaultRateLimit),
   DNC_RATE_WINDOW_SECONDS: int(1, 3600, 60),
   /** Without Redis each process enforces limit / divisor (at least 1) on its own. */
   DNC_RATE_DEGRADED_DIVISOR: int(1, 1000, 2),

@@ -1,4 +1,5 @@
 import type { Interceptor } from '@connectrpc/connect';
+import { UUID_REGEXP } from '@dnc/api-contract/limits';
 import {
   Code,
   ConnectError,
@@ -7,17 +8,12 @@ import {
   publicError,
   type Registry,
   readPublicReason,
+  validationError,
 } from '@dnc/kit';
 import type { Rejection } from './domain/check-order.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-export function invalid(message: string): ConnectError {
-  return publicError(Code.InvalidArgument, 'validation_error', { message });
-}
-
 export function requireUuid(value: string, name: string): string {
-  if (!UUID.test(value)) throw invalid(`${name} must be a lowercase UUID`);
+  if (!UUID_REGEXP.test(value)) throw validationError(`${name} must be a lowercase UUID`);
   return value;
 }
 

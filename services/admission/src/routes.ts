@@ -1,13 +1,13 @@
 import { create } from '@bufbuild/protobuf';
 import type { ConnectRouter, ServiceImpl } from '@connectrpc/connect';
-import { rpcStatusOf } from '@dnc/kit';
+import { isCountryCode } from '@dnc/api-contract/limits';
+import { rpcStatusOf, validationError } from '@dnc/kit';
 import { admissionv1, type platformv1 } from '@dnc/proto';
 import { type AdminDeps, admissionAdminService } from './admin.js';
 import { type AdmitDeps, admit } from './admit.js';
 import { type AuthenticationDeps, authenticateKey, rateInfo } from './authentication.js';
 import type { Completion } from './completion.js';
-import { isCountryCode } from './domain/countries.js';
-import { invalid, type Refusals } from './public-errors.js';
+import type { Refusals } from './public-errors.js';
 import type { AccountStore } from './store/index.js';
 
 export interface AdmissionServiceDeps {
@@ -31,7 +31,7 @@ async function eachOf<I, O>(
   method: string,
   one: (item: I) => Promise<O>,
 ): Promise<({ value: O } | { error: platformv1.RpcStatus })[]> {
-  if (items.length > MAX_BATCH) throw invalid(`at most ${MAX_BATCH} requests per batch`);
+  if (items.length > MAX_BATCH) throw validationError(`at most ${MAX_BATCH} requests per batch`);
   return Promise.all(
     items.map(async (item) => {
       try {

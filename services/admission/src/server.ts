@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { createClient } from '@connectrpc/connect';
+import { LIVE_COUNTRIES } from '@dnc/api-contract/limits';
 import {
   AdapterDirectory,
   connectNats,
@@ -19,7 +20,6 @@ import {
 import { admissionv1, healthv1, quotav1 } from '@dnc/proto';
 import { Completion } from './completion.js';
 import type { AdmissionConfig } from './config.js';
-import { LIVE_COUNTRIES } from './domain/countries.js';
 import { RequestLimiter } from './limiter.js';
 import { OpenAdmissions } from './open-admissions.js';
 import { Refusals } from './public-errors.js';

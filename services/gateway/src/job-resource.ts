@@ -1,16 +1,11 @@
-import { jobsv1 } from '@dnc/proto';
+import { isTerminalJobStatus, type JobStatus } from '@dnc/api-contract';
+import { jobStatusOf } from '@dnc/kit';
+import type { jobsv1 } from '@dnc/proto';
 
-const STATUS: Record<jobsv1.JobStatus, string> = {
-  [jobsv1.JobStatus.UNSPECIFIED]: 'queued',
-  [jobsv1.JobStatus.QUEUED]: 'queued',
-  [jobsv1.JobStatus.RUNNING]: 'running',
-  [jobsv1.JobStatus.SUCCEEDED]: 'succeeded',
-  [jobsv1.JobStatus.FAILED]: 'failed',
-  [jobsv1.JobStatus.CANCELLED]: 'cancelled',
-  [jobsv1.JobStatus.EXPIRED]: 'expired',
-};
-
-const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'expired']);
+/** The public status of a job from the scheduler (a job it has not classified yet is queued). */
+function statusOf(job: jobsv1.Job): JobStatus {
+  return jobStatusOf(job.status) ?? 'queued';
+}
 
 function iso(ts: { seconds: bigint; nanos: number } | undefined): string {
   if (!ts) return new Date(0).toISOString();
@@ -19,7 +14,7 @@ function iso(ts: { seconds: bigint; nanos: number } | undefined): string {
 
 /** The job has reached a terminal state (an answer about it is 200, not 202). */
 export function isTerminal(job: jobsv1.Job): boolean {
-  return TERMINAL.has(STATUS[job.status]);
+  return isTerminalJobStatus(statusOf(job));
 }
 
 /**
@@ -29,7 +24,7 @@ export function isTerminal(job: jobsv1.Job): boolean {
  */
 export function jobResource(job: jobsv1.Job, baseUrl: string): Record<string, unknown> {
   const base = `${baseUrl.replace(/\/+$/, '')}/v2/scrub/${job.jobId}`;
-  const status = STATUS[job.status];
+  const status = statusOf(job);
   const resource: Record<string, unknown> = {
     job_id: job.jobId,
     status,

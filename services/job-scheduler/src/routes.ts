@@ -1,34 +1,25 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter, ServiceImpl } from '@connectrpc/connect';
-import { isPhoneWithinLimit, LIMITS } from '@dnc/api-contract/limits';
-import { Code, type Logger, publicError } from '@dnc/kit';
+import { isCountryCode, isJobStatus, isPhoneWithinLimit, LIMITS } from '@dnc/api-contract/limits';
+import { Code, jobStatusOf, type Logger, protoJobStatus, publicError } from '@dnc/kit';
 import { jobsv1 } from '@dnc/proto';
 import type { KeyRing } from './crypto/envelope.js';
 import type { Dispatcher } from './dispatch.js';
-import {
-  carriesError,
-  expiresAt,
-  fromProtoStatus,
-  isJobState,
-  type RetentionPolicy,
-  resultAvailability,
-  toProtoStatus,
-} from './domain/states.js';
+import { carriesError, expiresAt, type RetentionPolicy, resultAvailability } from './domain/states.js';
 import type { JobMetrics } from './metrics.js';
 import type { QuotaSettlement } from './settlement.js';
 import { BlobMissing, readBlob } from './store/blobs.js';
 import type { CleanupStore } from './store/cleanup.js';
 import { canonicalInput, isJobId, type JobRow, type JobStore } from './store/jobs.js';
 
-const COUNTRY = /^[a-z]{2}$/;
 const MAX_INPUTS = LIMITS.v2MaxInputs;
 
 /** The Job message: the spec's fields only. JobError only for failed and expired. */
 export function jobMessage(job: JobRow, policy: RetentionPolicy): jobsv1.Job {
   return create(jobsv1.JobSchema, {
     jobId: job.id,
-    status: toProtoStatus(job.status),
+    status: protoJobStatus(job.status),
     country: job.country,
     submittedCount: job.submittedCount,
     createdAt: timestampFromDate(job.createdAt),
@@ -92,7 +83,7 @@ export function jobsService(deps: RouteDeps): ServiceImpl<typeof jobsv1.JobsServ
         throw publicError(Code.InvalidArgument, 'validation_error', { message: 'job_id' });
       if (!req.orgId || !req.reservationId)
         throw publicError(Code.InvalidArgument, 'validation_error', { message: 'org_id and reservation_id' });
-      if (!COUNTRY.test(req.country))
+      if (!isCountryCode(req.country))
         throw publicError(Code.InvalidArgument, 'validation_error', { message: 'country' });
       const input = durableInput(req);
       const { job, created } = await store.submit({
@@ -172,8 +163,8 @@ export function jobsAdminService(deps: RouteDeps): ServiceImpl<typeof jobsv1.Job
     async listJobs(req) {
       if (!req.orgId)
         throw publicError(Code.InvalidArgument, 'validation_error', { message: 'org_id is required' });
-      const status = req.status === jobsv1.JobStatus.UNSPECIFIED ? undefined : fromProtoStatus(req.status);
-      const jobs = await store.list(req.orgId, status && isJobState(status) ? status : undefined);
+      const status = req.status === jobsv1.JobStatus.UNSPECIFIED ? undefined : jobStatusOf(req.status);
+      const jobs = await store.list(req.orgId, status && isJobStatus(status) ? status : undefined);
       return { jobs: jobs.map((j) => jobMessage(j, store.policy)) };
     },
 
@@ -187,7 +178,7 @@ export function jobsAdminService(deps: RouteDeps): ServiceImpl<typeof jobsv1.Job
         attempts: job.attempts,
         history: history.map((h) =>
           create(jobsv1.JobTransitionSchema, {
-            status: isJobState(h.status) ? toProtoStatus(h.status) : jobsv1.JobStatus.UNSPECIFIED,
+            status: isJobStatus(h.status) ? protoJobStatus(h.status) : jobsv1.JobStatus.UNSPECIFIED,
             at: timestampFromDate(h.at),
             note: h.note,
           }),

@@ -1,6 +1,6 @@
+import { JOB_STATUSES } from '@dnc/api-contract/limits';
 import type { Logger, Pool, PoolClient } from '@dnc/kit';
 import type { Dispatcher } from './dispatch.js';
-import { JOB_STATES } from './domain/states.js';
 import type { JobMetrics } from './metrics.js';
 import type { QuotaSettlement } from './settlement.js';
 import type { CleanupStore } from './store/cleanup.js';
@@ -142,7 +142,7 @@ export class Sweeper {
 
   private async gauges(): Promise<void> {
     const { states, nearHardCap } = await this.deps.store.countsByState();
-    for (const s of JOB_STATES) this.deps.metrics.jobs.set({ state: s }, states[s] ?? 0);
+    for (const s of JOB_STATUSES) this.deps.metrics.jobs.set({ state: s }, states[s] ?? 0);
     this.deps.metrics.nearHardCap.set(nearHardCap);
     const status = await this.deps.cleanup.status(1);
     this.deps.metrics.cleanupPending.set(status.pending);

@@ -1,10 +1,10 @@
+import { JOB_STATUSES } from '@dnc/api-contract/limits';
 import { describe, expect, it } from 'vitest';
 import {
   canTransition,
   carriesError,
   decideCancel,
   expiresAt,
-  JOB_STATES,
   quotaSettlementFor,
   resultAvailability,
 } from '../src/domain/states.js';
@@ -16,7 +16,7 @@ const terminal = new Date('2026-01-01T01:00:00Z');
 describe('States table', () => {
   it('terminal states keep their state (no transition out of succeeded, failed, cancelled, expired)', () => {
     for (const from of ['succeeded', 'failed', 'cancelled', 'expired'] as const)
-      for (const to of JOB_STATES) expect(canTransition(from, to)).toBe(false);
+      for (const to of JOB_STATUSES) expect(canTransition(from, to)).toBe(false);
   });
 
   it('queued -> running | cancelled | expired; running -> every terminal state; never back to queued', () => {
@@ -43,7 +43,7 @@ describe('States table', () => {
   });
 
   it('JobError only for failed and expired; cancelled never carries one', () => {
-    expect(JOB_STATES.filter(carriesError)).toEqual(['failed', 'expired']);
+    expect(JOB_STATUSES.filter(carriesError)).toEqual(['failed', 'expired']);
   });
 });
 
@@ -77,7 +77,7 @@ describe('expires_at by state', () => {
 });
 
 describe('result availability', () => {
-  const at = (status: (typeof JOB_STATES)[number], purged = false) =>
+  const at = (status: (typeof JOB_STATUSES)[number], purged = false) =>
     resultAvailability(
       { status, terminalAt: terminal, resultPurged: purged },
       policy,

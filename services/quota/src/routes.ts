@@ -1,9 +1,9 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter, ServiceImpl } from '@connectrpc/connect';
-import { Code, Counter, type Logger, publicError, type Registry, readPublicReason } from '@dnc/kit';
+import { COUNTRY_CODES, isCountryCode } from '@dnc/api-contract/limits';
+import { Counter, type Logger, type Registry, readPublicReason, validationError } from '@dnc/kit';
 import { quotav1 } from '@dnc/proto';
-import { isCountryCode } from './domain/period.js';
 import {
   type Account,
   type CommitOutcome,
@@ -25,27 +25,23 @@ const MAX_AMOUNT = BigInt(Number.MAX_SAFE_INTEGER);
 /** The most items of one ReserveMany or CommitMany: one transaction holds the account that long. */
 export const MAX_BATCH = 1000;
 
-function invalid(message: string) {
-  return publicError(Code.InvalidArgument, 'validation_error', { message });
-}
-
 function requireId(value: string, name: string): string {
-  if (!value || value.length > 200) throw invalid(`${name} is required (at most 200 characters)`);
+  if (!value || value.length > 200) throw validationError(`${name} is required (at most 200 characters)`);
   return value;
 }
 
 function requireCountry(value: string, name = 'country'): string {
-  if (!isCountryCode(value)) throw invalid(`${name} must be one of mx, ar, co, es, au, sg`);
+  if (!isCountryCode(value)) throw validationError(`${name} must be one of ${COUNTRY_CODES.join(', ')}`);
   return value;
 }
 
 function toNumber(value: bigint, name: string): number {
-  if (value > MAX_AMOUNT) throw invalid(`${name} is too large`);
+  if (value > MAX_AMOUNT) throw validationError(`${name} is too large`);
   return Number(value);
 }
 
 function requireBatch<T>(items: T[], name: string): T[] {
-  if (items.length > MAX_BATCH) throw invalid(`${name} has at most ${MAX_BATCH} items`);
+  if (items.length > MAX_BATCH) throw validationError(`${name} has at most ${MAX_BATCH} items`);
   return items;
 }
 

@@ -1,14 +1,13 @@
+import { COUNTRY_CODES, TECHNICAL_COUNTRIES } from '@dnc/api-contract/limits';
 import { commonConfig, flag, port, serviceAddress, z } from '@dnc/kit';
 
-/** Countries whose registry is a local copy (loaded with `dnc-admin registry load`). */
-export const LOCAL_COUNTRIES = ['mx', 'ar', 'co'] as const;
-/** Technical countries: their registries are only reachable through a remote API. */
-export const REMOTE_ONLY_COUNTRIES = ['es', 'au', 'sg'] as const;
+// The live countries' registries are local copies (loaded with `dnc-admin registry load`); the
+// technical countries' registries are only reachable through a remote API.
 
 export const adapterConfig = z
   .object({
     ...commonConfig,
-    COUNTRY: z.enum([...LOCAL_COUNTRIES, ...REMOTE_ONLY_COUNTRIES]),
+    COUNTRY: z.enum(COUNTRY_CODES),
     DNC_GRPC_PORT: port(50061),
     /** Address other services use to reach this instance; defaults to http://127.0.0.1:<port>. */
     DNC_ADVERTISE_ADDR: serviceAddress('http://127.0.0.1:0').optional(),
@@ -38,7 +37,7 @@ export const adapterConfig = z
     npm_package_version: z.string().optional(),
   })
   .superRefine((c, ctx) => {
-    const remoteOnly = (REMOTE_ONLY_COUNTRIES as readonly string[]).includes(c.COUNTRY);
+    const remoteOnly = (TECHNICAL_COUNTRIES as readonly string[]).includes(c.COUNTRY);
     if (remoteOnly && c.DNC_REGISTRY_PROVIDER !== 'remote') {
       ctx.addIssue({
         code: 'custom',

@@ -1,7 +1,7 @@
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter, HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { isPhoneWithinLimit } from '@dnc/api-contract/limits';
-import { Code, ConnectError, publicError } from '@dnc/kit';
+import { Code, ConnectError, publicError, validationError } from '@dnc/kit';
 import { registryv1 } from '@dnc/proto';
 import type { Logger } from 'pino';
 import { checkPhones } from './check.js';
@@ -36,22 +36,18 @@ const STATUS: Record<ProviderState['status'], registryv1.AdapterStatus> = {
   unavailable: registryv1.AdapterStatus.UNAVAILABLE,
 };
 
-function invalidArgument(message: string): ConnectError {
-  return publicError(Code.InvalidArgument, 'validation_error', { message });
-}
-
 export function registryAdapterService(
   deps: AdapterDeps,
 ): ServiceImpl<typeof registryv1.RegistryAdapterService> {
   const { country, metrics } = deps;
   return {
     async check(req, ctx) {
-      if (req.country !== country) throw invalidArgument(`this adapter serves country ${country}`);
+      if (req.country !== country) throw validationError(`this adapter serves country ${country}`);
       if (req.phones.length > MAX_CHECK_BATCH)
-        throw invalidArgument(`at most ${MAX_CHECK_BATCH} phones per call`);
+        throw validationError(`at most ${MAX_CHECK_BATCH} phones per call`);
       for (const phone of req.phones) {
         if (!isPhoneWithinLimit(phone))
-          throw invalidArgument(`each phone is at most ${MAX_PHONE_LENGTH} characters`);
+          throw validationError(`each phone is at most ${MAX_PHONE_LENGTH} characters`);
       }
       const end = metrics.checkDuration.startTimer({ country });
       try {

@@ -1,23 +1,10 @@
 import { createClient } from '@connectrpc/connect';
-import { grpcTransport } from '@dnc/kit';
+import { isJobStatus, isTerminalJobStatus, JOB_STATUSES } from '@dnc/api-contract/limits';
+import { grpcTransport, jobStatusOf, protoJobStatus } from '@dnc/kit';
 import { jobsv1 } from '@dnc/proto';
 import { type AdminEnv, type Command, requireFlag, UsageError } from '../cli.js';
 
 // Operator view of v2 jobs: identity, state, timings and history. Never numbers, never results.
-
-const STATES = ['queued', 'running', 'succeeded', 'failed', 'cancelled', 'expired'] as const;
-const TO_PROTO: Record<(typeof STATES)[number], jobsv1.JobStatus> = {
-  queued: jobsv1.JobStatus.QUEUED,
-  running: jobsv1.JobStatus.RUNNING,
-  succeeded: jobsv1.JobStatus.SUCCEEDED,
-  failed: jobsv1.JobStatus.FAILED,
-  cancelled: jobsv1.JobStatus.CANCELLED,
-  expired: jobsv1.JobStatus.EXPIRED,
-};
-
-function stateName(status: jobsv1.JobStatus): string {
-  return STATES.find((s) => TO_PROTO[s] === status) ?? 'unknown';
-}
 
 function iso(ts: { seconds: bigint; nanos: number } | undefined): string | undefined {
   return ts ? new Date(Number(ts.seconds) * 1000 + Math.floor(ts.nanos / 1e6)).toISOString() : undefined;
@@ -27,7 +14,7 @@ function jobView(job: jobsv1.Job | undefined) {
   if (!job) return undefined;
   return {
     job_id: job.jobId,
-    status: stateName(job.status),
+    status: jobStatusOf(job.status) ?? 'unknown',
     country: job.country,
     submitted_count: job.submittedCount,
     created_at: iso(job.createdAt),
@@ -41,15 +28,15 @@ const admin = (env: AdminEnv) => createClient(jobsv1.JobsAdminService, grpcTrans
 
 export const jobsListCommand: Command = {
   name: 'jobs list',
-  usage: `jobs list --org ID [--state ${STATES.join('|')}]`,
+  usage: `jobs list --org ID [--state ${JOB_STATUSES.join('|')}]`,
   options: { org: { type: 'string' }, state: { type: 'string' } },
   async run(flags, env) {
     const orgId = requireFlag(flags, 'org');
     const state = flags['state'];
-    if (state !== undefined && !STATES.includes(state as (typeof STATES)[number]))
-      throw new UsageError(`--state must be one of ${STATES.join(', ')}`);
+    if (state !== undefined && (typeof state !== 'string' || !isJobStatus(state)))
+      throw new UsageError(`--state must be one of ${JOB_STATUSES.join(', ')}`);
     const { jobs } = await admin(env).listJobs(
-      { orgId, status: state ? TO_PROTO[state as (typeof STATES)[number]] : jobsv1.JobStatus.UNSPECIFIED },
+      { orgId, status: state ? protoJobStatus(state) : jobsv1.JobStatus.UNSPECIFIED },
       { timeoutMs: 10_000 },
     );
     return { jobs: jobs.map(jobView) };
@@ -63,11 +50,13 @@ export const jobsShowCommand: Command = {
   async run(flags, env) {
     const jobId = requireFlag(flags, 'job');
     const d = await admin(env).getJobDetail({ jobId }, { timeoutMs: 10_000 });
-    const history = d.history.map((h) => ({ status: stateName(h.status), at: iso(h.at), note: h.note }));
+    const history = d.history.map((h) => ({
+      status: jobStatusOf(h.status) ?? 'unknown',
+      at: iso(h.at),
+      note: h.note,
+    }));
     const at = (s: string) => history.find((h) => h.status === s)?.at;
-    const terminal = history.find((h) =>
-      ['succeeded', 'failed', 'cancelled', 'expired'].includes(h.status),
-    )?.at;
+    const terminal = history.find((h) => isTerminalJobStatus(h.status))?.at;
     const ms = (a?: string, b?: string) => (a && b ? Date.parse(b) - Date.parse(a) : undefined);
     return {
       job: jobView(d.job),

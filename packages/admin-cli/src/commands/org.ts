@@ -1,4 +1,5 @@
 import { createClient } from '@connectrpc/connect';
+import { LIMITS } from '@dnc/api-contract/limits';
 import { grpcTransport } from '@dnc/kit';
 import { admissionv1 } from '@dnc/proto';
 import { type AdminEnv, type Command, intFlag, requireFlag, UsageError } from '../cli.js';
@@ -53,12 +54,12 @@ export const orgCommands: Command[] = [
   },
   {
     name: 'org set-rate-limit',
-    usage: 'org set-rate-limit --org ID --limit N   (requests per 60 s, 1..60000)',
+    usage: `org set-rate-limit --org ID --limit N   (requests per 60 s, ${LIMITS.minRateLimit}..${LIMITS.maxRateLimit})`,
     options: { org: { type: 'string' }, limit: { type: 'string' } },
     async run(flags, env) {
       const orgId = requireFlag(flags, 'org');
       requireFlag(flags, 'limit');
-      const limit = intFlag(flags, 'limit', 1, 60_000)!;
+      const limit = intFlag(flags, 'limit', LIMITS.minRateLimit, LIMITS.maxRateLimit)!;
       const r = await admissionAdmin(env).setRateLimit({ orgId, limit }, CALL);
       return organization(r.organization);
     },

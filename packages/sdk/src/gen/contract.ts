@@ -123,6 +123,9 @@ export const LIMITS = {
   v2MetadataTtlSeconds: 2592000,
 } as const;
 
+/** An Idempotency-Key: 1 to 255 visible ASCII characters, no spaces. */
+export const IDEMPOTENCY_KEY_PATTERN = '^[\\x21-\\x7E]{1,255}$' as const;
+
 /** The `reason` vocabulary of an invalid input. */
 export const INVALID_REASONS = [
   'unparseable',

@@ -1,5 +1,6 @@
+import type { ErrorCode } from '@dnc/api-contract/error-codes';
+import { type CountryCode, isLiveCountry } from '@dnc/api-contract/limits';
 import { Code } from '@dnc/kit';
-import { type CountryCode, isLive } from './countries.js';
 
 /**
  * THE check order of admission, one list for the whole platform. Each request passes these in order
@@ -46,7 +47,7 @@ export type CheckStep = (typeof CHECK_ORDER)[number];
 export interface Rejection {
   step: CheckStep;
   code: Code;
-  reason: string;
+  reason: ErrorCode;
   message: string;
   retryAfterSeconds?: number;
 }
@@ -107,7 +108,7 @@ export function admissionGate(f: GateFacts): Rejection | undefined {
     };
   }
   // 6. purchase
-  if (!isLive(f.country) || !f.purchase) {
+  if (!isLiveCountry(f.country) || !f.purchase) {
     return {
       step: 'purchase',
       code: Code.PermissionDenied,

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { IDEMPOTENCY_KEY_REGEXP } from '@dnc/api-contract/limits';
 
 /**
  * Idempotency decisions (spec: Idempotency). A record is keyed by (API key, SHA-256 of the
@@ -32,12 +33,11 @@ export type IdempotencyDecision =
   /** v2: the job may or may not be stored; the same job id and reservation are handed out again. */
   | { action: 'resume' };
 
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 const FINGERPRINT = /^(v[0-9]{1,4}):([0-9a-f]{64})$/;
 
 /** 1 to 255 visible ASCII characters, no spaces (spec: Limits). */
 export function isValidIdempotencyKey(key: string): boolean {
-  return IDEMPOTENCY_KEY.test(key);
+  return IDEMPOTENCY_KEY_REGEXP.test(key);
 }
 
 export function isValidFingerprint(fp: string): boolean {

@@ -3,9 +3,7 @@
  * window starts at a multiple of 60 s), so every replica agrees on the window and its reset time
  * without coordination beyond one counter.
  */
-export const DEFAULT_RATE_LIMIT = 60;
-export const MIN_RATE_LIMIT = 1;
-export const MAX_RATE_LIMIT = 60_000;
+// The limits themselves (default 60, 1 to 60,000 per 60-second window) are the contract's LIMITS.
 
 export interface Window {
   /** Unix seconds the window started. */

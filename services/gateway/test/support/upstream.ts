@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { createRouterTransport } from '@connectrpc/connect';
-import { Code, ConnectError, publicError, rpcStatusOf } from '@dnc/kit';
+import { Code, ConnectError, publicError, type Reason, rpcStatusOf } from '@dnc/kit';
 import { admissionv1, jobsv1, registryv1 } from '@dnc/proto';
 import { deadlineOf } from '../../src/deadline.js';
 import type { FlowLog } from '../../src/flows/port.js';
@@ -48,7 +48,7 @@ async function answer<T>(reply: Reply<T> | undefined, fallback: T): Promise<T> {
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** A public refusal as admission raises it. */
-export const refusal = (code: Code, reason: string) => publicError(code, reason, { message: reason });
+export const refusal = (code: Code, reason: Reason) => publicError(code, reason, { message: reason });
 export const unavailable = () => new ConnectError('connection refused', Code.Unavailable);
 
 /**

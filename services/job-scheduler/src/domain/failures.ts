@@ -1,5 +1,5 @@
+import type { JobErrorCode } from '@dnc/api-contract/limits';
 import { Code, ConnectError, readPublicReason } from '@dnc/kit';
-import type { JobErrorCode } from './states.js';
 
 /**
  * Why a job could not finish, in internal terms, and the public JobError it maps to (spec "Errors":

@@ -1,33 +1,14 @@
-import { jobsv1 } from '@dnc/proto';
+import { isTerminalJobStatus, type JobStatus, type TerminalJobStatus } from '@dnc/api-contract/limits';
 
-/** The spec's job states. `queued` and `running` are active; the rest are terminal and final. */
-export const JOB_STATES = ['queued', 'running', 'succeeded', 'failed', 'cancelled', 'expired'] as const;
-export type JobState = (typeof JOB_STATES)[number];
-export type ActiveState = 'queued' | 'running';
-export type TerminalState = 'succeeded' | 'failed' | 'cancelled' | 'expired';
-
-/** Closed vocabulary of JobError (spec "JobError"). */
-export const JOB_ERRORS = [
-  'country_service_maintenance',
-  'country_service_temporarily_unavailable',
-  'platform_failure',
-  'job_expired',
-] as const;
-export type JobErrorCode = (typeof JOB_ERRORS)[number];
-
-export function isTerminal(state: JobState): state is TerminalState {
-  return state !== 'queued' && state !== 'running';
-}
-
-export function isJobState(value: string): value is JobState {
-  return (JOB_STATES as readonly string[]).includes(value);
-}
+// The spec's job statuses (queued and running active, the rest terminal and final) and the closed
+// vocabulary of JobError are the contract's (@dnc/api-contract/limits: JOB_STATUSES, JOB_ERROR_CODES);
+// their form on the wire is kit's protoJobStatus / jobStatusOf. This module holds the rules.
 
 /**
  * Every transition the States table allows. A terminal state never changes; `cancelled` is reached
  * from `queued` at once, or from `running` when no external registry call is in progress.
  */
-const ALLOWED: Readonly<Record<JobState, readonly JobState[]>> = {
+const ALLOWED: Readonly<Record<JobStatus, readonly JobStatus[]>> = {
   queued: ['running', 'cancelled', 'expired'],
   running: ['succeeded', 'failed', 'cancelled', 'expired'],
   succeeded: [],
@@ -36,7 +17,7 @@ const ALLOWED: Readonly<Record<JobState, readonly JobState[]>> = {
   expired: [],
 };
 
-export function canTransition(from: JobState, to: JobState): boolean {
+export function canTransition(from: JobStatus, to: JobStatus): boolean {
   return ALLOWED[from].includes(to);
 }
 
@@ -44,21 +25,21 @@ export function canTransition(from: JobState, to: JobState): boolean {
 export type CancelDecision =
   | { kind: 'cancel_now' }
   | { kind: 'cancel_after_call' }
-  | { kind: 'keep_terminal'; state: TerminalState };
+  | { kind: 'keep_terminal'; state: TerminalJobStatus };
 
-export function decideCancel(state: JobState, externalCallsInFlight: number): CancelDecision {
-  if (isTerminal(state)) return { kind: 'keep_terminal', state };
+export function decideCancel(state: JobStatus, externalCallsInFlight: number): CancelDecision {
+  if (isTerminalJobStatus(state)) return { kind: 'keep_terminal', state };
   if (state === 'running' && externalCallsInFlight > 0) return { kind: 'cancel_after_call' };
   return { kind: 'cancel_now' };
 }
 
 /** What happens to the customer's reservation when a job reaches a terminal state. */
-export function quotaSettlementFor(state: TerminalState): 'commit' | 'release' {
+export function quotaSettlementFor(state: TerminalJobStatus): 'commit' | 'release' {
   return state === 'succeeded' ? 'commit' : 'release';
 }
 
 /** Whether a terminal state carries a JobError: only `failed` and `expired` do, `cancelled` never. */
-export function carriesError(state: JobState): boolean {
+export function carriesError(state: JobStatus): boolean {
   return state === 'failed' || state === 'expired';
 }
 
@@ -74,10 +55,11 @@ export interface RetentionPolicy {
  * terminalization plus the metadata TTL.
  */
 export function expiresAt(
-  job: { status: JobState; createdAt: Date; terminalAt: Date | null },
+  job: { status: JobStatus; createdAt: Date; terminalAt: Date | null },
   policy: RetentionPolicy,
 ): Date {
-  if (!isTerminal(job.status)) return new Date(job.createdAt.getTime() + policy.hardCapSeconds * 1000);
+  if (!isTerminalJobStatus(job.status))
+    return new Date(job.createdAt.getTime() + policy.hardCapSeconds * 1000);
   const terminal = job.terminalAt ?? job.createdAt;
   const ttl = job.status === 'succeeded' ? policy.resultTtlSeconds : policy.metadataTtlSeconds;
   return new Date(terminal.getTime() + ttl * 1000);
@@ -91,7 +73,7 @@ export type ResultAvailability =
   | { kind: 'result_expired' };
 
 export function resultAvailability(
-  job: { status: JobState; terminalAt: Date | null; resultPurged: boolean },
+  job: { status: JobStatus; terminalAt: Date | null; resultPurged: boolean },
   policy: RetentionPolicy,
   now: Date,
 ): ResultAvailability {
@@ -111,21 +93,4 @@ export function resultAvailability(
       return { kind: 'ready' };
     }
   }
-}
-
-const TO_PROTO: Record<JobState, jobsv1.JobStatus> = {
-  queued: jobsv1.JobStatus.QUEUED,
-  running: jobsv1.JobStatus.RUNNING,
-  succeeded: jobsv1.JobStatus.SUCCEEDED,
-  failed: jobsv1.JobStatus.FAILED,
-  cancelled: jobsv1.JobStatus.CANCELLED,
-  expired: jobsv1.JobStatus.EXPIRED,
-};
-
-export function toProtoStatus(state: JobState): jobsv1.JobStatus {
-  return TO_PROTO[state];
-}
-
-export function fromProtoStatus(status: jobsv1.JobStatus): JobState | undefined {
-  return JOB_STATES.find((s) => TO_PROTO[s] === status);
 }

@@ -1,16 +1,19 @@
 import { randomUUID } from 'node:crypto';
+import {
+  isTerminalJobStatus,
+  type JobErrorCode,
+  type JobStatus,
+  type TerminalJobStatus,
+  UUID_REGEXP,
+} from '@dnc/api-contract/limits';
 import { inTransaction, type Pool, type PoolClient } from '@dnc/kit';
 import type { KeyRing } from '../crypto/envelope.js';
 import { type FailureCause, publicJobError } from '../domain/failures.js';
 import {
   type CancelDecision,
   decideCancel,
-  isTerminal,
-  type JobErrorCode,
-  type JobState,
   quotaSettlementFor,
   type RetentionPolicy,
-  type TerminalState,
 } from '../domain/states.js';
 import { purgeBlob, writeBlob } from './blobs.js';
 
@@ -18,7 +21,7 @@ export interface JobRow {
   id: string;
   orgId: string;
   country: string;
-  status: JobState;
+  status: JobStatus;
   submittedCount: number;
   reservationId: string;
   createdAt: Date;
@@ -46,7 +49,7 @@ function toRow(r: Raw): JobRow {
     id: r['id'] as string,
     orgId: r['org_id'] as string,
     country: r['country'] as string,
-    status: r['status'] as JobState,
+    status: r['status'] as JobStatus,
     submittedCount: r['submitted_count'] as number,
     reservationId: r['reservation_id'] as string,
     createdAt: r['created_at'] as Date,
@@ -68,14 +71,12 @@ function toRow(r: Raw): JobRow {
   };
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
 export function isJobId(value: string): boolean {
-  return UUID.test(value);
+  return UUID_REGEXP.test(value);
 }
 
 export interface Terminalization {
-  to: TerminalState;
+  to: TerminalJobStatus;
   error?: JobErrorCode;
   retryAfterSeconds?: number;
   note: string;
@@ -153,7 +154,7 @@ export class JobStore {
     return job && job.orgId === orgId ? job : undefined;
   }
 
-  async list(orgId: string, status: JobState | undefined, limit = 500): Promise<JobRow[]> {
+  async list(orgId: string, status: JobStatus | undefined, limit = 500): Promise<JobRow[]> {
     const r = await this.pool.query(
       `SELECT * FROM jobs.jobs WHERE org_id = $1 AND ($2::text IS NULL OR status = $2)
        ORDER BY created_at DESC LIMIT $3`,
@@ -202,7 +203,7 @@ export class JobStore {
       const raw = r.rows[0] as Raw | undefined;
       if (!raw) return { kind: 'gone' as const };
       const job = toRow(raw);
-      if (isTerminal(job.status)) return { kind: 'terminal' as const };
+      if (isTerminalJobStatus(job.status)) return { kind: 'terminal' as const };
       const leaseLeft = (raw['lease_left_ms'] as number | null) ?? 0;
       if (job.status === 'running' && leaseLeft > 0) return { kind: 'held' as const, retryInMs: leaseLeft };
       if (job.status === 'running' && job.cancelRequested) {

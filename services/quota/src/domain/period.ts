@@ -29,9 +29,3 @@ export function transition(state: ReservationState, step: LedgerStep): 'apply' |
   if (step === 'commit') return state === 'committed' ? 'noop' : 'refuse';
   return 'noop';
 }
-
-export const COUNTRY_CODES = ['mx', 'ar', 'co', 'es', 'au', 'sg'] as const;
-
-export function isCountryCode(value: string): boolean {
-  return (COUNTRY_CODES as readonly string[]).includes(value);
-}

@@ -8,7 +8,6 @@ import {
 } from './reference.js';
 
 export { decideFast, patternBits, TABLES_LIBPHONENUMBER_VERSION, UNDECIDED } from './fast.js';
-export { INVALID_REASONS, type InvalidReason, reasonOf } from './reasons.js';
 export {
   type Classification,
   classifyReference,

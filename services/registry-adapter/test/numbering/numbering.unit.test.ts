@@ -5,35 +5,16 @@ import {
   classifyReference,
   createNumbering,
   decideFast,
-  INVALID_REASONS,
   isRegistryKey,
   type NumberingCountry,
   outcomeOfNormalized,
-  reasonOf,
   TABLES_LIBPHONENUMBER_VERSION,
   UNDECIDED,
 } from '../../src/numbering/index.js';
 
 const { Outcome } = registryv1;
 
-describe('public reasons of invalid outcomes (spec: invalid_numbers[].reason)', () => {
-  it('maps every invalid outcome to its reason string', () => {
-    expect(Object.fromEntries(INVALID_REASONS)).toEqual({
-      [Outcome.INVALID_UNPARSEABLE]: 'unparseable',
-      [Outcome.INVALID_LENGTH]: 'invalid_length',
-      [Outcome.INVALID_NUMBER]: 'invalid_number',
-      [Outcome.INVALID_WRONG_COUNTRY]: 'wrong_country',
-      [Outcome.INVALID_OBSOLETE_FORMAT]: 'obsolete_format',
-      [Outcome.INVALID_REGISTRY_REJECTED]: 'registry_rejected',
-    });
-  });
-
-  it('gives no reason for safe, prohibited and unspecified', () => {
-    expect(reasonOf(Outcome.SAFE)).toBeUndefined();
-    expect(reasonOf(Outcome.PROHIBITED)).toBeUndefined();
-    expect(reasonOf(Outcome.UNSPECIFIED)).toBeUndefined();
-  });
-
+describe('registry keys (normalize)', () => {
   it('decodes normalize() results', () => {
     expect(isRegistryKey(5512345678)).toBe(true);
     expect(isRegistryKey(-Outcome.INVALID_LENGTH)).toBe(false);

@@ -2,12 +2,12 @@
 // registry key the line must get (the same for every spelling of one subscriber line, DOMAIN.md
 // "The one bug that matters") or the public reason it is invalid (spec: invalid_numbers[].reason).
 // Synthetic numbers in real ranges only.
+import { reasonOf } from '@dnc/kit';
 import { describe, expect, it } from 'vitest';
 import {
   createNumbering,
   type NumberingCountry,
   type NumberingImplementation,
-  reasonOf,
 } from '../../src/numbering/index.js';
 
 type Expected = number | 'unparseable' | 'invalid_length' | 'invalid_number' | 'wrong_country';
