@@ -5,3 +5,4 @@ export * from './openapi.js';
 export * from './response-validator.js';
 export * from './routes.js';
 export * from './schemas.js';
+export * from './versioning.js';

@@ -11,6 +11,7 @@ import {
 } from './limits.js';
 import { OPERATION_ERRORS } from './routes.js';
 import { SCHEMAS } from './schemas.js';
+import { DOCS_BASE, registrySnapshotHeader, VERSIONING } from './versioning.js';
 
 export const API_VERSION = '2.1.0';
 
@@ -205,8 +206,6 @@ function errorResponses(
 
 const EXAMPLE_JOB_ID = '0b3f5c1e-8f5a-4f7e-9a43-2f1f6f0f9d11';
 const EXAMPLE_BASE = 'http://127.0.0.1:8080';
-/** Where the customer guides (docs/*.md of the repository) are published. */
-export const DOCS_BASE = 'https://example.invalid/dnc-scrub/docs';
 
 const exampleJob = (status: string, extra: JsonObject = {}) => ({
   job_id: EXAMPLE_JOB_ID,
@@ -340,19 +339,7 @@ Retention and TTL values are initial policy; a country or legal requirement may 
 
 The service sends no webhooks and emits no events; job progress is observed only by polling.
 
-## Versioning
-
-The version is in the path: \`/v1/\` and \`/v2/\` are both current. v1 is synchronous with zero retention; v2 is durable with
-transient encrypted retention. Work that does not fit v1 is submitted to v2 with the same body and idempotency rules.
-
-Deprecation and sunset terms are in a separate guide (\`docs/deprecation.md\`, linked as this document's external docs). In
-short: within a version, request and response bodies, status codes and the error codes of an operation do not change
-incompatibly, and response bodies gain no fields (new information comes in response headers); a version is deprecated at
-least 12 months before its sunset, announced by email to account contacts and, on every response of that version, by the
-\`Deprecation\` (RFC 9745) and \`Sunset\` (RFC 8594) headers with a \`Link\` to the guide; after the sunset date its routes
-answer \`404 not_found\`. No version is deprecated today.
-
-What each error code means and what to do about it: the troubleshooting guide (\`docs/troubleshooting.md\`).`;
+${VERSIONING}`;
 
 export function buildOpenApiDocument(): OpenApiDocument {
   const v1Public: OperationContext = { version: 'v1', authenticated: false };
@@ -436,6 +423,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
                 false,
                 'Present on an exact retry of a completed request.',
               ),
+              ...registrySnapshotHeader('the answer was read from'),
             }),
             content: jsonContent(ref('ScrubResult'), {
               result: { summary: 'complete result', value: exampleResult },
@@ -528,7 +516,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
         responses: {
           '200': {
             description: 'The complete result.',
-            headers: okHeaders(v2),
+            headers: okHeaders(v2, registrySnapshotHeader('of the oldest answer of the job')),
             content: jsonContent(ref('ScrubResult'), {
               result: { summary: 'complete result', value: exampleResult },
             }),

@@ -81,6 +81,9 @@ export async function scrub(ctx: CommandContext, command: ScrubCommand, path: st
 /** What the answer says about itself, on stderr (stdout carries only the result). */
 function reportAnswer(ctx: CommandContext, info: ResponseInfo | undefined): void {
   if (info?.requestId) ctx.stderr.write(`dnc: request id ${info.requestId}\n`);
+  // Evidence of freshness: when the registry snapshot the answer was read from was taken.
+  const snapshot = info?.headers.get('x-registry-snapshot-at');
+  if (snapshot) ctx.stderr.write(`dnc: registry snapshot of ${snapshot}\n`);
   // Deprecation (RFC 9745) and Sunset (RFC 8594): the terms are in the deprecation guide.
   const sunset = info?.headers.get('sunset');
   if (info?.headers.has('deprecation') || sunset) {

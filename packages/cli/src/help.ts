@@ -61,7 +61,8 @@ Usage:
 
 Up to 10,000 numbers use the synchronous v1 API; more (up to 500,000) run as a v2 job with a progress
 indicator on a terminal. --detach always submits a v2 job, prints its id and exits (follow it with
-dnc jobs wait, then dnc jobs result). The registry snapshot time the answer came from is printed on stderr.
+dnc jobs wait, then dnc jobs result). The request id and the time of the registry snapshot the answer came
+from are printed on stderr.
 
 ${TABLE_OPTIONS}
 

@@ -200,7 +200,11 @@ describe('dnc scrub with CSV and the output formats', () => {
     '\uFEFFName;Phone;City\r\n"Pérez; Ana";+57 300 123 4567;Bogotá\r\nLuis;n/a;"Cali ""Sur"""\r\nEva;310 999 9999;\r\nAna again;+57 300 123 4567;Bogotá\r\n';
 
   it('CSV in, CSV out: the original rows in their order with dnc_status and dnc_reason; header kept', async () => {
-    answer = () => ({ status: 200, body: classify(lastPhones), headers: { 'x-request-id': 'req-abc' } });
+    answer = () => ({
+      status: 200,
+      body: classify(lastPhones),
+      headers: { 'x-request-id': 'req-abc', 'x-registry-snapshot-at': '2026-11-20T06:00:00.000Z' },
+    });
     const file = join(dir, 'contacts.csv');
     await writeFile(file, csv);
     const t = io();
@@ -213,7 +217,9 @@ describe('dnc scrub with CSV and the output formats', () => {
         'Eva;310 999 9999;;safe;\n' +
         'Ana again;+57 300 123 4567;Bogotá;prohibited;\n',
     );
-    expect(t.err.join('')).toBe('dnc: request id req-abc\n');
+    expect(t.err.join('')).toBe(
+      'dnc: request id req-abc\ndnc: registry snapshot of 2026-11-20T06:00:00.000Z\n',
+    );
   });
 
   it('warns on stderr when the answer says the API version is deprecated (Deprecation, Sunset)', async () => {

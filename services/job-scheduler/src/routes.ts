@@ -128,12 +128,17 @@ export function jobsService(deps: RouteDeps): ServiceImpl<typeof jobsv1.JobsServ
           break;
       }
       try {
+        // The first message also says how fresh the registry was (X-Registry-Snapshot-At).
+        let head = job.registrySnapshotAt
+          ? { registrySnapshotTime: timestampFromDate(job.registrySnapshotAt) }
+          : {};
         for await (const chunk of readBlob(store.pool, keys, {
           jobId: job.id,
           orgId: job.orgId,
           kind: 'result',
         })) {
-          yield { chunk };
+          yield { chunk, ...head };
+          head = {};
         }
       } catch (error) {
         // Purged between the state read and the first segment: retention passed.

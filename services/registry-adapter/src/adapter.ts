@@ -18,6 +18,7 @@ import type { AdapterConfig } from './config.js';
 import { SnapshotWatcher } from './index/snapshot-watcher.js';
 import { AdapterMetrics } from './metrics.js';
 import { DrillProvider } from './providers/drill-provider.js';
+import { DEFAULT_MAX_AGE_SECONDS, FreshnessGuard } from './providers/freshness.js';
 import { LocalProvider } from './providers/local-provider.js';
 import type { RegistryProvider } from './providers/provider.js';
 import { RemoteProvider } from './providers/remote-provider.js';
@@ -60,6 +61,8 @@ export async function startAdapter(config: AdapterConfig): Promise<RunningAdapte
     let store: RegistryStore | undefined;
     let watcher: SnapshotWatcher | undefined;
     let inner: RegistryProvider;
+    /** 0: no limit (a remote registry answers live). */
+    let maxAgeSeconds = 0;
     if (config.DNC_REGISTRY_PROVIDER === 'local') {
       await ensureDatabase(config.DATABASE_URL);
       const pool = createPool(config.DATABASE_URL);
@@ -72,7 +75,8 @@ export async function startAdapter(config: AdapterConfig): Promise<RunningAdapte
       await watcher.start();
       const w = watcher;
       service.onClose('snapshot watcher', () => w.stop());
-      inner = new LocalProvider(watcher);
+      maxAgeSeconds = config.DNC_REGISTRY_MAX_AGE_SECONDS ?? DEFAULT_MAX_AGE_SECONDS[country] ?? 30 * 86_400;
+      inner = new FreshnessGuard(new LocalProvider(watcher), maxAgeSeconds);
     } else {
       const remote = new RemoteProvider({
         baseUrl: config.DNC_REMOTE_REGISTRY_URL!,
@@ -90,7 +94,7 @@ export async function startAdapter(config: AdapterConfig): Promise<RunningAdapte
       inner = remote;
     }
     const provider = new DrillProvider(inner);
-    const metrics = new AdapterMetrics(service.metrics, country, () => provider.state());
+    const metrics = new AdapterMetrics(service.metrics, country, () => provider.state(), maxAgeSeconds);
     // gRPC health says whether the process can take work (Check AND the admin Load that brings the
     // first snapshot), so it does not wait for a snapshot: Kubernetes would otherwise keep the pod out
     // of its Service and no registry could ever be loaded. Without a snapshot the adapter is
@@ -114,6 +118,7 @@ export async function startAdapter(config: AdapterConfig): Promise<RunningAdapte
         ...(store ? { store } : {}),
         ...(watcher ? { onSnapshotCommitted: () => watcher.refresh() } : {}),
         drillsEnabled: config.DNC_ENABLE_DRILLS,
+        maxAgeSeconds,
         metrics,
         logger,
       }),

@@ -7,6 +7,7 @@ const { Outcome } = registryv1;
 export interface CheckAnswer {
   outcomes: registryv1.Outcome[];
   snapshotId: string;
+  snapshotTime: Date | undefined;
 }
 
 /**
@@ -33,12 +34,12 @@ export async function checkPhones(
       outcomes[i] = invalidOutcome(key);
     }
   }
-  const { snapshotId, registered } = await provider.lookup(keys.subarray(0, valid), signal);
+  const { snapshotId, snapshotTime, registered } = await provider.lookup(keys.subarray(0, valid), signal);
   if (registered.length !== valid) throw new Error('provider answered a different number of keys');
   for (let j = 0; j < valid; j++) {
     outcomes[positions[j] as number] = registered[j] === 1 ? Outcome.PROHIBITED : Outcome.SAFE;
   }
-  return { outcomes, snapshotId };
+  return { outcomes, snapshotId, snapshotTime };
 }
 
 /** `-Outcome` from the normalizer; anything else it might return is treated as unparseable, never safe. */

@@ -27,6 +27,16 @@ export const adapterConfig = z
     DNC_REMOTE_RETRIES: z.coerce.number().int().min(0).max(5).default(2),
     /** How often every replica looks for a new snapshot. */
     DNC_SNAPSHOT_POLL_MS: z.coerce.number().int().min(100).max(60_000).default(1_000),
+    /**
+     * Oldest registry snapshot (local provider) the adapter answers from, in seconds; past it the country is
+     * not served. Default: the country's refresh period (providers/freshness.ts, DEFAULT_MAX_AGE_SECONDS).
+     */
+    DNC_REGISTRY_MAX_AGE_SECONDS: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(400 * 86_400)
+      .optional(),
     /** Discovery heartbeat. */
     ADAPTER_HEARTBEAT_MS: z.coerce.number().int().min(200).max(30_000).default(2_000),
     /**

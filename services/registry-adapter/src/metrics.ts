@@ -23,6 +23,7 @@ export class AdapterMetrics {
     registry: Registry,
     readonly country: string,
     state: () => ProviderState,
+    maxAgeSeconds = 0,
   ) {
     this.checkDuration = new Histogram({
       name: 'dnc_adapter_check_duration_seconds',
@@ -62,6 +63,17 @@ export class AdapterMetrics {
         this.set({ country }, t ? t.getTime() / 1000 : 0);
       },
     });
+    if (maxAgeSeconds > 0) {
+      new Gauge({
+        name: 'dnc_registry_max_age_seconds',
+        help: 'Oldest registry snapshot this adapter answers from; past it the country is not served.',
+        labelNames: ['country'],
+        registers: [registry],
+        collect() {
+          this.set({ country }, maxAgeSeconds);
+        },
+      });
+    }
   }
 
   /** Count one answer's outcomes (a histogram of 9 classes, not one increment per input). */

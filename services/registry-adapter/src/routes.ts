@@ -26,6 +26,8 @@ export interface AdapterDeps {
   /** Called after a load committed, so this replica swaps at once (others follow within a poll). */
   onSnapshotCommitted?: () => Promise<void>;
   drillsEnabled: boolean;
+  /** Oldest snapshot answered from (seconds); 0 = no limit. Reported by GetRegistryStatus. */
+  maxAgeSeconds: number;
   metrics: AdapterMetrics;
   logger: Logger;
 }
@@ -53,7 +55,11 @@ export function registryAdapterService(
       try {
         const answer = await checkPhones(req.phones, deps.normalizer, deps.provider, ctx.signal);
         metrics.countOutcomes(answer.outcomes);
-        return { outcomes: answer.outcomes, snapshotId: answer.snapshotId };
+        return {
+          outcomes: answer.outcomes,
+          snapshotId: answer.snapshotId,
+          snapshotTime: answer.snapshotTime ? timestampFromDate(answer.snapshotTime) : undefined,
+        };
       } catch (error) {
         throw checkFailure(error, ctx, deps);
       } finally {
@@ -192,6 +198,7 @@ export function registryAdminService(deps: AdapterDeps): ServiceImpl<typeof regi
           snapshotId: current?.id ?? '',
           snapshotTime: current ? timestampFromDate(current.time) : undefined,
           registrySize: BigInt(current?.size ?? 0),
+          maxAgeSeconds: BigInt(deps.maxAgeSeconds),
         };
       }
       const state = deps.provider.state();
@@ -200,6 +207,7 @@ export function registryAdminService(deps: AdapterDeps): ServiceImpl<typeof regi
         snapshotId: state.snapshotId,
         snapshotTime: state.snapshotTime ? timestampFromDate(state.snapshotTime) : undefined,
         registrySize: BigInt(state.registrySize),
+        maxAgeSeconds: BigInt(deps.maxAgeSeconds),
       };
     },
 

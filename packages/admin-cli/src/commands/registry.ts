@@ -131,33 +131,52 @@ export const registryLoadCommand: Command = {
   },
 };
 
+/** One adapter's registry: snapshot, age against the country's maximum age, and what the adapter serves. */
+async function registryStatus(country: string, address: string) {
+  const transport = grpcTransport(address);
+  const admin = createClient(registryv1.RegistryAdminService, transport);
+  const adapter = createClient(registryv1.RegistryAdapterService, transport);
+  const [status, described] = await Promise.all([
+    admin.getRegistryStatus({}, { timeoutMs: 5_000 }),
+    adapter.describe({}, { timeoutMs: 5_000 }),
+  ]);
+  const snapshotTime = status.snapshotTime ? timestampDate(status.snapshotTime) : undefined;
+  const age = snapshotTime ? Math.round((Date.now() - snapshotTime.getTime()) / 1000) : null;
+  const maxAge = Number(status.maxAgeSeconds) || null;
+  return {
+    country: status.country || country,
+    snapshot_id: status.snapshotId || null,
+    snapshot_time: snapshotTime?.toISOString() ?? null,
+    snapshot_age_seconds: age,
+    snapshot_age_days: age === null ? null : Math.round((age / 86_400) * 10) / 10,
+    max_age_seconds: maxAge,
+    // Past its maximum age the adapter does not answer: the country is not served until a new load.
+    stale: age !== null && maxAge !== null && age > maxAge,
+    registry_size: Number(status.registrySize),
+    adapter: {
+      address,
+      version: described.adapterVersion,
+      status: registryv1.AdapterStatus[described.status]?.toLowerCase() ?? 'unspecified',
+      serving_snapshot_id: described.snapshotId || null,
+    },
+  };
+}
+
 export const registryStatusCommand: Command = {
   name: 'registry status',
-  usage: 'registry status --country CC [--address HOST:PORT]',
+  usage: 'registry status [--country CC] [--address HOST:PORT]',
   options: { country: { type: 'string' }, address: { type: 'string' } },
   async run(flags, env) {
-    const country = countryFlag(flags);
-    const address = await adapterAddress(flags, country, env);
-    const transport = grpcTransport(address);
-    const admin = createClient(registryv1.RegistryAdminService, transport);
-    const adapter = createClient(registryv1.RegistryAdapterService, transport);
-    const [status, described] = await Promise.all([
-      admin.getRegistryStatus({}, { timeoutMs: 5_000 }),
-      adapter.describe({}, { timeoutMs: 5_000 }),
-    ]);
-    const snapshotTime = status.snapshotTime ? timestampDate(status.snapshotTime) : undefined;
+    if (flags['country'] !== undefined || flags['address'] !== undefined) {
+      const country = countryFlag(flags);
+      return registryStatus(country, await adapterAddress(flags, country, env));
+    }
+    // Every country with an announced adapter, each with its snapshot's age.
+    const admin = createClient(admissionv1.AdmissionAdminService, grpcTransport(env.admission));
+    const { countries } = await admin.listCountries({}, { timeoutMs: 3_000 });
+    const announced = countries.filter((c) => c.adapterAddress);
     return {
-      country: status.country,
-      snapshot_id: status.snapshotId || null,
-      snapshot_time: snapshotTime?.toISOString() ?? null,
-      snapshot_age_seconds: snapshotTime ? Math.round((Date.now() - snapshotTime.getTime()) / 1000) : null,
-      registry_size: Number(status.registrySize),
-      adapter: {
-        address,
-        version: described.adapterVersion,
-        status: registryv1.AdapterStatus[described.status]?.toLowerCase() ?? 'unspecified',
-        serving_snapshot_id: described.snapshotId || null,
-      },
+      countries: await Promise.all(announced.map((c) => registryStatus(c.country, c.adapterAddress))),
     };
   },
 };

@@ -1,3 +1,4 @@
+import { timestampDate } from '@bufbuild/protobuf/wkt';
 import { buildScrubResult } from '@dnc/kit';
 import { admissionv1 } from '@dnc/proto';
 import type { Deadline } from '../deadline.js';
@@ -16,11 +17,20 @@ const ABORT_TIMEOUT_MS = 2_000;
 export type V1Upstream = Pick<Upstream, 'admit' | 'check' | 'complete' | 'abort'>;
 
 export type V1Outcome = (
-  | { ok: true /** The ScrubResult as JSON. */; body: string; replayed: boolean }
+  | {
+      ok: true;
+      /** The ScrubResult as JSON. */
+      body: string;
+      replayed: boolean;
+      /** When the registry snapshot the answer was read from was taken (X-Registry-Snapshot-At). */
+      snapshotAt: Date | undefined;
+    }
   | { ok: false; error: MappedError }
 ) & { rateLimit: admissionv1.RateLimitInfo | undefined };
 
-type CheckOutcome = { outcome: 'checked'; body: string } | { outcome: 'failed'; error: MappedError };
+type CheckOutcome =
+  | { outcome: 'checked'; body: string; snapshotAt: Date | undefined }
+  | { outcome: 'failed'; error: MappedError };
 type CompleteOutcome = { outcome: 'completed' } | CallFailure;
 
 /**
@@ -66,12 +76,13 @@ export async function scrubV1(
     await abort();
     return { ok: false, error: checked.error, rateLimit };
   }
-  if (admission.replay) return { ok: true, body: checked.body, replayed: true, rateLimit };
+  const { body, snapshotAt } = checked;
+  if (admission.replay) return { ok: true, body, replayed: true, snapshotAt, rateLimit };
 
   const completed = await complete(deps.upstream, admission.admissionId, deadline);
   switch (completed.outcome) {
     case 'completed':
-      return { ok: true, body: checked.body, replayed: false, rateLimit };
+      return { ok: true, body, replayed: false, snapshotAt, rateLimit };
     case 'refused':
     case 'unknown':
       await abort();
@@ -98,7 +109,11 @@ async function checkPhones(
       request.phones,
       deadline.remaining() - COMPLETE_RESERVE_MS,
     );
-    return { outcome: 'checked', body: JSON.stringify(buildScrubResult(request.phones, answer.outcomes)) };
+    return {
+      outcome: 'checked',
+      body: JSON.stringify(buildScrubResult(request.phones, answer.outcomes)),
+      snapshotAt: answer.snapshotTime ? timestampDate(answer.snapshotTime) : undefined,
+    };
   } catch (error) {
     return {
       outcome: 'failed',

@@ -1,4 +1,4 @@
-import { ErrorBody, ScrubRequest, ScrubResult } from '@dnc/api-contract';
+import { ErrorBody, REGISTRY_SNAPSHOT_HEADER, ScrubRequest, ScrubResult } from '@dnc/api-contract';
 import type { FastifyInstance } from 'fastify';
 import { checkedByAdmit, scrubCaller, setRateLimitHeaders } from '../auth.js';
 import type { GatewayConfig } from '../config.js';
@@ -34,6 +34,7 @@ export function v1Routes(config: GatewayConfig, upstream: V1Upstream, fingerprin
         setRateLimitHeaders(reply, outcome.rateLimit);
         if (!outcome.ok) return sendMapped(reply, outcome.error);
         if (outcome.replayed) reply.header('idempotency-replayed', 'true');
+        if (outcome.snapshotAt) reply.header(REGISTRY_SNAPSHOT_HEADER, outcome.snapshotAt.toISOString());
         return reply.type('application/json; charset=utf-8').send(outcome.body);
       },
     );

@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
-import { DurableScrubRequest, JOB_ID_REGEXP, ROUTES } from '@dnc/api-contract';
+import { timestampDate } from '@bufbuild/protobuf/wkt';
+import { DurableScrubRequest, JOB_ID_REGEXP, REGISTRY_SNAPSHOT_HEADER, ROUTES } from '@dnc/api-contract';
 import type { jobsv1 } from '@dnc/proto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { authenticatedCaller, setRateLimitHeaders } from '../auth.js';
@@ -38,7 +39,7 @@ async function resultBody(
   orgId: string,
   jobId: string,
   signal: AbortSignal,
-): Promise<Readable> {
+): Promise<{ body: Readable; snapshotAt: Date | undefined }> {
   const stream = upstream
     .jobResult(orgId, jobId, { signal, timeoutMs: RESULT_TIMEOUT_MS })
     [Symbol.asyncIterator]();
@@ -51,7 +52,9 @@ async function resultBody(
       next = await stream.next();
     }
   }
-  return Readable.from(chunks(), { objectMode: false });
+  const head = first.done ? undefined : (first.value as jobsv1.GetJobResultResponse);
+  const snapshotAt = head?.registrySnapshotTime ? timestampDate(head.registrySnapshotTime) : undefined;
+  return { body: Readable.from(chunks(), { objectMode: false }), snapshotAt };
 }
 
 /**
@@ -111,7 +114,9 @@ export function v2Routes(config: GatewayConfig, upstream: Upstream, fingerprint:
         const abort = new AbortController();
         let body: Readable;
         try {
-          body = await resultBody(upstream, authenticatedCaller(request).orgId, jobId, abort.signal);
+          const result = await resultBody(upstream, authenticatedCaller(request).orgId, jobId, abort.signal);
+          body = result.body;
+          if (result.snapshotAt) reply.header(REGISTRY_SNAPSHOT_HEADER, result.snapshotAt.toISOString());
         } catch (error) {
           return sendMapped(reply, fromRpcError(error));
         }

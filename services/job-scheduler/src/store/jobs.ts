@@ -40,6 +40,8 @@ export interface JobRow {
   quotaSettledAt: Date | null;
   inputPurgedAt: Date | null;
   resultPurgedAt: Date | null;
+  /** The oldest registry snapshot the result was read from (succeeded jobs). */
+  registrySnapshotAt: Date | null;
 }
 
 type Raw = Record<string, unknown>;
@@ -68,6 +70,7 @@ function toRow(r: Raw): JobRow {
     quotaSettledAt: (r['quota_settled_at'] as Date | null) ?? null,
     inputPurgedAt: (r['input_purged_at'] as Date | null) ?? null,
     resultPurgedAt: (r['result_purged_at'] as Date | null) ?? null,
+    registrySnapshotAt: (r['registry_snapshot_at'] as Date | null) ?? null,
   };
 }
 
@@ -294,6 +297,7 @@ export class JobStore {
     jobId: string,
     token: string,
     resultPieces: () => Iterable<string>,
+    registrySnapshotAt?: Date,
   ): Promise<{ kind: 'succeeded' | 'cancelled'; job: JobRow } | { kind: 'lost' }> {
     return inTransaction(this.pool, async (client) => {
       const job = await this.lockLeased(client, jobId, token);
@@ -306,6 +310,12 @@ export class JobStore {
         return { kind: 'cancelled' as const, job: done };
       }
       await writeBlob(client, this.keys, { jobId, orgId: job.orgId, kind: 'result' }, resultPieces());
+      if (registrySnapshotAt) {
+        await client.query('UPDATE jobs.jobs SET registry_snapshot_at = $2 WHERE id = $1', [
+          jobId,
+          registrySnapshotAt,
+        ]);
+      }
       const done = await this.terminalizeLocked(client, job, {
         to: 'succeeded',
         note: 'every unit completed',

@@ -1,3 +1,4 @@
+import { timestampDate } from '@bufbuild/protobuf/wkt';
 import type { Client } from '@connectrpc/connect';
 import type { AdapterDirectory } from '@dnc/kit';
 import { checkRequest } from '@dnc/kit';
@@ -23,6 +24,8 @@ export interface ExecutionHooks {
   stopReason(): 'lease_lost' | 'shutdown';
   /** Just before each adapter call: which unit, which try of it (the invariant checker reads these). */
   onCall?(unit: number, attempt: number): void;
+  /** Each unit's answer: when the registry snapshot it was read from was taken (unset when it says none). */
+  onSnapshot?(snapshotTime: Date | undefined): void;
 }
 
 export interface ExecutionOptions {
@@ -96,6 +99,7 @@ export async function executeUnits(
           continue;
         }
         outcomes.set(res.outcomes, from);
+        hooks.onSnapshot?.(res.snapshotTime ? timestampDate(res.snapshotTime) : undefined);
         return;
       } catch (error) {
         if (hooks.signal.aborted) throw new ExecutionStopped(hooks.stopReason());

@@ -192,6 +192,8 @@ export class JobWorker {
       });
       const phones = JSON.parse(input.toString('utf8')) as string[];
       const t1 = performance.now();
+      // The oldest snapshot any unit was answered from: the result is only as fresh as that.
+      let snapshotAt: Date | undefined;
       const outcomes = await executeUnits(
         job.country,
         phones,
@@ -212,6 +214,9 @@ export class JobWorker {
               },
               'adapter call',
             ),
+          onSnapshot: (time) => {
+            if (time && (!snapshotAt || time < snapshotAt)) snapshotAt = time;
+          },
           beginCall: async () => state(await store.beginExternalCall(job.id, token)),
           endCall: async () => {
             const r = await store.endExternalCall(job.id, token);
@@ -226,7 +231,7 @@ export class JobWorker {
         },
       );
       const t2 = performance.now();
-      const done = await store.complete(job.id, token, () => renderResult(phones, outcomes));
+      const done = await store.complete(job.id, token, () => renderResult(phones, outcomes), snapshotAt);
       // Phase timings only: no inputs, no outcomes.
       this.deps.logger.info(
         {

@@ -13,7 +13,7 @@ export class LocalProvider implements RegistryProvider {
     if (!index) throw new ProviderError('unavailable', 'no registry snapshot loaded', 5);
     const registered = new Uint8Array(keys.length);
     for (let i = 0; i < keys.length; i++) registered[i] = index.has(keys[i] as number) ? 1 : 0;
-    return { snapshotId: index.snapshotId, registered };
+    return { snapshotId: index.snapshotId, snapshotTime: index.snapshotTime, registered };
   }
 
   state(): ProviderState {

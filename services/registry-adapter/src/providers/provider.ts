@@ -12,6 +12,8 @@ export interface ProviderState {
 /** Which registries a batch of keys is in, and the identity of the snapshot every answer came from. */
 export interface LookupResult {
   snapshotId: string;
+  /** When that snapshot was taken from the registry; for a remote registry, the time of its answer. */
+  snapshotTime?: Date;
   /** 1 = registered (prohibited), 0 = not registered; one per key, same order. */
   registered: Uint8Array;
 }

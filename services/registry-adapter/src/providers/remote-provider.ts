@@ -93,6 +93,7 @@ export class RemoteProvider implements RegistryProvider {
     }
     const registered = new Uint8Array(keys.length);
     if (keys.length === 0) return { snapshotId: this.lastSnapshotId, registered };
+    const asked = new Date();
     try {
       const batches: [number, number][] = [];
       for (let i = 0; i < keys.length; i += this.o.batchSize)
@@ -115,7 +116,8 @@ export class RemoteProvider implements RegistryProvider {
       this.halfOpenTrial = false;
       this.lastSuccess = new Date();
       this.lastSnapshotId = snapshotId || 'remote';
-      return { snapshotId: this.lastSnapshotId, registered };
+      // A remote registry answers live: the answer is as fresh as the moment it was asked.
+      return { snapshotId: this.lastSnapshotId, snapshotTime: asked, registered };
     } catch (error) {
       this.halfOpenTrial = false;
       if (signal.aborted) throw error;
