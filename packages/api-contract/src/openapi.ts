@@ -11,7 +11,7 @@ import {
 } from './limits.js';
 import { OPERATION_ERRORS } from './routes.js';
 import { SCHEMAS } from './schemas.js';
-import { DOCS_BASE, registrySnapshotHeader, VERSIONING } from './versioning.js';
+import { DOCS_BASE, registrySnapshotHeader, requestIdHeader, VERSIONING } from './versioning.js';
 
 export const API_VERSION = '2.1.0';
 
@@ -122,7 +122,11 @@ interface OperationContext {
 }
 
 function baseHeaders(ctx: OperationContext): Record<string, HeaderSpec> {
-  return { 'x-retention': retentionHeader(ctx.version), 'Cache-Control': cacheControlHeader(ctx.version) };
+  return {
+    'x-retention': retentionHeader(ctx.version),
+    'Cache-Control': cacheControlHeader(ctx.version),
+    ...requestIdHeader,
+  };
 }
 
 function jsonContent(schema: JsonObject, examples?: Record<string, { summary: string; value: unknown }>) {

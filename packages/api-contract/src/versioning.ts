@@ -32,3 +32,14 @@ export function registrySnapshotHeader(what: string) {
     },
   };
 }
+
+/** X-Request-Id on every response: what to quote to support; every hop's logs carry it. */
+export const requestIdHeader = {
+  'X-Request-Id': {
+    description:
+      "Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header " +
+      'is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one.',
+    required: true,
+    schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
+  },
+};

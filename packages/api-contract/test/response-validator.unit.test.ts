@@ -6,11 +6,13 @@ const JOB_ID = '2c0f4a52-6a3e-4bb4-8f0d-2a9e5f6a1b7c';
 const BASE = 'http://127.0.0.1:8080';
 
 const v1Headers = {
+  'x-request-id': '6f1c2a9e-3b7d-4c1e-9f0a-5d2b8e7c4a10',
   'x-retention': 'zero',
   'cache-control': 'no-store, max-age=0',
   'content-type': 'application/json',
 };
 const v2Headers = {
+  'x-request-id': 'client-chosen.id:1',
   'x-retention': 'transient-encrypted',
   'cache-control': 'no-store',
   'content-type': 'application/json; charset=utf-8',
@@ -247,6 +249,16 @@ describe('createResponseValidator rejects what the document does not say', () =>
         body: result,
       }),
     ).toMatch(/missing header x-retention/);
+    const { 'x-request-id': _id, ...withoutRequestId } = v1Headers;
+    expect(
+      problems({
+        method: 'GET',
+        route: '/v1/health',
+        status: 200,
+        headers: withoutRequestId,
+        body: { ok: true },
+      }),
+    ).toMatch(/missing header X-Request-Id/);
     expect(
       problems({
         method: 'POST',

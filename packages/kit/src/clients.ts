@@ -1,6 +1,7 @@
 import type { DescService } from '@bufbuild/protobuf';
 import { type Client, createClient, type Interceptor, type Transport } from '@connectrpc/connect';
 import { createConnectTransport, createGrpcTransport } from '@connectrpc/connect-node';
+import { propagateRequestId } from './request-context.js';
 
 const HTTP2_OPTIONS: {
   readMaxBytes: number;
@@ -33,7 +34,7 @@ const HTTP2_OPTIONS: {
 export function rpcTransport(baseUrl: string, interceptors: Interceptor[] = []): Transport {
   return createConnectTransport({
     baseUrl,
-    interceptors,
+    interceptors: [propagateRequestId, ...interceptors],
     httpVersion: '2',
     useBinaryFormat: true,
     ...HTTP2_OPTIONS,
@@ -42,7 +43,11 @@ export function rpcTransport(baseUrl: string, interceptors: Interceptor[] = []):
 
 /** A gRPC (HTTP/2) transport to `http://host:port`: what gRPC tooling, probes and other stacks speak. */
 export function grpcTransport(baseUrl: string, interceptors: Interceptor[] = []): Transport {
-  return createGrpcTransport({ baseUrl, interceptors, ...HTTP2_OPTIONS });
+  return createGrpcTransport({
+    baseUrl,
+    interceptors: [propagateRequestId, ...interceptors],
+    ...HTTP2_OPTIONS,
+  });
 }
 
 /** Every call without its own deadline gets this one: no internal call waits forever. */

@@ -11,6 +11,7 @@ export * from './logger.js';
 export * from './metrics.js';
 export * from './nats.js';
 export * from './redis.js';
+export * from './request-context.js';
 export * from './scrub-result.js';
 export * from './security/audit.js';
 export * from './security/authorization.js';

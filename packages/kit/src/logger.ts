@@ -1,4 +1,5 @@
 import { type Logger, pino } from 'pino';
+import { requestLogFields } from './request-context.js';
 
 export type { Logger };
 
@@ -41,6 +42,8 @@ export function createLogger(service: string, level: string, destination?: pino.
     {
       level,
       base: { service },
+      // Every line written during a request carries its id (request-context.ts).
+      mixin: requestLogFields,
       timestamp: pino.stdTimeFunctions.isoTime,
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       formatters: {

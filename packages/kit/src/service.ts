@@ -18,6 +18,7 @@ import {
   type Registry,
   startMetricsServer,
 } from './metrics.js';
+import { adoptRequestId } from './request-context.js';
 
 export interface ServiceOptions {
   /** Service name: logs, metrics, health and ServiceInfo. */
@@ -115,6 +116,8 @@ export class Service {
       try {
         const res = await next(req);
         rpcTotal.inc({ method, code: 'ok' });
+        // One line per call at debug level (with the caller's request id): follow one request hop by hop.
+        this.logger.debug({ method }, 'rpc served');
         return res;
       } catch (error) {
         const ce = ConnectError.from(error);
@@ -144,7 +147,8 @@ export class Service {
       country: this.options.country ?? '',
     });
     const handler = connectNodeAdapter({
-      interceptors: [trackCalls, ...(opts.interceptors ?? [])],
+      // The caller's request id first, so the kit's own log lines carry it too.
+      interceptors: [adoptRequestId, trackCalls, ...(opts.interceptors ?? [])],
       readMaxBytes: opts.readMaxBytes ?? 64 * 1024 * 1024,
       routes: (router) => {
         router.service(healthv1.Health, healthService(this.health, opts.serviceNames));

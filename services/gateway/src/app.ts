@@ -13,6 +13,7 @@ import { methodNotAllowed } from './plugins/method-not-allowed.js';
 import { requestMetrics } from './plugins/metrics.js';
 import { openApi } from './plugins/openapi.js';
 import { clientErrorHandler, requestBounds } from './plugins/request-bounds.js';
+import { requestId } from './plugins/request-id.js';
 import { systemRoutes } from './routes/system.js';
 import { v1Routes } from './routes/v1.js';
 import { v2Routes } from './routes/v2.js';
@@ -26,7 +27,7 @@ export interface AppDeps {
 }
 
 /**
- * The public surface, HTTP concerns only. Plugins in a fixed order: timing and metrics (first, so a
+ * The public surface, HTTP concerns only. Plugins in a fixed order: the request id, timing and metrics (so a
  * request's budget starts when it arrives), authentication, header policy, 405/404, the one error
  * handler (before the routes, so it is in force for all of them), then the routes and the OpenAPI
  * document.
@@ -70,6 +71,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const fingerprintOf: Fingerprinter = (country, phones) =>
     fingerprint(config.DNC_FINGERPRINT_SECRET, config.DNC_FINGERPRINT_VERSION, country, phones);
 
+  await app.register(requestId);
   await app.register(requestMetrics, { metrics, logger });
   await app.register(authentication, { upstream });
   await app.register(requestBounds, {

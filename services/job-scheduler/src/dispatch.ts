@@ -1,5 +1,6 @@
-import { type Logger, type NatsConnection, natsNames } from '@dnc/kit';
+import { currentRequestId, type Logger, type NatsConnection, natsNames, REQUEST_ID_HEADER } from '@dnc/kit';
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { headers } from '@nats-io/transport-node';
 import type { JobRow, JobStore } from './store/jobs.js';
 
 /** The work message: only the job id. Numbers never travel through NATS. */
@@ -44,10 +45,15 @@ export class Dispatcher {
   async dispatch(job: JobRow): Promise<boolean> {
     const msgID = job.dispatchCount === 0 ? job.id : `${job.id}.${job.dispatchCount}`;
     const body: WorkMessage = { job_id: job.id };
+    // The worker logs the job under the request that submitted it (none for a re-dispatch by the sweeper).
+    const requestId = currentRequestId();
+    const hdrs = requestId === undefined ? undefined : headers();
+    if (hdrs && requestId) hdrs.set(REQUEST_ID_HEADER, requestId);
     try {
       await this.js.publish(this.names.jobsSubject(job.country), JSON.stringify(body), {
         msgID,
         timeout: 2_000,
+        ...(hdrs ? { headers: hdrs } : {}),
       });
     } catch (error) {
       // The job is durable in Postgres; the reconciler publishes it again.

@@ -636,6 +636,8 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           [name: string]: unknown;
         };
         content: {
@@ -653,6 +655,8 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Comma-separated list of the supported methods. */
           Allow: string;
           [name: string]: unknown;
@@ -682,6 +686,8 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           [name: string]: unknown;
         };
         content: {
@@ -699,6 +705,8 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Comma-separated list of the supported methods. */
           Allow: string;
           [name: string]: unknown;
@@ -717,6 +725,8 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           [name: string]: unknown;
         };
         content: {
@@ -751,6 +761,8 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit': number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -784,6 +796,8 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -818,6 +832,8 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           [name: string]: unknown;
         };
         content: {
@@ -838,6 +854,8 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -872,6 +890,8 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -904,6 +924,8 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Comma-separated list of the supported methods. */
           Allow: string;
           [name: string]: unknown;
@@ -927,6 +949,8 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -961,6 +985,8 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -995,6 +1021,8 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -1029,6 +1057,8 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -1063,6 +1093,8 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -1117,6 +1149,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit': number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -1144,6 +1178,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit': number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -1175,6 +1211,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -1209,6 +1247,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           [name: string]: unknown;
         };
         content: {
@@ -1229,6 +1269,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -1263,6 +1305,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -1295,6 +1339,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Comma-separated list of the supported methods. */
           Allow: string;
           [name: string]: unknown;
@@ -1318,6 +1364,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -1352,6 +1400,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -1386,6 +1436,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -1420,6 +1472,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -1454,6 +1508,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -1504,6 +1560,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit': number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -1537,6 +1595,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           [name: string]: unknown;
         };
         content: {
@@ -1557,6 +1617,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -1589,6 +1651,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Comma-separated list of the supported methods. */
           Allow: string;
           [name: string]: unknown;
@@ -1612,6 +1676,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -1646,6 +1712,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -1678,6 +1746,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -1725,6 +1795,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit': number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -1758,6 +1830,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           [name: string]: unknown;
         };
         content: {
@@ -1778,6 +1852,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -1810,6 +1886,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Comma-separated list of the supported methods. */
           Allow: string;
           [name: string]: unknown;
@@ -1832,6 +1910,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -1867,6 +1947,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -1900,6 +1982,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -1934,6 +2018,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -1966,6 +2052,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -2013,6 +2101,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit': number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -2038,6 +2128,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit': number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -2069,6 +2161,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           [name: string]: unknown;
         };
         content: {
@@ -2089,6 +2183,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -2121,6 +2217,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Comma-separated list of the supported methods. */
           Allow: string;
           [name: string]: unknown;
@@ -2144,6 +2242,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -2178,6 +2278,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */
@@ -2210,6 +2312,8 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
           /** @description Same value as X-RateLimit-Limit. */

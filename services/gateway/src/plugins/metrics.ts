@@ -48,6 +48,8 @@ export const requestMetrics = fp(
         route,
         status: reply.statusCode,
         ms: Math.round(seconds * 1000),
+        // onResponse runs in the socket's callbacks, outside the request's context: name it here.
+        request_id: request.requestId,
       };
       if (reply.statusCode < 400) logger.debug(line, 'request');
       else logger.info(line, 'request');

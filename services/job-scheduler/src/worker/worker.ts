@@ -1,5 +1,5 @@
 import type { AdapterDirectory, Logger, NatsConnection } from '@dnc/kit';
-import { natsNames } from '@dnc/kit';
+import { isWellFormedRequestId, natsNames, REQUEST_ID_HEADER, runWithRequestId } from '@dnc/kit';
 import { AckPolicy, type Consumer, type JsMsg, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import type { KeyRing } from '../crypto/envelope.js';
@@ -105,7 +105,13 @@ export class JobWorker {
         return;
       }
       const abort = new AbortController();
-      const entry = { abort, done: this.handle(msg, abort) };
+      // The job's log lines (and its adapter calls) carry the request id of its submission.
+      const requestId = msg.headers?.get(REQUEST_ID_HEADER);
+      const run = () => this.handle(msg, abort);
+      const entry = {
+        abort,
+        done: isWellFormedRequestId(requestId) ? runWithRequestId(requestId, run) : run(),
+      };
       this.inFlight.add(entry);
       await entry.done;
       this.inFlight.delete(entry);
