@@ -2,6 +2,7 @@ import type { DescService } from '@bufbuild/protobuf';
 import { type Client, createClient, type Interceptor, type Transport } from '@connectrpc/connect';
 import { createConnectTransport, createGrpcTransport } from '@connectrpc/connect-node';
 import { propagateRequestId } from './request-context.js';
+import { traceClientCalls } from './tracing.js';
 
 const HTTP2_OPTIONS: {
   readMaxBytes: number;
@@ -34,7 +35,7 @@ const HTTP2_OPTIONS: {
 export function rpcTransport(baseUrl: string, interceptors: Interceptor[] = []): Transport {
   return createConnectTransport({
     baseUrl,
-    interceptors: [propagateRequestId, ...interceptors],
+    interceptors: [propagateRequestId, traceClientCalls, ...interceptors],
     httpVersion: '2',
     useBinaryFormat: true,
     ...HTTP2_OPTIONS,
@@ -45,7 +46,7 @@ export function rpcTransport(baseUrl: string, interceptors: Interceptor[] = []):
 export function grpcTransport(baseUrl: string, interceptors: Interceptor[] = []): Transport {
   return createGrpcTransport({
     baseUrl,
-    interceptors: [propagateRequestId, ...interceptors],
+    interceptors: [propagateRequestId, traceClientCalls, ...interceptors],
     ...HTTP2_OPTIONS,
   });
 }

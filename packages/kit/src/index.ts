@@ -24,3 +24,4 @@ export * from './security/signatures.js';
 export * from './security/tls-material.js';
 export * from './security/transport.js';
 export * from './service.js';
+export * from './tracing.js';

@@ -19,6 +19,7 @@ import {
   startMetricsServer,
 } from './metrics.js';
 import { adoptRequestId } from './request-context.js';
+import { startTracing, traceServerCalls } from './tracing.js';
 
 export interface ServiceOptions {
   /** Service name: logs, metrics, health and ServiceInfo. */
@@ -50,6 +51,9 @@ export class Service {
   constructor(readonly options: ServiceOptions) {
     this.logger = createLogger(options.name, options.logLevel);
     this.metrics = createMetricsRegistry(options.name);
+    // Registered first, so it closes last: the spans of the drain are exported too.
+    const stopTracing = startTracing(options.name);
+    if (stopTracing) this.onClose('tracing', stopTracing);
     this.health = new HealthState(this.logger);
   }
 
@@ -148,7 +152,7 @@ export class Service {
     });
     const handler = connectNodeAdapter({
       // The caller's request id first, so the kit's own log lines carry it too.
-      interceptors: [adoptRequestId, trackCalls, ...(opts.interceptors ?? [])],
+      interceptors: [adoptRequestId, traceServerCalls, trackCalls, ...(opts.interceptors ?? [])],
       readMaxBytes: opts.readMaxBytes ?? 64 * 1024 * 1024,
       routes: (router) => {
         router.service(healthv1.Health, healthService(this.health, opts.serviceNames));

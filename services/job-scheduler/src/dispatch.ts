@@ -1,4 +1,11 @@
-import { currentRequestId, type Logger, type NatsConnection, natsNames, REQUEST_ID_HEADER } from '@dnc/kit';
+import {
+  currentRequestId,
+  injectTraceHeaders,
+  type Logger,
+  type NatsConnection,
+  natsNames,
+  REQUEST_ID_HEADER,
+} from '@dnc/kit';
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { headers } from '@nats-io/transport-node';
 import type { JobRow, JobStore } from './store/jobs.js';
@@ -45,15 +52,17 @@ export class Dispatcher {
   async dispatch(job: JobRow): Promise<boolean> {
     const msgID = job.dispatchCount === 0 ? job.id : `${job.id}.${job.dispatchCount}`;
     const body: WorkMessage = { job_id: job.id };
-    // The worker logs the job under the request that submitted it (none for a re-dispatch by the sweeper).
+    // The worker runs the job under the request (id and trace) that submitted it; a re-dispatch by the
+    // sweeper has neither.
+    const hdrs = headers();
     const requestId = currentRequestId();
-    const hdrs = requestId === undefined ? undefined : headers();
-    if (hdrs && requestId) hdrs.set(REQUEST_ID_HEADER, requestId);
+    if (requestId !== undefined) hdrs.set(REQUEST_ID_HEADER, requestId);
+    injectTraceHeaders(hdrs);
     try {
       await this.js.publish(this.names.jobsSubject(job.country), JSON.stringify(body), {
         msgID,
         timeout: 2_000,
-        ...(hdrs ? { headers: hdrs } : {}),
+        ...(hdrs.keys().length > 0 ? { headers: hdrs } : {}),
       });
     } catch (error) {
       // The job is durable in Postgres; the reconciler publishes it again.

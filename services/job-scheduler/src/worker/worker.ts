@@ -1,5 +1,13 @@
 import type { AdapterDirectory, Logger, NatsConnection } from '@dnc/kit';
-import { isWellFormedRequestId, natsNames, REQUEST_ID_HEADER, runWithRequestId } from '@dnc/kit';
+import {
+  extractTraceContext,
+  inSpan,
+  isWellFormedRequestId,
+  natsNames,
+  REQUEST_ID_HEADER,
+  runWithRequestId,
+  SpanKind,
+} from '@dnc/kit';
 import { AckPolicy, type Consumer, type JsMsg, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import type { KeyRing } from '../crypto/envelope.js';
@@ -105,9 +113,19 @@ export class JobWorker {
         return;
       }
       const abort = new AbortController();
-      // The job's log lines (and its adapter calls) carry the request id of its submission.
+      // The job's log lines and adapter calls carry the request id and the trace of its submission.
       const requestId = msg.headers?.get(REQUEST_ID_HEADER);
-      const run = () => this.handle(msg, abort);
+      const work = msg;
+      const run = () =>
+        inSpan(
+          'job run',
+          {
+            kind: SpanKind.CONSUMER,
+            parent: extractTraceContext(work.headers),
+            attributes: { 'messaging.system': 'nats' },
+          },
+          () => this.handle(work, abort),
+        );
       const entry = {
         abort,
         done: isWellFormedRequestId(requestId) ? runWithRequestId(requestId, run) : run(),
