@@ -232,3 +232,37 @@ export async function runMain(name: string, main: () => Promise<void>): Promise<
     process.exit(1);
   }
 }
+
+/** The part of every service's configuration the Service reads (kit `commonConfig`). */
+export interface ServiceConfig {
+  DNC_LOG_LEVEL: string;
+  DNC_SHUTDOWN_TIMEOUT_MS: number;
+  DNC_METRICS_PORT: number;
+}
+
+/**
+ * Start one service process the way every service starts: a Service named `name`, then `wire` opens
+ * its resources and servers in order; a failure closes whatever was opened and rethrows (the caller,
+ * `main` or a test, decides what a failed start means). Signals are `main`'s business, not this one's.
+ */
+export async function startService<T>(
+  name: string,
+  config: ServiceConfig,
+  wire: (service: Service) => Promise<T>,
+  options: { country?: string; version?: string } = {},
+): Promise<T> {
+  const service = new Service({
+    name,
+    version: options.version ?? process.env['npm_package_version'] ?? '0.1.0',
+    logLevel: config.DNC_LOG_LEVEL,
+    shutdownTimeoutMs: config.DNC_SHUTDOWN_TIMEOUT_MS,
+    metricsPort: config.DNC_METRICS_PORT,
+    ...(options.country ? { country: options.country } : {}),
+  });
+  try {
+    return await wire(service);
+  } catch (error) {
+    await service.shutdown('failed to start');
+    throw error;
+  }
+}

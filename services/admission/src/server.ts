@@ -14,8 +14,9 @@ import {
   probePostgres,
   provisionJetStream,
   rpcTransport,
-  Service,
+  type Service,
   serviceClient,
+  startService,
 } from '@dnc/kit';
 import { admissionv1, healthv1, quotav1 } from '@dnc/proto';
 import { Completion } from './completion.js';
@@ -40,20 +41,8 @@ export interface RunningAdmission {
 }
 
 /** Everything of the admission process except signal handling: tests start it in-process on port 0. */
-export async function startAdmission(config: AdmissionConfig): Promise<RunningAdmission> {
-  const service = new Service({
-    name: 'admission',
-    version: process.env['npm_package_version'] ?? '0.1.0',
-    logLevel: config.DNC_LOG_LEVEL,
-    shutdownTimeoutMs: config.DNC_SHUTDOWN_TIMEOUT_MS,
-    metricsPort: config.DNC_METRICS_PORT,
-  });
-  try {
-    return await wire(service, config);
-  } catch (error) {
-    await service.shutdown('failed to start');
-    throw error;
-  }
+export function startAdmission(config: AdmissionConfig): Promise<RunningAdmission> {
+  return startService('admission', config, (service) => wire(service, config));
 }
 
 async function wire(service: Service, config: AdmissionConfig): Promise<RunningAdmission> {

@@ -1,1 +1,3 @@
 export { buildApp } from './app.js';
+export { type GatewayConfig, gatewayConfig } from './config.js';
+export { type RunningGateway, startGateway } from './server.js';

@@ -4,3 +4,4 @@ export * from './domain/failures.js';
 export * from './domain/result.js';
 export * from './domain/states.js';
 export { main } from './main.js';
+export { type RunningJobScheduler, startJobScheduler } from './server.js';

@@ -1,4 +1,4 @@
 export { type QuotaConfig, quotaConfig } from './config.js';
-export { fits, periodOf, transition } from './domain/period.js';
-export { Ledger } from './ledger.js';
+export { periodOf, transition } from './domain/period.js';
 export { type RunningQuota, startQuota } from './server.js';
+export { Ledger } from './store/ledger.js';

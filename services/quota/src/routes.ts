@@ -11,7 +11,7 @@ import {
   QUOTA_EXCEEDED,
   type ReserveInput,
   type ReserveOutcome,
-} from './ledger.js';
+} from './store/ledger.js';
 
 export interface QuotaDeps {
   ledger: Ledger;

@@ -1,9 +1,16 @@
 import { fileURLToPath } from 'node:url';
-import { createPool, ensureDatabase, migrateSchema, probePostgres, Service } from '@dnc/kit';
+import {
+  createPool,
+  ensureDatabase,
+  migrateSchema,
+  probePostgres,
+  type Service,
+  startService,
+} from '@dnc/kit';
 import type { QuotaConfig } from './config.js';
-import { Ledger } from './ledger.js';
 import { reservationAgeGauge } from './reservation-age.js';
 import { quotaRoutes } from './routes.js';
+import { Ledger } from './store/ledger.js';
 import { ReservationSweeper } from './sweeper.js';
 
 const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
@@ -16,36 +23,31 @@ export interface RunningQuota {
 }
 
 /** Everything of the quota process except signal handling: tests start it in-process on port 0. */
-export async function startQuota(config: QuotaConfig): Promise<RunningQuota> {
-  const service = new Service({
-    name: 'quota',
-    version: process.env['npm_package_version'] ?? '0.1.0',
-    logLevel: config.DNC_LOG_LEVEL,
-    shutdownTimeoutMs: config.DNC_SHUTDOWN_TIMEOUT_MS,
-    metricsPort: config.DNC_METRICS_PORT,
+export function startQuota(config: QuotaConfig): Promise<RunningQuota> {
+  return startService('quota', config, async (service) => {
+    await ensureDatabase(config.DATABASE_URL);
+    await migrateSchema(config.DATABASE_URL, 'quota', MIGRATIONS);
+    const pool = createPool(config.DATABASE_URL);
+    service.onClose('postgres', () => pool.end());
+    service.health.require('postgres', () => probePostgres(pool));
+    await service.health.start();
+    await service.startMetrics();
+    const ledger = new Ledger(pool);
+    reservationAgeGauge(pool, service.metrics);
+    const sweeper = new ReservationSweeper(
+      ledger,
+      service.logger,
+      config.DNC_SYNC_RESERVATION_TTL_SECONDS,
+      config.DNC_RESERVATION_SWEEP_INTERVAL_MS,
+    );
+    const { port } = await service.startGrpcServer({
+      port: config.DNC_GRPC_PORT,
+      serviceNames: ['dnc.quota.v1.QuotaService', 'dnc.quota.v1.QuotaAdminService'],
+      routes: quotaRoutes({ ledger, logger: service.logger, metrics: service.metrics }),
+    });
+    sweeper.start();
+    service.onClose('reservation sweeper', () => sweeper.stop());
+    service.logger.info({ port }, 'quota listening');
+    return { service, port, ledger, sweeper };
   });
-  await ensureDatabase(config.DATABASE_URL);
-  await migrateSchema(config.DATABASE_URL, 'quota', MIGRATIONS);
-  const pool = createPool(config.DATABASE_URL);
-  service.onClose('postgres', () => pool.end());
-  service.health.require('postgres', () => probePostgres(pool));
-  await service.health.start();
-  await service.startMetrics();
-  const ledger = new Ledger(pool);
-  reservationAgeGauge(pool, service.metrics);
-  const sweeper = new ReservationSweeper(
-    ledger,
-    service.logger,
-    config.DNC_SYNC_RESERVATION_TTL_SECONDS,
-    config.DNC_RESERVATION_SWEEP_INTERVAL_MS,
-  );
-  const { port } = await service.startGrpcServer({
-    port: config.DNC_GRPC_PORT,
-    serviceNames: ['dnc.quota.v1.QuotaService', 'dnc.quota.v1.QuotaAdminService'],
-    routes: quotaRoutes({ ledger, logger: service.logger, metrics: service.metrics }),
-  });
-  sweeper.start();
-  service.onClose('reservation sweeper', () => sweeper.stop());
-  service.logger.info({ port }, 'quota listening');
-  return { service, port, ledger, sweeper };
 }

@@ -1,6 +1,6 @@
 import type { Logger } from '@dnc/kit';
 import { quotav1 } from '@dnc/proto';
-import type { Ledger } from './ledger.js';
+import type { Ledger } from './store/ledger.js';
 
 /**
  * v1 reservations live for one synchronous request (15 s budget). One still open after the TTL was

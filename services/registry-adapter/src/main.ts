@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { loadConfig, runMain } from '@dnc/kit';
-import { startAdapter } from './adapter.js';
 import { adapterConfig } from './config.js';
+import { startAdapter } from './server.js';
 
 export async function main(): Promise<void> {
   const config = loadConfig(adapterConfig);

@@ -1,5 +1,5 @@
 import { Code, ConnectError, inTransaction, type Pool, type PoolClient, publicError } from '@dnc/kit';
-import { periodOf, type ReservationState, transition } from './domain/period.js';
+import { periodOf, type ReservationState, transition } from '../domain/period.js';
 
 export interface ReserveInput {
   reservationId: string;

@@ -1,0 +1,188 @@
+import { fileURLToPath } from 'node:url';
+import type { Client } from '@connectrpc/connect';
+import {
+  AdapterDirectory,
+  connectNats,
+  createPool,
+  ensureDatabase,
+  type Logger,
+  migrateSchema,
+  type NatsConnection,
+  natsNames,
+  openBucket,
+  probePostgres,
+  provisionJetStream,
+  type Service,
+  serviceClient,
+  startService,
+} from '@dnc/kit';
+import { quotav1, registryv1 } from '@dnc/proto';
+import type { JobsConfig } from './config.js';
+import { KeyRing } from './crypto/envelope.js';
+import { Dispatcher } from './dispatch.js';
+import { type JobMetrics, jobMetrics } from './metrics.js';
+import { jobsRoutes } from './routes.js';
+import { QuotaSettlement } from './settlement.js';
+import { CleanupStore } from './store/cleanup.js';
+import { JobStore } from './store/jobs.js';
+import { Sweeper } from './sweeper.js';
+import { JobWorker } from './worker/worker.js';
+
+const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
+
+export interface RunningJobScheduler {
+  service: Service;
+  port: number;
+}
+
+/** What the API role and the worker role share: stores, keys, quota settlement, dispatch. */
+interface Core {
+  config: JobsConfig;
+  service: Service;
+  pool: ReturnType<typeof createPool>;
+  nc: NatsConnection;
+  keys: KeyRing;
+  store: JobStore;
+  cleanup: CleanupStore;
+  settlement: QuotaSettlement;
+  dispatcher: Dispatcher;
+  metrics: JobMetrics;
+  logger: Logger;
+}
+
+/**
+ * The job scheduler, except signal handling. DNC_ROLE=api serves JobsService and JobsAdminService and
+ * runs the sweepers; DNC_ROLE=worker consumes the work queue; DNC_ROLE=all does both (local use and
+ * tests).
+ */
+export function startJobScheduler(config: JobsConfig): Promise<RunningJobScheduler> {
+  const role = config.DNC_ROLE;
+  const keys = KeyRing.parse(config.DNC_KEKS, config.DNC_KEK_ACTIVE_ID);
+  return startService(role === 'worker' ? 'job-worker' : 'job-scheduler', config, async (service) => {
+    const core = await openCore(service, config, keys);
+    if (role === 'api' || role === 'all') startSweeper(core);
+    if (role === 'worker' || role === 'all') await startWorker(core);
+    await service.health.start();
+    await service.startMetrics();
+    const { store, cleanup, dispatcher, settlement, metrics, logger } = core;
+    const { port } = await service.startGrpcServer({
+      port: config.DNC_GRPC_PORT,
+      serviceNames: role === 'worker' ? [] : ['dnc.jobs.v1.JobsService', 'dnc.jobs.v1.JobsAdminService'],
+      routes:
+        role === 'worker'
+          ? () => {}
+          : jobsRoutes({
+              store,
+              cleanup,
+              keys,
+              dispatcher,
+              settlement,
+              metrics,
+              logger,
+              track: (p) => service.track(p),
+            }),
+    });
+    logger.info({ port, role }, 'job scheduler listening');
+    return { service, port };
+  });
+}
+
+async function openCore(service: Service, config: JobsConfig, keys: KeyRing): Promise<Core> {
+  await ensureDatabase(config.DATABASE_URL);
+  await migrateSchema(config.DATABASE_URL, 'jobs', MIGRATIONS);
+  const pool = createPool(config.DATABASE_URL, config.DNC_ROLE === 'worker' ? 6 : 10);
+  service.onClose('postgres', () => pool.end());
+  service.health.require('postgres', () => probePostgres(pool));
+  const nc = await connectNats(config.NATS_URL, service.options.name);
+  service.onClose('nats', () => nc.drain());
+  service.health.require('nats', async () => !nc.isClosed() && nc.info !== undefined);
+  await provisionJetStream(nc, config.DNC_NATS_PREFIX, config.DNC_JETSTREAM_REPLICAS);
+
+  const metrics = jobMetrics(service.metrics);
+  const logger = service.logger;
+  const store = new JobStore(pool, keys, {
+    hardCapSeconds: config.DNC_JOB_HARD_CAP_SECONDS,
+    resultTtlSeconds: config.DNC_RESULT_TTL_SECONDS,
+    metadataTtlSeconds: config.DNC_METADATA_TTL_SECONDS,
+  });
+  const quota: Client<typeof quotav1.QuotaService> = serviceClient(
+    quotav1.QuotaService,
+    config.DNC_QUOTA_ADDR,
+    5_000,
+  );
+  return {
+    config,
+    service,
+    pool,
+    nc,
+    keys,
+    store,
+    cleanup: new CleanupStore(pool),
+    settlement: new QuotaSettlement(quota, store, metrics, logger),
+    dispatcher: new Dispatcher(nc, config.DNC_NATS_PREFIX, store, logger),
+    metrics,
+    logger,
+  };
+}
+
+/** The API role's sweepers: re-dispatch, hard cap, settlement retries, retention. */
+function startSweeper(core: Core): void {
+  const { config, service } = core;
+  const sweeper = new Sweeper({
+    pool: core.pool,
+    store: core.store,
+    cleanup: core.cleanup,
+    dispatcher: core.dispatcher,
+    settlement: core.settlement,
+    metrics: core.metrics,
+    logger: core.logger,
+    intervalMs: config.DNC_SWEEP_INTERVAL_MS,
+    redispatchAfterMs: config.DNC_REDISPATCH_AFTER_MS,
+  });
+  sweeper.start();
+  service.onClose('sweeper', () => sweeper.stop());
+}
+
+/** The worker role: consumes the work queue and runs jobs against the adapters found in discovery. */
+async function startWorker(core: Core): Promise<void> {
+  const { config, service, nc } = core;
+  const kv = await openBucket(nc, natsNames(config.DNC_NATS_PREFIX).adaptersBucket);
+  const directory = new AdapterDirectory(kv, core.logger);
+  await directory.start();
+  service.onClose('adapter directory', () => directory.stop());
+  const adapterClients = new Map<string, Client<typeof registryv1.RegistryAdapterService>>();
+  const worker = new JobWorker(
+    {
+      nc,
+      store: core.store,
+      keys: core.keys,
+      directory,
+      clients: (address) => {
+        let c = adapterClients.get(address);
+        if (!c) {
+          c = serviceClient(registryv1.RegistryAdapterService, address, config.DNC_ADAPTER_CALL_TIMEOUT_MS);
+          adapterClients.set(address, c);
+        }
+        return c;
+      },
+      settlement: core.settlement,
+      metrics: core.metrics,
+      logger: core.logger,
+    },
+    {
+      prefix: config.DNC_NATS_PREFIX,
+      countries: config.DNC_COUNTRIES,
+      jobConcurrency: config.DNC_WORKER_JOB_CONCURRENCY,
+      unitConcurrency: config.DNC_WORKER_UNIT_CONCURRENCY,
+      unitSize: config.DNC_WORKER_UNIT_SIZE,
+      retries: config.DNC_ADAPTER_RETRIES,
+      callTimeoutMs: config.DNC_ADAPTER_CALL_TIMEOUT_MS,
+      leaseMs: config.DNC_JOB_LEASE_MS,
+      ackWaitMs: config.DNC_JOBS_ACK_WAIT_MS,
+      maxDeliver: config.DNC_JOBS_MAX_DELIVER,
+      maxAttempts: config.DNC_JOB_MAX_ATTEMPTS,
+    },
+  );
+  await worker.start();
+  service.onClose('worker', () => worker.stop());
+}
