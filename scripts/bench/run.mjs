@@ -641,7 +641,7 @@ async function runJobGrpc(ctx, size, seed, tag) {
       orgId: ctx.orgId,
       reservationId: admitted.admissionId,
       country: COUNTRY,
-      phones: parsed.phones,
+      canonicalPhones: Buffer.from(JSON.stringify(parsed.phones)),
     },
     { timeoutMs: 30_000 },
   );

@@ -3,11 +3,12 @@
 // number is never `safe`), every accepted job and every v1 charge goes into the ledger the final
 // invariants are read against.
 import { randomUUID } from 'node:crypto';
+import { TERMINAL_JOB_STATUSES } from '@dnc/api-contract/limits';
 import { api } from '../reliability/http.mjs';
 import { sleep } from '../reliability/stack.mjs';
 import { COUNTRY } from './world.mjs';
 
-const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'expired']);
+const TERMINAL = new Set(TERMINAL_JOB_STATUSES);
 const REGISTRY_SIZE = 20_000;
 
 /** A number every request carries (unregistered): it must be found nowhere in plaintext (issue 14). */

@@ -1,7 +1,6 @@
 // What every fuzzed response must satisfy: no 5xx, documented by the OpenAPI document (status,
 // headers, body), no leak of internals. Problems are counted by kind so one bug is one line.
-import { createResponseValidator } from '@dnc/api-contract';
-import { findLeak } from '@dnc/devstack';
+import { createResponseValidator, findLeak } from '@dnc/devstack';
 
 const PROTOCOL_REFUSALS = new Set([431]);
 

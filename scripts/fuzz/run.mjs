@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { LIVE_COUNTRIES } from '@dnc/api-contract/limits';
 import fc from 'fast-check';
 import { environment } from '../bench/system.mjs';
 import { send } from '../reliability/http.mjs';
@@ -39,7 +40,7 @@ const { values: args } = parseArgs({
 const MODE = args.smoke ? 'smoke' : 'full';
 const RUNS = Number(args.runs ?? (args.smoke ? 300 : 10_000));
 const SEED = Number(args.seed ?? Date.now() % 2 ** 31);
-const COUNTRIES = ['mx', 'ar', 'co'];
+const COUNTRIES = LIVE_COUNTRIES;
 const say = (line) => log('fuzz', line);
 
 const doc = JSON.parse(

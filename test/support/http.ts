@@ -1,5 +1,5 @@
-import { buildOpenApiDocument, createResponseValidator } from '@dnc/api-contract';
-import { findLeak } from '@dnc/devstack';
+import { buildOpenApiDocument } from '@dnc/api-contract';
+import { createResponseValidator, findLeak } from '@dnc/devstack';
 
 const validator = createResponseValidator(buildOpenApiDocument());
 

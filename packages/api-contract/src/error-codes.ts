@@ -159,7 +159,3 @@ export const ERROR_CODE_NAMES = Object.keys(ERROR_CODES) as ErrorCode[];
 export function isErrorCode(value: unknown): value is ErrorCode {
   return typeof value === 'string' && Object.hasOwn(ERROR_CODES, value);
 }
-
-export function errorCodesForStatus(status: number): ErrorCode[] {
-  return ERROR_CODE_NAMES.filter((code) => ERROR_CODES[code].status === status);
-}

@@ -88,7 +88,6 @@ export const COUNTRY_CODES_MESSAGE = `country must be one of ${COUNTRY_CODES.joi
 
 export const JOB_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'cancelled', 'expired'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
-export type ActiveJobStatus = (typeof ACTIVE_JOB_STATUSES)[number];
 export type TerminalJobStatus = (typeof TERMINAL_JOB_STATUSES)[number];
 export const ACTIVE_JOB_STATUSES = ['queued', 'running'] as const satisfies readonly JobStatus[];
 export const TERMINAL_JOB_STATUSES = [

@@ -3,6 +3,7 @@ export * from './leaks.js';
 export * from './nats-server.js';
 export * from './pki.js';
 export * from './ports.js';
+export * from './response-validator.js';
 export * from './servers.js';
 export * from './stack.js';
 export * from './tcp-proxy.js';

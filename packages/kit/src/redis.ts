@@ -22,7 +22,3 @@ export function createRedis(url: string): Redis {
   redis.on('error', () => {});
   return redis;
 }
-
-export async function probeRedis(redis: Redis): Promise<boolean> {
-  return (await redis.ping()) === 'PONG';
-}

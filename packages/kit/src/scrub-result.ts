@@ -61,7 +61,7 @@ export function buildScrubResult(phones: readonly string[], outcomes: ArrayLike<
     if (outcome === Outcome.PROHIBITED) prohibited.push(input);
     else if (outcome === Outcome.SAFE) safe.push(input);
     else {
-      const reason = OUTCOME_REASONS.get(outcome as registryv1.Outcome);
+      const reason = reasonOf(outcome as registryv1.Outcome);
       if (reason === undefined) throw new IncompleteAnswerError(`unknown outcome ${outcome}`);
       invalid.push({ input, reason });
     }
@@ -77,38 +77,4 @@ export function buildScrubResult(phones: readonly string[], outcomes: ArrayLike<
       invalid_numbers: invalid.length,
     },
   };
-}
-
-/**
- * The ScrubResult JSON as consecutive string slices of roughly `sliceChars` characters, so a large
- * result can be written (or encrypted) piece by piece. Joined, the slices equal
- * JSON.stringify(result) byte for byte.
- */
-export function* scrubResultJsonSlices(result: ScrubResult, sliceChars = 1 << 20): Generator<string> {
-  let buffer = '';
-  const flush = function* (force: boolean): Generator<string> {
-    if (buffer.length >= sliceChars || (force && buffer.length > 0)) {
-      yield buffer;
-      buffer = '';
-    }
-  };
-  const strings = function* (key: string, items: string[], last: boolean): Generator<string> {
-    buffer += `${JSON.stringify(key)}:[`;
-    for (let i = 0; i < items.length; i++) {
-      buffer += (i ? ',' : '') + JSON.stringify(items[i]);
-      if (buffer.length >= sliceChars) yield* flush(false);
-    }
-    buffer += last ? ']' : '],';
-  };
-  buffer += '{';
-  yield* strings('prohibited_numbers_to_call', result.prohibited_numbers_to_call, false);
-  yield* strings('safe_numbers_to_call', result.safe_numbers_to_call, false);
-  buffer += '"invalid_numbers":[';
-  const invalid = result.invalid_numbers;
-  for (let i = 0; i < invalid.length; i++) {
-    buffer += (i ? ',' : '') + JSON.stringify(invalid[i]);
-    if (buffer.length >= sliceChars) yield* flush(false);
-  }
-  buffer += `],"summary":${JSON.stringify(result.summary)}}`;
-  yield* flush(true);
 }

@@ -2,7 +2,7 @@ import { create } from '@bufbuild/protobuf';
 import { Code, publicError } from '@dnc/kit';
 import { admissionv1 } from '@dnc/proto';
 import { digestMatches, parseApiKey } from './domain/api-key.js';
-import type { RateDecision } from './domain/rate-window.js';
+import { type RateDecision, secondsToReset } from './domain/rate-window.js';
 import type { RequestLimiter } from './limiter.js';
 import type { Refusals } from './public-errors.js';
 import type { KeyCredential } from './store/index.js';
@@ -78,7 +78,7 @@ export async function authenticateKey<T extends { credential: KeyCredential }>(
     throw refusals.reject(
       publicError(Code.ResourceExhausted, 'rate_limit_exceeded', {
         message: 'Rate limit exceeded; retry after the window resets.',
-        retryAfterSeconds: Math.max(1, verdict.rate.resetUnix - Math.floor(Date.now() / 1000)),
+        retryAfterSeconds: secondsToReset(Date.now(), verdict.rate.resetUnix),
         details: [rateInfo(verdict.rate)],
       }),
     );

@@ -11,7 +11,7 @@ import type { JobMetrics } from './metrics.js';
 import type { QuotaSettlement } from './settlement.js';
 import { BlobMissing, readBlob } from './store/blobs.js';
 import type { CleanupStore } from './store/cleanup.js';
-import { canonicalInput, isJobId, type JobRow, type JobStore } from './store/jobs.js';
+import { isJobId, type JobRow, type JobStore } from './store/jobs.js';
 
 const MAX_INPUTS = LIMITS.v2MaxInputs;
 
@@ -44,23 +44,19 @@ const invalidPhones = () =>
   });
 
 /**
- * The durable input of a submit: `canonical_phones` (a JSON array of strings, stored as received once
- * checked) or `phones` (serialized here). Either way bounded before anything is stored.
+ * The durable input of a submit: `canonical_phones`, a JSON array of strings, stored as received once
+ * checked; bounded before anything is stored.
  */
 function durableInput(req: jobsv1.SubmitJobRequest): { count: number; pieces: Iterable<string | Buffer> } {
-  if (req.canonicalPhones.length > 0) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(Buffer.from(req.canonicalPhones).toString('utf8'));
-    } catch {
-      throw invalidPhones();
-    }
-    if (!Array.isArray(parsed) || parsed.length > MAX_INPUTS) throw invalidPhones();
-    for (const p of parsed) if (typeof p !== 'string' || !isPhoneWithinLimit(p)) throw invalidPhones();
-    return { count: parsed.length, pieces: [Buffer.from(req.canonicalPhones)] };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(req.canonicalPhones).toString('utf8'));
+  } catch {
+    throw invalidPhones();
   }
-  if (req.phones.length > MAX_INPUTS || !req.phones.every(isPhoneWithinLimit)) throw invalidPhones();
-  return { count: req.phones.length, pieces: canonicalInput(req.phones) };
+  if (!Array.isArray(parsed) || parsed.length > MAX_INPUTS) throw invalidPhones();
+  for (const p of parsed) if (typeof p !== 'string' || !isPhoneWithinLimit(p)) throw invalidPhones();
+  return { count: parsed.length, pieces: [Buffer.from(req.canonicalPhones)] };
 }
 
 export interface RouteDeps {

@@ -89,7 +89,7 @@ describe('job scheduler through its gRPC API (real quota, adapter, Postgres, NAT
       orgId: h.org,
       reservationId: `res_${accepted.jobId}`,
       country: 'mx',
-      phones,
+      canonicalPhones: Buffer.from(JSON.stringify(phones)),
     });
     expect(again.job?.status).toBe(status.SUCCEEDED);
     const blobs = await h.db.query(`SELECT kind FROM jobs.job_blobs WHERE job_id = $1`, [accepted.jobId]);

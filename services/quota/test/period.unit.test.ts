@@ -1,23 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { fits, periodOf, transition } from '../src/domain/period.js';
+import { periodOf, transition } from '../src/domain/period.js';
 
 describe('quota period (UTC calendar month)', () => {
   it('uses the UTC month, not the local one', () => {
     expect(periodOf(new Date('2026-01-31T23:59:59.999Z'))).toBe('2026-01');
     expect(periodOf(new Date('2026-02-01T00:00:00.000Z'))).toBe('2026-02');
     expect(periodOf(new Date('2026-12-31T23:00:00-05:00'))).toBe('2027-01');
-  });
-});
-
-describe('fits: used + reserved never above the limit', () => {
-  it('accepts a reservation that lands exactly on the limit', () => {
-    expect(fits(100, 60, 30, 10)).toBe(true);
-  });
-  it('refuses one input more', () => {
-    expect(fits(100, 60, 30, 11)).toBe(false);
-  });
-  it('refuses anything when no limit was set (limit 0)', () => {
-    expect(fits(0, 0, 0, 1)).toBe(false);
   });
 });
 

@@ -122,73 +122,77 @@ function drillToProto(drill: Drill) {
   return { latencyMs: drill.latencyMs, failure };
 }
 
+/**
+ * RegistryAdminService.Load: a header (country, mode), then chunks of registry lines, committed as one
+ * new snapshot (store/registry-load.ts); the index swaps to it at once.
+ */
+async function loadSnapshot(deps: AdapterDeps, requests: AsyncIterable<registryv1.LoadRequest>) {
+  const { country } = deps;
+  const store = deps.store;
+  if (!store) {
+    throw new ConnectError(
+      'this adapter serves a remote registry; there is nothing to load',
+      Code.FailedPrecondition,
+    );
+  }
+  const iterator = requests[Symbol.asyncIterator]();
+  const first = await iterator.next();
+  if (first.done || first.value.part.case !== 'header') {
+    throw new ConnectError('the first message must be the header', Code.InvalidArgument);
+  }
+  const header = first.value.part.value;
+  if (header.country !== country) {
+    throw new ConnectError(`this adapter serves country ${country}`, Code.InvalidArgument);
+  }
+  const mode = LOAD_MODES[header.mode];
+  if (!mode) throw new ConnectError('mode must be replace, add or remove', Code.InvalidArgument);
+  async function* chunks(): AsyncGenerator<readonly string[]> {
+    for (;;) {
+      const next = await iterator.next();
+      if (next.done) return;
+      if (next.value.part.case !== 'chunk') {
+        throw new ConnectError('only chunks may follow the header', Code.InvalidArgument);
+      }
+      yield next.value.part.value.lines;
+    }
+  }
+  const started = Date.now();
+  try {
+    const result = await loadRegistry(store, deps.normalizer, mode, chunks());
+    deps.logger.info(
+      {
+        mode,
+        snapshot_id: result.snapshot.id,
+        registry_size: result.snapshot.size,
+        lines_read: result.linesRead,
+        rejected: result.rejected,
+        ms: Date.now() - started,
+      },
+      'registry snapshot committed',
+    );
+    await deps.onSnapshotCommitted?.().catch((error) => {
+      deps.logger.warn({ err: error }, 'swap after load failed; the poll retries');
+    });
+    return {
+      snapshotId: result.snapshot.id,
+      linesRead: BigInt(result.linesRead),
+      accepted: BigInt(result.accepted),
+      rejected: BigInt(result.rejected),
+      registrySize: BigInt(result.snapshot.size),
+      snapshotTime: timestampFromDate(result.snapshot.time),
+    };
+  } catch (error) {
+    if (error instanceof LoadRefused) {
+      throw new ConnectError(error.message, error.kind === 'busy' ? Code.Aborted : Code.FailedPrecondition);
+    }
+    throw error;
+  }
+}
+
 export function registryAdminService(deps: AdapterDeps): ServiceImpl<typeof registryv1.RegistryAdminService> {
   const { country } = deps;
   return {
-    async load(requests) {
-      const store = deps.store;
-      if (!store) {
-        throw new ConnectError(
-          'this adapter serves a remote registry; there is nothing to load',
-          Code.FailedPrecondition,
-        );
-      }
-      const iterator = requests[Symbol.asyncIterator]();
-      const first = await iterator.next();
-      if (first.done || first.value.part.case !== 'header') {
-        throw new ConnectError('the first message must be the header', Code.InvalidArgument);
-      }
-      const header = first.value.part.value;
-      if (header.country !== country) {
-        throw new ConnectError(`this adapter serves country ${country}`, Code.InvalidArgument);
-      }
-      const mode = LOAD_MODES[header.mode];
-      if (!mode) throw new ConnectError('mode must be replace, add or remove', Code.InvalidArgument);
-      async function* chunks(): AsyncGenerator<readonly string[]> {
-        for (;;) {
-          const next = await iterator.next();
-          if (next.done) return;
-          if (next.value.part.case !== 'chunk') {
-            throw new ConnectError('only chunks may follow the header', Code.InvalidArgument);
-          }
-          yield next.value.part.value.lines;
-        }
-      }
-      const started = Date.now();
-      try {
-        const result = await loadRegistry(store, deps.normalizer, mode, chunks());
-        deps.logger.info(
-          {
-            mode,
-            snapshot_id: result.snapshot.id,
-            registry_size: result.snapshot.size,
-            lines_read: result.linesRead,
-            rejected: result.rejected,
-            ms: Date.now() - started,
-          },
-          'registry snapshot committed',
-        );
-        await deps.onSnapshotCommitted?.().catch((error) => {
-          deps.logger.warn({ err: error }, 'swap after load failed; the poll retries');
-        });
-        return {
-          snapshotId: result.snapshot.id,
-          linesRead: BigInt(result.linesRead),
-          accepted: BigInt(result.accepted),
-          rejected: BigInt(result.rejected),
-          registrySize: BigInt(result.snapshot.size),
-          snapshotTime: timestampFromDate(result.snapshot.time),
-        };
-      } catch (error) {
-        if (error instanceof LoadRefused) {
-          throw new ConnectError(
-            error.message,
-            error.kind === 'busy' ? Code.Aborted : Code.FailedPrecondition,
-          );
-        }
-        throw error;
-      }
-    },
+    load: (requests) => loadSnapshot(deps, requests),
 
     async getRegistryStatus() {
       if (deps.store) {

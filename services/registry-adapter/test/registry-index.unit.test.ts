@@ -2,14 +2,8 @@ import { registryv1 } from '@dnc/proto';
 import { describe, expect, it } from 'vitest';
 import { checkPhones } from '../src/check.js';
 import { adapterConfig } from '../src/config.js';
-import {
-  difference,
-  isSortedDistinct,
-  KeyBuffer,
-  RegistryIndex,
-  sortDistinct,
-  union,
-} from '../src/index/registry-index.js';
+import { RegistryIndex } from '../src/index/registry-index.js';
+import { difference, isSortedDistinct, KeyBuffer, sortDistinct, union } from '../src/key-set.js';
 import { DrillProvider } from '../src/providers/drill-provider.js';
 import { type LookupResult, ProviderError, type RegistryProvider } from '../src/providers/provider.js';
 

@@ -89,7 +89,13 @@ export function v2Routes(config: GatewayConfig, upstream: Upstream, fingerprint:
         return reply.code(202).send(jobResource(outcome.job, baseUrl));
       },
     );
+    await app.register(jobReadRoutes(upstream, baseUrl));
+  };
+}
 
+/** GET /v2/scrub/{id}, GET .../result and POST .../cancel: one scheduler call each, for the caller's organization. */
+function jobReadRoutes(upstream: Pick<Upstream, 'getJob' | 'jobResult' | 'cancelJob'>, baseUrl: string) {
+  return async (app: FastifyInstance) => {
     app.get<{ Params: { job_id: string } }>(
       '/v2/scrub/:job_id',
       { config: { auth: true }, schema: routeSchema('getScrubJob') },

@@ -86,28 +86,13 @@ export function batchedCalls(upstreams: UpstreamClients, metrics?: Registry): Ba
     );
   }, options('complete'));
 
-  // One batcher per adapter address (and country): the phones of a batch go in one Check, in order,
-  // and each request takes back its own slice of the outcomes.
+  // One batcher per adapter address (and country).
   const checks = new Map<string, Batcher<Timed<readonly string[]>, registryv1.CheckResponse>>();
   function checkBatcher(address: string, country: string) {
     const key = `${country} ${address}`;
     let batcher = checks.get(key);
     if (!batcher) {
-      batcher = new Batcher<Timed<readonly string[]>, registryv1.CheckResponse>(async (items) => {
-        const timeoutMs = remaining(items);
-        if (timeoutMs <= 0) return items.map(expired);
-        const phones = items.length === 1 ? items[0]!.value : items.flatMap((i) => i.value);
-        const answer = await upstreams.adapter(address).check(checkRequest(country, phones), { timeoutMs });
-        if (answer.outcomes.length !== phones.length)
-          throw new ConnectError('the adapter answered the wrong number of outcomes', Code.Internal);
-        if (items.length === 1) return [answer];
-        let offset = 0;
-        return items.map((i) => {
-          const outcomes = answer.outcomes.slice(offset, offset + i.value.length);
-          offset += i.value.length;
-          return { ...answer, outcomes };
-        });
-      }, options('check'));
+      batcher = sharedChecks(upstreams, address, country, options('check'));
       checks.set(key, batcher);
     }
     return batcher;
@@ -124,4 +109,31 @@ export function batchedCalls(upstreams: UpstreamClients, metrics?: Registry): Ba
       return checkBatcher(address, country).submit({ value: phones, deadline: Date.now() + timeoutMs });
     },
   };
+}
+
+/**
+ * Checks of one adapter and country that share calls: the phones of a batch go in one Check, in order,
+ * and each request takes back its own slice of the outcomes.
+ */
+function sharedChecks(
+  upstreams: UpstreamClients,
+  address: string,
+  country: string,
+  options: BatcherOptions,
+): Batcher<Timed<readonly string[]>, registryv1.CheckResponse> {
+  return new Batcher<Timed<readonly string[]>, registryv1.CheckResponse>(async (items) => {
+    const timeoutMs = remaining(items);
+    if (timeoutMs <= 0) return items.map(expired);
+    const phones = items.length === 1 ? items[0]!.value : items.flatMap((i) => i.value);
+    const answer = await upstreams.adapter(address).check(checkRequest(country, phones), { timeoutMs });
+    if (answer.outcomes.length !== phones.length)
+      throw new ConnectError('the adapter answered the wrong number of outcomes', Code.Internal);
+    if (items.length === 1) return [answer];
+    let offset = 0;
+    return items.map((i) => {
+      const outcomes = answer.outcomes.slice(offset, offset + i.value.length);
+      offset += i.value.length;
+      return { ...answer, outcomes };
+    });
+  }, options);
 }

@@ -4,22 +4,14 @@ import { isTerminalJobStatus, type JobStatus, type TerminalJobStatus } from '@dn
 // vocabulary of JobError are the contract's (@dnc/api-contract/limits: JOB_STATUSES, JOB_ERROR_CODES);
 // their form on the wire is kit's protoJobStatus / jobStatusOf. This module holds the rules.
 
-/**
- * Every transition the States table allows. A terminal state never changes; `cancelled` is reached
- * from `queued` at once, or from `running` when no external registry call is in progress.
+/*
+ * The transitions of the States table are enforced where they happen, by the store under the job's
+ * row lock (store/jobs.ts), not by a mirror here: queued -> running in `claim` (a running job whose
+ * lease expired is claimed again), running -> succeeded | failed only with the lease token
+ * (`WHERE ... lease_token = $2 AND status = 'running'`), and every terminalization in
+ * `terminalizeLocked` (`WHERE id = $1 AND status IN ('queued', 'running')`), so a terminal state never
+ * changes. The job tests provoke each (test/jobs.int.test.ts, test/e2e/jobs*.e2e.test.ts).
  */
-const ALLOWED: Readonly<Record<JobStatus, readonly JobStatus[]>> = {
-  queued: ['running', 'cancelled', 'expired'],
-  running: ['succeeded', 'failed', 'cancelled', 'expired'],
-  succeeded: [],
-  failed: [],
-  cancelled: [],
-  expired: [],
-};
-
-export function canTransition(from: JobStatus, to: JobStatus): boolean {
-  return ALLOWED[from].includes(to);
-}
 
 /** What a cancel request does, by the States table. */
 export type CancelDecision =

@@ -531,18 +531,3 @@ export class JobStore {
     return toRow(u.rows[0] as Raw);
   }
 }
-
-/** The durable input: the phones as one JSON array, in pieces (no 25 MiB string at once). */
-export function* canonicalInput(phones: readonly string[], pieceSize = 20_000): Generator<string> {
-  if (phones.length === 0) {
-    yield '[]';
-    return;
-  }
-  for (let i = 0; i < phones.length; i += pieceSize) {
-    const slice = phones.slice(i, i + pieceSize);
-    const body = JSON.stringify(slice);
-    const open = i === 0 ? '[' : ',';
-    const close = i + pieceSize >= phones.length ? ']' : '';
-    yield open + body.slice(1, -1) + close;
-  }
-}

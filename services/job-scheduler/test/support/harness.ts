@@ -91,7 +91,13 @@ export async function startJobsHarness(
         amount: BigInt(phones.length),
         kind: quotav1.UsageKind.JOB,
       });
-      const r = await jobs.submitJob({ jobId, orgId, reservationId, country: 'mx', phones });
+      const r = await jobs.submitJob({
+        jobId,
+        orgId,
+        reservationId,
+        country: 'mx',
+        canonicalPhones: Buffer.from(JSON.stringify(phones)),
+      });
       return r.job!;
     },
     async waitFor(jobId, pred, timeoutMs = 30_000, orgId = org) {

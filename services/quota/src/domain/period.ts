@@ -4,14 +4,11 @@ export function periodOf(at: Date): string {
   return `${at.getUTCFullYear()}-${month}`;
 }
 
-/**
- * Whether a reservation of `amount` fits an account. The invariant the ledger keeps is
- * `used + reserved <= limit`; a reservation that would break it is refused whole (never partly).
- * The ledger applies this rule in SQL, in `quota.reserve_many` (migrations), under the account lock.
+/*
+ * The invariant of an account, `used + reserved <= limit`, lives in SQL only: `quota.reserve_many`
+ * (migrations/1763790000000_quota-batches.sql) refuses a reservation that would break it, whole, under
+ * the account's lock (test/batch.int.test.ts provokes it at the limit and one past it).
  */
-export function fits(limit: number, used: number, reserved: number, amount: number): boolean {
-  return used + reserved + amount <= limit;
-}
 
 /** Reservation state machine: reserved -> committed | released; both terminal. */
 export type ReservationState = 'reserved' | 'committed' | 'released';

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
+import { sortDistinct } from '../key-set.js';
 import type { RegistryStore } from '../store/registry-store.js';
-import { RegistryIndex, sortDistinct } from './registry-index.js';
+import { RegistryIndex } from './registry-index.js';
 
 /**
  * Keeps this replica's in-memory index on the store's current snapshot: it polls the pointer every

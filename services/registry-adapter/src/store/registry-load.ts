@@ -1,5 +1,5 @@
 import { isPhoneWithinLimit } from '@dnc/api-contract/limits';
-import { difference, KeyBuffer, sortDistinct, union } from '../index/registry-index.js';
+import { difference, KeyBuffer, sortDistinct, union } from '../key-set.js';
 import { isRegistryKey, type Normalizer } from '../validation.js';
 import type { RegistryStore, SnapshotInfo } from './registry-store.js';
 

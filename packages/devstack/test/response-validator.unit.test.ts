@@ -1,5 +1,6 @@
+import { buildOpenApiDocument } from '@dnc/api-contract';
 import { describe, expect, it } from 'vitest';
-import { buildOpenApiDocument, createResponseValidator } from '../src/index.js';
+import { createResponseValidator } from '../src/response-validator.js';
 
 const validator = createResponseValidator(buildOpenApiDocument());
 const JOB_ID = '2c0f4a52-6a3e-4bb4-8f0d-2a9e5f6a1b7c';

@@ -1,7 +1,12 @@
+import {
+  ABSENT_HEADERS_EXTENSION,
+  ERROR_CODES,
+  isErrorCode,
+  type JsonObject,
+  type OpenApiDocument,
+} from '@dnc/api-contract';
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import { ERROR_CODES, isErrorCode } from './error-codes.js';
-import { ABSENT_HEADERS_EXTENSION, type JsonObject, type OpenApiDocument } from './openapi.js';
 
 // ajv-formats is CommonJS with `exports.default`; under NodeNext the default import is the module object.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ??
@@ -117,36 +122,11 @@ export function createResponseValidator(document: OpenApiDocument): ResponseVali
 
   const compiled = new Map<string, CompiledResponse>();
   const compile = (key: string, responseRef: unknown): CompiledResponse => {
-    const cached = compiled.get(key);
-    if (cached) return cached;
-    const response = resolve<JsonObject>(document, responseRef);
-    const headers: CompiledResponse['headers'] = {};
-    for (const [name, headerRef] of Object.entries((response['headers'] ?? {}) as JsonObject)) {
-      const header = resolve<HeaderObject>(document, headerRef);
-      const schema = (header.schema ?? {}) as JsonObject;
-      headers[name] = {
-        required: header.required === true,
-        validate: ajv.compile(rewriteRefs(schema) as JsonObject),
-        type: schema['type'],
-      };
+    let entry = compiled.get(key);
+    if (!entry) {
+      entry = compileResponse(ajv, document, responseRef);
+      compiled.set(key, entry);
     }
-    const entry: CompiledResponse = {
-      headers,
-      absentHeaders: (response[ABSENT_HEADERS_EXTENSION] as string[] | undefined) ?? [],
-    };
-    const media = (response['content'] as JsonObject | undefined)?.['application/json'] as
-      | JsonObject
-      | undefined;
-    if (media?.['schema']) {
-      const schema = media['schema'] as JsonObject;
-      const schemaRef = typeof schema['$ref'] === 'string' ? schema['$ref'] : undefined;
-      const body: NonNullable<CompiledResponse['body']> = {
-        validate: ajv.compile(rewriteRefs(schema) as JsonObject),
-      };
-      if (schemaRef) body.schemaName = schemaRef.slice(schemaRef.lastIndexOf('/') + 1);
-      entry.body = body;
-    }
-    compiled.set(key, entry);
     return entry;
   };
 
@@ -166,19 +146,7 @@ export function createResponseValidator(document: OpenApiDocument): ResponseVali
     const problems: string[] = [];
     const template = findTemplate(received.route);
 
-    if (!template) {
-      // Unknown route: the one documented answer is 404 not_found.
-      if (received.status !== 404)
-        problems.push(`unknown route answered ${received.status}, expected 404 not_found`);
-      const body = received.body as JsonObject | undefined;
-      if (
-        body?.['error'] !== 'not_found' ||
-        Object.keys(body).some((key) => key !== 'error' && key !== 'message')
-      ) {
-        problems.push(`unknown route body must be {"error":"not_found"}`);
-      }
-      return problems.map((problem) => `${label}: ${problem}`);
-    }
+    if (!template) return unknownRouteProblems(received).map((problem) => `${label}: ${problem}`);
 
     const pathItem = document.paths[template] as Record<string, JsonObject | undefined>;
     let operation = pathItem[method];
@@ -201,38 +169,7 @@ export function createResponseValidator(document: OpenApiDocument): ResponseVali
     }
     const response = compile(`${operationMethod} ${template} ${received.status}`, responseRef);
 
-    for (const [name, header] of Object.entries(response.headers)) {
-      const raw = headerValue(received.headers, name);
-      if (raw === undefined) {
-        if (header.required) problems.push(`missing header ${name}`);
-        continue;
-      }
-      if (!header.validate(coerceHeader(raw, header.type))) {
-        problems.push(...describeErrors(`header ${name}`, header.validate.errors));
-      }
-    }
-    for (const name of response.absentHeaders) {
-      if (headerValue(received.headers, name) !== undefined)
-        problems.push(`header ${name} must not be present`);
-    }
-
-    if (response.body) {
-      if (received.body === undefined) {
-        problems.push('missing JSON body');
-      } else {
-        const contentType = headerValue(received.headers, 'content-type');
-        if (contentType !== undefined && !contentType.toLowerCase().startsWith('application/json')) {
-          problems.push(`content-type ${contentType} is not application/json`);
-        }
-        if (!response.body.validate(received.body)) {
-          problems.push(...describeErrors('body', response.body.validate.errors));
-        } else {
-          problems.push(...semanticProblems(response.body.schemaName, received));
-        }
-      }
-    } else if (received.body !== undefined && received.body !== '') {
-      problems.push('undocumented body');
-    }
+    problems.push(...headerProblems(response, received), ...bodyProblems(response, received));
     return problems.map((problem) => `${label}: ${problem}`);
   };
 
@@ -246,19 +183,111 @@ export function createResponseValidator(document: OpenApiDocument): ResponseVali
     check,
     assert,
     async assertFetchResponse(method, route, response) {
-      const text = await response.text();
-      let body: unknown;
-      if (text !== '') {
-        try {
-          body = JSON.parse(text);
-        } catch {
-          throw new Error(`${method.toUpperCase()} ${route} -> ${response.status}: the body is not JSON`);
-        }
-      }
+      const body = await fetchedBody(method, route, response);
       assert({ method, route, status: response.status, headers: response.headers, body });
       return body;
     },
   };
+}
+
+/** A route the document does not name: the one documented answer is 404 not_found. */
+function unknownRouteProblems(received: ReceivedResponse): string[] {
+  const problems: string[] = [];
+  if (received.status !== 404)
+    problems.push(`unknown route answered ${received.status}, expected 404 not_found`);
+  const body = received.body as JsonObject | undefined;
+  if (
+    body?.['error'] !== 'not_found' ||
+    Object.keys(body).some((key) => key !== 'error' && key !== 'message')
+  ) {
+    problems.push(`unknown route body must be {"error":"not_found"}`);
+  }
+  return problems;
+}
+
+/** Read a fetch Response's body and check it with the rest of the answer. */
+async function fetchedBody(method: string, route: string, response: Response): Promise<unknown> {
+  const text = await response.text();
+  if (text === '') return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new Error(`${method.toUpperCase()} ${route} -> ${response.status}: the body is not JSON`);
+  }
+}
+
+function compileResponse(ajv: Ajv2020, document: OpenApiDocument, responseRef: unknown): CompiledResponse {
+  const response = resolve<JsonObject>(document, responseRef);
+  const headers: CompiledResponse['headers'] = {};
+  for (const [name, headerRef] of Object.entries((response['headers'] ?? {}) as JsonObject)) {
+    const header = resolve<HeaderObject>(document, headerRef);
+    const schema = (header.schema ?? {}) as JsonObject;
+    headers[name] = {
+      required: header.required === true,
+      validate: ajv.compile(rewriteRefs(schema) as JsonObject),
+      type: schema['type'],
+    };
+  }
+  const entry: CompiledResponse = {
+    headers,
+    absentHeaders: (response[ABSENT_HEADERS_EXTENSION] as string[] | undefined) ?? [],
+  };
+  const media = (response['content'] as JsonObject | undefined)?.['application/json'] as
+    | JsonObject
+    | undefined;
+  if (media?.['schema']) {
+    const schema = media['schema'] as JsonObject;
+    const schemaRef = typeof schema['$ref'] === 'string' ? schema['$ref'] : undefined;
+    const body: NonNullable<CompiledResponse['body']> = {
+      validate: ajv.compile(rewriteRefs(schema) as JsonObject),
+    };
+    if (schemaRef) body.schemaName = schemaRef.slice(schemaRef.lastIndexOf('/') + 1);
+    entry.body = body;
+  }
+  return entry;
+}
+
+/** The documented headers present and valid, the ones that must be absent absent. */
+function headerProblems(response: CompiledResponse, received: ReceivedResponse): string[] {
+  const problems: string[] = [];
+  for (const [name, header] of Object.entries(response.headers)) {
+    const raw = headerValue(received.headers, name);
+    if (raw === undefined) {
+      if (header.required) problems.push(`missing header ${name}`);
+      continue;
+    }
+    if (!header.validate(coerceHeader(raw, header.type))) {
+      problems.push(...describeErrors(`header ${name}`, header.validate.errors));
+    }
+  }
+  for (const name of response.absentHeaders) {
+    if (headerValue(received.headers, name) !== undefined)
+      problems.push(`header ${name} must not be present`);
+  }
+  return problems;
+}
+
+/** The JSON body as documented (schema, then the rules a schema cannot state), or no body. */
+function bodyProblems(response: CompiledResponse, received: ReceivedResponse): string[] {
+  const problems: string[] = [];
+  if (response.body) {
+    if (received.body === undefined) {
+      problems.push('missing JSON body');
+    } else {
+      const contentType = headerValue(received.headers, 'content-type');
+      if (contentType !== undefined && !contentType.toLowerCase().startsWith('application/json')) {
+        problems.push(`content-type ${contentType} is not application/json`);
+      }
+      if (!response.body.validate(received.body)) {
+        problems.push(...describeErrors('body', response.body.validate.errors));
+      } else {
+        problems.push(...semanticProblems(response.body.schemaName, received));
+      }
+    }
+  } else if (received.body !== undefined && received.body !== '') {
+    problems.push('undocumented body');
+  }
+  return problems;
 }
 
 /** Rules of the service description that a JSON Schema cannot state. */
