@@ -66,8 +66,9 @@ function sizeRefusal(sizes: { canonical: Buffer; resultEstimate: number }): Mapp
  *   SubmitJob   stored | refused | unknown    abort, also when unknown (issue #14, item 2); SubmitJob is
  *                                             idempotent by job id, so a job stored after all is
  *                                             returned again to the retry of the same key
- *   ConfirmJob  confirmed | refused | unknown nothing: the job is durable and runs; admission's own
- *                                             recovery confirms the claim later
+ *   ConfirmJob  confirmed | refused | unknown nothing: the job is durable and runs; the claim stays
+ *                                             in progress until a retry of the key resumes it (same job
+ *                                             id) and confirms it
  */
 export async function submitV2(
   deps: FlowDeps<V2Upstream>,
