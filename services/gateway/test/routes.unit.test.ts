@@ -32,20 +32,23 @@ async function gateway(script: Script) {
   return { ...u, app };
 }
 
-const headers = (key?: string) => ({
-  authorization: 'Bearer dnc_test_key',
-  ...(key ? { 'idempotency-key': key } : {}),
-});
+/** POST one phone of mx to `url` with a key, and the Idempotency-Key when given. */
+function scrub(g: { app: FastifyInstance }, url: '/v1/scrub' | '/v2/scrub', idempotencyKey?: string) {
+  return g.app.inject({
+    method: 'POST',
+    url,
+    headers: {
+      authorization: 'Bearer dnc_test_key',
+      ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}),
+    },
+    payload: { country: 'mx', phones: ['5512345678'] },
+  });
+}
 
 describe('gateway routes over the in-memory upstream (routes translate HTTP; the flows decide)', () => {
   it('POST /v1/scrub: a small body is authenticated by Admit (no Authenticate call) and carries its rate-limit headers', async () => {
     const g = await gateway({ admit: () => ({ rateLimit: rate() }) });
-    const r = await g.app.inject({
-      method: 'POST',
-      url: '/v1/scrub',
-      headers: headers('k1'),
-      payload: { country: 'mx', phones: ['5512345678'] },
-    });
+    const r = await scrub(g, '/v1/scrub', 'k1');
     expect(r.statusCode).toBe(200);
     expect(r.json()).toMatchObject({ safe_numbers_to_call: ['5512345678'] });
     expect(r.headers['x-ratelimit-remaining']).toBe('41');
@@ -57,12 +60,7 @@ describe('gateway routes over the in-memory upstream (routes translate HTTP; the
 
   it('POST /v1/scrub refused before Admit (no Idempotency-Key): authenticated first, exactly once, then 400', async () => {
     const g = await gateway({});
-    const r = await g.app.inject({
-      method: 'POST',
-      url: '/v1/scrub',
-      headers: headers(),
-      payload: { country: 'mx', phones: ['5512345678'] },
-    });
+    const r = await scrub(g, '/v1/scrub');
     expect(r.statusCode).toBe(400);
     expect(r.json()).toEqual({
       error: 'validation_error',
@@ -78,12 +76,7 @@ describe('gateway routes over the in-memory upstream (routes translate HTTP; the
           details: [{ desc: admissionv1.RateLimitInfoSchema, value: rate() }],
         }),
     });
-    const r = await g.app.inject({
-      method: 'POST',
-      url: '/v1/scrub',
-      headers: headers('k1'),
-      payload: { country: 'mx', phones: ['5512345678'] },
-    });
+    const r = await scrub(g, '/v1/scrub', 'k1');
     expect(r.statusCode).toBe(403);
     expect(r.json()).toEqual({ error: 'country_not_in_plan' });
     expect(r.headers['x-ratelimit-remaining']).toBe('41');
@@ -92,24 +85,14 @@ describe('gateway routes over the in-memory upstream (routes translate HTTP; the
 
   it('POST /v1/scrub replayed: Idempotency-Replayed: true', async () => {
     const g = await gateway({ admit: () => ({ replay: true }) });
-    const r = await g.app.inject({
-      method: 'POST',
-      url: '/v1/scrub',
-      headers: headers('k1'),
-      payload: { country: 'mx', phones: ['5512345678'] },
-    });
+    const r = await scrub(g, '/v1/scrub', 'k1');
     expect(r.statusCode).toBe(200);
     expect(r.headers['idempotency-replayed']).toBe('true');
   });
 
   it('POST /v2/scrub: authenticated before the body, 202 with the job resource; a terminal replay is 200', async () => {
     const g = await gateway({});
-    const r = await g.app.inject({
-      method: 'POST',
-      url: '/v2/scrub',
-      headers: headers('k2'),
-      payload: { country: 'mx', phones: ['5512345678'] },
-    });
+    const r = await scrub(g, '/v2/scrub', 'k2');
     expect(r.statusCode).toBe(202);
     const body = r.json();
     expect(body).toMatchObject({ status: 'queued', country: 'mx', submitted_count: 1 });
@@ -121,12 +104,7 @@ describe('gateway routes over the in-memory upstream (routes translate HTTP; the
       admit: () => ({ replay: true }),
       getJob: () => job('0b0b0b0b-0000-4000-8000-00000000000f', jobsv1.JobStatus.SUCCEEDED),
     });
-    const replay = await again.app.inject({
-      method: 'POST',
-      url: '/v2/scrub',
-      headers: headers('k2'),
-      payload: { country: 'mx', phones: ['5512345678'] },
-    });
+    const replay = await scrub(again, '/v2/scrub', 'k2');
     expect(replay.statusCode).toBe(200);
     expect(replay.headers['idempotency-replayed']).toBe('true');
     expect(replay.json()).toMatchObject({ status: 'succeeded' });
