@@ -35,10 +35,11 @@ const adapterDist = (p) => pathToFileURL(path.join(ROOT, 'services/registry-adap
 
 /** The adapter's own pieces, from its build output. */
 async function adapterParts() {
-  const [{ createNumbering }, { RegistryIndex, KeyBuffer }, { checkPhones }, { LocalProvider }] =
+  const [{ createNumbering }, { RegistryIndex }, { KeyBuffer }, { checkPhones }, { LocalProvider }] =
     await Promise.all([
       import(adapterDist('numbering/index.js')),
       import(adapterDist('index/registry-index.js')),
+      import(adapterDist('key-set.js')),
       import(adapterDist('check.js')),
       import(adapterDist('providers/local-provider.js')),
     ]);
