@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Runs the dnc-admin CLI inside the cluster, in a short-lived pod of the platform release, and
 # removes the pod when the command ends. The pod carries the labels the chart's NetworkPolicies
-# allow to call admission, quota, the job scheduler and the adapters (networkPolicy.adminAccess),
-# holds no secret, and runs with the same hardened security context as the services.
+# allow to reach the admin ports of admission, quota, the job scheduler and the adapters
+# (networkPolicy.adminAccess), authenticates with the operator certificate (the Secret the chart's
+# tls.operator Certificate writes, or DNC_OPERATOR_SECRET), and runs with the same hardened security
+# context as the services. Every call it makes is written in the audit log of the service it calls.
 #
 #   deploy/dnc-admin.sh org create --name "Acme"
 #   deploy/dnc-admin.sh registry load --country co --file - < registry-co.csv
 #
 # Environment: DNC_NAMESPACE (default dnc), DNC_RELEASE (platform release, default dnc-scrub),
-# DNC_IMAGE (default: the image the release's admission Deployment runs).
+# DNC_IMAGE (default: the image the release's admission Deployment runs), DNC_OPERATOR_SECRET
+# (default <release>-operator-tls), DNC_TRUST_DOMAIN (default dnc.internal).
 set -euo pipefail
 
 ns=${DNC_NAMESPACE:-dnc}
@@ -18,7 +21,9 @@ if [[ $release == *dnc-scrub* ]]; then full=$release; else full=$release-dnc-scr
 image=${DNC_IMAGE:-$(kubectl -n "$ns" get deployment "$full-admission" \
   -o jsonpath='{.spec.template.spec.containers[0].image}')}
 name=dnc-admin-$(date +%s)-$RANDOM
-grpc() { printf 'http://%s-%s.%s.svc:50051' "$full" "$1" "$ns"; }
+operator_secret=${DNC_OPERATOR_SECRET:-$full-operator-tls}
+trust_domain=${DNC_TRUST_DOMAIN:-dnc.internal}
+admin() { printf 'https://%s-%s.%s.svc:50052' "$full" "$1" "$ns"; }
 
 # JSON array of the CLI arguments.
 args_json=$(printf '%s\0' "$@" | node -e '
@@ -33,7 +38,7 @@ overrides=$(
     "automountServiceAccountToken": false,
     "enableServiceLinks": false,
     "securityContext": {
-      "runAsNonRoot": true, "runAsUser": 1000, "runAsGroup": 1000,
+      "runAsNonRoot": true, "runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000,
       "seccompProfile": {"type": "RuntimeDefault"}
     },
     "containers": [{
@@ -44,18 +49,26 @@ overrides=$(
       "stdin": true,
       "stdinOnce": true,
       "env": [
-        {"name": "DNC_ADMISSION_ADDR", "value": "$(grpc admission)"},
-        {"name": "DNC_QUOTA_ADDR", "value": "$(grpc quota)"},
-        {"name": "DNC_JOBS_ADDR", "value": "$(grpc job-scheduler)"}
+        {"name": "DNC_ADMISSION_ADMIN_ADDR", "value": "$(admin admission)"},
+        {"name": "DNC_QUOTA_ADMIN_ADDR", "value": "$(admin quota)"},
+        {"name": "DNC_JOBS_ADMIN_ADDR", "value": "$(admin job-scheduler)"},
+        {"name": "DNC_TLS_DIR", "value": "/var/run/dnc/tls"},
+        {"name": "DNC_TRUST_DOMAIN", "value": "$trust_domain"}
       ],
       "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
       "securityContext": {
         "allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true, "runAsNonRoot": true,
         "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}
       },
-      "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}]
+      "volumeMounts": [
+        {"name": "tmp", "mountPath": "/tmp"},
+        {"name": "tls", "mountPath": "/var/run/dnc/tls", "readOnly": true}
+      ]
     }],
-    "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}]
+    "volumes": [
+      {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
+      {"name": "tls", "secret": {"secretName": "$operator_secret", "defaultMode": 288}}
+    ]
   }
 }
 JSON

@@ -10,7 +10,8 @@
 #   3. helm-unittest suites of both charts;
 #   4. promtool check rules + promtool test rules of the alert rules, and a runbook per alert;
 #   5. each chart's README.md is what helm-docs generates from README.md.gotmpl and values.yaml
-#      (`scripts/charts/check.sh --write-docs` regenerates them and exits).
+#      (`scripts/charts/check.sh --write-docs` regenerates them and exits);
+#   6. the NATS users of deploy/*/nats-values.yaml match the permissions in the code.
 #
 # Tools are built from the Go module proxy (and promtool from Debian's prometheus package) into
 # a cache directory on first use; later runs reuse them. Needs: bash, go, node, and apt-get (as
@@ -331,6 +332,15 @@ else
   done
 fi
 rm -rf "$docs"
+
+# ---------------------------------------------------------------------------------------------
+step "NATS users and permissions"
+if report=$(node "$ROOT/scripts/charts/nats-authorization.mjs" --check 2>&1); then
+  ok "deploy/*/nats-values.yaml users match packages/kit/src/security/nats-permissions.ts"
+else
+  fail "NATS users of deploy/*/nats-values.yaml"
+  echo "$report" | sed 's/^/     /'
+fi
 
 # ---------------------------------------------------------------------------------------------
 printf '\nchart checks took %s s\n' "$(($(date +%s) - start_all))"

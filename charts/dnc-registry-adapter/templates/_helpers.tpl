@@ -66,3 +66,18 @@ dnc-scrub/country: {{ include "dnc-registry-adapter.country" . }}
 {{- end }}
 {{- $grace }}
 {{- end }}
+
+{{/* Workload identity of this adapter: registry-adapter-<country> (its NATS user too). */}}
+{{- define "dnc-registry-adapter.identity" -}}
+{{- printf "registry-adapter-%s" (include "dnc-registry-adapter.country" .) }}
+{{- end }}
+
+{{- define "dnc-registry-adapter.tlsSecretName" -}}
+{{- if .Values.tls.existingSecret }}
+{{- .Values.tls.existingSecret }}
+{{- else if .Values.tls.certManager.enabled }}
+{{- printf "%s-tls" (include "dnc-registry-adapter.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- fail "tls: the adapter has no certificate: enable tls.certManager or set tls.existingSecret" }}
+{{- end }}
+{{- end }}

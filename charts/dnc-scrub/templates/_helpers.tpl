@@ -89,9 +89,14 @@ the ServiceAccount the chart creates; it uses an existing one or the namespace d
 {{- required "existingSecret is required: the name of a Secret with the keys listed under secretKeys" .Values.existingSecret }}
 {{- end }}
 
-{{/* Address of an internal gRPC (h2c) service as the services expect it: http://host:port. */}}
+{{/* Address of an internal service's data-plane listener (HTTP/2 over mTLS): https://host:port. */}}
 {{- define "dnc-scrub.grpcAddr" -}}
-{{- printf "http://%s.%s.svc:%d" (include "dnc-scrub.componentName" .) .root.Release.Namespace (int .root.Values.ports.grpc) }}
+{{- printf "https://%s.%s.svc:%d" (include "dnc-scrub.componentName" .) .root.Release.Namespace (int .root.Values.ports.grpc) }}
+{{- end }}
+
+{{/* Address of a service's admin listener (operator only; admission reaches quota's for SetLimit). */}}
+{{- define "dnc-scrub.adminAddr" -}}
+{{- printf "https://%s.%s.svc:%d" (include "dnc-scrub.componentName" .) .root.Release.Namespace (int .root.Values.ports.admin) }}
 {{- end }}
 
 {{/* Pod-level security context: non-root, RuntimeDefault seccomp. */}}

@@ -12,18 +12,21 @@ and the kubelet must not kill it before both are over.
 {{- $grace }}
 {{- end }}
 
-{{/* Probes of an internal Connect service: grpc.health.v1 on the gRPC port. */}}
+{{/*
+Probes of an internal Connect service: grpc.health.v1 on the plaintext health port, which answers
+health and nothing else (the kubelet presents no client certificate; the gRPC port requires one).
+*/}}
 {{- define "dnc-scrub.grpcProbes" -}}
 {{- $p := .Values.probes }}
 startupProbe:
   grpc:
-    port: {{ .Values.ports.grpc }}
+    port: {{ .Values.ports.health }}
   periodSeconds: {{ $p.startup.periodSeconds }}
   failureThreshold: {{ $p.startup.failureThreshold }}
   timeoutSeconds: {{ $p.timeoutSeconds }}
 readinessProbe:
   grpc:
-    port: {{ .Values.ports.grpc }}
+    port: {{ .Values.ports.health }}
   periodSeconds: {{ $p.readiness.periodSeconds }}
   failureThreshold: {{ $p.readiness.failureThreshold }}
   timeoutSeconds: {{ $p.timeoutSeconds }}
@@ -42,7 +45,8 @@ livenessProbe:
 
 {{/*
 One Deployment of the platform: dict "root" $ "component" "admission" "role" "admission"
-"values" .Values.admission "env" (yaml list string) "grpc" true|false "http" true|false.
+"values" .Values.admission "env" (yaml list string) "grpc" true|false "http" true|false
+"admin" true|false. The component name is the process's workload identity.
 */}}
 {{- define "dnc-scrub.deployment" -}}
 {{- $root := .root }}
@@ -101,12 +105,30 @@ spec:
             - name: grpc
               containerPort: {{ $root.Values.ports.grpc }}
               protocol: TCP
+            - name: health
+              containerPort: {{ $root.Values.ports.health }}
+              protocol: TCP
+            {{- end }}
+            {{- if .admin }}
+            - name: admin
+              containerPort: {{ $root.Values.ports.admin }}
+              protocol: TCP
             {{- end }}
             - name: metrics
               containerPort: {{ $root.Values.ports.metrics }}
               protocol: TCP
           env:
             {{- include "dnc-scrub.commonEnv" $root | nindent 12 }}
+            {{- include "dnc-scrub.tlsEnv" (dict "root" $root) | nindent 12 }}
+            {{- include "dnc-scrub.natsEnv" (dict "root" $root "user" .component) | nindent 12 }}
+            {{- if .grpc }}
+            - name: DNC_HEALTH_PORT
+              value: {{ $root.Values.ports.health | int | quote }}
+            {{- end }}
+            {{- if .admin }}
+            - name: DNC_ADMIN_PORT
+              value: {{ $root.Values.ports.admin | int | quote }}
+            {{- end }}
             {{- with .env }}
             {{- . | nindent 12 }}
             {{- end }}
@@ -145,11 +167,13 @@ spec:
             {{- include "dnc-scrub.containerSecurityContext" $root | nindent 12 }}
           volumeMounts:
             {{- include "dnc-scrub.tmpVolumeMount" $root | nindent 12 }}
+            {{- include "dnc-scrub.tlsVolumeMount" $root | nindent 12 }}
       volumes:
         {{- include "dnc-scrub.tmpVolume" $root | nindent 8 }}
+        {{- include "dnc-scrub.tlsVolume" (dict "root" $root "identity" .component) | nindent 8 }}
 {{- end }}
 
-{{/* ClusterIP Service of a component: dict "root" $ "component" "admission" "grpc" true "http" false. */}}
+{{/* ClusterIP Service of a component: dict "root" $ "component" "admission" "grpc" true "http" false "admin" true. */}}
 {{- define "dnc-scrub.service" -}}
 {{- $root := .root }}
 apiVersion: v1
@@ -171,11 +195,18 @@ spec:
       protocol: TCP
     {{- end }}
     {{- if .grpc }}
+    # HTTP/2 over mutual TLS: callers present a platform certificate.
     - name: grpc
       port: {{ $root.Values.ports.grpc }}
       targetPort: grpc
       protocol: TCP
-      appProtocol: kubernetes.io/h2c
+    {{- end }}
+    {{- if .admin }}
+    # Administrative RPCs and the audit log: the operator identity only.
+    - name: admin
+      port: {{ $root.Values.ports.admin }}
+      targetPort: admin
+      protocol: TCP
     {{- end }}
     - name: metrics
       port: {{ $root.Values.ports.metrics }}
