@@ -12,12 +12,18 @@ import { NATS_PROVISIONER, natsPermissions } from '@dnc/kit';
 
 const FILES = ['deploy/production/nats-values.yaml', 'deploy/local/nats-values.yaml'];
 const COUNTRIES = ['mx', 'ar', 'co'];
-const USERS = [NATS_PROVISIONER, 'admission', 'job-scheduler', 'job-worker', ...COUNTRIES.map((c) => `registry-adapter-${c}`)];
+const USERS = [
+  NATS_PROVISIONER,
+  'admission',
+  'job-scheduler',
+  'job-worker',
+  ...COUNTRIES.map((c) => `registry-adapter-${c}`),
+];
 /** The Secret in the NATS namespace holding the passwords (the same values as the platform's Secret). */
 const SECRET = 'dnc-nats-users';
 
 export const passwordVariable = (user) => `NATS_PASSWORD_${user.toUpperCase().replace(/-/g, '_')}`;
-const list = (items) => `[${items.map((s) => JSON.stringify(s)).join(', ')}]`;
+const list = (indent, items) => items.map((s) => `${indent}- ${JSON.stringify(s)}`);
 
 function usersBlock() {
   const lines = ['  merge:', '    authorization:', '      users:'];
@@ -27,8 +33,12 @@ function usersBlock() {
       `        - user: ${user}`,
       `          password: << $${passwordVariable(user)} >>`,
       '          permissions:',
-      `            publish: { allow: ${list(p.publish)} }`,
-      `            subscribe: { allow: ${list(p.subscribe)} }`,
+      '            publish:',
+      '              allow:',
+      ...list('                ', p.publish),
+      '            subscribe:',
+      '              allow:',
+      ...list('                ', p.subscribe),
     );
   }
   return lines;
@@ -38,7 +48,13 @@ function envBlock() {
   const lines = ['container:', '  env:'];
   for (const user of USERS) {
     const v = passwordVariable(user);
-    lines.push(`    ${v}:`, `      valueFrom: { secretKeyRef: { name: ${SECRET}, key: ${v} } }`);
+    lines.push(
+      `    ${v}:`,
+      '      valueFrom:',
+      '        secretKeyRef:',
+      `          name: ${SECRET}`,
+      `          key: ${v}`,
+    );
   }
   return lines;
 }
@@ -63,7 +79,9 @@ for (const file of FILES) {
   if (next === text) continue;
   if (check) {
     stale++;
-    process.stderr.write(`${file}: NATS users out of step with nats-permissions.ts; run node scripts/charts/nats-authorization.mjs\n`);
+    process.stderr.write(
+      `${file}: NATS users out of step with nats-permissions.ts; run node scripts/charts/nats-authorization.mjs\n`,
+    );
   } else {
     writeFileSync(path, next);
     process.stdout.write(`wrote ${file}\n`);
