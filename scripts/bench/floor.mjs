@@ -37,7 +37,7 @@ const adapterDist = (p) => pathToFileURL(path.join(ROOT, 'services/registry-adap
 async function adapterParts() {
   const [{ createNumbering }, { RegistryIndex }, { KeyBuffer }, { checkPhones }, { LocalProvider }] =
     await Promise.all([
-      import(adapterDist('numbering/index.js')),
+      import('@dnc/numbering'),
       import(adapterDist('index/registry-index.js')),
       import(adapterDist('key-set.js')),
       import(adapterDist('check.js')),

@@ -10,7 +10,7 @@ import {
   outcomeOfNormalized,
   TABLES_LIBPHONENUMBER_VERSION,
   UNDECIDED,
-} from '../../src/numbering/index.js';
+} from '../src/index.js';
 
 const { Outcome } = registryv1;
 

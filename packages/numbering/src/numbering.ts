@@ -7,17 +7,6 @@ import {
   normalizeReference,
 } from './reference.js';
 
-export { decideFast, patternBits, TABLES_LIBPHONENUMBER_VERSION, UNDECIDED } from './fast.js';
-export {
-  type Classification,
-  classifyReference,
-  lineKey,
-  mexicanObsoleteLine,
-  NUMBERING_COUNTRIES,
-  type NumberingCountry,
-  normalizeReference,
-} from './reference.js';
-
 export type NumberingImplementation = 'fast' | 'reference';
 
 /** Phone number validation and registry keys for one country. */
@@ -58,11 +47,6 @@ export function createNumbering(
     };
   }
   throw new Error(`unknown numbering implementation ${JSON.stringify(implementation)}`);
-}
-
-/** True when `normalize()` returned a registry key rather than `-outcome`. */
-export function isRegistryKey(normalized: number): boolean {
-  return normalized > 0;
 }
 
 /** The outcome carried by a negative `normalize()` result. */

@@ -8,7 +8,7 @@ import {
   createNumbering,
   type NumberingCountry,
   type NumberingImplementation,
-} from '../../src/numbering/index.js';
+} from '../src/index.js';
 
 type Expected = number | 'unparseable' | 'invalid_length' | 'invalid_number' | 'wrong_country';
 type Row = readonly [input: string, expected: Expected, note?: string];

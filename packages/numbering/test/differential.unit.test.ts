@@ -4,7 +4,7 @@
 // DNC_DIFFERENTIAL_SEED reproduces a run; the seed is printed on failure.
 // Deliberate differences between the implementations: none.
 import { describe, expect, it } from 'vitest';
-import { prng, writtenForm } from '../../scripts/written-forms.mjs';
+import { prng, writtenForm } from '../scripts/written-forms.mjs';
 import {
   classifyReference,
   createNumbering,
@@ -12,7 +12,7 @@ import {
   NUMBERING_COUNTRIES,
   normalizeReference,
   UNDECIDED,
-} from '../../src/numbering/index.js';
+} from '../src/index.js';
 
 const SAMPLES = Number(process.env['DNC_DIFFERENTIAL_SAMPLES'] ?? 20_000);
 const SEED = Number(process.env['DNC_DIFFERENTIAL_SEED'] ?? 20_251_122);

@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 // Micro benchmark of the numbering implementations over a realistic mixed input set (E.164, national,
 // separators, some obsolete forms, extensions, URIs, foreign numbers and junk; scripts/written-forms.mjs).
-// Runs the compiled code: `npx tsc -b services/registry-adapter` first.
+// Runs the compiled code: `npx tsc -b packages/numbering` first (`npm run bench:numbering` does both).
 //
-//   node services/registry-adapter/scripts/bench-numbering.mjs [inputsPerCountry] [seed]
-import { createNumbering, decideFast, NUMBERING_COUNTRIES, UNDECIDED } from '../dist/numbering/index.js';
+//   node packages/numbering/scripts/bench-numbering.mjs [inputsPerCountry] [seed]
+import { createNumbering, decideFast, NUMBERING_COUNTRIES, UNDECIDED } from '../dist/index.js';
 import { prng, realisticForm } from './written-forms.mjs';
 
 const SIZE = Number(process.argv[2] ?? 100_000);

@@ -2,8 +2,8 @@
 // national number pattern and every number type, on every short prefix and on random completions.
 import { Metadata } from 'libphonenumber-js/max';
 import { describe, expect, it } from 'vitest';
-import { prng } from '../../scripts/written-forms.mjs';
-import { NUMBERING_COUNTRIES, patternBits } from '../../src/numbering/index.js';
+import { prng } from '../scripts/written-forms.mjs';
+import { NUMBERING_COUNTRIES, patternBits } from '../src/index.js';
 
 // libphonenumber-js getType() order; the DFA uses bit 1 + index.
 const TYPES = [

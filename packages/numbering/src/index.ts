@@ -1,0 +1,17 @@
+export { decideFast, patternBits, TABLES_LIBPHONENUMBER_VERSION, UNDECIDED } from './fast.js';
+export { createNormalizer, isRegistryKey, NUMBERING_RULES, type Normalizer } from './normalizer.js';
+export {
+  createNumbering,
+  type Numbering,
+  type NumberingImplementation,
+  outcomeOfNormalized,
+} from './numbering.js';
+export {
+  type Classification,
+  classifyReference,
+  lineKey,
+  mexicanObsoleteLine,
+  NUMBERING_COUNTRIES,
+  type NumberingCountry,
+  normalizeReference,
+} from './reference.js';

@@ -1,0 +1,73 @@
+import type { CountryCode } from '@dnc/api-contract/limits';
+import { registryv1 } from '@dnc/proto';
+import { type CountryCode as IsoCountry, ParseError, parsePhoneNumberWithError } from 'libphonenumber-js/max';
+import { TABLES_LIBPHONENUMBER_VERSION } from './fast.js';
+import { createNumbering } from './numbering.js';
+
+const { Outcome } = registryv1;
+
+/**
+ * Structural validation of one written form: the registry key of the subscriber line (a positive
+ * integer, the same for every way the line can be written) or `-Outcome` (an OUTCOME_INVALID_* value)
+ * for an input that is not a valid number of this country. The adapter loads and checks with it; the
+ * gateway bounds a v2 job's result with it. One owner of the rules: this package.
+ */
+export interface Normalizer {
+  normalize(input: string): number;
+}
+
+/**
+ * Names the rules `createNormalizer` applies, so two processes can tell whether they validate alike:
+ * the libphonenumber-js metadata (the generated tables and the reference are checked to match it in
+ * CI) and the revision of this package's own rules (registry keys, Mexico's abolished forms, the
+ * technical countries' reading). Bump RULES_REVISION with any change that moves an input between
+ * valid and invalid or between invalid reasons.
+ */
+const RULES_REVISION = 1;
+export const NUMBERING_RULES = `dnc-numbering/${RULES_REVISION} libphonenumber-js@${TABLES_LIBPHONENUMBER_VERSION}`;
+
+/**
+ * The normalizer of a country: the fast path generated from libphonenumber-js metadata for the live
+ * countries (differentially tested against the reference), libphonenumber-js itself for the technical
+ * ones.
+ */
+export function createNormalizer(country: CountryCode): Normalizer {
+  switch (country) {
+    case 'mx':
+    case 'ar':
+    case 'co':
+      return createNumbering(country, 'fast');
+    default:
+      return technicalNormalizer(country);
+  }
+}
+
+/**
+ * Technical countries (remote registries only): libphonenumber-js `max` decides, the key is the
+ * national significant number. These registries are washed remotely, so there is no local key format
+ * to agree with; the remote provider sends E.164.
+ */
+function technicalNormalizer(country: 'es' | 'au' | 'sg'): Normalizer {
+  const iso = country.toUpperCase() as IsoCountry;
+  return {
+    normalize(input) {
+      try {
+        const phone = parsePhoneNumberWithError(input, { defaultCountry: iso });
+        if (phone.country !== iso) {
+          return phone.isValid() ? -Outcome.INVALID_WRONG_COUNTRY : -Outcome.INVALID_NUMBER;
+        }
+        if (!phone.isValid()) return phone.isPossible() ? -Outcome.INVALID_NUMBER : -Outcome.INVALID_LENGTH;
+        return Number(phone.nationalNumber);
+      } catch (error) {
+        if (error instanceof ParseError && (error.message === 'TOO_SHORT' || error.message === 'TOO_LONG'))
+          return -Outcome.INVALID_LENGTH;
+        return -Outcome.INVALID_UNPARSEABLE;
+      }
+    },
+  };
+}
+
+/** A normalizer result that is a registry key (anything else is an invalid outcome). */
+export function isRegistryKey(value: number): boolean {
+  return value > 0 && Number.isSafeInteger(value);
+}
