@@ -229,7 +229,7 @@ export async function runFloor({ size, runs, warmup, jobSize, concurrentJobSize,
 
   // v2: the same work on the job's input (one process; the service splits it across processes).
   const jobRuns = Math.max(3, Math.min(5, runs));
-  const job = inputs(jobSize, size, 2, { compact: true });
+  const job = inputs(jobSize, size, 2, { e164: true });
   const jobBody = body(job.phones);
   out.v2_job_input_bytes = jobBody.length;
   const jobSamples = [];
@@ -240,7 +240,7 @@ export async function runFloor({ size, runs, warmup, jobSize, concurrentJobSize,
   }
   out.v2_job_ms = stages(jobSamples);
   out.v2_job_result_bytes = jobSamples[0].bytes;
-  const small = inputs(concurrentJobSize, size, 3, { compact: true });
+  const small = inputs(concurrentJobSize, size, 3, { e164: true });
   const smallBody = body(small.phones);
   const smallSamples = [];
   for (let i = 0; i < jobRuns + 1; i++) {

@@ -562,7 +562,7 @@ class V2Unavailable extends Error {
 
 /** One v2 job: POST (admission) -> poll until terminal -> download; stage times from the jobs table. */
 async function runJob(ctx, size, seed, tag) {
-  const { phones, expected } = inputs(size, CONFIG.registry_size, seed, { compact: true });
+  const { phones, expected } = inputs(size, CONFIG.registry_size, seed, { e164: true });
   const bodyText = body(phones);
   const t0 = now();
   const res = await scrubRequest(ctx, '/v2/scrub', bodyText, `bench-v2-${ctx.run}-${tag}`);
@@ -610,7 +610,7 @@ async function runJob(ctx, size, seed, tag) {
  * streamed GetJobResult, over gRPC. Reported as such; the HTTP figures replace it once v2 is routed.
  */
 async function runJobGrpc(ctx, size, seed, tag) {
-  const { phones, expected } = inputs(size, CONFIG.registry_size, seed, { compact: true });
+  const { phones, expected } = inputs(size, CONFIG.registry_size, seed, { e164: true });
   const bodyText = body(phones);
   const admission = createClient(admissionv1.AdmissionService, rpcTransport(ctx.stack.addresses.admission));
   const jobs = createClient(jobsv1.JobsService, rpcTransport(ctx.stack.addresses.jobs));

@@ -108,8 +108,8 @@ describe('v2 hard cap, retention and size limits end to end (issue 6)', () => {
     const big = await api.submit(Array.from({ length: 400_000 }, (_, i) => String(i).padStart(64, '5')));
     expect(big.status).toBe(413);
     expect(big.body.error).toBe('payload_too_large');
-    // Body of 7.5 MB, but every input could come back as an invalid entry: over 25 MiB of result.
-    const phones = Array.from({ length: 500_000 }, (_, i) => `5${String(i).padStart(11, '0')}`);
+    // Body of 11 MB, but every input is invalid (too long for a Mexican number): 28 MB of invalid entries.
+    const phones = Array.from({ length: 500_000 }, (_, i) => `5${String(i).padStart(19, '0')}`);
     const estimate = await api.submit(phones);
     expect(estimate.status).toBe(413);
     expect(estimate.body.error).toBe('payload_too_large');

@@ -20,6 +20,13 @@ export interface AdapterEntry {
   snapshot_id: string;
   snapshot_time?: string;
   registry_size: number;
+  /**
+   * Present when this adapter's Check answers an input invalid exactly when these numbering rules
+   * (`NUMBERING_RULES` of @dnc/numbering) do, with their reason, and never rejects a valid number
+   * (OUTCOME_INVALID_REGISTRY_REJECTED). Only then may a v2 job's result be bounded by validating its
+   * inputs with the same rules (admission checks it); without it, every input counts at its worst.
+   */
+  numbering_rules?: string;
   /** ISO timestamp of the last refresh. */
   updated_at: string;
   /** The adapter's signature over every other field (security/discovery-signature.ts). */

@@ -12,6 +12,7 @@ export * from './metrics.js';
 export * from './nats.js';
 export * from './redis.js';
 export * from './request-context.js';
+export * from './result-bound.js';
 export * from './scrub-result.js';
 export * from './security/audit.js';
 export * from './security/authorization.js';

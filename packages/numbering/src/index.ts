@@ -1,11 +1,12 @@
 export { decideFast, patternBits, TABLES_LIBPHONENUMBER_VERSION, UNDECIDED } from './fast.js';
-export { createNormalizer, isRegistryKey, NUMBERING_RULES, type Normalizer } from './normalizer.js';
 export {
-  createNumbering,
-  type Numbering,
-  type NumberingImplementation,
+  createNormalizer,
+  isRegistryKey,
+  type Normalizer,
+  NUMBERING_RULES,
   outcomeOfNormalized,
-} from './numbering.js';
+} from './normalizer.js';
+export { createNumbering, type Numbering, type NumberingImplementation } from './numbering.js';
 export {
   type Classification,
   classifyReference,

@@ -71,3 +71,17 @@ function technicalNormalizer(country: 'es' | 'au' | 'sg'): Normalizer {
 export function isRegistryKey(value: number): boolean {
   return value > 0 && Number.isSafeInteger(value);
 }
+
+/**
+ * The structural outcome of a `normalize()` result: OUTCOME_UNSPECIFIED for a registry key (valid:
+ * the registry decides), else its OUTCOME_INVALID_* value; anything else a normalizer might return
+ * reads as unparseable, never as valid. The adapter's Check and the gateway's v2 result bound both
+ * read inputs through it.
+ */
+export function outcomeOfNormalized(normalized: number): registryv1.Outcome {
+  if (isRegistryKey(normalized)) return Outcome.UNSPECIFIED;
+  const o = -normalized;
+  return o >= Outcome.INVALID_UNPARSEABLE && o <= Outcome.INVALID_REGISTRY_REJECTED && Number.isInteger(o)
+    ? (o as registryv1.Outcome)
+    : Outcome.INVALID_UNPARSEABLE;
+}

@@ -1,4 +1,3 @@
-import { registryv1 } from '@dnc/proto';
 import { classifyFast, normalizeFast } from './fast.js';
 import {
   type Classification,
@@ -47,9 +46,4 @@ export function createNumbering(
     };
   }
   throw new Error(`unknown numbering implementation ${JSON.stringify(implementation)}`);
-}
-
-/** The outcome carried by a negative `normalize()` result. */
-export function outcomeOfNormalized(normalized: number): registryv1.Outcome {
-  return normalized > 0 ? registryv1.Outcome.UNSPECIFIED : (-normalized as registryv1.Outcome);
 }

@@ -4,11 +4,7 @@
 // Synthetic numbers in real ranges only.
 import { reasonOf } from '@dnc/kit';
 import { describe, expect, it } from 'vitest';
-import {
-  createNumbering,
-  type NumberingCountry,
-  type NumberingImplementation,
-} from '../src/index.js';
+import { createNumbering, type NumberingCountry, type NumberingImplementation } from '../src/index.js';
 
 type Expected = number | 'unparseable' | 'invalid_length' | 'invalid_number' | 'wrong_country';
 type Row = readonly [input: string, expected: Expected, note?: string];

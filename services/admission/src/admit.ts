@@ -6,6 +6,7 @@ import {
   ConnectError,
   type Logger,
   publicError,
+  RESULT_TOO_LARGE_MESSAGE,
   readPublicReason,
   validationError,
 } from '@dnc/kit';
@@ -52,6 +53,7 @@ interface Request {
   idempotencyKey: string;
   fingerprint: string;
   inputCount: number;
+  resultRules: string;
 }
 
 function parse(req: admissionv1.AdmitRequest): Request {
@@ -63,8 +65,8 @@ function parse(req: admissionv1.AdmitRequest): Request {
   if (!isValidIdempotencyKey(req.idempotencyKey))
     throw validationError('Idempotency-Key must be 1 to 255 visible ASCII characters without spaces');
   if (!isValidFingerprint(req.fingerprint)) throw validationError('fingerprint is malformed');
-  const { idempotencyKey, fingerprint, inputCount } = req;
-  return { orgId, keyId, kind, country: req.country, idempotencyKey, fingerprint, inputCount };
+  const { idempotencyKey, fingerprint, inputCount, resultRules } = req;
+  return { orgId, keyId, kind, country: req.country, idempotencyKey, fingerprint, inputCount, resultRules };
 }
 
 /**
@@ -78,12 +80,28 @@ export async function admit(
   known: GateFacts | undefined,
 ): Promise<Admitted> {
   const request = parse(req);
+  checkResultRules(deps, request);
   const adapterAddress = await passGate(deps, request, known);
   const claimed = await claimKey(deps, request, adapterAddress);
   if ('answer' in claimed) return claimed.answer;
   await reserveQuota(deps, request, claimed.admissionId);
   if (request.kind === 'sync') deps.open.add(claimed.admissionId);
   return { admissionId: claimed.admissionId, replay: false, jobId: claimed.jobId ?? '', adapterAddress };
+}
+
+/**
+ * 4, the part the gateway cannot decide alone: a v2 result estimate that fitted 25 MiB only on the
+ * assumption that the country's adapters answer invalid exactly as the gateway's numbering rules do
+ * (`result_rules`). It holds when every fresh adapter entry of the country announces those rules; with
+ * no fresh entry there is nothing to run the job on and step 7 refuses it.
+ */
+function checkResultRules(deps: AdmitDeps, request: Request): void {
+  if (!request.resultRules) return;
+  const entries = deps.directory.instances(request.country);
+  if (entries.every((e) => e.numbering_rules === request.resultRules)) return;
+  throw deps.refusals.reject(
+    publicError(Code.InvalidArgument, 'payload_too_large', { message: RESULT_TOO_LARGE_MESSAGE }),
+  );
 }
 
 /** 5-7: organization, purchase, activation and availability; the adapter a v1 request goes to. */

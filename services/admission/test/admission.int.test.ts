@@ -159,6 +159,39 @@ describe('organizations, purchases and availability through Admit (issue 3 items
   });
 });
 
+describe('a v2 result estimate that rests on the numbering rules (spec: v2 limits, check order step 4)', () => {
+  it('is admitted only while every fresh adapter of the country announces the same rules', async () => {
+    const { admission } = h.clients();
+    const c = await h.customer(['co']);
+    const withoutCo = await h.customer(['mx']);
+    const job = (over: Partial<Omit<admissionv1.AdmitRequest, '$typeName' | '$unknown'>> = {}) =>
+      admitReq(c, { country: 'co', kind: JOB, resultRules: 'rules A', ...over });
+    try {
+      // The co adapter announces no rules: the estimate does not hold for it.
+      const err = await failure(admission.admit(job()));
+      expect(readPublicReason(err)).toMatchObject({
+        reason: 'payload_too_large',
+        message: expect.stringMatching(/could exceed 26,214,400 bytes/),
+      });
+      // Step 4 precedes the purchase (step 6).
+      expect(await outcome(admission.admit(job({ orgId: withoutCo.orgId, keyId: withoutCo.keyId })))).toBe(
+        'payload_too_large',
+      );
+      // Without rules (the estimate fits whatever adapters answer) nothing is asked of the adapters.
+      expect(await outcome(admission.admit(job({ resultRules: '' })))).toBe('ok');
+
+      await h.adapter('co', 'serving', undefined, { numbering_rules: 'rules A' });
+      expect(await outcome(admission.admit(job()))).toBe('ok');
+      expect(await outcome(admission.admit(job({ resultRules: 'rules B' })))).toBe('payload_too_large');
+      expect(await outcome(admission.admit(job({ orgId: withoutCo.orgId, keyId: withoutCo.keyId })))).toBe(
+        'country_not_in_plan',
+      );
+    } finally {
+      await h.adapter('co');
+    }
+  });
+});
+
 describe('authentication, rate limit and abuse guard (issue 3 items 2, 5, 6)', () => {
   it('missing, malformed, unknown or revoked keys -> invalid_key with no rate-limit figures', async () => {
     const { admission, admin } = h.clients();

@@ -92,7 +92,12 @@ export class Harness {
   }
 
   /** Announce (and keep announcing) an adapter of the country in discovery. */
-  async adapter(country: string, status: AdapterEntry['status'] = 'serving', maintenanceUntil?: Date) {
+  async adapter(
+    country: string,
+    status: AdapterEntry['status'] = 'serving',
+    maintenanceUntil?: Date,
+    fields: Partial<AdapterEntry> = {},
+  ) {
     this.adapters.set(country, {
       country,
       instance_id: `${country}-test`,
@@ -103,6 +108,7 @@ export class Harness {
       snapshot_id: 's1',
       registry_size: 0,
       updated_at: new Date().toISOString(),
+      ...fields,
     });
     await this.announceAll();
     // Let every instance's watch see it.

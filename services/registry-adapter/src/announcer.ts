@@ -13,7 +13,14 @@ export class AdapterAnnouncer {
 
   constructor(
     private readonly kv: KV,
-    private readonly identity: { country: string; instanceId: string; address: string; version: string },
+    private readonly identity: {
+      country: string;
+      instanceId: string;
+      address: string;
+      version: string;
+      /** The numbering rules its Check answers invalid by (see AdapterEntry.numbering_rules). */
+      numberingRules?: string;
+    },
     private readonly state: () => ProviderState,
     private readonly heartbeatMs: number,
     private readonly logger: Logger,
@@ -35,6 +42,7 @@ export class AdapterAnnouncer {
       snapshot_id: s.snapshotId,
       ...(s.snapshotTime ? { snapshot_time: s.snapshotTime.toISOString() } : {}),
       registry_size: s.registrySize,
+      ...(this.identity.numberingRules ? { numbering_rules: this.identity.numberingRules } : {}),
       updated_at: new Date().toISOString(),
     };
   }

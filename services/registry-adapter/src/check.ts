@@ -1,6 +1,7 @@
+import { outcomeOfNormalized } from '@dnc/numbering';
 import { registryv1 } from '@dnc/proto';
-import type { RegistryProvider } from './providers/provider.js';
-import { isRegistryKey, type Normalizer } from './validation.js';
+import { ProviderError, type RegistryProvider } from './providers/provider.js';
+import type { Normalizer } from './validation.js';
 
 const { Outcome } = registryv1;
 
@@ -14,6 +15,12 @@ export interface CheckAnswer {
  * Classify every input, in input order: structural validation first (an input that does not validate
  * is invalid with its reason, never looked up and never safe), then ONE provider lookup for the
  * valid keys of the batch, so every outcome comes from one snapshot.
+ *
+ * An input is invalid here exactly when the numbering rules (@dnc/numbering) say so, with their
+ * reason: a provider answers registered or not (1 or 0) and nothing else, so no valid input is ever
+ * answered invalid (OUTCOME_INVALID_REGISTRY_REJECTED). The adapter announces this in discovery
+ * (`numbering_rules`), and the gateway bounds a v2 job's result on it; a provider that could reject
+ * valid numbers must change both.
  */
 export async function checkPhones(
   phones: readonly string[],
@@ -27,25 +34,22 @@ export async function checkPhones(
   let valid = 0;
   for (let i = 0; i < phones.length; i++) {
     const key = normalizer.normalize(phones[i] as string);
-    if (isRegistryKey(key)) {
+    const outcome = outcomeOfNormalized(key);
+    if (outcome === Outcome.UNSPECIFIED) {
       keys[valid] = key;
       positions[valid++] = i;
     } else {
-      outcomes[i] = invalidOutcome(key);
+      outcomes[i] = outcome;
     }
   }
   const { snapshotId, snapshotTime, registered } = await provider.lookup(keys.subarray(0, valid), signal);
   if (registered.length !== valid) throw new Error('provider answered a different number of keys');
   for (let j = 0; j < valid; j++) {
-    outcomes[positions[j] as number] = registered[j] === 1 ? Outcome.PROHIBITED : Outcome.SAFE;
+    const answer = registered[j];
+    // Anything but 0 or 1 is a malformed answer: never read as "not registered".
+    if (answer !== 0 && answer !== 1)
+      throw new ProviderError('unavailable', 'provider answered malformed data');
+    outcomes[positions[j] as number] = answer === 1 ? Outcome.PROHIBITED : Outcome.SAFE;
   }
   return { outcomes, snapshotId, snapshotTime };
-}
-
-/** `-Outcome` from the normalizer; anything else it might return is treated as unparseable, never safe. */
-function invalidOutcome(key: number): registryv1.Outcome {
-  const o = -key;
-  return o >= Outcome.INVALID_UNPARSEABLE && o <= Outcome.INVALID_REGISTRY_REJECTED && Number.isInteger(o)
-    ? (o as registryv1.Outcome)
-    : Outcome.INVALID_UNPARSEABLE;
 }

@@ -27,7 +27,7 @@ import { RemoteProvider } from './providers/remote-provider.js';
 import { adapterRoutes } from './routes.js';
 import { loadRegistry } from './store/registry-load.js';
 import { RegistryStore } from './store/registry-store.js';
-import { createNormalizer, keyToE164, type Normalizer } from './validation.js';
+import { createNormalizer, keyToE164, type Normalizer, NUMBERING_RULES } from './validation.js';
 
 const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
 
@@ -95,7 +95,8 @@ export function startAdapter(config: AdapterConfig): Promise<RunningAdapter> {
       const instanceId = randomUUID().slice(0, 8);
       const announcer = new AdapterAnnouncer(
         kv,
-        { country, instanceId, address, version },
+        // Check answers invalid exactly as the shared rules do, never rejecting a valid number (check.ts).
+        { country, instanceId, address, version, numberingRules: NUMBERING_RULES },
         () => provider.state(),
         config.ADAPTER_HEARTBEAT_MS,
         logger,

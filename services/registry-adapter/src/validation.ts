@@ -3,7 +3,7 @@ import type { AdapterCountry } from './config.js';
 
 // Structural validation (the normalizer) lives in @dnc/numbering, shared with the gateway's v2 result
 // estimate: one owner of the rules.
-export { createNormalizer, isRegistryKey, type Normalizer } from '@dnc/numbering';
+export { createNormalizer, isRegistryKey, type Normalizer, NUMBERING_RULES } from '@dnc/numbering';
 
 /** E.164 of a registry key, for providers that talk to a registry by full number. */
 export const CALLING_CODES: Record<AdapterCountry, string> = {

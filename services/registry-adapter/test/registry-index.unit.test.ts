@@ -125,6 +125,19 @@ describe('checkPhones', () => {
     ).rejects.toBeInstanceOf(ProviderError);
   });
 
+  it('a provider answer other than registered (1) or not (0) fails the call: never safe, never a rejection', async () => {
+    // The adapter announces that only the numbering rules make an input invalid (the gateway's v2
+    // result estimate rests on it), so a valid key can only be PROHIBITED or SAFE.
+    const odd: RegistryProvider = {
+      kind: 'x',
+      lookup: async (keys) => ({ snapshotId: 's', registered: new Uint8Array(keys.length).fill(2) }),
+      state: () => ({ status: 'serving', snapshotId: 's', registrySize: 0 }),
+    };
+    await expect(
+      checkPhones(['-4', '11'], normalizer, odd, new AbortController().signal),
+    ).rejects.toBeInstanceOf(ProviderError);
+  });
+
   it('drill latency gives up when the caller aborts', async () => {
     const drill = new DrillProvider(new FixedProvider(new Set()));
     drill.set({ latencyMs: 5_000, failure: 'none' });

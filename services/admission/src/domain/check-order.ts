@@ -13,7 +13,9 @@ import { Code } from '@dnc/kit';
  *   2. abuse guard (org)    429 temporarily_blocked   authentication.ts authenticateKey (limiter.ts)
  *   3. rate limit           429 rate_limit_exceeded   authentication.ts authenticateKey (limiter.ts)
  *   4. body and key         400 / 413                 the gateway (schema validation, Idempotency-Key,
- *                                                       the v2 sizes in flows/v2-submit.ts)
+ *                                                       the v2 sizes in flows/v2-submit.ts); for a v2
+ *                                                       result bound that needs the adapters' numbering
+ *                                                       rules, admit.ts checkResultRules
  *   5. organization         403 account_suspended, activation_incomplete      admit.ts -> admissionGate
  *   6. purchase             403 country_not_in_plan, 402 subscription_inactive admit.ts -> admissionGate
  *   7. activation and       503 country_service_temporarily_unavailable,      admit.ts -> admissionGate

@@ -46,6 +46,8 @@ export async function admitScrub(
   request: ScrubRequest,
   kind: admissionv1.RequestKind,
   timeoutMs: number,
+  /** v2: the numbering rules its result estimate relies on (AdmitRequest.result_rules). */
+  v2: { resultRules: string } | undefined = undefined,
 ): Promise<AdmitOutcome> {
   const { caller, country, phones } = request;
   const deferred = caller.kind === 'deferred';
@@ -58,6 +60,7 @@ export async function admitScrub(
         fingerprint: deps.fingerprint(country, phones),
         inputCount: phones.length,
         kind,
+        ...(v2?.resultRules ? { resultRules: v2.resultRules } : {}),
       },
       timeoutMs,
     );

@@ -1,10 +1,12 @@
 import { JOB_ID_REGEXP, LIMITS } from '@dnc/api-contract';
+import { RESULT_TOO_LARGE_MESSAGE } from '@dnc/kit';
 import { admissionv1, type jobsv1 } from '@dnc/proto';
 import type { AuthenticatedCaller } from '../auth.js';
 import type { Deadline } from '../deadline.js';
 import { fromRpcError, type MappedError, toHttp } from '../errors.js';
 import { abortAdmission, admitScrub, type FlowDeps, type ScrubRequest } from './admit.js';
 import { type CallFailure, callFailure, type Upstream } from './port.js';
+import { type DurableSizes, durableInput } from './result-estimate.js';
 
 const ABORT_TIMEOUT_MS = 2_000;
 /** ConfirmJob gets at least this long, even when the budget is nearly spent. */
@@ -23,41 +25,19 @@ export type V2Request = ScrubRequest & { caller: AuthenticatedCaller };
 type SubmitOutcome = { outcome: 'stored'; job: jobsv1.Job } | CallFailure;
 type ConfirmOutcome = { outcome: 'confirmed' } | CallFailure;
 
-/**
- * The durable input exactly as the scheduler stores it (the phones as one UTF-8 JSON array, in order)
- * and a conservative estimate of the complete result: every input in its longest possible place, an
- * `invalid_numbers` entry with the longest reason, plus the fixed keys and the summary.
- */
-export function durableInput(phones: readonly string[]): { canonical: Buffer; resultEstimate: number } {
-  const canonical = Buffer.from(JSON.stringify(phones), 'utf8');
-  // The quoted inputs alone: the canonical array without its brackets and separating commas.
-  const quoted = canonical.length - 2 - Math.max(0, phones.length - 1);
-  // `{"input":` + value + `,"reason":"registry_rejected"}` and a comma.
-  const perInvalid = '{"input":,"reason":"registry_rejected"}'.length + 1;
-  const fixed =
-    '{"prohibited_numbers_to_call":[],"safe_numbers_to_call":[],"invalid_numbers":[],"summary":{}}'.length +
-    '"total_checked":,"prohibited_numbers":,"safe_numbers":,"invalid_numbers":'.length +
-    4 * String(phones.length).length;
-  return { canonical, resultEstimate: fixed + quoted + perInvalid * phones.length };
-}
-
 /** Spec, v2 limits: the durable input and the complete result each fit in 25 MiB. */
-function sizeRefusal(sizes: { canonical: Buffer; resultEstimate: number }): MappedError | undefined {
+function sizeRefusal(sizes: DurableSizes): MappedError | undefined {
   if (sizes.canonical.length > LIMITS.maxBodyBytes) {
     return toHttp('payload_too_large', 'The durable input exceeds 26,214,400 bytes.');
   }
-  if (sizes.resultEstimate > LIMITS.maxBodyBytes) {
-    return toHttp(
-      'payload_too_large',
-      'The complete result of this job could exceed 26,214,400 bytes; submit fewer or shorter inputs.',
-    );
-  }
+  if (sizes.resultBytes > LIMITS.maxBodyBytes) return toHttp('payload_too_large', RESULT_TOO_LARGE_MESSAGE);
   return undefined;
 }
 
 /**
- * POST /v2/scrub, inside the 5-second admission budget: the three 25 MiB limits -> admission.Admit
- * (kind JOB) -> replay ? the stored job : jobs.SubmitJob -> admission.ConfirmJob -> the job.
+ * POST /v2/scrub, inside the 5-second admission budget: the three 25 MiB limits (result-estimate.ts)
+ * -> admission.Admit (kind JOB) -> replay ? the stored job : jobs.SubmitJob -> admission.ConfirmJob
+ * -> the job.
  *
  * The outcome of every step is explicit, and each failure point has its compensation below it:
  *   Admit       admitted | refused | unknown  nothing undone today (issue #14, item 1)
@@ -75,11 +55,13 @@ export async function submitV2(
   request: V2Request,
   deadline: Deadline,
 ): Promise<V2Outcome> {
-  const sizes = durableInput(request.phones);
+  const sizes = durableInput(request.country, request.phones);
   const tooLarge = sizeRefusal(sizes);
   if (tooLarge) return { ok: false, error: tooLarge, rateLimit: undefined };
 
-  const admitted = await admitScrub(deps, request, admissionv1.RequestKind.JOB, deadline.remaining());
+  const admitted = await admitScrub(deps, request, admissionv1.RequestKind.JOB, deadline.remaining(), {
+    resultRules: sizes.resultRules,
+  });
   const { rateLimit } = admitted;
   if (admitted.outcome !== 'admitted') return { ok: false, error: fromRpcError(admitted.error), rateLimit };
   const { admission } = admitted;
