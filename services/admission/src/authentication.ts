@@ -11,6 +11,8 @@ export interface AuthenticationDeps {
   limiter: RequestLimiter;
   refusals: Refusals;
   defaultRateLimit: number;
+  /** Notes each key that authenticates a request (its last use, shown in the dashboard). */
+  keyUsage?: { note(keyId: string): void };
 }
 
 /** An authenticated key: what its lookup found, and the rate-limit figures of this request. */
@@ -63,6 +65,7 @@ export async function authenticateKey<T extends { credential: KeyCredential }>(
     await limiter.recordAuthFailure(clientAddress);
     throw refusals.reject(publicError(Code.Unauthenticated, 'invalid_key'));
   }
+  deps.keyUsage?.note(credential.keyId);
   // 2. abuse guard and 3. rate limit, in one count.
   const verdict = await limiter.countRequest(credential.orgId, credential.rateLimit ?? deps.defaultRateLimit);
   if (verdict.kind === 'blocked') {

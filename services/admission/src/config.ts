@@ -32,6 +32,8 @@ export const admissionConfig = z.object({
   /** Idempotency records are kept at least 7 days (spec). */
   DNC_IDEMPOTENCY_RETENTION_SECONDS: int(604_800, 31_536_000, 691_200),
   DNC_IDEMPOTENCY_PURGE_INTERVAL_MS: int(1000, 86_400_000, 3_600_000),
+  /** How often the keys' last use is written (services/admission/src/key-usage.ts). */
+  DNC_KEY_USAGE_FLUSH_MS: int(100, 600_000, 10_000),
 });
 
 export type AdmissionConfig = z.infer<typeof admissionConfig>;

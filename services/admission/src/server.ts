@@ -21,8 +21,11 @@ import {
 import { admissionv1, healthv1, quotav1 } from '@dnc/proto';
 import { Completion } from './completion.js';
 import type { AdmissionConfig } from './config.js';
+import { KeyUsage } from './key-usage.js';
 import { RequestLimiter } from './limiter.js';
 import { OpenAdmissions } from './open-admissions.js';
+import { organizationService } from './organization.js';
+import { OrganizationStore } from './organization-store.js';
 import { Refusals } from './public-errors.js';
 import { IdempotencyPurge } from './purge.js';
 import { Reservations } from './reservations.js';
@@ -58,10 +61,11 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
   const refusals = new Refusals(metrics, logger);
   const reservations = new Reservations(quota.quota, refusals);
   const open = new OpenAdmissions(config.DNC_SYNC_CLAIM_TIMEOUT_SECONDS * 1000);
+  const keyUsage = new KeyUsage(pool, logger, config.DNC_KEY_USAGE_FLUSH_MS);
   const routes = admissionRoutes({
     service: {
       accounts: stores.accounts,
-      authentication: { limiter, refusals, defaultRateLimit: config.DNC_DEFAULT_RATE_LIMIT },
+      authentication: { limiter, refusals, defaultRateLimit: config.DNC_DEFAULT_RATE_LIMIT, keyUsage },
       admission: {
         gate: stores.gate,
         claims: stores.claims,
@@ -96,8 +100,23 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
   });
   const { port } = await service.startGrpcServer({
     port: config.DNC_GRPC_PORT,
-    serviceNames: ['dnc.admission.v1.AdmissionService', 'dnc.admission.v1.AdmissionAdminService'],
-    routes,
+    serviceNames: [
+      'dnc.admission.v1.AdmissionService',
+      'dnc.admission.v1.AdmissionAdminService',
+      'dnc.admission.v1.OrganizationService',
+    ],
+    routes: (router) => {
+      routes(router);
+      router.service(
+        admissionv1.OrganizationService,
+        organizationService({
+          accounts: stores.accounts,
+          maintenance: stores.maintenance,
+          organizations: new OrganizationStore(pool),
+          logger,
+        }),
+      );
+    },
     // A dependency failing is a platform failure for the callers of AdmissionService.
     interceptors: [refusals.interceptor(admissionv1.AdmissionService.typeName)],
   });
@@ -109,6 +128,8 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
   );
   purge.start();
   service.onClose('idempotency purge', () => purge.stop());
+  keyUsage.start();
+  service.onClose('key usage', () => keyUsage.stop());
   logger.info({ port }, 'admission listening');
   return { service, port, stores, limiter, directory, purge };
 }

@@ -1,0 +1,116 @@
+import { randomUUID } from 'node:crypto';
+import { inTransaction, type Pool } from '@dnc/kit';
+import type { PurchaseState } from './domain/check-order.js';
+
+/** An API key as its organization lists it. */
+export interface OrganizationKeyRow {
+  keyId: string;
+  name: string;
+  publicId: string;
+  createdAt: Date;
+  lastUsedAt: Date | null;
+  revokedAt: Date | null;
+}
+
+export interface OrganizationPurchaseRow {
+  purchaseId: string;
+  country: string;
+  status: PurchaseState;
+  activated: boolean;
+  monthlyQuota: number;
+  createdAt: Date;
+  paidAt: Date | null;
+  activatedAt: Date | null;
+  lapsedAt: Date | null;
+}
+
+/** Too many active keys: the organization revokes one first. */
+export class KeyLimitReached extends Error {}
+
+const KEY_COLUMNS = 'key_id, name, public_id, created_at, last_used_at, revoked_at';
+
+// biome-ignore lint/suspicious/noExplicitAny: pg rows
+function keyOf(r: any): OrganizationKeyRow {
+  return {
+    keyId: r.key_id,
+    name: r.name,
+    publicId: r.public_id,
+    createdAt: r.created_at,
+    lastUsedAt: r.last_used_at,
+    revokedAt: r.revoked_at,
+  };
+}
+
+/**
+ * The admission schema as one organization sees it (OrganizationService). Every statement is scoped by
+ * `org_id`: a row of another organization is never read or written, it is simply not found.
+ */
+export class OrganizationStore {
+  constructor(private readonly pool: Pool) {}
+
+  async listKeys(orgId: string): Promise<OrganizationKeyRow[]> {
+    const r = await this.pool.query(
+      `SELECT ${KEY_COLUMNS} FROM admission.api_keys WHERE org_id = $1 ORDER BY created_at DESC, key_id`,
+      [orgId],
+    );
+    return r.rows.map(keyOf);
+  }
+
+  /**
+   * A new named key, unless the organization already has `maxActive` active keys. The count and the
+   * insert run under a lock of the organization's row, so two concurrent creations cannot both pass.
+   */
+  async createKey(
+    orgId: string,
+    key: { name: string; publicId: string; digest: Buffer },
+    maxActive: number,
+  ): Promise<OrganizationKeyRow | undefined> {
+    return inTransaction(this.pool, async (tx) => {
+      const org = await tx.query('SELECT 1 FROM admission.organizations WHERE org_id = $1 FOR UPDATE', [
+        orgId,
+      ]);
+      if (org.rowCount === 0) return undefined;
+      const active = await tx.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM admission.api_keys WHERE org_id = $1 AND revoked_at IS NULL',
+        [orgId],
+      );
+      if ((active.rows[0]?.n ?? 0) >= maxActive) throw new KeyLimitReached();
+      const r = await tx.query(
+        `INSERT INTO admission.api_keys (key_id, org_id, name, public_id, digest) VALUES ($1, $2, $3, $4, $5)
+         RETURNING ${KEY_COLUMNS}`,
+        [randomUUID(), orgId, key.name, key.publicId, key.digest],
+      );
+      return keyOf(r.rows[0]);
+    });
+  }
+
+  /** Revoke a key of this organization (again: no change); undefined when it has no such key. */
+  async revokeKey(orgId: string, keyId: string): Promise<OrganizationKeyRow | undefined> {
+    const r = await this.pool.query(
+      `UPDATE admission.api_keys SET revoked_at = COALESCE(revoked_at, now())
+       WHERE key_id = $1 AND org_id = $2 RETURNING ${KEY_COLUMNS}`,
+      [keyId, orgId],
+    );
+    return r.rows[0] ? keyOf(r.rows[0]) : undefined;
+  }
+
+  async listPurchases(orgId: string): Promise<OrganizationPurchaseRow[]> {
+    const r = await this.pool.query(
+      `SELECT purchase_id, country, status, activated, monthly_quota, created_at, paid_at, activated_at,
+              lapsed_at
+       FROM admission.purchases WHERE org_id = $1 ORDER BY created_at DESC, purchase_id`,
+      [orgId],
+    );
+    return r.rows.map((p) => ({
+      purchaseId: p.purchase_id,
+      country: p.country,
+      status: p.status,
+      activated: p.activated,
+      monthlyQuota: p.monthly_quota,
+      createdAt: p.created_at,
+      paidAt: p.paid_at,
+      activatedAt: p.activated_at,
+      lapsedAt: p.lapsed_at,
+    }));
+  }
+}
