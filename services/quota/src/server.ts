@@ -7,7 +7,9 @@ import {
   type Service,
   startService,
 } from '@dnc/kit';
+import { quotav1 } from '@dnc/proto';
 import type { QuotaConfig } from './config.js';
+import { organizationQuotaService } from './organization.js';
 import { reservationAgeGauge } from './reservation-age.js';
 import { quotaRoutes } from './routes.js';
 import { Ledger } from './store/ledger.js';
@@ -42,8 +44,15 @@ export function startQuota(config: QuotaConfig): Promise<RunningQuota> {
     );
     const { port } = await service.startGrpcServer({
       port: config.DNC_GRPC_PORT,
-      serviceNames: ['dnc.quota.v1.QuotaService', 'dnc.quota.v1.QuotaAdminService'],
-      routes: quotaRoutes({ ledger, logger: service.logger, metrics: service.metrics }),
+      serviceNames: [
+        'dnc.quota.v1.QuotaService',
+        'dnc.quota.v1.QuotaAdminService',
+        'dnc.quota.v1.OrganizationQuotaService',
+      ],
+      routes: (router) => {
+        quotaRoutes({ ledger, logger: service.logger, metrics: service.metrics })(router);
+        router.service(quotav1.OrganizationQuotaService, organizationQuotaService({ ledger, pool }));
+      },
     });
     sweeper.start();
     service.onClose('reservation sweeper', () => sweeper.stop());
