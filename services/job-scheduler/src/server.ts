@@ -16,11 +16,12 @@ import {
   serviceClient,
   startService,
 } from '@dnc/kit';
-import { quotav1, registryv1 } from '@dnc/proto';
+import { jobsv1, quotav1, registryv1 } from '@dnc/proto';
 import type { JobsConfig } from './config.js';
 import { KeyRing } from './crypto/envelope.js';
 import { Dispatcher } from './dispatch.js';
 import { type JobMetrics, jobMetrics } from './metrics.js';
+import { organizationJobsService } from './organization.js';
 import { jobsRoutes } from './routes.js';
 import { QuotaSettlement } from './settlement.js';
 import { CleanupStore } from './store/cleanup.js';
@@ -67,20 +68,31 @@ export function startJobScheduler(config: JobsConfig): Promise<RunningJobSchedul
     const { store, cleanup, dispatcher, settlement, metrics, logger } = core;
     const { port } = await service.startGrpcServer({
       port: config.DNC_GRPC_PORT,
-      serviceNames: role === 'worker' ? [] : ['dnc.jobs.v1.JobsService', 'dnc.jobs.v1.JobsAdminService'],
+      serviceNames:
+        role === 'worker'
+          ? []
+          : [
+              'dnc.jobs.v1.JobsService',
+              'dnc.jobs.v1.JobsAdminService',
+              'dnc.jobs.v1.OrganizationJobsService',
+            ],
       routes:
         role === 'worker'
           ? () => {}
-          : jobsRoutes({
-              store,
-              cleanup,
-              keys,
-              dispatcher,
-              settlement,
-              metrics,
-              logger,
-              track: (p) => service.track(p),
-            }),
+          : (router) => {
+              const deps = {
+                store,
+                cleanup,
+                keys,
+                dispatcher,
+                settlement,
+                metrics,
+                logger,
+                track: <T>(p: Promise<T>) => service.track(p),
+              };
+              jobsRoutes(deps)(router);
+              router.service(jobsv1.OrganizationJobsService, organizationJobsService(deps));
+            },
     });
     logger.info({ port, role }, 'job scheduler listening');
     return { service, port };

@@ -1,0 +1,63 @@
+import { create } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
+import { Code, publicError } from '@dnc/kit';
+import { jobsv1 } from '@dnc/proto';
+import { fromProtoStatus } from './domain/states.js';
+import { jobMessage, jobsService, type RouteDeps } from './routes.js';
+import type { JobRow } from './store/jobs.js';
+
+/** Jobs listed at once when the caller gives no limit, and at most. */
+export const DEFAULT_LIST = 50;
+export const MAX_LIST = 200;
+
+const notFound = () => publicError(Code.NotFound, 'job_not_found');
+
+function invalid(message: string) {
+  return publicError(Code.InvalidArgument, 'validation_error', { message });
+}
+
+/**
+ * OrganizationJobsService: one organization's jobs as the dashboard shows them (the public job
+ * resource plus when it started and finished). Cancel is the gateway's cancel, the same code path.
+ */
+export function organizationJobsService(deps: RouteDeps): ServiceImpl<typeof jobsv1.OrganizationJobsService> {
+  const { store } = deps;
+  const jobs = jobsService(deps);
+  const message = (job: JobRow) =>
+    create(jobsv1.OrganizationJobSchema, {
+      job: jobMessage(job, store.policy),
+      startedAt: job.startedAt ? timestampFromDate(job.startedAt) : undefined,
+      finishedAt: job.terminalAt ? timestampFromDate(job.terminalAt) : undefined,
+    });
+  const orgIdOf = (value: string) => {
+    if (!value) throw invalid('org_id is required');
+    return value;
+  };
+  return {
+    async listOrganizationJobs(req) {
+      const orgId = orgIdOf(req.orgId);
+      const limit = req.limit === 0 ? DEFAULT_LIST : req.limit;
+      if (limit < 1 || limit > MAX_LIST) throw invalid(`limit must be from 1 to ${MAX_LIST}`);
+      const status = req.status === jobsv1.JobStatus.UNSPECIFIED ? undefined : fromProtoStatus(req.status);
+      if (req.status !== jobsv1.JobStatus.UNSPECIFIED && !status) throw invalid('status is not a job state');
+      const rows = await store.list(orgId, status, limit);
+      return { jobs: rows.map(message) };
+    },
+
+    async getOrganizationJob(req) {
+      const job = await store.findForOrg(orgIdOf(req.orgId), req.jobId);
+      if (!job) throw notFound();
+      return { job: message(job) };
+    },
+
+    async cancelOrganizationJob(req, context: HandlerContext) {
+      const orgId = orgIdOf(req.orgId);
+      // Throws job_not_found for a job of another organization, exactly as for a missing one.
+      await jobs.cancelJob(create(jobsv1.CancelJobRequestSchema, { orgId, jobId: req.jobId }), context);
+      const row = await store.findForOrg(orgId, req.jobId);
+      if (!row) throw notFound();
+      return { job: message(row) };
+    },
+  };
+}

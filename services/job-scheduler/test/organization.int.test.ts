@@ -1,0 +1,94 @@
+import { randomUUID } from 'node:crypto';
+import { timestampDate } from '@bufbuild/protobuf/wkt';
+import { createClient } from '@connectrpc/connect';
+import { grpcTransport, readPublicReason } from '@dnc/kit';
+import { jobsv1 } from '@dnc/proto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_LIST } from '../src/organization.js';
+import { type JobsHarness, startJobsHarness } from './support/harness.js';
+
+// Issue 16: an organization's own jobs for the dashboard (list with a state filter, detail with started
+// and finished, cancel); another organization's job answers exactly like a missing one.
+const S = jobsv1.JobStatus;
+let h: JobsHarness;
+let org: ReturnType<typeof createClient<typeof jobsv1.OrganizationJobsService>>;
+
+async function reason(call: Promise<unknown>) {
+  try {
+    await call;
+    return 'ok';
+  } catch (error) {
+    return readPublicReason(error)?.reason ?? String(error);
+  }
+}
+
+beforeAll(async () => {
+  h = await startJobsHarness({ registry: ['+525581234567'] });
+  org = createClient(jobsv1.OrganizationJobsService, grpcTransport(h.stack.addresses.jobs));
+}, 120_000);
+
+afterAll(async () => {
+  await h?.close();
+});
+
+describe('OrganizationJobsService', () => {
+  it('lists the newest jobs first with a state filter; the detail says when the job started and finished', async () => {
+    const first = await h.submit(['55 8123 4567']);
+    const done = await h.waitFor(first.jobId, (j) => j.status === S.SUCCEEDED);
+    await h.stack.stop('job-worker');
+    let queued: jobsv1.Job;
+    try {
+      queued = await h.submit(['55 1111 0000', '55 1111 0001']);
+      const all = await org.listOrganizationJobs({ orgId: h.org });
+      expect(all.jobs.map((j) => j.job!.jobId).slice(0, 2)).toEqual([queued.jobId, first.jobId]);
+      const onlyQueued = await org.listOrganizationJobs({ orgId: h.org, status: S.QUEUED });
+      expect(onlyQueued.jobs.map((j) => j.job!.jobId)).toEqual([queued.jobId]);
+      expect(onlyQueued.jobs[0]).toMatchObject({ job: { country: 'mx', submittedCount: 2 } });
+      expect(onlyQueued.jobs[0]!.startedAt).toBeUndefined();
+      expect(onlyQueued.jobs[0]!.finishedAt).toBeUndefined();
+
+      const detail = (await org.getOrganizationJob({ orgId: h.org, jobId: first.jobId })).job!;
+      expect(detail.job).toMatchObject({ jobId: first.jobId, status: S.SUCCEEDED, submittedCount: 1 });
+      expect(detail.job!.expiresAt).toEqual(done.expiresAt);
+      const started = timestampDate(detail.startedAt!).getTime();
+      const finished = timestampDate(detail.finishedAt!).getTime();
+      expect(started).toBeGreaterThanOrEqual(timestampDate(detail.job!.createdAt!).getTime());
+      expect(finished).toBeGreaterThanOrEqual(started);
+
+      const cancelled = (await org.cancelOrganizationJob({ orgId: h.org, jobId: queued.jobId })).job!;
+      expect(cancelled.job!.status).toBe(S.CANCELLED);
+      expect(cancelled.finishedAt).toBeDefined();
+      // A terminal job keeps its state.
+      const again = (await org.cancelOrganizationJob({ orgId: h.org, jobId: first.jobId })).job!;
+      expect(again.job!.status).toBe(S.SUCCEEDED);
+    } finally {
+      await h.stack.start('job-worker');
+    }
+  });
+
+  it("another organization's job: list, detail and cancel answer as for a missing id", async () => {
+    const job = await h.submit(['55 2222 0000']);
+    const other = `org_${randomUUID().slice(0, 8)}`;
+    expect((await org.listOrganizationJobs({ orgId: other })).jobs).toEqual([]);
+    expect(await reason(org.getOrganizationJob({ orgId: other, jobId: job.jobId }))).toBe('job_not_found');
+    expect(await reason(org.getOrganizationJob({ orgId: h.org, jobId: randomUUID() }))).toBe('job_not_found');
+    expect(await reason(org.getOrganizationJob({ orgId: h.org, jobId: 'nope' }))).toBe('job_not_found');
+    expect(await reason(org.cancelOrganizationJob({ orgId: other, jobId: job.jobId }))).toBe('job_not_found');
+    expect(await reason(org.cancelOrganizationJob({ orgId: h.org, jobId: randomUUID() }))).toBe(
+      'job_not_found',
+    );
+    const mine = (await org.getOrganizationJob({ orgId: h.org, jobId: job.jobId })).job!;
+    expect(mine.job!.status).not.toBe(S.CANCELLED);
+  });
+
+  it(`limit: ${MAX_LIST} is the most, one more is refused; an unknown state is refused`, async () => {
+    expect(await reason(org.listOrganizationJobs({ orgId: h.org, limit: MAX_LIST }))).toBe('ok');
+    expect(await reason(org.listOrganizationJobs({ orgId: h.org, limit: MAX_LIST + 1 }))).toBe(
+      'validation_error',
+    );
+    expect(await reason(org.listOrganizationJobs({ orgId: h.org, status: 99 as jobsv1.JobStatus }))).toBe(
+      'validation_error',
+    );
+    expect((await org.listOrganizationJobs({ orgId: h.org, limit: 1 })).jobs).toHaveLength(1);
+  });
+});
