@@ -10,6 +10,7 @@ const schemas = [
   ['admission', '../services/admission/migrations'],
   ['quota', '../services/quota/migrations'],
   ['jobs', '../services/job-scheduler/migrations'],
+  ['dashboard', '../services/dashboard/migrations'],
 ];
 
 export async function main() {

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // One entry for every role, used by the container image and the local stack:
-//   node scripts/run.js gateway|admission|quota|job-scheduler|job-worker|registry-adapter|migrate
+//   node scripts/run.js gateway|admission|quota|job-scheduler|job-worker|registry-adapter|dashboard|migrate
 const roles = {
   gateway: '../services/gateway/dist/main.js',
   admission: '../services/admission/dist/main.js',
@@ -8,6 +8,7 @@ const roles = {
   'job-scheduler': '../services/job-scheduler/dist/main.js',
   'job-worker': '../services/job-scheduler/dist/main.js',
   'registry-adapter': '../services/registry-adapter/dist/main.js',
+  dashboard: '../services/dashboard/dist/main.js',
   migrate: './migrate.js',
 };
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // `npm start`: every service as its own process against local PostgreSQL, Redis and NATS, with a demo
 // organization, API key, active purchases and a small registry per live country. Ctrl-C stops all.
+import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -14,6 +15,7 @@ const redisUrl = env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const natsUrl = env.NATS_URL ?? 'nats://127.0.0.1:4222';
 const gatewayPort = Number(env.DNC_GATEWAY_PORT ?? 8080);
 const publicBaseUrl = env.DNC_PUBLIC_BASE_URL ?? `http://127.0.0.1:${gatewayPort}`;
+const dashboardPort = Number(env.DNC_DASHBOARD_PORT ?? 8090);
 const echo = process.argv.includes('--logs');
 
 const HOW_TO_START = {
@@ -76,7 +78,34 @@ async function seed(stack) {
       'replace',
     ]);
   }
-  return { orgId: org.org_id, apiKey: key.api_key };
+  return { orgId: org.org_id, apiKey: key.api_key, owner: await demoOwner(stack, org.org_id) };
+}
+
+/**
+ * The demo organization's first owner, as an operator and a person would make it: `dnc-admin user
+ * invite` prints a one-time link, and the password is set through the dashboard's invitation page API.
+ */
+async function demoOwner(stack, orgId) {
+  const email = `demo-${randomBytes(3).toString('hex')}@example.com`;
+  const password = randomBytes(12).toString('base64url');
+  const invitation = await stack.admin([
+    'user',
+    'invite',
+    '--org',
+    orgId,
+    '--email',
+    email,
+    '--role',
+    'owner',
+  ]);
+  const token = new URL(invitation.link).hash.replace('#token=', '');
+  const r = await fetch(`${stack.addresses.dashboard}/api/invitations/accept`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ token, password }),
+  });
+  if (r.status !== 201) throw new Error(`demo owner not created: dashboard answered ${r.status}`);
+  return { email, password };
 }
 
 await checkDependencies();
@@ -89,6 +118,7 @@ const stack = await Stack.create({
   natsUrl,
   natsPrefix: env.DNC_NATS_PREFIX ?? '',
   gatewayPort,
+  dashboardPort,
   basePort: Number(env.DNC_STACK_BASE_PORT ?? 50051),
   publicBaseUrl,
   logDir,
@@ -118,6 +148,7 @@ try {
   process.stdout.write(`
 dnc-scrub is running: every service is its own process.
   gateway        ${a.gateway}
+  dashboard      ${a.dashboard}
   admission      ${a.admission}    quota ${a.quota}    job-scheduler ${a.jobs}
   adapters       ${Object.entries(a.adapters)
     .map(([c, u]) => `${c} ${u}`)
@@ -125,6 +156,9 @@ dnc-scrub is running: every service is its own process.
 
 Demo organization ${demo.orgId} with active purchases for mx, ar, co and a sample registry each.
 Demo API key (shown once): ${demo.apiKey}
+
+Dashboard: ${a.dashboard}
+  sign in as ${demo.owner.email} with the password ${demo.owner.password} (owner of the demo organization)
 
 Try it:
   curl -s -X POST ${a.gateway}/v1/scrub \\
@@ -134,7 +168,7 @@ Try it:
     -d '{"country":"co","phones":["+57 300 123 4567","3001234599","(601) 234 5678","12345","+52 55 1234 5678"]}'
 
 Operator CLI (same environment):
-  DNC_ADMISSION_ADDR=${a.admission} DNC_QUOTA_ADDR=${a.quota} DNC_JOBS_ADDR=${a.jobs} npx dnc-admin status
+  DNC_ADMISSION_ADDR=${a.admission} DNC_QUOTA_ADDR=${a.quota} DNC_JOBS_ADDR=${a.jobs} DNC_DASHBOARD_ADDR=${a.dashboardAdmin} npx dnc-admin status
 
 Ctrl-C stops everything.
 `);

@@ -6,6 +6,7 @@ export interface AdminEnv {
   admission: string;
   quota: string;
   jobs: string;
+  dashboard: string;
 }
 
 export function adminEnv(env: NodeJS.ProcessEnv = process.env): AdminEnv {
@@ -13,6 +14,7 @@ export function adminEnv(env: NodeJS.ProcessEnv = process.env): AdminEnv {
     admission: env['DNC_ADMISSION_ADDR'] ?? 'http://127.0.0.1:50051',
     quota: env['DNC_QUOTA_ADDR'] ?? 'http://127.0.0.1:50052',
     jobs: env['DNC_JOBS_ADDR'] ?? 'http://127.0.0.1:50053',
+    dashboard: env['DNC_DASHBOARD_ADDR'] ?? 'http://127.0.0.1:50054',
   };
 }
 

@@ -22,6 +22,7 @@ export type ProcessName =
   | 'job-scheduler'
   | 'job-worker'
   | `${'gateway' | 'admission' | 'job-worker'}#${number}`
+  | 'dashboard'
   | `adapter-${string}`;
 
 /** How many processes of each replicated role (default 1 each): the chaos suite runs several. */
@@ -49,6 +50,8 @@ export interface StackOptions {
   basePort?: number;
   gatewayPort?: number;
   publicBaseUrl?: string;
+  /** The customer dashboard's browser-facing port (its public URL is http://127.0.0.1:<port>). */
+  dashboardPort?: number;
   /** Extra environment for every process, and per process. */
   env?: Record<string, string>;
   processEnv?: Partial<Record<ProcessName, Record<string, string>>>;
@@ -74,6 +77,9 @@ export interface StackAddresses {
   admission: string;
   quota: string;
   jobs: string;
+  /** The customer dashboard (browser) and its internal admin port (DashboardAdminService). */
+  dashboard: string;
+  dashboardAdmin: string;
   adapters: Record<string, string>;
   metrics: Record<string, number>;
   /** Every gateway replica's own address (`gateway` is the public one, a balancer's with replicas). */
@@ -108,7 +114,13 @@ export class Stack {
     let next = options.basePort;
     const port = async () => (next === undefined ? freePort() : next++);
     const gatewayPort = options.gatewayPort ?? (await port());
-    const grpc = { admission: await port(), quota: await port(), jobs: await port() };
+    const grpc = {
+      admission: await port(),
+      quota: await port(),
+      jobs: await port(),
+      dashboard: await port(),
+    };
+    const dashboardPort = options.dashboardPort ?? (await port());
     const adapterPorts: Record<string, number> = {};
     for (const c of countries) adapterPorts[c] = await port();
     const metrics: Record<string, number> = {};
@@ -121,6 +133,7 @@ export class Stack {
       'quota',
       'job-scheduler',
       ...replicaNames('job-worker', r['job-worker']),
+      'dashboard',
       ...adapterNames,
     ];
     for (const n of names) metrics[n] = await port();
@@ -135,6 +148,8 @@ export class Stack {
       admission: url(grpc.admission),
       quota: url(grpc.quota),
       jobs: url(grpc.jobs),
+      dashboard: url(dashboardPort),
+      dashboardAdmin: url(grpc.dashboard),
       adapters: Object.fromEntries(countries.map((c) => [c, url(adapterPorts[c]!)])),
       metrics,
       gateways: gateways.map((n) => url(ownPort[n]!)),
@@ -164,6 +179,11 @@ export class Stack {
     const roleEnv: Partial<Record<ProcessName, Record<string, string>>> = {
       quota: { DNC_GRPC_PORT: String(grpc.quota) },
       'job-scheduler': { DNC_GRPC_PORT: String(grpc.jobs) },
+      dashboard: {
+        DNC_GRPC_PORT: String(grpc.dashboard),
+        DNC_DASHBOARD_PORT: String(dashboardPort),
+        DNC_DASHBOARD_PUBLIC_URL: addresses.dashboard,
+      },
     };
     // Gateway replica i talks to admission replica i (round-robin when there are fewer).
     gateways.forEach((n, i) => {
@@ -209,7 +229,7 @@ export class Stack {
     const order: ProcessName[][] = [
       ['quota', ...all.filter((n) => n.startsWith('adapter-'))],
       of('admission', 'job-scheduler', 'job-worker'),
-      of('gateway'),
+      [...of('gateway'), 'dashboard'],
     ];
     for (const group of order) {
       await Promise.all(group.filter((n) => !skip.has(n)).map((n) => this.start(n)));
@@ -340,6 +360,7 @@ export class Stack {
       DNC_ADMISSION_ADDR: this.addresses.admission,
       DNC_QUOTA_ADDR: this.addresses.quota,
       DNC_JOBS_ADDR: this.addresses.jobs,
+      DNC_DASHBOARD_ADDR: this.addresses.dashboardAdmin,
       DNC_GATEWAY_URL: this.addresses.gateway,
       ...Object.fromEntries(
         Object.entries(this.addresses.adapters).map(([c, a]) => [`DNC_ADAPTER_ADDR_${c.toUpperCase()}`, a]),

@@ -9,8 +9,9 @@ import { quotaCommands } from './quota.js';
 import { registryLoadCommand, registryStatusCommand } from './registry.js';
 import { statusCommand } from './status.js';
 import { usageCommand } from './usage.js';
+import { userInviteCommand } from './user.js';
 
-// Each area adds its commands here (org, key, purchase, quota, usage, country, registry, adapter, jobs).
+// Each area adds its commands here (org, key, purchase, quota, usage, country, registry, adapter, jobs, user).
 export const commands: Command[] = [
   statusCommand,
   ...orgCommands,
@@ -23,4 +24,5 @@ export const commands: Command[] = [
   registryStatusCommand,
   adapterDrillCommand,
   ...jobsCommands,
+  userInviteCommand,
 ];

@@ -1,0 +1,50 @@
+import { commonConfig, port, serviceAddress, z } from '@dnc/kit';
+
+const int = (min: number, max: number, fallback: number) =>
+  z.coerce.number().int().min(min).max(max).default(fallback);
+
+export const dashboardConfig = z.object({
+  ...commonConfig,
+  /** The browser-facing HTTP port (the backend-for-frontend and the built front end). */
+  DNC_DASHBOARD_PORT: port(8090),
+  DNC_DASHBOARD_HOST: z.string().default('0.0.0.0'),
+  /**
+   * The address people open, `https://dashboard.example.com` (no path): invitation links are made from
+   * it, and a state change whose Origin is another one is refused.
+   */
+  DNC_DASHBOARD_PUBLIC_URL: z
+    .string()
+    .default('http://127.0.0.1:8090')
+    .refine((v) => /^https?:\/\/[^/\s]+$/.test(v), 'must be http(s)://host[:port] without a path'),
+  /** Internal port of DashboardAdminService (operator invitations) and grpc.health.v1. */
+  DNC_GRPC_PORT: port(50054),
+  DNC_ADMISSION_ADDR: serviceAddress('http://127.0.0.1:50051'),
+  DNC_QUOTA_ADDR: serviceAddress('http://127.0.0.1:50052'),
+  DNC_JOBS_ADDR: serviceAddress('http://127.0.0.1:50053'),
+  /** Prefix of the sign-in rate limit's Redis keys, so parallel stacks never share counters. */
+  DNC_REDIS_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_:.-]*$/, 'letters, digits and _ : . - only')
+    .default(''),
+  /** Proxy hops whose X-Forwarded-For is believed (the ingress controller: 1). */
+  DNC_TRUST_PROXY_HOPS: int(0, 10, 0),
+  /** How long an invitation link works. */
+  DNC_INVITATION_TTL_HOURS: int(1, 720, 72),
+  /** A session ends after this long without a request, and in any case after the absolute bound. */
+  DNC_SESSION_IDLE_MINUTES: int(1, 1440, 30),
+  DNC_SESSION_ABSOLUTE_HOURS: int(1, 168, 12),
+  /** Sign-in attempts (password, second factor, invitation) per client address per minute. */
+  DNC_SIGN_IN_RATE_PER_MINUTE: int(1, 10_000, 20),
+  /** Consecutive failed sign-ins of one email that lock it, and for how long. */
+  DNC_LOCKOUT_FAILURES: int(1, 100, 5),
+  DNC_LOCKOUT_MINUTES: int(1, 1440, 15),
+  /**
+   * scrypt cost exponent (N = 2^n). 17 is OWASP's current recommendation for scrypt (N=2^17, r=8, p=1,
+   * 128 MiB); tests may lower it, never production (the chart does not expose it).
+   */
+  DNC_SCRYPT_LOG_N: int(10, 20, 17),
+  /** Where the built front end is; the default is the package's own dist/ui. */
+  DNC_DASHBOARD_ASSETS: z.string().optional(),
+});
+
+export type DashboardConfig = z.infer<typeof dashboardConfig>;

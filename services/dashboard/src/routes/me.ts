@@ -1,0 +1,75 @@
+import type { FastifyInstance } from 'fastify';
+import { MAX_PASSWORD, passwordProblem } from '../domain/password.js';
+import { newTotpSecret, totpStep, totpUri } from '../domain/totp.js';
+import { guards, who } from '../session.js';
+import { HttpError } from '../upstream.js';
+import { body, type RouteDeps, signInLimit } from './deps.js';
+
+/** What every signed-in person manages of their own: password and second factor. */
+export function meRoutes(app: FastifyInstance, deps: RouteDeps): void {
+  const { change } = guards(deps);
+
+  const checkPassword = async (password: string, stored: string) => {
+    if (!(await deps.verify(password, stored)))
+      throw new HttpError(403, 'invalid_credentials', 'The current password is wrong.');
+  };
+
+  app.post(
+    '/api/me/password',
+    {
+      preHandler: change,
+      config: signInLimit(deps),
+      schema: { body: body({ current_password: MAX_PASSWORD * 4, new_password: MAX_PASSWORD * 4 }) },
+    },
+    async (request, reply) => {
+      const { member, tokenHash } = who(request);
+      const b = request.body as { current_password: string; new_password: string };
+      await checkPassword(b.current_password, member.passwordHash);
+      const problem = passwordProblem(b.new_password, member.email);
+      if (problem) throw new HttpError(400, 'weak_password', problem);
+      await deps.members.setPassword(member.memberId, await deps.hash(b.new_password));
+      // Whoever knew the old password is signed out; this session stays.
+      await deps.sessions.endAll(member.memberId, tokenHash);
+      await deps.audit.record(member.orgId, member.email, 'password_changed');
+      return reply.code(204).send();
+    },
+  );
+
+  /** Step 1 of the second factor: a new secret to put into an authenticator app (not active yet). */
+  app.post('/api/me/totp/setup', { preHandler: change }, async (request) => {
+    const { member } = who(request);
+    if (member.totpSecret) throw new HttpError(409, 'totp_enabled', 'The second factor is on already.');
+    const secret = newTotpSecret();
+    await deps.members.setPendingTotp(member.memberId, secret);
+    return { secret, uri: totpUri(secret, member.email) };
+  });
+
+  /** Step 2: a code from the app proves it holds the secret; from now on sign-in asks for a code. */
+  app.post(
+    '/api/me/totp/enable',
+    { preHandler: change, config: signInLimit(deps), schema: { body: body({ code: 10 }) } },
+    async (request, reply) => {
+      const { member } = who(request);
+      const secret = member.totpPendingSecret;
+      if (!secret) throw new HttpError(409, 'totp_not_set_up', 'Start the set-up again.');
+      const step = totpStep(secret, (request.body as { code: string }).code);
+      if (step === undefined)
+        throw new HttpError(400, 'invalid_code', 'The code is wrong; try the current one.');
+      await deps.members.enableTotp(member.memberId, secret, step);
+      await deps.audit.record(member.orgId, member.email, 'totp_enabled');
+      return reply.code(204).send();
+    },
+  );
+
+  app.post(
+    '/api/me/totp/disable',
+    { preHandler: change, config: signInLimit(deps), schema: { body: body({ password: MAX_PASSWORD * 4 }) } },
+    async (request, reply) => {
+      const { member } = who(request);
+      await checkPassword((request.body as { password: string }).password, member.passwordHash);
+      await deps.members.disableTotp(member.memberId);
+      await deps.audit.record(member.orgId, member.email, 'totp_disabled');
+      return reply.code(204).send();
+    },
+  );
+}

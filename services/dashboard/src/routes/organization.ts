@@ -1,0 +1,182 @@
+import { admissionv1, jobsv1 } from '@dnc/proto';
+import type { FastifyInstance } from 'fastify';
+import { guards, who } from '../session.js';
+import { fromUpstream, HttpError, notFound } from '../upstream.js';
+import { body, iso, type RouteDeps, UUID } from './deps.js';
+
+const STAGE: Record<number, string> = {
+  [admissionv1.PurchaseStage.PENDING_PAYMENT]: 'pending_payment',
+  [admissionv1.PurchaseStage.ACTIVATION_PENDING]: 'activation_pending',
+  [admissionv1.PurchaseStage.ACTIVE]: 'active',
+  [admissionv1.PurchaseStage.LAPSED]: 'lapsed',
+};
+const JOB_STATES = ['queued', 'running', 'succeeded', 'failed', 'cancelled', 'expired'] as const;
+const STATUS_OF: Record<string, jobsv1.JobStatus> = {
+  queued: jobsv1.JobStatus.QUEUED,
+  running: jobsv1.JobStatus.RUNNING,
+  succeeded: jobsv1.JobStatus.SUCCEEDED,
+  failed: jobsv1.JobStatus.FAILED,
+  cancelled: jobsv1.JobStatus.CANCELLED,
+  expired: jobsv1.JobStatus.EXPIRED,
+};
+
+function key(k: admissionv1.OrganizationKey) {
+  return {
+    id: k.keyId,
+    name: k.name,
+    prefix: k.prefix,
+    created_at: iso(k.createdAt),
+    last_used_at: iso(k.lastUsedAt),
+    revoked_at: iso(k.revokedAt),
+  };
+}
+
+/** A job as the dashboard shows it: the public resource's fields, never an input or a result. */
+function job(j: jobsv1.OrganizationJob) {
+  const p = j.job!;
+  return {
+    id: p.jobId,
+    status: JOB_STATES[p.status - 1] ?? 'unknown',
+    country: p.country,
+    submitted_count: p.submittedCount,
+    created_at: iso(p.createdAt),
+    started_at: iso(j.startedAt),
+    finished_at: iso(j.finishedAt),
+    expires_at: iso(p.expiresAt),
+    error: p.error?.error ?? null,
+    cancel_requested: p.cancelRequested,
+  };
+}
+
+/** Run an upstream call; its failure becomes the browser's error (404 for anything not found). */
+async function call<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (error) {
+    throw fromUpstream(error);
+  }
+}
+
+/**
+ * Keys, plan, quota and usage, and jobs of the signed-in person's organization. The organization is
+ * always the session's: no route takes an organization id from the browser.
+ */
+export function organizationRoutes(app: FastifyInstance, deps: RouteDeps): void {
+  const { signedIn, owner } = guards(deps);
+  const { organization, quota, jobs } = deps.upstreams;
+
+  app.get('/api/keys', { preHandler: signedIn }, async (request) => {
+    const { keys } = await call(organization.listKeys({ orgId: who(request).member.orgId }));
+    return { keys: keys.map(key) };
+  });
+
+  app.post(
+    '/api/keys',
+    { preHandler: owner('key.create'), schema: { body: body({ name: 200 }) } },
+    async (request, reply) => {
+      const { member } = who(request);
+      const created = await call(
+        organization.createKey({ orgId: member.orgId, name: (request.body as { name: string }).name }),
+      );
+      await deps.audit.record(
+        member.orgId,
+        member.email,
+        'key_created',
+        `${created.key!.name} (${created.key!.prefix})`,
+      );
+      // The one response that carries the secret; no-store like every /api response.
+      return reply.code(201).send({ key: key(created.key!), secret: created.apiKey });
+    },
+  );
+
+  app.post('/api/keys/:keyId/revoke', { preHandler: owner('key.revoke') }, async (request) => {
+    const { member } = who(request);
+    const { keyId } = request.params as { keyId: string };
+    if (!UUID.test(keyId)) throw notFound();
+    const { key: revoked } = await call(organization.revokeKey({ orgId: member.orgId, keyId }));
+    await deps.audit.record(
+      member.orgId,
+      member.email,
+      'key_revoked',
+      `${revoked!.name} (${revoked!.prefix})`,
+    );
+    return { key: key(revoked!) };
+  });
+
+  app.get('/api/plan', { preHandler: signedIn }, async (request) => {
+    const orgId = who(request).member.orgId;
+    const [{ purchases }, { countries }] = await Promise.all([
+      call(organization.listPurchases({ orgId })),
+      call(organization.getCatalog({})),
+    ]);
+    return {
+      purchases: purchases.map((p) => ({
+        id: p.purchaseId,
+        country: p.country,
+        state: STAGE[p.stage] ?? 'unknown',
+        monthly_quota: Number(p.monthlyQuota),
+        created_at: iso(p.createdAt),
+        paid_at: iso(p.paidAt),
+        activated_at: iso(p.activatedAt),
+        lapsed_at: iso(p.lapsedAt),
+      })),
+      countries: countries.map((c) => ({
+        country: c.country,
+        coverage: c.coverage === admissionv1.Coverage.LIVE ? 'live' : 'planned',
+        planned_for: c.plannedFor || null,
+        maintenance_until: iso(c.maintenanceUntil),
+      })),
+    };
+  });
+
+  app.get('/api/usage', { preHandler: signedIn }, async (request) => {
+    const orgId = who(request).member.orgId;
+    const [month, daily] = await Promise.all([
+      call(quota.getMonthQuota({ orgId })),
+      call(quota.getDailyUsage({ orgId, days: 90 })),
+    ]);
+    return {
+      period: month.accounts[0]?.period ?? new Date().toISOString().slice(0, 7),
+      accounts: month.accounts.map((a) => ({
+        country: a.country,
+        limit: Number(a.limit),
+        used: Number(a.used),
+        reserved: Number(a.reserved),
+      })),
+      from_day: daily.fromDay,
+      days: daily.days.map((d) => ({
+        day: d.day,
+        country: d.country,
+        v1: Number(d.v1Count),
+        v2: Number(d.v2Count),
+      })),
+    };
+  });
+
+  app.get('/api/jobs', { preHandler: signedIn }, async (request) => {
+    const { status } = request.query as { status?: string };
+    const filter = status ? STATUS_OF[status] : undefined;
+    if (status && filter === undefined)
+      throw new HttpError(400, 'validation_error', `status must be one of ${JOB_STATES.join(', ')}`);
+    const res = await call(
+      jobs.listOrganizationJobs({ orgId: who(request).member.orgId, status: filter ?? 0, limit: 100 }),
+    );
+    return { jobs: res.jobs.map(job) };
+  });
+
+  app.get('/api/jobs/:jobId', { preHandler: signedIn }, async (request) => {
+    const { jobId } = request.params as { jobId: string };
+    if (!UUID.test(jobId)) throw notFound();
+    const res = await call(jobs.getOrganizationJob({ orgId: who(request).member.orgId, jobId }));
+    return { job: job(res.job!) };
+  });
+
+  app.post('/api/jobs/:jobId/cancel', { preHandler: owner('job.cancel') }, async (request) => {
+    const { member } = who(request);
+    const { jobId } = request.params as { jobId: string };
+    if (!UUID.test(jobId)) throw notFound();
+    const res = await call(jobs.cancelOrganizationJob({ orgId: member.orgId, jobId }));
+    await deps.audit.record(member.orgId, member.email, 'job_cancelled', jobId);
+    return { job: job(res.job!) };
+  });
+}

@@ -1,0 +1,158 @@
+import type { FastifyInstance } from 'fastify';
+import { normalEmail } from '../domain/email.js';
+import { MAX_PASSWORD } from '../domain/password.js';
+import { tokenHash } from '../domain/tokens.js';
+import { totpStep } from '../domain/totp.js';
+import { accept, inspect } from '../invitations.js';
+import {
+  checkCsrf,
+  clearSessionCookie,
+  guards,
+  readSession,
+  SESSION_COOKIE,
+  sameOrigin,
+  startSession,
+  who,
+} from '../session.js';
+import { HttpError } from '../upstream.js';
+import { body, iso, type RouteDeps, signInLimit } from './deps.js';
+
+const wrongCredentials = () =>
+  new HttpError(401, 'invalid_credentials', 'The email or the password is wrong.');
+
+/** Sign-in, the second factor, sign-out, and accepting an invitation. */
+export function sessionRoutes(app: FastifyInstance, deps: RouteDeps): void {
+  const { signedIn, change } = guards(deps);
+
+  app.get('/api/session', { preHandler: signedIn }, async (request) => {
+    const { member, session } = who(request);
+    const org = await deps.upstreams.organization
+      .getOrganization({ orgId: member.orgId })
+      .catch(() => undefined);
+    return {
+      member: {
+        id: member.memberId,
+        email: member.email,
+        role: member.role,
+        totp_enabled: !!member.totpSecret,
+      },
+      organization: org
+        ? { name: org.name, suspended: org.suspended, activation_complete: org.activationComplete }
+        : null,
+      csrf_token: session.csrfToken,
+    };
+  });
+
+  app.post(
+    '/api/session',
+    { schema: { body: body({ email: 300, password: MAX_PASSWORD * 4 }) }, config: signInLimit(deps) },
+    async (request, reply) => {
+      sameOrigin(deps, request);
+      const { email: given, password } = request.body as { email: string; password: string };
+      const email = normalEmail(given);
+      if (!email) throw wrongCredentials();
+      if (await deps.members.isLocked(email)) throw locked(deps);
+      const member = await deps.members.byEmail(email);
+      const ok = await deps.verify(password, member?.passwordHash ?? deps.decoyHash);
+      if (!member || !ok) {
+        const nowLocked = await deps.members.recordFailure(email, deps.lockout);
+        if (member) await deps.audit.record(member.orgId, email, 'sign_in_failed', nowLocked ? 'locked' : '');
+        throw nowLocked ? locked(deps) : wrongCredentials();
+      }
+      await deps.members.clearFailures(email);
+      // Never reuse a session across a sign-in (fixation): an earlier one of this browser ends.
+      const previous = request.cookies[SESSION_COOKIE];
+      if (previous) await deps.sessions.end(tokenHash(previous));
+      if (member.totpSecret) {
+        const { csrfToken } = await startSession(deps, reply, member, 'mfa');
+        return { stage: 'mfa', csrf_token: csrfToken };
+      }
+      const { csrfToken } = await startSession(deps, reply, member, 'full');
+      await deps.members.signedIn(member.memberId);
+      await deps.audit.record(member.orgId, member.email, 'sign_in');
+      return { stage: 'full', csrf_token: csrfToken };
+    },
+  );
+
+  app.post(
+    '/api/session/totp',
+    { schema: { body: body({ code: 10 }) }, config: signInLimit(deps) },
+    async (request, reply) => {
+      const pending = await readSession(deps, request, 'mfa');
+      if (!pending) throw new HttpError(401, 'unauthenticated', 'Sign in with your password first.');
+      checkCsrf(deps, request, pending.session);
+      const { member } = pending;
+      const { code } = request.body as { code: string };
+      const step = member.totpSecret ? totpStep(member.totpSecret, code) : undefined;
+      if (step === undefined || !(await deps.members.spendTotpStep(member.memberId, step))) {
+        const failures = await deps.sessions.countMfaFailure(pending.tokenHash);
+        await deps.audit.record(member.orgId, member.email, 'sign_in_failed', 'second factor');
+        if (failures >= deps.lockout.limit) {
+          await deps.sessions.end(pending.tokenHash);
+          await deps.members.recordFailure(member.email, deps.lockout);
+          clearSessionCookie(reply);
+          throw new HttpError(401, 'unauthenticated', 'Too many wrong codes: sign in again.');
+        }
+        throw new HttpError(401, 'invalid_code', 'The code is wrong or was used already.');
+      }
+      await deps.sessions.end(pending.tokenHash);
+      const { csrfToken } = await startSession(deps, reply, member, 'full');
+      await deps.members.signedIn(member.memberId);
+      await deps.audit.record(member.orgId, member.email, 'sign_in', 'with second factor');
+      return { stage: 'full', csrf_token: csrfToken };
+    },
+  );
+
+  app.post('/api/session/sign-out', { preHandler: change }, async (request, reply) => {
+    const { member, tokenHash: hash } = who(request);
+    await deps.sessions.end(hash);
+    await deps.audit.record(member.orgId, member.email, 'sign_out');
+    clearSessionCookie(reply);
+    return reply.code(204).send();
+  });
+
+  app.post('/api/session/sign-out-everywhere', { preHandler: change }, async (request, reply) => {
+    const { member } = who(request);
+    const ended = await deps.sessions.endAll(member.memberId);
+    await deps.audit.record(member.orgId, member.email, 'sign_out_everywhere', `${ended} sessions`);
+    clearSessionCookie(reply);
+    return reply.code(204).send();
+  });
+
+  app.post(
+    '/api/invitations/inspect',
+    { schema: { body: body({ token: 100 }) }, config: signInLimit(deps) },
+    async (request) => {
+      sameOrigin(deps, request);
+      const invitation = await inspect(deps, (request.body as { token: string }).token);
+      const org = await deps.upstreams.organization
+        .getOrganization({ orgId: invitation.orgId })
+        .catch(() => undefined);
+      return {
+        email: invitation.email,
+        role: invitation.role,
+        organization: org?.name ?? null,
+        expires_at: iso(invitation.expiresAt),
+      };
+    },
+  );
+
+  app.post(
+    '/api/invitations/accept',
+    { schema: { body: body({ token: 100, password: MAX_PASSWORD * 4 }) }, config: signInLimit(deps) },
+    async (request, reply) => {
+      sameOrigin(deps, request);
+      const { token, password } = request.body as { token: string; password: string };
+      const member = await accept(deps, token, password);
+      return reply.code(201).send({ email: member.email, role: member.role });
+    },
+  );
+}
+
+function locked(deps: RouteDeps) {
+  return new HttpError(
+    429,
+    'too_many_attempts',
+    `Too many failed sign-ins for this email: try again in ${deps.lockout.lockMinutes} minutes.`,
+  );
+}

@@ -1,0 +1,121 @@
+import { fileURLToPath } from 'node:url';
+import { createPool, createRedis, ensureDatabase, migrateSchema, probePostgres, Service } from '@dnc/kit';
+import { dashboardv1 } from '@dnc/proto';
+import type { FastifyInstance } from 'fastify';
+import { dashboardAdminService } from './admin.js';
+import { buildApp } from './app.js';
+import type { DashboardConfig } from './config.js';
+import { decoyHash, hashPassword, verifyPassword } from './domain/password.js';
+import type { RouteDeps } from './routes/deps.js';
+import { AuditLog } from './store/audit.js';
+import { InvitationStore } from './store/invitations.js';
+import { MemberStore } from './store/members.js';
+import { SessionStore } from './store/sessions.js';
+import { createUpstreams } from './upstream.js';
+
+const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
+const ASSETS = fileURLToPath(new URL('../dist/ui', import.meta.url));
+
+export interface RunningDashboard {
+  service: Service;
+  app: FastifyInstance;
+  /** Browser-facing HTTP port. */
+  port: number;
+  /** DashboardAdminService and grpc.health.v1. */
+  grpcPort: number;
+}
+
+/** The dashboard process except signal handling: tests start it in-process on port 0. */
+export async function startDashboard(config: DashboardConfig): Promise<RunningDashboard> {
+  const service = new Service({
+    name: 'dashboard',
+    version: process.env['npm_package_version'] ?? '0.1.0',
+    logLevel: config.DNC_LOG_LEVEL,
+    shutdownTimeoutMs: config.DNC_SHUTDOWN_TIMEOUT_MS,
+    metricsPort: config.DNC_METRICS_PORT,
+  });
+  try {
+    return await wire(service, config);
+  } catch (error) {
+    await service.shutdown('failed to start');
+    throw error;
+  }
+}
+
+async function wire(service: Service, config: DashboardConfig): Promise<RunningDashboard> {
+  const { logger } = service;
+  await ensureDatabase(config.DATABASE_URL);
+  await migrateSchema(config.DATABASE_URL, 'dashboard', MIGRATIONS);
+  const pool = createPool(config.DATABASE_URL, 5);
+  service.onClose('postgres', () => pool.end());
+  const redis = createRedis(config.REDIS_URL);
+  service.onClose('redis', () => {
+    redis.disconnect();
+  });
+
+  const members = new MemberStore(pool);
+  const sessions = new SessionStore(pool, {
+    idleMinutes: config.DNC_SESSION_IDLE_MINUTES,
+    absoluteHours: config.DNC_SESSION_ABSOLUTE_HOURS,
+  });
+  const upstreams = createUpstreams({
+    admission: config.DNC_ADMISSION_ADDR,
+    quota: config.DNC_QUOTA_ADDR,
+    jobs: config.DNC_JOBS_ADDR,
+  });
+  const logN = config.DNC_SCRYPT_LOG_N;
+  const deps: RouteDeps = {
+    sessions,
+    members,
+    invitations: new InvitationStore(pool),
+    audit: new AuditLog(pool),
+    upstreams,
+    origin: config.DNC_DASHBOARD_PUBLIC_URL,
+    publicUrl: config.DNC_DASHBOARD_PUBLIC_URL,
+    ttlHours: config.DNC_INVITATION_TTL_HOURS,
+    lockout: { limit: config.DNC_LOCKOUT_FAILURES, lockMinutes: config.DNC_LOCKOUT_MINUTES },
+    signInRatePerMinute: config.DNC_SIGN_IN_RATE_PER_MINUTE,
+    hash: (password) => hashPassword(password, logN),
+    verify: verifyPassword,
+    decoyHash: await decoyHash(logN),
+  };
+
+  service.health.require('postgres', () => probePostgres(pool));
+  await service.health.start();
+  await service.startMetrics();
+
+  const purge = setInterval(() => {
+    sessions.purgeExpired().catch((err) => logger.warn({ err }, 'expired sessions not purged'));
+  }, 600_000);
+  purge.unref();
+  service.onClose('session purge', () => clearInterval(purge));
+
+  const { port: grpcPort } = await service.startGrpcServer({
+    port: config.DNC_GRPC_PORT,
+    serviceNames: ['dnc.dashboard.v1.DashboardAdminService'],
+    routes: (router) => {
+      router.service(dashboardv1.DashboardAdminService, dashboardAdminService({ ...deps, logger }));
+    },
+  });
+
+  const app = await buildApp({
+    deps,
+    logger,
+    assetsDir: config.DNC_DASHBOARD_ASSETS ?? ASSETS,
+    redis,
+    redisPrefix: config.DNC_REDIS_PREFIX,
+    trustProxyHops: config.DNC_TRUST_PROXY_HOPS,
+  });
+  await app.listen({ port: config.DNC_DASHBOARD_PORT, host: config.DNC_DASHBOARD_HOST });
+  service.onClose('http server', async () => {
+    const idle = setInterval(() => app.server.closeIdleConnections(), 100);
+    try {
+      await app.close();
+    } finally {
+      clearInterval(idle);
+    }
+  });
+  const port = (app.server.address() as { port: number }).port;
+  logger.info({ port, grpcPort }, 'dashboard listening');
+  return { service, app, port, grpcPort };
+}

@@ -1,0 +1,58 @@
+import type { Pool } from '@dnc/kit';
+
+/** What the audit log records. */
+export type AuditAction =
+  | 'sign_in'
+  | 'sign_in_failed'
+  | 'sign_out'
+  | 'sign_out_everywhere'
+  | 'password_changed'
+  | 'totp_enabled'
+  | 'totp_disabled'
+  | 'invitation_created'
+  | 'invitation_revoked'
+  | 'invitation_accepted'
+  | 'member_removed'
+  | 'key_created'
+  | 'key_revoked'
+  | 'job_cancelled';
+
+export interface AuditEvent {
+  eventId: number;
+  at: Date;
+  actor: string;
+  action: AuditAction;
+  target: string;
+}
+
+/** Most events listed at once. */
+export const AUDIT_PAGE = 200;
+
+/** Each organization's own audit log: who did what and when. Never a secret, never a phone number. */
+export class AuditLog {
+  constructor(private readonly pool: Pool) {}
+
+  async record(orgId: string, actor: string, action: AuditAction, target = ''): Promise<void> {
+    await this.pool.query(
+      'INSERT INTO dashboard.audit_events (org_id, actor, action, target) VALUES ($1, $2, $3, $4)',
+      [orgId, actor, action, target],
+    );
+  }
+
+  /** Newest first; `before` pages back by event id. */
+  async list(orgId: string, before?: number): Promise<AuditEvent[]> {
+    const r = await this.pool.query(
+      `SELECT event_id, at, actor, action, target FROM dashboard.audit_events
+       WHERE org_id = $1 AND ($2::bigint IS NULL OR event_id < $2)
+       ORDER BY event_id DESC LIMIT $3`,
+      [orgId, before ?? null, AUDIT_PAGE],
+    );
+    return r.rows.map((row) => ({
+      eventId: Number(row.event_id),
+      at: row.at,
+      actor: row.actor,
+      action: row.action,
+      target: row.target,
+    }));
+  }
+}

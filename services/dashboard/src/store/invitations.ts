@@ -1,0 +1,107 @@
+import { randomUUID } from 'node:crypto';
+import { inTransaction, type Pool, type PoolClient } from '@dnc/kit';
+import type { Role } from '../domain/roles.js';
+
+export interface Invitation {
+  invitationId: string;
+  orgId: string;
+  email: string;
+  role: Role;
+  invitedBy: string | null;
+  createdAt: Date;
+  expiresAt: Date;
+  acceptedAt: Date | null;
+  revokedAt: Date | null;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: pg rows
+function invitationOf(r: any): Invitation {
+  return {
+    invitationId: r.invitation_id,
+    orgId: r.org_id,
+    email: r.email,
+    role: r.role,
+    invitedBy: r.invited_by,
+    createdAt: r.created_at,
+    expiresAt: r.expires_at,
+    acceptedAt: r.accepted_at,
+    revokedAt: r.revoked_at,
+  };
+}
+
+/** One-time invitation links: only the token's hash is stored. */
+export class InvitationStore {
+  constructor(private readonly pool: Pool) {}
+
+  async create(i: {
+    orgId: string;
+    email: string;
+    role: Role;
+    tokenHash: Buffer;
+    invitedBy: string | null;
+    ttlHours: number;
+  }): Promise<Invitation> {
+    const r = await this.pool.query(
+      `INSERT INTO dashboard.invitations (invitation_id, org_id, email, role, token_hash, invited_by, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(hours => $7)) RETURNING *`,
+      [randomUUID(), i.orgId, i.email, i.role, i.tokenHash, i.invitedBy, i.ttlHours],
+    );
+    return invitationOf(r.rows[0]);
+  }
+
+  /** An invitation that can still be accepted: not accepted, not revoked, not expired. */
+  async open(tokenHash: Buffer): Promise<Invitation | undefined> {
+    const r = await this.pool.query(
+      `SELECT * FROM dashboard.invitations WHERE token_hash = $1
+         AND accepted_at IS NULL AND revoked_at IS NULL AND expires_at > now()`,
+      [tokenHash],
+    );
+    return r.rows[0] ? invitationOf(r.rows[0]) : undefined;
+  }
+
+  /**
+   * Accept an open invitation exactly once: `work` (the member's creation) runs in the transaction
+   * that marks it accepted, under its row lock. Undefined when the link is no longer open.
+   */
+  async accept<T>(
+    tokenHash: Buffer,
+    work: (tx: PoolClient, invitation: Invitation) => Promise<T>,
+  ): Promise<{ invitation: Invitation; result: T } | undefined> {
+    return inTransaction(this.pool, async (tx) => {
+      const r = await tx.query(
+        `SELECT * FROM dashboard.invitations WHERE token_hash = $1
+           AND accepted_at IS NULL AND revoked_at IS NULL AND expires_at > now() FOR UPDATE`,
+        [tokenHash],
+      );
+      if (!r.rows[0]) return undefined;
+      const invitation = invitationOf(r.rows[0]);
+      const result = await work(tx, invitation);
+      await tx.query('UPDATE dashboard.invitations SET accepted_at = now() WHERE invitation_id = $1', [
+        invitation.invitationId,
+      ]);
+      return { invitation, result };
+    });
+  }
+
+  /** Invitations of the organization not accepted, revoked or expired, newest first. */
+  async pending(orgId: string): Promise<Invitation[]> {
+    const r = await this.pool.query(
+      `SELECT * FROM dashboard.invitations WHERE org_id = $1
+         AND accepted_at IS NULL AND revoked_at IS NULL AND expires_at > now()
+       ORDER BY created_at DESC LIMIT 200`,
+      [orgId],
+    );
+    return r.rows.map(invitationOf);
+  }
+
+  /** Revoke a pending invitation of this organization; undefined for any other id. */
+  async revoke(orgId: string, invitationId: string): Promise<Invitation | undefined> {
+    const r = await this.pool.query(
+      `UPDATE dashboard.invitations SET revoked_at = now()
+       WHERE invitation_id = $1 AND org_id = $2 AND accepted_at IS NULL AND revoked_at IS NULL
+       RETURNING *`,
+      [invitationId, orgId],
+    );
+    return r.rows[0] ? invitationOf(r.rows[0]) : undefined;
+  }
+}

@@ -1,0 +1,191 @@
+import { randomUUID } from 'node:crypto';
+import { inTransaction, type Pool, type PoolClient } from '@dnc/kit';
+import type { Role } from '../domain/roles.js';
+
+export interface Member {
+  memberId: string;
+  orgId: string;
+  email: string;
+  role: Role;
+  passwordHash: string;
+  totpSecret: string | null;
+  totpPendingSecret: string | null;
+  totpLastStep: number | null;
+  createdAt: Date;
+  lastSignInAt: Date | null;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: pg rows
+function memberOf(r: any): Member {
+  return {
+    memberId: r.member_id,
+    orgId: r.org_id,
+    email: r.email,
+    role: r.role,
+    passwordHash: r.password_hash,
+    totpSecret: r.totp_secret,
+    totpPendingSecret: r.totp_pending_secret,
+    totpLastStep: r.totp_last_step,
+    createdAt: r.created_at,
+    lastSignInAt: r.last_sign_in_at,
+  };
+}
+
+/** Consecutive failed sign-ins of one email that lock it, and for how long. */
+export interface LockoutPolicy {
+  limit: number;
+  lockMinutes: number;
+}
+
+/** Thrown when an email already belongs to a member (of any organization). */
+export class EmailTaken extends Error {}
+
+/** People of the dashboard and their sign-in failures. Reads of an organization are scoped by org_id. */
+export class MemberStore {
+  constructor(private readonly pool: Pool) {}
+
+  async byEmail(email: string): Promise<Member | undefined> {
+    const r = await this.pool.query('SELECT * FROM dashboard.members WHERE email = $1', [email]);
+    return r.rows[0] ? memberOf(r.rows[0]) : undefined;
+  }
+
+  async byId(memberId: string): Promise<Member | undefined> {
+    const r = await this.pool.query('SELECT * FROM dashboard.members WHERE member_id = $1', [memberId]);
+    return r.rows[0] ? memberOf(r.rows[0]) : undefined;
+  }
+
+  async ofOrganization(orgId: string): Promise<Member[]> {
+    const r = await this.pool.query('SELECT * FROM dashboard.members WHERE org_id = $1 ORDER BY created_at', [
+      orgId,
+    ]);
+    return r.rows.map(memberOf);
+  }
+
+  /** Inside the transaction that accepts an invitation. */
+  async create(
+    tx: PoolClient,
+    m: { orgId: string; email: string; role: Role; passwordHash: string },
+  ): Promise<Member> {
+    try {
+      const r = await tx.query(
+        `INSERT INTO dashboard.members (member_id, org_id, email, role, password_hash)
+         VALUES ($1, $2, $3, $4, $5) RETURNING *`,
+        [randomUUID(), m.orgId, m.email, m.role, m.passwordHash],
+      );
+      return memberOf(r.rows[0]);
+    } catch (error) {
+      if ((error as { code?: string }).code === '23505') throw new EmailTaken();
+      throw error;
+    }
+  }
+
+  /**
+   * Remove a member of this organization, unless they are its last owner. 'absent' for an id that is
+   * not a member of this organization (another organization's member is absent too).
+   */
+  async remove(orgId: string, memberId: string): Promise<Member | 'absent' | 'last_owner'> {
+    return inTransaction(this.pool, async (tx) => {
+      // Lock the organization's members so two removals cannot leave it without an owner.
+      const r = await tx.query(
+        'SELECT * FROM dashboard.members WHERE org_id = $1 ORDER BY member_id FOR UPDATE',
+        [orgId],
+      );
+      const members = r.rows.map(memberOf);
+      const target = members.find((m) => m.memberId === memberId);
+      if (!target) return 'absent';
+      if (target.role === 'owner' && members.filter((m) => m.role === 'owner').length === 1)
+        return 'last_owner';
+      await tx.query('DELETE FROM dashboard.members WHERE member_id = $1', [memberId]);
+      return target;
+    });
+  }
+
+  async setPassword(memberId: string, passwordHash: string): Promise<void> {
+    await this.pool.query('UPDATE dashboard.members SET password_hash = $2 WHERE member_id = $1', [
+      memberId,
+      passwordHash,
+    ]);
+  }
+
+  async signedIn(memberId: string): Promise<void> {
+    await this.pool.query('UPDATE dashboard.members SET last_sign_in_at = now() WHERE member_id = $1', [
+      memberId,
+    ]);
+  }
+
+  async setPendingTotp(memberId: string, secret: string): Promise<void> {
+    await this.pool.query('UPDATE dashboard.members SET totp_pending_secret = $2 WHERE member_id = $1', [
+      memberId,
+      secret,
+    ]);
+  }
+
+  /** The pending secret becomes the second factor; `step` was just used. */
+  async enableTotp(memberId: string, secret: string, step: number): Promise<void> {
+    await this.pool.query(
+      `UPDATE dashboard.members SET totp_secret = $2, totp_pending_secret = NULL, totp_last_step = $3
+       WHERE member_id = $1 AND totp_pending_secret = $2`,
+      [memberId, secret, step],
+    );
+  }
+
+  async disableTotp(memberId: string): Promise<void> {
+    await this.pool.query(
+      `UPDATE dashboard.members SET totp_secret = NULL, totp_pending_secret = NULL, totp_last_step = NULL
+       WHERE member_id = $1`,
+      [memberId],
+    );
+  }
+
+  /**
+   * Record that a code of time step `step` was used, unless that step (or a later one) was used
+   * already: false means the code is a replay.
+   */
+  async spendTotpStep(memberId: string, step: number): Promise<boolean> {
+    const r = await this.pool.query(
+      `UPDATE dashboard.members SET totp_last_step = $2
+       WHERE member_id = $1 AND (totp_last_step IS NULL OR totp_last_step < $2)`,
+      [memberId, step],
+    );
+    return r.rowCount === 1;
+  }
+
+  // --- sign-in failures (per email, known or not) --------------------------------------------
+
+  /** Whether the email is locked out now. */
+  async isLocked(email: string): Promise<boolean> {
+    const r = await this.pool.query(
+      'SELECT 1 FROM dashboard.sign_in_failures WHERE email = $1 AND locked_until > now()',
+      [email],
+    );
+    return (r.rowCount ?? 0) > 0;
+  }
+
+  /**
+   * Count one failed sign-in of `email`, in one statement (concurrent failures all count). Failures
+   * older than the lock period are forgotten; the `limit`-th consecutive one locks the email for the
+   * lock period and starts the count again. True when this failure locked it.
+   */
+  async recordFailure(email: string, policy: LockoutPolicy): Promise<boolean> {
+    // ON CONFLICT locks the email's row and reads its latest version: concurrent failures serialize.
+    const recent =
+      'CASE WHEN f.last_failure_at > now() - make_interval(mins => $3) THEN f.failures ELSE 0 END';
+    const r = await this.pool.query<{ locked: boolean }>(
+      `INSERT INTO dashboard.sign_in_failures AS f (email, failures, last_failure_at, locked_until)
+       VALUES ($1, CASE WHEN $2 <= 1 THEN 0 ELSE 1 END, now(),
+               CASE WHEN $2 <= 1 THEN now() + make_interval(mins => $3) END)
+       ON CONFLICT (email) DO UPDATE SET
+         failures = CASE WHEN ${recent} + 1 >= $2 THEN 0 ELSE ${recent} + 1 END,
+         last_failure_at = now(),
+         locked_until = CASE WHEN ${recent} + 1 >= $2 THEN now() + make_interval(mins => $3)
+                             ELSE f.locked_until END
+       RETURNING (locked_until IS NOT NULL AND locked_until > now()) AS locked`,
+      [email, policy.limit, policy.lockMinutes],
+    );
+    return r.rows[0]?.locked === true;
+  }
+
+  async clearFailures(email: string): Promise<void> {
+    await this.pool.query('DELETE FROM dashboard.sign_in_failures WHERE email = $1', [email]);
+  }
+}

@@ -1,0 +1,97 @@
+import type { Pool } from '@dnc/kit';
+
+export type SessionStage = 'mfa' | 'full';
+
+export interface Session {
+  memberId: string;
+  orgId: string;
+  stage: SessionStage;
+  csrfToken: string;
+  mfaFailures: number;
+  expiresAt: Date;
+}
+
+export interface SessionPolicy {
+  idleMinutes: number;
+  absoluteHours: number;
+}
+
+/**
+ * Server-side sessions. A session lives until it is idle for `idleMinutes` or reaches `absoluteHours`,
+ * whichever comes first; each request moves the idle deadline (never past the absolute one).
+ */
+export class SessionStore {
+  constructor(
+    private readonly pool: Pool,
+    private readonly policy: SessionPolicy,
+  ) {}
+
+  async create(s: {
+    tokenHash: Buffer;
+    memberId: string;
+    orgId: string;
+    stage: SessionStage;
+    csrfToken: string;
+  }): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO dashboard.sessions (token_hash, member_id, org_id, stage, csrf_token, expires_at)
+       VALUES ($1, $2, $3, $4, $5, now() + make_interval(mins => $6))`,
+      [
+        s.tokenHash,
+        s.memberId,
+        s.orgId,
+        s.stage,
+        s.csrfToken,
+        Math.min(this.policy.idleMinutes, this.policy.absoluteHours * 60),
+      ],
+    );
+  }
+
+  /** The live session of a token hash, its idle deadline moved forward; undefined when absent or over. */
+  async touch(tokenHash: Buffer): Promise<Session | undefined> {
+    const r = await this.pool.query(
+      `UPDATE dashboard.sessions SET last_seen_at = now(),
+         expires_at = LEAST(now() + make_interval(mins => $2), created_at + make_interval(hours => $3))
+       WHERE token_hash = $1 AND expires_at > now()
+       RETURNING member_id, org_id, stage, csrf_token, mfa_failures, expires_at`,
+      [tokenHash, this.policy.idleMinutes, this.policy.absoluteHours],
+    );
+    const row = r.rows[0];
+    if (!row) return undefined;
+    return {
+      memberId: row.member_id,
+      orgId: row.org_id,
+      stage: row.stage,
+      csrfToken: row.csrf_token,
+      mfaFailures: row.mfa_failures,
+      expiresAt: row.expires_at,
+    };
+  }
+
+  async countMfaFailure(tokenHash: Buffer): Promise<number> {
+    const r = await this.pool.query<{ n: number }>(
+      'UPDATE dashboard.sessions SET mfa_failures = mfa_failures + 1 WHERE token_hash = $1 RETURNING mfa_failures AS n',
+      [tokenHash],
+    );
+    return r.rows[0]?.n ?? 0;
+  }
+
+  async end(tokenHash: Buffer): Promise<void> {
+    await this.pool.query('DELETE FROM dashboard.sessions WHERE token_hash = $1', [tokenHash]);
+  }
+
+  /** Sign out everywhere: every session of the member, except `keep` when given. */
+  async endAll(memberId: string, keep?: Buffer): Promise<number> {
+    const r = await this.pool.query(
+      'DELETE FROM dashboard.sessions WHERE member_id = $1 AND ($2::bytea IS NULL OR token_hash <> $2)',
+      [memberId, keep ?? null],
+    );
+    return r.rowCount ?? 0;
+  }
+
+  /** Delete sessions past their end (they are refused anyway; this keeps the table small). */
+  async purgeExpired(): Promise<number> {
+    const r = await this.pool.query('DELETE FROM dashboard.sessions WHERE expires_at < now()');
+    return r.rowCount ?? 0;
+  }
+}

@@ -1,0 +1,310 @@
+import { randomUUID } from 'node:crypto';
+import { createClient } from '@connectrpc/connect';
+import { grpcTransport, parseConfig, readPublicReason } from '@dnc/kit';
+import { dashboardv1 } from '@dnc/proto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DashboardClient } from '../../../test/support/dashboard.js';
+import { Harness } from '../../admission/test/harness.js';
+import { dashboardConfig } from '../src/config.js';
+import { totpCode } from '../src/domain/totp.js';
+import { type RunningDashboard, startDashboard } from '../src/server.js';
+
+// Issue 16, item 2: people and sign-in, against the real PostgreSQL and Redis with admission in process
+// (the dashboard asks it whether an organization exists). Passwords are hashed with a lower scrypt cost
+// here (2^12) to keep the suite fast; the e2e suite runs the production cost.
+const LIMIT = 4;
+const PUBLIC_URL = 'https://dashboard.example.test';
+const RATE = 12;
+const h = new Harness();
+let dash: RunningDashboard;
+let base: string;
+let admin: ReturnType<typeof createClient<typeof dashboardv1.DashboardAdminService>>;
+let orgId: string;
+
+beforeAll(async () => {
+  await h.start();
+  dash = await startDashboard(config());
+  base = `http://127.0.0.1:${dash.port}`;
+  admin = createClient(dashboardv1.DashboardAdminService, grpcTransport(`http://127.0.0.1:${dash.grpcPort}`));
+  orgId = (await h.clients().admin.createOrganization({ name: 'Sign-in Org' })).orgId;
+});
+
+function config(over: Record<string, string> = {}) {
+  return parseConfig(dashboardConfig, {
+    DATABASE_URL: h.databaseUrl,
+    DNC_ADMISSION_ADDR: `http://127.0.0.1:${h.instances[0]!.port}`,
+    DNC_QUOTA_ADDR: `http://127.0.0.1:${h.quota.port}`,
+    DNC_JOBS_ADDR: 'http://127.0.0.1:9',
+    DNC_REDIS_PREFIX: h.prefix,
+    DNC_DASHBOARD_PORT: '0',
+    DNC_DASHBOARD_PUBLIC_URL: PUBLIC_URL,
+    DNC_GRPC_PORT: '0',
+    DNC_METRICS_PORT: '0',
+    DNC_LOG_LEVEL: 'silent',
+    DNC_SCRYPT_LOG_N: '12',
+    DNC_LOCKOUT_FAILURES: String(LIMIT),
+    DNC_SIGN_IN_RATE_PER_MINUTE: '10000',
+    ...over,
+  });
+}
+
+afterAll(async () => {
+  await dash?.service.shutdown('test end');
+  await h.stop();
+});
+
+/** A member made the operator's way: invitation link, then a password on the invitation page. */
+async function person(role = dashboardv1.Role.OWNER, password = 'correct horse battery') {
+  const email = `p-${randomUUID().slice(0, 8)}@example.com`;
+  const { link } = await admin.inviteUser({ orgId, email, role });
+  const c = new DashboardClient(base);
+  expect((await c.accept(link, password)).status).toBe(201);
+  return { email, password, c, link };
+}
+
+async function sql(text: string, params: unknown[] = []) {
+  const db = new pg.Client({ connectionString: h.databaseUrl });
+  await db.connect();
+  try {
+    return await db.query(text, params);
+  } finally {
+    await db.end();
+  }
+}
+
+describe('invitations', () => {
+  it('the operator invitation is one-time: a second use, a revoked or an expired link is refused', async () => {
+    const email = `once-${randomUUID().slice(0, 8)}@example.com`;
+    const { link, expiresAt } = await admin.inviteUser({ orgId, email, role: dashboardv1.Role.OWNER });
+    expect(link).toMatch(/^https:\/\/dashboard\.example\.test\/invitation#token=[A-Za-z0-9_-]{43}$/);
+    expect(Number(expiresAt!.seconds) * 1000 - Date.now()).toBeGreaterThan(71 * 3600_000);
+    const c = new DashboardClient(base);
+    const token = new URL(link).hash.slice('#token='.length);
+    expect((await c.post('/api/invitations/inspect', { token })).body).toMatchObject({
+      email,
+      role: 'owner',
+      organization: 'Sign-in Org',
+    });
+    expect((await c.accept(link, 'short')).body.error).toBe('weak_password');
+    expect((await c.accept(link, email)).body.error).toBe('weak_password');
+    expect((await c.accept(link, 'a long enough password')).status).toBe(201);
+    const again = await c.accept(link, 'another long password');
+    expect(again.status).toBe(404);
+    expect(again.body.error).toBe('invitation_invalid');
+
+    const late = await admin.inviteUser({ orgId, email: `late-${email}`, role: dashboardv1.Role.MEMBER });
+    await sql(
+      "UPDATE dashboard.invitations SET expires_at = now() - interval '1 second' WHERE invitation_id = $1",
+      [late.invitationId],
+    );
+    expect((await c.accept(late.link, 'a long enough password')).body.error).toBe('invitation_invalid');
+  });
+
+  it('refuses an unknown organization, a taken email, a bad email or role', async () => {
+    const reason = async (req: Parameters<typeof admin.inviteUser>[0]) => {
+      try {
+        await admin.inviteUser(req);
+        return 'ok';
+      } catch (error) {
+        return readPublicReason(error)?.reason;
+      }
+    };
+    const { email } = await person();
+    expect(await reason({ orgId: randomUUID(), email: 'x@example.com', role: 1 })).toBe('not_found');
+    expect(await reason({ orgId, email, role: 1 })).toBe('email_taken');
+    expect(await reason({ orgId, email: 'not an email', role: 1 })).toBe('validation_error');
+    expect(await reason({ orgId, email: 'y@example.com', role: 0 })).toBe('validation_error');
+  });
+
+  it('passwords: 12 characters pass, 11 do not; 128 pass, 129 do not', async () => {
+    const c = new DashboardClient(base);
+    const link = async () =>
+      (await admin.inviteUser({ orgId, email: `len-${randomUUID().slice(0, 8)}@example.com`, role: 2 })).link;
+    expect((await c.accept(await link(), 'x'.repeat(11))).body.error).toBe('weak_password');
+    expect((await c.accept(await link(), 'x'.repeat(12))).status).toBe(201);
+    expect((await c.accept(await link(), 'x'.repeat(129))).body.error).toBe('weak_password');
+    expect((await c.accept(await link(), 'x'.repeat(128))).status).toBe(201);
+  });
+});
+
+describe('sign-in', () => {
+  it('sets a __Host- cookie that is Secure, HttpOnly and SameSite=Strict; the session is server-side', async () => {
+    const { email, password } = await person();
+    const c = new DashboardClient(base);
+    const r = await c.post('/api/session', { email, password });
+    expect(r.status).toBe(200);
+    const cookie = r.headers.get('set-cookie')!;
+    expect(cookie).toMatch(
+      /^__Host-dnc_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; Secure; SameSite=Strict$/,
+    );
+    expect(r.headers.get('cache-control')).toBe('no-store');
+    c.csrf = r.body.csrf_token;
+    expect((await c.get('/api/session')).body.member).toMatchObject({ email, role: 'owner' });
+    // The session lives in Postgres: deleting its row ends it.
+    await sql('DELETE FROM dashboard.sessions');
+    expect((await c.get('/api/session')).status).toBe(401);
+  });
+
+  it(`${LIMIT} wrong passwords lock the email (unknown emails alike); a success before that clears the count`, async () => {
+    const { email, password } = await person();
+    const c = new DashboardClient(base);
+    for (let i = 1; i < LIMIT; i++) expect((await c.signIn(email, 'wrong password')).status).toBe(401);
+    expect((await c.signIn(email, password)).status).toBe(200); // the count starts again
+    for (let i = 1; i < LIMIT; i++) expect((await c.signIn(email, 'wrong password')).status).toBe(401);
+    const locking = await c.signIn(email, 'wrong password');
+    expect(locking.status).toBe(429);
+    expect(locking.body.error).toBe('too_many_attempts');
+    expect((await c.signIn(email, password)).status).toBe(429); // locked, even with the right password
+
+    const nobody = `nobody-${randomUUID().slice(0, 8)}@example.com`;
+    for (let i = 1; i < LIMIT; i++)
+      expect((await c.signIn(nobody, 'whatever')).body.error).toBe('invalid_credentials');
+    expect((await c.signIn(nobody, 'whatever')).body.error).toBe('too_many_attempts');
+  });
+
+  it(`${RATE} sign-in attempts per minute per address pass, the next is refused with Retry-After`, async () => {
+    // A second replica with the low limit and counters of its own, on the same database.
+    const limited = await startDashboard(
+      config({ DNC_SIGN_IN_RATE_PER_MINUTE: String(RATE), DNC_REDIS_PREFIX: `${h.prefix}rate:` }),
+    );
+    try {
+      const c = new DashboardClient(`http://127.0.0.1:${limited.port}`);
+      const email = `rate-${randomUUID().slice(0, 8)}@example.com`;
+      for (let i = 0; i < RATE; i++)
+        expect((await c.post('/api/session', { email: `${i}${email}`, password: 'x' })).status).toBe(401);
+      const refused = await c.post('/api/session', { email, password: 'x' });
+      expect(refused.status).toBe(429);
+      expect(refused.body.error).toBe('too_many_attempts');
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    } finally {
+      await limited.service.shutdown('test end');
+    }
+  });
+});
+
+describe('sessions, CSRF, second factor', () => {
+  async function signedIn(role = dashboardv1.Role.OWNER) {
+    const p = await person(role);
+    expect((await p.c.signIn(p.email, p.password)).status).toBe(200);
+    return p;
+  }
+
+  it('a state change needs the CSRF token and the dashboard origin; reads do not change anything', async () => {
+    const { c } = await signedIn();
+    const invite = { email: `csrf-${randomUUID().slice(0, 8)}@example.com`, role: 'member' };
+    const none = await c.post('/api/members/invitations', invite, { csrf: null });
+    expect([none.status, none.body.error]).toEqual([403, 'csrf_failed']);
+    const wrong = await c.post('/api/members/invitations', invite, { csrf: 'x'.repeat(43) });
+    expect([wrong.status, wrong.body.error]).toEqual([403, 'csrf_failed']);
+    const elsewhere = await c.post('/api/members/invitations', invite, {
+      headers: { origin: 'https://evil.example' },
+    });
+    expect([elsewhere.status, elsewhere.body.error]).toEqual([403, 'csrf_failed']);
+    const crossSite = await c.post('/api/members/invitations', invite, {
+      headers: { 'sec-fetch-site': 'cross-site' },
+    });
+    expect(crossSite.status).toBe(403);
+    const signInElsewhere = await new DashboardClient(base).post(
+      '/api/session',
+      { email: 'a@example.com', password: 'x' },
+      { headers: { origin: 'https://evil.example' } },
+    );
+    expect(signInElsewhere.status).toBe(403);
+    expect(
+      (await c.get('/api/members')).body.invitations.map((i: { email: string }) => i.email),
+    ).not.toContain(invite.email);
+    const ok = await c.post('/api/members/invitations', invite, { headers: { origin: PUBLIC_URL } });
+    expect(ok.status).toBe(201);
+  });
+
+  it('sign out everywhere ends every session of the person; a password change ends the others', async () => {
+    const p = await signedIn();
+    const other = new DashboardClient(base);
+    expect((await other.signIn(p.email, p.password)).status).toBe(200);
+    expect(
+      (await p.c.post('/api/me/password', { current_password: 'wrong', new_password: 'a new long password' }))
+        .status,
+    ).toBe(403);
+    expect(
+      (
+        await p.c.post('/api/me/password', {
+          current_password: p.password,
+          new_password: 'a new long password',
+        })
+      ).status,
+    ).toBe(204);
+    expect((await other.get('/api/session')).status).toBe(401);
+    expect((await p.c.get('/api/session')).status).toBe(200);
+    expect((await other.signIn(p.email, p.password)).status).toBe(401);
+    expect((await other.signIn(p.email, 'a new long password')).status).toBe(200);
+    expect((await p.c.post('/api/session/sign-out-everywhere')).status).toBe(204);
+    expect((await p.c.get('/api/session')).status).toBe(401);
+    expect((await other.get('/api/session')).status).toBe(401);
+  });
+
+  it('a session ends when idle past its deadline', async () => {
+    const p = await signedIn();
+    await sql(
+      `UPDATE dashboard.sessions s SET expires_at = now() - interval '1 second'
+       FROM dashboard.members m WHERE m.member_id = s.member_id AND m.email = $1`,
+      [p.email],
+    );
+    expect((await p.c.get('/api/session')).status).toBe(401);
+  });
+
+  it('TOTP: set up, turn on with a code; sign-in then needs a code, a replayed or wrong one is refused', async () => {
+    const p = await signedIn();
+    const setup = await p.c.post('/api/me/totp/setup');
+    expect(setup.body.uri).toMatch(/^otpauth:\/\/totp\/dnc-scrub:/);
+    const secret: string = setup.body.secret;
+    expect((await p.c.post('/api/me/totp/enable', { code: '000000' })).status).toBe(400);
+    expect((await p.c.post('/api/me/totp/enable', { code: totpCode(secret) })).status).toBe(204);
+    expect((await p.c.get('/api/session')).body.member.totp_enabled).toBe(true);
+
+    const c = new DashboardClient(base);
+    const first = await c.signIn(p.email, p.password);
+    expect(first.body.stage).toBe('mfa');
+    // Half signed in: nothing to read yet.
+    expect((await c.get('/api/keys')).status).toBe(401);
+    expect((await c.get('/api/session')).status).toBe(401);
+    // The code used to turn it on was used: the same step is a replay.
+    expect((await c.post('/api/session/totp', { code: totpCode(secret) })).body.error).toBe('invalid_code');
+    const next = totpCode(secret, Date.now() + 30_000);
+    const done = await c.post('/api/session/totp', { code: next });
+    expect(done.body.stage).toBe('full');
+    c.csrf = done.body.csrf_token;
+    expect((await c.get('/api/session')).status).toBe(200);
+
+    // Wrong codes: after the limit the half session ends.
+    const d = new DashboardClient(base);
+    await d.signIn(p.email, p.password);
+    for (let i = 1; i < LIMIT; i++)
+      expect((await d.post('/api/session/totp', { code: '123456' })).status).toBe(401);
+    const last = await d.post('/api/session/totp', { code: '123456' });
+    expect(last.body.error).toBe('unauthenticated');
+    expect((await d.post('/api/session/totp', { code: totpCode(secret, Date.now() + 60_000) })).status).toBe(
+      401,
+    );
+  });
+
+  it('removing a member ends their sessions; the last owner cannot be removed', async () => {
+    const owner = await signedIn();
+    const member = await signedIn(dashboardv1.Role.MEMBER);
+    const list = (await owner.c.get('/api/members')).body.members as {
+      id: string;
+      email: string;
+      role: string;
+    }[];
+    const m = list.find((x) => x.email === member.email)!;
+    expect((await member.c.post(`/api/members/${m.id}/remove`)).body.error).toBe('forbidden');
+    expect((await owner.c.post(`/api/members/${m.id}/remove`)).status).toBe(204);
+    expect((await member.c.get('/api/session')).status).toBe(401);
+    expect((await owner.c.post(`/api/members/${m.id}/remove`)).status).toBe(404);
+    // Every owner but this one goes; then this one is the last and stays.
+    for (const o of list.filter((x) => x.role === 'owner' && x.email !== owner.email))
+      expect((await owner.c.post(`/api/members/${o.id}/remove`)).status).toBe(204);
+    const self = list.find((x) => x.email === owner.email)!;
+    expect((await owner.c.post(`/api/members/${self.id}/remove`)).body.error).toBe('last_owner');
+  });
+});

@@ -1,0 +1,96 @@
+/** The backend-for-frontend's JSON API. The CSRF token lives in memory only, never in storage. */
+let csrfToken = '';
+
+export function setCsrfToken(token: string): void {
+  csrfToken = token;
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+async function request<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (method === 'POST') {
+    headers['content-type'] = 'application/json';
+    if (csrfToken) headers['x-csrf-token'] = csrfToken;
+  }
+  const response = await fetch(path, {
+    method,
+    headers,
+    credentials: 'same-origin',
+    cache: 'no-store',
+    ...(method === 'POST' ? { body: JSON.stringify(body ?? {}) } : {}),
+  });
+  if (response.status === 204) return undefined as T;
+  const data = (await response.json().catch(() => ({}))) as { error?: string; message?: string };
+  if (!response.ok)
+    throw new ApiError(response.status, data.error ?? 'error', data.message ?? 'Something went wrong.');
+  return data as T;
+}
+
+export const api = {
+  get: <T>(path: string) => request<T>('GET', path),
+  post: <T>(path: string, body?: unknown) => request<T>('POST', path, body),
+};
+
+export interface Me {
+  member: { id: string; email: string; role: 'owner' | 'member'; totp_enabled: boolean };
+  organization: { name: string; suspended: boolean; activation_complete: boolean } | null;
+  csrf_token: string;
+}
+
+export interface Key {
+  id: string;
+  name: string;
+  prefix: string;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+export interface Job {
+  id: string;
+  status: string;
+  country: string;
+  submitted_count: number;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  expires_at: string;
+  error: string | null;
+  cancel_requested: boolean;
+}
+
+export const COUNTRY_NAMES: Record<string, string> = {
+  mx: 'Mexico',
+  ar: 'Argentina',
+  co: 'Colombia',
+  es: 'Spain',
+  au: 'Australia',
+  sg: 'Singapore',
+};
+
+/** A date and time in the reader's locale, UTC named; '—' when unset. */
+export function when(value: string | null | undefined): string {
+  if (!value) return '—';
+  return new Date(value).toLocaleString(undefined, {
+    year: 'numeric',
+    month: 'short',
+    day: 'numeric',
+    hour: '2-digit',
+    minute: '2-digit',
+    timeZone: 'UTC',
+    timeZoneName: 'short',
+  });
+}
+
+export function count(n: number): string {
+  return n.toLocaleString();
+}

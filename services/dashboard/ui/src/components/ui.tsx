@@ -1,0 +1,98 @@
+import { type ReactNode, useEffect, useRef, useState } from 'react';
+import { ApiError } from '../api.js';
+
+/** A page's heading and body; the heading takes focus on navigation so screen readers announce it. */
+export function Page({ title, children }: { title: string; children: ReactNode }) {
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    document.title = `${title} · dnc-scrub dashboard`;
+    heading.current?.focus();
+  }, [title]);
+  return (
+    <>
+      <h1 tabIndex={-1} ref={heading}>
+        {title}
+      </h1>
+      {children}
+    </>
+  );
+}
+
+export function ErrorText({ error }: { error: unknown }) {
+  if (!error) return null;
+  const message = error instanceof ApiError ? error.message : 'Something went wrong; try again.';
+  return (
+    <p className="error" role="alert">
+      {message}
+    </p>
+  );
+}
+
+/** Load data for a page; `reload` fetches again. */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []) {
+  const [data, setData] = useState<T>();
+  const [error, setError] = useState<unknown>();
+  const [tick, setTick] = useState(0);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the caller names what the load depends on
+  useEffect(() => {
+    let live = true;
+    setError(undefined);
+    load().then(
+      (d) => live && setData(d),
+      (e) => live && setError(e),
+    );
+    return () => {
+      live = false;
+    };
+  }, [...deps, tick]);
+  return { data, error, reload: () => setTick((t) => t + 1) };
+}
+
+/** A table that scrolls sideways on narrow screens, reachable by keyboard. */
+export function TableWrap({ label, children }: { label: string; children: ReactNode }) {
+  return (
+    // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must be reachable by keyboard
+    <section className="table-wrap" aria-label={label} tabIndex={0}>
+      <table>{children}</table>
+    </section>
+  );
+}
+
+/**
+ * A confirmation in a modal <dialog> (focus moves into it and returns; Escape closes it). `onConfirm`
+ * runs on the confirm button only.
+ */
+export function Confirm(props: {
+  open: boolean;
+  title: string;
+  children: ReactNode;
+  confirmLabel: string;
+  onConfirm: () => void;
+  onCancel: () => void;
+}) {
+  const ref = useRef<HTMLDialogElement>(null);
+  useEffect(() => {
+    const d = ref.current;
+    if (!d) return;
+    if (props.open && !d.open) d.showModal();
+    if (!props.open && d.open) d.close();
+  }, [props.open]);
+  return (
+    <dialog ref={ref} aria-labelledby="confirm-title" onCancel={props.onCancel}>
+      <h2 id="confirm-title">{props.title}</h2>
+      {props.children}
+      <div className="actions">
+        <button type="button" className="danger" onClick={props.onConfirm}>
+          {props.confirmLabel}
+        </button>
+        <button type="button" onClick={props.onCancel}>
+          Cancel
+        </button>
+      </div>
+    </dialog>
+  );
+}
+
+export function Status({ value }: { value: string }) {
+  return <span className={`badge badge-${value}`}>{value.replaceAll('_', ' ')}</span>;
+}

@@ -1,0 +1,156 @@
+import { type FormEvent, useState } from 'react';
+import { api } from '../api.js';
+import { ErrorText, Page } from '../components/ui.js';
+import { useSession } from '../session.js';
+
+/** The signed-in person's own password, second factor and sessions. */
+export function AccountPage() {
+  const { me, refresh, signOut } = useSession();
+  const [message, setMessage] = useState('');
+  const [error, setError] = useState<unknown>();
+  const [setup, setSetup] = useState<{ secret: string; uri: string }>();
+
+  async function run(work: () => Promise<unknown>, done: string) {
+    setError(undefined);
+    setMessage('');
+    try {
+      await work();
+      setMessage(done);
+    } catch (e) {
+      setError(e);
+    }
+  }
+
+  function changePassword(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    const form = event.currentTarget;
+    const f = new FormData(form);
+    void run(async () => {
+      await api.post('/api/me/password', { current_password: f.get('current'), new_password: f.get('new') });
+      form.reset();
+    }, 'Password changed. Your other sessions were signed out.');
+  }
+
+  function enable(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    const f = new FormData(event.currentTarget);
+    void run(async () => {
+      await api.post('/api/me/totp/enable', { code: f.get('code') });
+      setSetup(undefined);
+      await refresh();
+    }, 'Second factor on: sign-in now asks for a code.');
+  }
+
+  function disable(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    const f = new FormData(event.currentTarget);
+    void run(async () => {
+      await api.post('/api/me/totp/disable', { password: f.get('password') });
+      await refresh();
+    }, 'Second factor off.');
+  }
+
+  return (
+    <Page title="Your account">
+      <p>
+        Signed in as <strong>{me.member.email}</strong> ({me.member.role}).
+      </p>
+      <p aria-live="polite">{message}</p>
+      <ErrorText error={error} />
+      <form className="card narrow" onSubmit={changePassword}>
+        <h2>Change password</h2>
+        <input type="email" name="username" autoComplete="username" value={me.member.email} readOnly hidden />
+        <label htmlFor="current">Current password</label>
+        <input
+          id="current"
+          name="current"
+          type="password"
+          autoComplete="current-password"
+          required
+          maxLength={512}
+        />
+        <label htmlFor="new">New password (at least 12 characters)</label>
+        <input
+          id="new"
+          name="new"
+          type="password"
+          autoComplete="new-password"
+          minLength={12}
+          maxLength={128}
+          required
+        />
+        <button type="submit" className="primary">
+          Change password
+        </button>
+      </form>
+      <section className="card narrow" aria-labelledby="totp">
+        <h2 id="totp">Second factor (authenticator app)</h2>
+        {me.member.totp_enabled ? (
+          <form onSubmit={disable}>
+            <p>On. Sign-in asks for a 6-digit code.</p>
+            <label htmlFor="totp-password">Password, to turn it off</label>
+            <input
+              id="totp-password"
+              name="password"
+              type="password"
+              autoComplete="current-password"
+              required
+              maxLength={512}
+            />
+            <button type="submit">Turn off</button>
+          </form>
+        ) : setup ? (
+          <form onSubmit={enable}>
+            <p>
+              Add this key to your authenticator app (time-based, 6 digits, 30 seconds), then enter the code
+              it shows.
+            </p>
+            <label htmlFor="totp-secret">Setup key</label>
+            <input id="totp-secret" className="mono" readOnly value={setup.secret} />
+            <label htmlFor="totp-uri">Or this otpauth link</label>
+            <input id="totp-uri" className="mono" readOnly value={setup.uri} />
+            <label htmlFor="totp-code">Code</label>
+            <input
+              id="totp-code"
+              name="code"
+              inputMode="numeric"
+              pattern="[0-9]{6}"
+              maxLength={6}
+              required
+              autoComplete="one-time-code"
+            />
+            <button type="submit" className="primary">
+              Turn on
+            </button>
+          </form>
+        ) : (
+          <>
+            <p>Off. With it on, a stolen password alone cannot sign in.</p>
+            <button
+              type="button"
+              onClick={() => void run(async () => setSetup(await api.post('/api/me/totp/setup')), '')}
+            >
+              Set up
+            </button>
+          </>
+        )}
+      </section>
+      <section className="card narrow" aria-labelledby="sessions">
+        <h2 id="sessions">Sessions</h2>
+        <p>Signs you out on every device and browser, this one included.</p>
+        <button
+          type="button"
+          className="danger"
+          onClick={() =>
+            void run(async () => {
+              await api.post('/api/session/sign-out-everywhere');
+              await signOut();
+            }, '')
+          }
+        >
+          Sign out everywhere
+        </button>
+      </section>
+    </Page>
+  );
+}

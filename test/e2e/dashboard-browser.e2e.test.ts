@@ -1,0 +1,255 @@
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { accessibilityViolations, artifactsDir, fitsWidth, launchChromium } from '../support/browser.js';
+import { call } from '../support/http.js';
+import { loadRegistry, type SeededOrg, seedOrg } from '../support/seed.js';
+import { ROOT, startTestStack, type TestStack } from '../support/stack.js';
+
+// Issue 16, Tests: the whole customer path in real headless Chromium against every service as its own
+// process. Invite -> set password -> sign in -> create a key (shown once) -> use it on /v1/scrub through
+// the gateway -> revoke it in the dashboard -> the same key gets 401 within 2 s. Every page: a
+// screenshot (test-artifacts/dashboard), axe-core without serious or critical violations, and no
+// sideways scrolling at 360 px.
+const SHOTS = artifactsDir(ROOT, 'dashboard');
+const PASSWORD = 'a long and private passphrase';
+
+describe('customer dashboard in Chromium (issue 16)', () => {
+  let stack: TestStack;
+  let org: SeededOrg;
+  let browser: Browser;
+  let closeBrowser: () => Promise<void>;
+  let page: Page;
+  const problems: string[] = [];
+  /** Bodies and URLs the page received or sent after the secret was shown: it must be in none. */
+  const traffic: string[] = [];
+  let recording = false;
+
+  beforeAll(async () => {
+    stack = await startTestStack({
+      label: 'dashboard_ui',
+      countries: ['co'],
+      env: { DNC_KEY_USAGE_FLUSH_MS: '300' },
+    });
+    org = await seedOrg(stack, ['co'], { name: 'Acme Telemarketing', quota: 20 });
+    await loadRegistry(stack, 'co', ['+57 300 123 4567']);
+    ({ browser, close: closeBrowser } = await launchChromium());
+    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    page.on('console', (m) => {
+      // The first GET /api/session of a signed-out page answers 401: that is how the page learns it.
+      if (m.type() === 'error' && !/status of 401/.test(m.text())) problems.push(m.text());
+    });
+    page.on('pageerror', (e) => problems.push(String(e)));
+    page.on('request', (r) => {
+      if (recording) traffic.push(r.url(), JSON.stringify(r.headers()));
+    });
+    page.on('response', async (r) => {
+      if (recording && r.url().includes('/api/')) traffic.push(await r.text().catch(() => ''));
+    });
+  }, 180_000);
+
+  afterAll(async () => {
+    await closeBrowser?.();
+    await stack?.teardown();
+  });
+
+  /** Screenshot, accessibility and 360 px check of the page as it is now. */
+  async function checkPage(name: string) {
+    await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+    expect(await accessibilityViolations(page), `axe on ${name}`).toEqual([]);
+    const narrow = await fitsWidth(page, 360);
+    expect(narrow, `${name} at 360 px`).toEqual({ fits: true, scrollWidth: 360 });
+  }
+
+  async function open(linkName: string, heading: string) {
+    await page.getByRole('link', { name: linkName, exact: true }).click();
+    await page.getByRole('heading', { level: 1, name: heading }).waitFor();
+  }
+
+  it('invite -> set password -> sign in -> create a key -> scrub with it -> revoke -> 401 within 2 s', async () => {
+    const email = `owner-${randomUUID().slice(0, 8)}@example.com`;
+    const invitation = (await stack.admin([
+      'user',
+      'invite',
+      '--org',
+      org.orgId,
+      '--email',
+      email,
+      '--role',
+      'owner',
+    ])) as { link: string; expires_at: string };
+    expect(invitation.link.startsWith(`${stack.addresses.dashboard}/invitation#token=`)).toBe(true);
+
+    const first = await page.goto(invitation.link);
+    const csp = first!.headers()['content-security-policy']!;
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("style-src 'self'");
+    expect(csp).not.toContain('unsafe-inline');
+    expect(first!.headers()['referrer-policy']).toBe('no-referrer');
+    await page.getByRole('heading', { name: 'Join your organization' }).waitFor();
+    await expect.poll(() => page.url()).toBe(`${stack.addresses.dashboard}/invitation`); // token gone from the bar
+    await page.getByText('Acme Telemarketing').waitFor();
+    await checkPage('invitation');
+    await page.getByLabel('New password').fill(PASSWORD);
+    await page.getByLabel('Repeat the password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Set password' }).click();
+    await page.getByRole('heading', { name: 'Password set' }).waitFor();
+    await page.getByRole('link', { name: 'Go to sign-in' }).click();
+
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await checkPage('sign-in');
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
+    const cookies = await page.context().cookies();
+    expect(cookies.map((c) => [c.name, c.secure, c.httpOnly, c.sameSite])).toEqual([
+      ['__Host-dnc_session', true, true, 'Strict'],
+    ]);
+    await checkPage('keys');
+
+    // Create a key: the secret is shown once, in the POST response, never in a URL.
+    await page.getByLabel('Name of the new key').fill('production');
+    const [created] = await Promise.all([
+      page.waitForResponse((r) => r.url().endsWith('/api/keys') && r.request().method() === 'POST'),
+      page.getByRole('button', { name: 'Create key' }).click(),
+    ]);
+    expect(created.status()).toBe(201);
+    expect(created.headers()['cache-control']).toBe('no-store');
+    const secret = await page.getByLabel('Secret').inputValue();
+    expect(secret).toMatch(/^dnc_[0-9a-f]{12}_[A-Za-z0-9_-]{43}$/);
+    recording = true;
+    await page.getByText('this is the only time it is shown').waitFor();
+    await checkPage('key-created');
+
+    const scrub = await call(stack.baseUrl, 'POST', '/v1/scrub', {
+      apiKey: secret,
+      idempotencyKey: randomUUID(),
+      json: { country: 'co', phones: ['+57 300 123 4567', '3001234599'] },
+    });
+    expect(scrub.status).toBe(200);
+    expect(scrub.body.summary.total_checked).toBe(2);
+    // A v2 job with the new key, shown on the jobs pages.
+    const job = await call(stack.baseUrl, 'POST', '/v2/scrub', {
+      apiKey: secret,
+      idempotencyKey: randomUUID(),
+      json: { country: 'co', phones: ['3001234567'] },
+    });
+    expect(job.status).toBe(202);
+
+    await page.getByRole('button', { name: 'I have stored it safely' }).click();
+    expect(await page.content()).not.toContain(secret);
+    // Its last use shows (written within a flush interval); the listing never shows the secret.
+    await expect
+      .poll(
+        async () => {
+          await page.reload();
+          return page.getByRole('row', { name: /production/ }).textContent();
+        },
+        { timeout: 10_000 },
+      )
+      .not.toContain('never');
+    const row = page.getByRole('row', { name: /production/ });
+    expect(await row.textContent()).not.toContain(secret.slice(17));
+
+    await open('Plan', 'Plan and countries');
+    await page.getByText('planned for 2026-09').first().waitFor();
+    await checkPage('plan');
+    await open('Quota & usage', 'Quota and usage');
+    await page
+      .getByText(/[23] used/)
+      .first()
+      .waitFor();
+    await checkPage('usage');
+    await open('Jobs', 'Jobs');
+    await page.getByRole('link', { name: new RegExp(job.body.job_id) }).click();
+    await page.getByRole('heading', { level: 1, name: 'Job' }).waitFor();
+    await page.getByText(job.body.job_id).waitFor();
+    await checkPage('job');
+    await open('Jobs', 'Jobs');
+    await checkPage('jobs');
+    await open('Members', 'Members');
+    await page.getByLabel('Email').fill(`teammate-${randomUUID().slice(0, 6)}@example.com`);
+    await page.getByRole('button', { name: 'Invite' }).click();
+    await page.getByRole('heading', { name: /Invitation for/ }).waitFor();
+    await checkPage('members');
+    await open('Account', 'Your account');
+    await checkPage('account');
+
+    // Revoke in the dashboard, with the confirmation: the key stops on the gateway within 2 s.
+    await open('API keys', 'API keys');
+    await page.getByRole('button', { name: 'Revoke production' }).click();
+    await page.getByRole('dialog', { name: 'Revoke this key?' }).waitFor();
+    await checkPage('revoke-confirmation');
+    const revokedAt = Date.now();
+    await page.getByRole('button', { name: 'Revoke key' }).click();
+    let status = 0;
+    while (Date.now() - revokedAt < 5000) {
+      const r = await call(stack.baseUrl, 'POST', '/v1/scrub', {
+        apiKey: secret,
+        idempotencyKey: randomUUID(),
+        json: { country: 'co', phones: ['3001234599'] },
+      });
+      status = r.status;
+      if (status === 401) {
+        expect(r.body).toEqual({ error: 'invalid_key' });
+        break;
+      }
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    const elapsed = Date.now() - revokedAt;
+    expect(status).toBe(401);
+    expect(elapsed).toBeLessThan(2000);
+    await page
+      .getByRole('row', { name: /production/ })
+      .getByText('revoked')
+      .waitFor();
+
+    await open('Audit log', 'Audit log');
+    for (const action of [
+      'sign in',
+      'key created',
+      'key revoked',
+      'invitation created',
+      'invitation accepted',
+    ])
+      await page.getByRole('cell', { name: action, exact: true }).first().waitFor();
+    await checkPage('audit');
+
+    // Never again: no page, API response, request URL or header after creation, no storage, no log line.
+    recording = false;
+    expect(traffic.join('\n')).not.toContain(secret);
+    expect(
+      await page.evaluate('JSON.stringify(localStorage) + JSON.stringify(sessionStorage)'),
+    ).not.toContain(secret);
+    expect(stack.logs()).not.toContain(secret);
+    expect(stack.logs()).not.toContain(secret.slice(17));
+    expect(problems).toEqual([]);
+  });
+
+  it('a job is cancelled from its page, with a confirmation', async () => {
+    await stack.stop('job-worker'); // keeps the next job queued
+    try {
+      const job = await call(stack.baseUrl, 'POST', '/v2/scrub', {
+        apiKey: org.apiKey,
+        idempotencyKey: randomUUID(),
+        json: { country: 'co', phones: ['3001234567', '3001234568'] },
+      });
+      expect(job.status).toBe(202);
+      await page.goto(`${stack.addresses.dashboard}/jobs/${job.body.job_id}`);
+      await page.getByRole('heading', { level: 1, name: 'Job' }).waitFor();
+      await page.getByRole('button', { name: 'Cancel job' }).click();
+      await page
+        .getByRole('dialog', { name: 'Cancel this job?' })
+        .getByRole('button', { name: 'Cancel job' })
+        .click();
+      await page.getByText('cancelled', { exact: true }).waitFor();
+      const status = await call(stack.baseUrl, 'GET', `/v2/scrub/${job.body.job_id}`, { apiKey: org.apiKey });
+      expect(status.body.status).toBe('cancelled');
+    } finally {
+      await stack.start('job-worker');
+    }
+    expect(problems).toEqual([]);
+  });
+});
