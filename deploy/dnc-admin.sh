@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the dnc-admin CLI inside the cluster, in a short-lived pod of the platform release, and
 # removes the pod when the command ends. The pod carries the labels the chart's NetworkPolicies
-# allow to reach the admin ports of admission, quota, the job scheduler and the adapters
+# allow to reach the admin ports of admission, quota, the job scheduler, the dashboard and the adapters
 # (networkPolicy.adminAccess), authenticates with the operator certificate (the Secret the chart's
 # tls.operator Certificate writes, or DNC_OPERATOR_SECRET), and runs with the same hardened security
 # context as the services. Every call it makes is written in the audit log of the service it calls.
@@ -52,6 +52,7 @@ overrides=$(
         {"name": "DNC_ADMISSION_ADMIN_ADDR", "value": "$(admin admission)"},
         {"name": "DNC_QUOTA_ADMIN_ADDR", "value": "$(admin quota)"},
         {"name": "DNC_JOBS_ADMIN_ADDR", "value": "$(admin job-scheduler)"},
+        {"name": "DNC_DASHBOARD_ADDR", "value": "$(admin dashboard)"},
         {"name": "DNC_TLS_DIR", "value": "/var/run/dnc/tls"},
         {"name": "DNC_TRUST_DOMAIN", "value": "$trust_domain"}
       ],

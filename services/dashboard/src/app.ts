@@ -28,6 +28,8 @@ export interface AppOptions {
   redis?: Redis;
   redisPrefix: string;
   trustProxyHops: number;
+  /** Readiness: false while draining or while Postgres is unreachable. */
+  ready: () => boolean;
 }
 
 /**
@@ -117,6 +119,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     return reply.code(500).send({ error: 'internal_error', message: 'Something went wrong; try again.' });
   });
 
+  // Probes of the browser-facing port (the chart's HTTP probes, as for the gateway).
+  app.get('/v1/health', async () => ({ ok: true }));
+  app.get('/v1/ready', async (_request, reply) =>
+    opts.ready() ? { ok: true } : reply.code(503).send({ ok: false, error: 'not_ready' }),
+  );
   sessionRoutes(app, deps);
   organizationRoutes(app, deps);
   peopleRoutes(app, deps);

@@ -105,6 +105,7 @@ async function wire(service: Service, config: DashboardConfig): Promise<RunningD
     redis,
     redisPrefix: config.DNC_REDIS_PREFIX,
     trustProxyHops: config.DNC_TRUST_PROXY_HOPS,
+    ready: () => service.health.serving,
   });
   await app.listen({ port: config.DNC_DASHBOARD_PORT, host: config.DNC_DASHBOARD_HOST });
   service.onClose('http server', async () => {
