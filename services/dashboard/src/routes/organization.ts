@@ -10,15 +10,12 @@ const STAGE: Record<number, string> = {
   [admissionv1.PurchaseStage.ACTIVE]: 'active',
   [admissionv1.PurchaseStage.LAPSED]: 'lapsed',
 };
-const JOB_STATES = ['queued', 'running', 'succeeded', 'failed', 'cancelled', 'expired'] as const;
-const STATUS_OF: Record<string, jobsv1.JobStatus> = {
-  queued: jobsv1.JobStatus.QUEUED,
-  running: jobsv1.JobStatus.RUNNING,
-  succeeded: jobsv1.JobStatus.SUCCEEDED,
-  failed: jobsv1.JobStatus.FAILED,
-  cancelled: jobsv1.JobStatus.CANCELLED,
-  expired: jobsv1.JobStatus.EXPIRED,
-};
+/** A job state's public name (`queued`, ...) from the protobuf enum, and back. */
+const stateName = (status: jobsv1.JobStatus) => (jobsv1.JobStatus[status] ?? 'unknown').toLowerCase();
+function stateOf(name: string): jobsv1.JobStatus | undefined {
+  const status = jobsv1.JobStatus[name.toUpperCase() as keyof typeof jobsv1.JobStatus];
+  return status && /^[a-z]+$/.test(name) ? status : undefined;
+}
 
 function key(k: admissionv1.OrganizationKey) {
   return {
@@ -36,7 +33,7 @@ function job(j: jobsv1.OrganizationJob) {
   const p = j.job!;
   return {
     id: p.jobId,
-    status: JOB_STATES[p.status - 1] ?? 'unknown',
+    status: stateName(p.status),
     country: p.country,
     submitted_count: p.submittedCount,
     created_at: iso(p.createdAt),
@@ -155,9 +152,9 @@ export function organizationRoutes(app: FastifyInstance, deps: RouteDeps): void 
 
   app.get('/api/jobs', { preHandler: signedIn }, async (request) => {
     const { status } = request.query as { status?: string };
-    const filter = status ? STATUS_OF[status] : undefined;
+    const filter = status ? stateOf(status) : undefined;
     if (status && filter === undefined)
-      throw new HttpError(400, 'validation_error', `status must be one of ${JOB_STATES.join(', ')}`);
+      throw new HttpError(400, 'validation_error', 'status is not a job state');
     const res = await call(
       jobs.listOrganizationJobs({ orgId: who(request).member.orgId, status: filter ?? 0, limit: 100 }),
     );
