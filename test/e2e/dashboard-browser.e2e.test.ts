@@ -4,6 +4,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accessibilityViolations, artifactsDir, fitsWidth, launchChromium } from '../support/browser.js';
 import { call } from '../support/http.js';
+import { expectInvariants } from '../support/invariants.js';
 import { loadRegistry, type SeededOrg, seedOrg } from '../support/seed.js';
 import { ROOT, startTestStack, type TestStack } from '../support/stack.js';
 
@@ -226,6 +227,8 @@ describe('customer dashboard in Chromium (issue 16)', () => {
     expect(stack.logs()).not.toContain(secret);
     expect(stack.logs()).not.toContain(secret.slice(17));
     expect(problems).toEqual([]);
+    // Nor in plaintext in any store of the stack (Postgres, Redis, NATS), and the money adds up.
+    await expectInvariants(stack, { canaries: [secret] });
   });
 
   it('a job is cancelled from its page, with a confirmation', async () => {

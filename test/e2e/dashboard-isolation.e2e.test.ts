@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DashboardClient } from '../support/dashboard.js';
 import { call } from '../support/http.js';
+import { expectInvariants } from '../support/invariants.js';
 import { loadRegistry, type SeededOrg, seedOrg } from '../support/seed.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
 
@@ -192,6 +193,7 @@ describe('dashboard backend: roles, organizations, CSRF, secrets (issue 16)', ()
     expect(later).not.toContain(secret.slice(17));
     expect(stack.logs()).not.toContain(secret);
     expect(stack.logs()).not.toContain(secret.slice(17));
+    await expectInvariants(stack, { canaries: [secret] });
     // The dashboard's pages never carry a phone number: the job pages show identity and timing only.
     expect((await ownerB.c.get(`/api/jobs/${bIds['job']}`)).text).not.toMatch(/3001234567/);
   });
