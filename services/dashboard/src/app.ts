@@ -83,9 +83,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     }),
   });
 
-  // Nothing the backend answers is cached anywhere: the one response with a key's secret included.
+  // Nothing but the hashed assets is cached anywhere: not the API (the one response with a key's
+  // secret included), not the pages.
   app.addHook('onSend', async (request, reply, payload) => {
-    if (request.url.startsWith('/api/') || !request.url.startsWith('/assets/')) {
+    if (!request.url.startsWith('/assets/')) {
       reply.header('cache-control', 'no-store');
       reply.header('pragma', 'no-cache');
     }

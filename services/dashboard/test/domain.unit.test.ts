@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_EMAIL, normalEmail } from '../src/domain/email.js';
 import {
+  hashesInProgress,
   hashPassword,
+  MAX_CONCURRENT_HASHES,
   MAX_PASSWORD,
   MIN_PASSWORD,
   passwordProblem,
@@ -89,5 +91,22 @@ describe('emails and roles', () => {
       expect(mayChange('owner', change)).toBe(true);
       expect(mayChange('member', change)).toBe(false);
     }
+  });
+});
+
+describe('hashing memory bound', () => {
+  it(`runs at most ${MAX_CONCURRENT_HASHES} scrypt derivations at once; the others wait and all finish`, async () => {
+    let most = 0;
+    const sample = setInterval(() => {
+      most = Math.max(most, hashesInProgress());
+    }, 1);
+    const all = Array.from({ length: 6 }, (_, i) => hashPassword(`password number ${i}`, 14));
+    most = Math.max(most, hashesInProgress());
+    const hashes = await Promise.all(all);
+    clearInterval(sample);
+    expect(most).toBe(MAX_CONCURRENT_HASHES);
+    expect(hashesInProgress()).toBe(0);
+    expect(new Set(hashes).size).toBe(6);
+    expect(await verifyPassword('password number 3', hashes[3]!)).toBe(true);
   });
 });

@@ -15,13 +15,35 @@ const KEY_LENGTH = 32;
 export const MIN_PASSWORD = 12;
 export const MAX_PASSWORD = 128;
 
-function derive(password: string, salt: Buffer, logN: number, r: number, p: number): Promise<Buffer> {
-  const options: ScryptOptions = { N: 2 ** logN, r, p, maxmem: 2 * 128 * r * 2 ** logN };
-  return new Promise((resolve, reject) =>
-    scrypt(password.normalize('NFKC'), salt, KEY_LENGTH, options, (err, key) =>
-      err ? reject(err) : resolve(key),
-    ),
-  );
+/**
+ * Derivations running at once in this process: each takes 128 * N * r bytes (128 MiB at the defaults)
+ * outside the heap, so a burst of sign-ins queues here instead of growing memory past the pod's limit.
+ */
+export const MAX_CONCURRENT_HASHES = 2;
+let running = 0;
+const waiting: (() => void)[] = [];
+
+/** Derivations in progress now (the bound above keeps it at most MAX_CONCURRENT_HASHES). */
+export function hashesInProgress(): number {
+  return running;
+}
+
+async function derive(password: string, salt: Buffer, logN: number, r: number, p: number): Promise<Buffer> {
+  // A finishing derivation hands its slot to the next waiter, so no newcomer can slip in between.
+  if (running >= MAX_CONCURRENT_HASHES) await new Promise<void>((go) => waiting.push(go));
+  else running++;
+  try {
+    const options: ScryptOptions = { N: 2 ** logN, r, p, maxmem: 2 * 128 * r * 2 ** logN };
+    return await new Promise((resolve, reject) =>
+      scrypt(password.normalize('NFKC'), salt, KEY_LENGTH, options, (err, key) =>
+        err ? reject(err) : resolve(key),
+      ),
+    );
+  } finally {
+    const next = waiting.shift();
+    if (next) next();
+    else running--;
+  }
 }
 
 /** Why a new password is refused, or undefined when it is acceptable. */
