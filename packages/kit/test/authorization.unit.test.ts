@@ -5,7 +5,7 @@ import {
   createClient,
   createRouterTransport,
 } from '@connectrpc/connect';
-import { admissionv1, healthv1, jobsv1, platformv1, quotav1, registryv1 } from '@dnc/proto';
+import { admissionv1, dashboardv1, healthv1, jobsv1, platformv1, quotav1, registryv1 } from '@dnc/proto';
 import { pino } from 'pino';
 import { Counter, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
@@ -31,7 +31,18 @@ const SERVICES = [
   platformv1.AuditService,
   platformv1.ServiceInfoService,
   healthv1.Health,
+  admissionv1.OrganizationService,
+  quotav1.OrganizationQuotaService,
+  jobsv1.OrganizationJobsService,
+  dashboardv1.DashboardAdminService,
 ];
+/** What the customer dashboard calls: the organization-scoped methods (issue 16). */
+const ORGANIZATION_SERVICES = [
+  admissionv1.OrganizationService,
+  quotav1.OrganizationQuotaService,
+  jobsv1.OrganizationJobsService,
+];
+const ORGANIZATION_METHODS = ORGANIZATION_SERVICES.flatMap((s) => s.methods.map((m) => methodName(s, m)));
 const ALL_METHODS = SERVICES.flatMap((s) => s.methods.map((m) => methodName(s, m)));
 const ADMIN_SERVICES = [
   admissionv1.AdmissionAdminService,
@@ -39,6 +50,7 @@ const ADMIN_SERVICES = [
   jobsv1.JobsAdminService,
   registryv1.RegistryAdminService,
   platformv1.AuditService,
+  dashboardv1.DashboardAdminService,
 ];
 const ADMIN_METHODS = ADMIN_SERVICES.flatMap((s) => s.methods.map((m) => methodName(s, m)));
 const IDENTITIES = [...PLATFORM_IDENTITIES, 'registry-adapter-co', 'registry-adapter-mx'] as const;
@@ -57,6 +69,17 @@ describe('the authorization table (default deny)', () => {
       for (const method of ALL_METHODS)
         expect(table.allows(identity, method), `${identity} ${method}`).toBe(row.has(method));
     }
+  });
+
+  it('lets only the dashboard call the organization-scoped methods, and the dashboard nothing else', () => {
+    for (const identity of IDENTITIES)
+      for (const method of ORGANIZATION_METHODS)
+        expect(table.allows(identity, method), `${identity} ${method}`).toBe(identity === 'dashboard');
+    const mine = new Set([...ORGANIZATION_METHODS, ...EVERY_IDENTITY]);
+    for (const method of ALL_METHODS)
+      expect(table.allows('dashboard', method), method).toBe(mine.has(method));
+    expect(table.allows('dashboard', 'dnc.admission.v1.AdmissionAdminService/CreateApiKey')).toBe(false);
+    expect(table.allows('dashboard', 'dnc.jobs.v1.JobsService/GetJobResult')).toBe(false);
   });
 
   it('refuses a caller without an identity everything, health included', () => {

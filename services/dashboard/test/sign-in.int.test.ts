@@ -259,7 +259,10 @@ describe('sessions, CSRF, second factor', () => {
     expect(setup.body.uri).toMatch(/^otpauth:\/\/totp\/dnc-scrub:/);
     const secret: string = setup.body.secret;
     expect((await p.c.post('/api/me/totp/enable', { code: '000000' })).status).toBe(400);
-    expect((await p.c.post('/api/me/totp/enable', { code: totpCode(secret) })).status).toBe(204);
+    // Codes are computed from the time the second factor was turned on, not from "now": a 30-second
+    // boundary passing during the test must not change which step each code belongs to.
+    const enabledAt = Date.now();
+    expect((await p.c.post('/api/me/totp/enable', { code: totpCode(secret, enabledAt) })).status).toBe(204);
     expect((await p.c.get('/api/session')).body.member.totp_enabled).toBe(true);
 
     const c = new DashboardClient(base);
@@ -269,8 +272,10 @@ describe('sessions, CSRF, second factor', () => {
     expect((await c.get('/api/keys')).status).toBe(401);
     expect((await c.get('/api/session')).status).toBe(401);
     // The code used to turn it on was used: the same step is a replay.
-    expect((await c.post('/api/session/totp', { code: totpCode(secret) })).body.error).toBe('invalid_code');
-    const next = totpCode(secret, Date.now() + 30_000);
+    expect((await c.post('/api/session/totp', { code: totpCode(secret, enabledAt) })).body.error).toBe(
+      'invalid_code',
+    );
+    const next = totpCode(secret, enabledAt + 30_000);
     const done = await c.post('/api/session/totp', { code: next });
     expect(done.body.stage).toBe('full');
     c.csrf = done.body.csrf_token;
@@ -283,7 +288,7 @@ describe('sessions, CSRF, second factor', () => {
       expect((await d.post('/api/session/totp', { code: '123456' })).status).toBe(401);
     const last = await d.post('/api/session/totp', { code: '123456' });
     expect(last.body.error).toBe('unauthenticated');
-    expect((await d.post('/api/session/totp', { code: totpCode(secret, Date.now() + 60_000) })).status).toBe(
+    expect((await d.post('/api/session/totp', { code: totpCode(secret, enabledAt + 60_000) })).status).toBe(
       401,
     );
   });

@@ -1,6 +1,6 @@
 import type { DescService } from '@bufbuild/protobuf';
 import { Code, ConnectError, type Interceptor } from '@connectrpc/connect';
-import { admissionv1, healthv1, jobsv1, platformv1, quotav1, registryv1 } from '@dnc/proto';
+import { admissionv1, dashboardv1, healthv1, jobsv1, platformv1, quotav1, registryv1 } from '@dnc/proto';
 import type { Logger } from 'pino';
 import type { Counter } from 'prom-client';
 import { type Identity, isIdentity } from './identity.js';
@@ -81,9 +81,17 @@ export const AUTHORIZATION: Readonly<Record<string, readonly MethodName[]>> = {
     ...all(registryv1.RegistryAdminService),
     ...all(platformv1.AuditService),
     ...only(registryv1.RegistryAdapterService, 'describe'),
+    // `dnc-admin user invite`: the first owner of an organization's dashboard.
+    ...all(dashboardv1.DashboardAdminService),
   ],
-  // The customer dashboard: organization-scoped reads only (rows added with its methods).
-  dashboard: [],
+  // The customer dashboard: the organization-scoped methods only, which take the organization of the
+  // signed-in person's session (keys of that organization, its plan, quota, usage and jobs). Never the
+  // data plane, never an administrative service.
+  dashboard: [
+    ...all(admissionv1.OrganizationService),
+    ...all(quotav1.OrganizationQuotaService),
+    ...all(jobsv1.OrganizationJobsService),
+  ],
 };
 
 export class AuthorizationTable {
