@@ -1,12 +1,12 @@
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ServiceImpl } from '@connectrpc/connect';
-import { Code, ConnectError, type Logger, publicError } from '@dnc/kit';
+import { UUID_REGEXP as UUID } from '@dnc/api-contract/limits';
+import { Code, ConnectError, type Logger, publicError, validationError } from '@dnc/kit';
 import { dashboardv1 } from '@dnc/proto';
 import type { Role } from './domain/roles.js';
 import { type InvitationDeps, invite } from './invitations.js';
 import { HttpError, type Upstreams } from './upstream.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ROLE: Partial<Record<dashboardv1.Role, Role>> = {
   [dashboardv1.Role.OWNER]: 'owner',
   [dashboardv1.Role.MEMBER]: 'member',
@@ -18,10 +18,9 @@ export function dashboardAdminService(
 ): ServiceImpl<typeof dashboardv1.DashboardAdminService> {
   return {
     async inviteUser(req) {
-      const invalid = (message: string) => publicError(Code.InvalidArgument, 'validation_error', { message });
-      if (!UUID.test(req.orgId)) throw invalid('org_id must be a lowercase UUID');
+      if (!UUID.test(req.orgId)) throw validationError('org_id must be a lowercase UUID');
       const role = ROLE[req.role];
-      if (!role) throw invalid('role must be owner or member');
+      if (!role) throw validationError('role must be owner or member');
       // The organization must exist (admission owns organizations).
       try {
         await deps.upstreams.organization.getOrganization({ orgId: req.orgId });
@@ -47,10 +46,10 @@ export function dashboardAdminService(
           expiresAt: timestampFromDate(invitation.expiresAt),
         };
       } catch (error) {
-        if (error instanceof HttpError)
-          throw publicError(error.status === 409 ? Code.AlreadyExists : Code.InvalidArgument, error.code, {
-            message: error.message,
-          });
+        // Operator-facing: a taken email is a conflict, anything else the operator typed is invalid.
+        if (error instanceof HttpError && error.status === 409)
+          throw publicError(Code.AlreadyExists, 'conflict', { message: error.message });
+        if (error instanceof HttpError) throw validationError(error.message);
         throw error;
       }
     },

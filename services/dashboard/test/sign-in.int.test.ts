@@ -112,7 +112,7 @@ describe('invitations', () => {
     };
     const { email } = await person();
     expect(await reason({ orgId: randomUUID(), email: 'x@example.com', role: 1 })).toBe('not_found');
-    expect(await reason({ orgId, email, role: 1 })).toBe('email_taken');
+    expect(await reason({ orgId, email, role: 1 })).toBe('conflict');
     expect(await reason({ orgId, email: 'not an email', role: 1 })).toBe('validation_error');
     expect(await reason({ orgId, email: 'y@example.com', role: 0 })).toBe('validation_error');
   });

@@ -1,9 +1,8 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
-import { Code, publicError } from '@dnc/kit';
+import { Code, jobStatusOf, publicError, validationError } from '@dnc/kit';
 import { jobsv1 } from '@dnc/proto';
-import { fromProtoStatus } from './domain/states.js';
 import { jobMessage, jobsService, type RouteDeps } from './routes.js';
 import type { JobRow } from './store/jobs.js';
 
@@ -12,10 +11,6 @@ export const DEFAULT_LIST = 50;
 export const MAX_LIST = 200;
 
 const notFound = () => publicError(Code.NotFound, 'job_not_found');
-
-function invalid(message: string) {
-  return publicError(Code.InvalidArgument, 'validation_error', { message });
-}
 
 /**
  * OrganizationJobsService: one organization's jobs as the dashboard shows them (the public job
@@ -31,16 +26,17 @@ export function organizationJobsService(deps: RouteDeps): ServiceImpl<typeof job
       finishedAt: job.terminalAt ? timestampFromDate(job.terminalAt) : undefined,
     });
   const orgIdOf = (value: string) => {
-    if (!value) throw invalid('org_id is required');
+    if (!value) throw validationError('org_id is required');
     return value;
   };
   return {
     async listOrganizationJobs(req) {
       const orgId = orgIdOf(req.orgId);
       const limit = req.limit === 0 ? DEFAULT_LIST : req.limit;
-      if (limit < 1 || limit > MAX_LIST) throw invalid(`limit must be from 1 to ${MAX_LIST}`);
-      const status = req.status === jobsv1.JobStatus.UNSPECIFIED ? undefined : fromProtoStatus(req.status);
-      if (req.status !== jobsv1.JobStatus.UNSPECIFIED && !status) throw invalid('status is not a job state');
+      if (limit < 1 || limit > MAX_LIST) throw validationError(`limit must be from 1 to ${MAX_LIST}`);
+      const status = req.status === jobsv1.JobStatus.UNSPECIFIED ? undefined : jobStatusOf(req.status);
+      if (req.status !== jobsv1.JobStatus.UNSPECIFIED && !status)
+        throw validationError('status is not a job state');
       const rows = await store.list(orgId, status, limit);
       return { jobs: rows.map(message) };
     },

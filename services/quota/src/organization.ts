@@ -1,13 +1,12 @@
 import { create } from '@bufbuild/protobuf';
 import type { ServiceImpl } from '@connectrpc/connect';
-import { Code, type Pool, publicError } from '@dnc/kit';
+import { UUID_REGEXP } from '@dnc/api-contract/limits';
+import { type Pool, validationError } from '@dnc/kit';
 import { quotav1 } from '@dnc/proto';
 import type { Ledger } from './store/ledger.js';
 
 /** The usage chart's longest range. */
 export const MAX_USAGE_DAYS = 90;
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export interface DailyRow {
   day: string;
@@ -46,10 +45,7 @@ export function organizationQuotaService(deps: {
   now?: () => Date;
 }): ServiceImpl<typeof quotav1.OrganizationQuotaService> {
   const orgIdOf = (value: string) => {
-    if (!UUID.test(value))
-      throw publicError(Code.InvalidArgument, 'validation_error', {
-        message: 'org_id must be a lowercase UUID',
-      });
+    if (!UUID_REGEXP.test(value)) throw validationError('org_id must be a lowercase UUID');
     return value;
   };
   return {
@@ -73,9 +69,7 @@ export function organizationQuotaService(deps: {
       const orgId = orgIdOf(req.orgId);
       const days = req.days === 0 ? MAX_USAGE_DAYS : req.days;
       if (days < 1 || days > MAX_USAGE_DAYS)
-        throw publicError(Code.InvalidArgument, 'validation_error', {
-          message: `days must be from 1 to ${MAX_USAGE_DAYS}`,
-        });
+        throw validationError(`days must be from 1 to ${MAX_USAGE_DAYS}`);
       const fromDay = firstDay((deps.now ?? (() => new Date()))(), days);
       const rows = await dailyUsage(deps.pool, orgId, fromDay);
       return {

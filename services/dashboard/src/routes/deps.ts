@@ -33,7 +33,8 @@ export function body(fields: Record<string, number>, required = Object.keys(fiel
   } as const;
 }
 
-export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** A lowercase UUID: every id the backend takes in a path. */
+export { UUID_REGEXP as UUID } from '@dnc/api-contract/limits';
 
 /** ISO 8601 of a protobuf timestamp or a date; null when unset. */
 export function iso(t: { seconds: bigint; nanos: number } | Date | null | undefined): string | null {

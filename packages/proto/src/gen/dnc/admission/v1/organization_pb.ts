@@ -513,7 +513,7 @@ export const OrganizationService: GenService<{
   };
   /**
    * CreateKey makes a new API key with a name; its secret is in this answer and nowhere else.
-   * At most 20 keys of an organization are active at once (reason `key_limit_reached`).
+   * At most 20 keys of an organization are active at once (FAILED_PRECONDITION, reason `conflict`).
    *
    * @generated from rpc dnc.admission.v1.OrganizationService.CreateKey
    */
