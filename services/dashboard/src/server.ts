@@ -1,5 +1,13 @@
 import { fileURLToPath } from 'node:url';
-import { createPool, createRedis, ensureDatabase, migrateSchema, probePostgres, Service } from '@dnc/kit';
+import {
+  createPool,
+  createRedis,
+  ensureDatabase,
+  migrateSchema,
+  probePostgres,
+  type Service,
+  startService,
+} from '@dnc/kit';
 import { dashboardv1 } from '@dnc/proto';
 import type { FastifyInstance } from 'fastify';
 import { dashboardAdminService } from './admin.js';
@@ -26,20 +34,8 @@ export interface RunningDashboard {
 }
 
 /** The dashboard process except signal handling: tests start it in-process on port 0. */
-export async function startDashboard(config: DashboardConfig): Promise<RunningDashboard> {
-  const service = new Service({
-    name: 'dashboard',
-    version: process.env['npm_package_version'] ?? '0.1.0',
-    logLevel: config.DNC_LOG_LEVEL,
-    shutdownTimeoutMs: config.DNC_SHUTDOWN_TIMEOUT_MS,
-    metricsPort: config.DNC_METRICS_PORT,
-  });
-  try {
-    return await wire(service, config);
-  } catch (error) {
-    await service.shutdown('failed to start');
-    throw error;
-  }
+export function startDashboard(config: DashboardConfig): Promise<RunningDashboard> {
+  return startService('dashboard', config, (service) => wire(service, config));
 }
 
 async function wire(service: Service, config: DashboardConfig): Promise<RunningDashboard> {
