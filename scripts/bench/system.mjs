@@ -89,7 +89,16 @@ export async function pgCounters(databaseUrl) {
       `SELECT schemaname || '.' || relname AS name, (n_tup_ins + n_tup_upd + n_tup_del)::float8 AS writes
          FROM pg_stat_user_tables`,
     );
-    return { ...r.rows[0], tables: Object.fromEntries(t.rows.map((x) => [x.name, x.writes])) };
+    // WAL flushes to disk (server-wide): the durable commits, several commits sharing one when they
+    // arrive together (group commit). pg_stat_wal exists from PostgreSQL 14.
+    const w = await client
+      .query('SELECT wal_sync::float8 AS syncs FROM pg_stat_wal')
+      .catch(() => ({ rows: [] }));
+    return {
+      ...r.rows[0],
+      wal_syncs: w.rows[0]?.syncs ?? Number.NaN,
+      tables: Object.fromEntries(t.rows.map((x) => [x.name, x.writes])),
+    };
   } finally {
     await client.end();
   }
@@ -106,6 +115,7 @@ export function pgDelta(before, after) {
     rows_updated: after.updated - before.updated,
     rows_deleted: after.deleted - before.deleted,
     wal_bytes_server_wide: lsn(after.lsn) - lsn(before.lsn),
+    wal_syncs_server_wide: after.wal_syncs - before.wal_syncs,
     rows_written_by_table: Object.fromEntries(
       Object.entries(after.tables)
         .map(([name, n]) => [name, n - (before.tables[name] ?? 0)])
