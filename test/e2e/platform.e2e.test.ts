@@ -41,7 +41,7 @@ describe('platform: processes, health, readiness, drain (issue 2)', () => {
       services: { service: string; status: string; version: string }[];
     };
     const names = status.services.map((s) => s.service).sort();
-    expect(names).toEqual(['admission', 'job-scheduler', 'quota', 'registry-adapter-co']);
+    expect(names).toEqual(['admission', 'dashboard', 'job-scheduler', 'quota', 'registry-adapter-co']);
     for (const s of status.services) {
       expect(s.status, s.service).toBe('serving');
       expect(s.version).toMatch(/^\d+\.\d+\.\d+/);

@@ -35,6 +35,7 @@ export const statusCommand: Command = {
       probe('admission', env.admission),
       probe('quota', env.quota),
       probe('job-scheduler', env.jobs),
+      probe('dashboard', env.dashboard),
     ]);
     // Adapters are found through discovery, as every other caller finds them.
     let adapters: Awaited<ReturnType<typeof probe>>[] = [];
