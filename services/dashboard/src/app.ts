@@ -9,6 +9,8 @@ import Fastify, {
   type FastifyBaseLogger,
   type FastifyError,
   type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
   LogController,
 } from 'fastify';
 import type { Redis } from 'ioredis';
@@ -65,23 +67,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
   app.removeContentTypeParser('text/plain');
 
-  await app.register(cookie);
-  await app.register(helmet, {
-    contentSecurityPolicy: { useDefaults: false, directives: CSP },
-    referrerPolicy: { policy: 'no-referrer' },
-    crossOriginEmbedderPolicy: false,
-  });
-  await app.register(rateLimit, {
-    global: false,
-    ...(opts.redis ? { redis: opts.redis, nameSpace: `${opts.redisPrefix}dashboard-sign-in-` } : {}),
-    // Redis down: the per-email lockout in Postgres still holds, so the limit degrades open.
-    skipOnError: true,
-    errorResponseBuilder: (_request, context) => ({
-      statusCode: 429,
-      error: 'too_many_attempts',
-      message: `Too many attempts from this address: wait ${Math.ceil(context.ttl / 1000)} seconds.`,
-    }),
-  });
+  await securityPlugins(app, opts);
 
   // Nothing but the hashed assets is cached anywhere: not the API (the one response with a key's
   // secret included), not the pages.
@@ -105,7 +91,45 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
 
   // Before the routes: a route keeps the error handler in force when it was added.
-  app.setErrorHandler((error: FastifyError | HttpError, _request, reply) => {
+  app.setErrorHandler(errorHandler(logger));
+  // Probes of the browser-facing port (the chart's HTTP probes, as for the gateway).
+  app.get('/v1/health', async () => ({ ok: true }));
+  app.get('/v1/ready', async (_request, reply) =>
+    opts.ready() ? { ok: true } : reply.code(503).send({ ok: false, error: 'not_ready' }),
+  );
+  sessionRoutes(app, deps);
+  organizationRoutes(app, deps);
+  peopleRoutes(app, deps);
+  meRoutes(app, deps);
+
+  await serveFrontEnd(app, opts.assetsDir);
+  return app;
+}
+
+/** Cookies, security headers (CSP, no Referer, ...) and the sign-in rate limit. */
+async function securityPlugins(app: FastifyInstance, opts: AppOptions): Promise<void> {
+  await app.register(cookie);
+  await app.register(helmet, {
+    contentSecurityPolicy: { useDefaults: false, directives: CSP },
+    referrerPolicy: { policy: 'no-referrer' },
+    crossOriginEmbedderPolicy: false,
+  });
+  await app.register(rateLimit, {
+    global: false,
+    ...(opts.redis ? { redis: opts.redis, nameSpace: `${opts.redisPrefix}dashboard-sign-in-` } : {}),
+    // Redis down: the per-email lockout in Postgres still holds, so the limit degrades open.
+    skipOnError: true,
+    errorResponseBuilder: (_request, context) => ({
+      statusCode: 429,
+      error: 'too_many_attempts',
+      message: `Too many attempts from this address: wait ${Math.ceil(context.ttl / 1000)} seconds.`,
+    }),
+  });
+}
+
+/** One error handler: a stable code and a message to show; 5xx bodies are generic. */
+function errorHandler(logger: Logger) {
+  return (error: FastifyError | HttpError, _request: FastifyRequest, reply: FastifyReply) => {
     if (error instanceof HttpError)
       return reply.code(error.status).send({ error: error.code, message: error.message });
     if (error.validation)
@@ -118,23 +142,19 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         .send({ error: 'bad_request', message: 'The request is not valid.' });
     logger.error({ err: error }, 'request failed');
     return reply.code(500).send({ error: 'internal_error', message: 'Something went wrong; try again.' });
-  });
+  };
+}
 
-  // Probes of the browser-facing port (the chart's HTTP probes, as for the gateway).
-  app.get('/v1/health', async () => ({ ok: true }));
-  app.get('/v1/ready', async (_request, reply) =>
-    opts.ready() ? { ok: true } : reply.code(503).send({ ok: false, error: 'not_ready' }),
-  );
-  sessionRoutes(app, deps);
-  organizationRoutes(app, deps);
-  peopleRoutes(app, deps);
-  meRoutes(app, deps);
-
-  const index = path.join(opts.assetsDir, 'index.html');
+/**
+ * The built front end: hashed files under /assets/ (cached for good), and index.html for every page of
+ * the single-page app; anything else is the JSON 404.
+ */
+async function serveFrontEnd(app: FastifyInstance, assetsDir: string): Promise<void> {
+  const index = path.join(assetsDir, 'index.html');
   if (!existsSync(index)) throw new Error(`the front end is not built: ${index} is missing (npm run build)`);
   const indexHtml = readFileSync(index);
   await app.register(fastifyStatic, {
-    root: path.join(opts.assetsDir, 'assets'),
+    root: path.join(assetsDir, 'assets'),
     prefix: '/assets/',
     wildcard: false,
     index: false,
@@ -143,7 +163,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     maxAge: '365d',
   });
   app.get('/favicon.svg', (_request, reply) =>
-    reply.type('image/svg+xml').sendFile('favicon.svg', opts.assetsDir, { maxAge: '1d' }),
+    reply.type('image/svg+xml').sendFile('favicon.svg', assetsDir, { maxAge: '1d' }),
   );
 
   app.setNotFoundHandler((request, reply) => {
@@ -152,6 +172,4 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       return reply.type('text/html; charset=utf-8').send(indexHtml);
     return reply.code(404).send({ error: 'not_found', message: 'Not found.' });
   });
-
-  return app;
 }

@@ -59,8 +59,15 @@ async function call<T>(work: Promise<T>): Promise<T> {
  * always the session's: no route takes an organization id from the browser.
  */
 export function organizationRoutes(app: FastifyInstance, deps: RouteDeps): void {
+  keyRoutes(app, deps);
+  planRoutes(app, deps);
+  jobRoutes(app, deps);
+}
+
+/** API keys: list, create (the secret in this one response), revoke. */
+function keyRoutes(app: FastifyInstance, deps: RouteDeps): void {
   const { signedIn, owner } = guards(deps);
-  const { organization, quota, jobs } = deps.upstreams;
+  const { organization } = deps.upstreams;
 
   app.get('/api/keys', { preHandler: signedIn }, async (request) => {
     const { keys } = await call(organization.listKeys({ orgId: who(request).member.orgId }));
@@ -99,6 +106,12 @@ export function organizationRoutes(app: FastifyInstance, deps: RouteDeps): void 
     );
     return { key: key(revoked!) };
   });
+}
+
+/** Purchases and the country catalog; this month's quota and the daily usage. */
+function planRoutes(app: FastifyInstance, deps: RouteDeps): void {
+  const { signedIn } = guards(deps);
+  const { organization, quota } = deps.upstreams;
 
   app.get('/api/plan', { preHandler: signedIn }, async (request) => {
     const orgId = who(request).member.orgId;
@@ -149,6 +162,12 @@ export function organizationRoutes(app: FastifyInstance, deps: RouteDeps): void 
       })),
     };
   });
+}
+
+/** The organization's v2 jobs: list with a state filter, detail, cancel. */
+function jobRoutes(app: FastifyInstance, deps: RouteDeps): void {
+  const { signedIn, owner } = guards(deps);
+  const { jobs } = deps.upstreams;
 
   app.get('/api/jobs', { preHandler: signedIn }, async (request) => {
     const { status } = request.query as { status?: string };

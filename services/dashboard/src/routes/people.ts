@@ -8,6 +8,13 @@ import { body, iso, type RouteDeps, UUID } from './deps.js';
 
 /** The organization's members and invitations, and its audit log. */
 export function peopleRoutes(app: FastifyInstance, deps: RouteDeps): void {
+  memberRoutes(app, deps);
+  invitationRoutes(app, deps);
+  auditRoutes(app, deps);
+}
+
+/** Members: the list (with pending invitations) and removal. */
+function memberRoutes(app: FastifyInstance, deps: RouteDeps): void {
   const { signedIn, owner } = guards(deps);
 
   app.get('/api/members', { preHandler: signedIn }, async (request) => {
@@ -34,6 +41,52 @@ export function peopleRoutes(app: FastifyInstance, deps: RouteDeps): void {
       })),
     };
   });
+
+  app.post(
+    '/api/members/:memberId/remove',
+    { preHandler: owner('member.remove') },
+    async (request, reply) => {
+      const { member } = who(request);
+      const { memberId } = request.params as { memberId: string };
+      if (!UUID.test(memberId)) throw notFound();
+      const removed = await deps.members.remove(member.orgId, memberId);
+      if (removed === 'absent') throw notFound();
+      if (removed === 'last_owner')
+        throw new HttpError(
+          409,
+          'last_owner',
+          'The organization keeps at least one owner: make another owner first.',
+        );
+      await deps.audit.record(member.orgId, member.email, 'member_removed', removed.email);
+      return reply.code(204).send();
+    },
+  );
+}
+
+/** Audit log of the organization, newest first. */
+function auditRoutes(app: FastifyInstance, deps: RouteDeps): void {
+  const { signedIn } = guards(deps);
+
+  app.get('/api/audit', { preHandler: signedIn }, async (request) => {
+    const { before } = request.query as { before?: string };
+    const cursor = before !== undefined && /^\d{1,15}$/.test(before) ? Number(before) : undefined;
+    const events = await deps.audit.list(who(request).member.orgId, cursor);
+    return {
+      events: events.map((e) => ({
+        id: e.eventId,
+        at: iso(e.at),
+        actor: e.actor,
+        action: e.action,
+        target: e.target,
+      })),
+      next_before: events.length === AUDIT_PAGE ? events.at(-1)!.eventId : null,
+    };
+  });
+}
+
+/** Invitations an owner makes (the one-time link is in this response only) and revokes. */
+function invitationRoutes(app: FastifyInstance, deps: RouteDeps): void {
+  const { owner } = guards(deps);
 
   app.post(
     '/api/members/invitations',
@@ -73,40 +126,4 @@ export function peopleRoutes(app: FastifyInstance, deps: RouteDeps): void {
       return reply.code(204).send();
     },
   );
-
-  app.post(
-    '/api/members/:memberId/remove',
-    { preHandler: owner('member.remove') },
-    async (request, reply) => {
-      const { member } = who(request);
-      const { memberId } = request.params as { memberId: string };
-      if (!UUID.test(memberId)) throw notFound();
-      const removed = await deps.members.remove(member.orgId, memberId);
-      if (removed === 'absent') throw notFound();
-      if (removed === 'last_owner')
-        throw new HttpError(
-          409,
-          'last_owner',
-          'The organization keeps at least one owner: make another owner first.',
-        );
-      await deps.audit.record(member.orgId, member.email, 'member_removed', removed.email);
-      return reply.code(204).send();
-    },
-  );
-
-  app.get('/api/audit', { preHandler: signedIn }, async (request) => {
-    const { before } = request.query as { before?: string };
-    const cursor = before !== undefined && /^\d{1,15}$/.test(before) ? Number(before) : undefined;
-    const events = await deps.audit.list(who(request).member.orgId, cursor);
-    return {
-      events: events.map((e) => ({
-        id: e.eventId,
-        at: iso(e.at),
-        actor: e.actor,
-        action: e.action,
-        target: e.target,
-      })),
-      next_before: events.length === AUDIT_PAGE ? events.at(-1)!.eventId : null,
-    };
-  });
 }

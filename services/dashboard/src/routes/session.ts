@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { normalEmail } from '../domain/email.js';
 import { MAX_PASSWORD } from '../domain/password.js';
 import { tokenHash } from '../domain/tokens.js';
@@ -22,7 +22,14 @@ const wrongCredentials = () =>
 
 /** Sign-in, the second factor, sign-out, and accepting an invitation. */
 export function sessionRoutes(app: FastifyInstance, deps: RouteDeps): void {
-  const { signedIn, change } = guards(deps);
+  signInRoutes(app, deps);
+  signOutRoutes(app, deps);
+  acceptInvitationRoutes(app, deps);
+}
+
+/** The session of this browser, sign-in with a password, then the second factor when it is on. */
+function signInRoutes(app: FastifyInstance, deps: RouteDeps): void {
+  const { signedIn } = guards(deps);
 
   app.get('/api/session', { preHandler: signedIn }, async (request) => {
     const { member, session } = who(request);
@@ -48,29 +55,8 @@ export function sessionRoutes(app: FastifyInstance, deps: RouteDeps): void {
     { schema: { body: body({ email: 300, password: MAX_PASSWORD * 4 }) }, config: signInLimit(deps) },
     async (request, reply) => {
       sameOrigin(deps, request);
-      const { email: given, password } = request.body as { email: string; password: string };
-      const email = normalEmail(given);
-      if (!email) throw wrongCredentials();
-      if (await deps.members.isLocked(email)) throw locked(deps);
-      const member = await deps.members.byEmail(email);
-      const ok = await deps.verify(password, member?.passwordHash ?? deps.decoyHash);
-      if (!member || !ok) {
-        const nowLocked = await deps.members.recordFailure(email, deps.lockout);
-        if (member) await deps.audit.record(member.orgId, email, 'sign_in_failed', nowLocked ? 'locked' : '');
-        throw nowLocked ? locked(deps) : wrongCredentials();
-      }
-      await deps.members.clearFailures(email);
-      // Never reuse a session across a sign-in (fixation): an earlier one of this browser ends.
-      const previous = request.cookies[SESSION_COOKIE];
-      if (previous) await deps.sessions.end(tokenHash(previous));
-      if (member.totpSecret) {
-        const { csrfToken } = await startSession(deps, reply, member, 'mfa');
-        return { stage: 'mfa', csrf_token: csrfToken };
-      }
-      const { csrfToken } = await startSession(deps, reply, member, 'full');
-      await deps.members.signedIn(member.memberId);
-      await deps.audit.record(member.orgId, member.email, 'sign_in');
-      return { stage: 'full', csrf_token: csrfToken };
+      const { email, password } = request.body as { email: string; password: string };
+      return signInWithPassword(deps, request, reply, email, password);
     },
   );
 
@@ -102,6 +88,11 @@ export function sessionRoutes(app: FastifyInstance, deps: RouteDeps): void {
       return { stage: 'full', csrf_token: csrfToken };
     },
   );
+}
+
+/** Sign out here, or everywhere (every session of the person). */
+function signOutRoutes(app: FastifyInstance, deps: RouteDeps): void {
+  const { change } = guards(deps);
 
   app.post('/api/session/sign-out', { preHandler: change }, async (request, reply) => {
     const { member, tokenHash: hash } = who(request);
@@ -118,7 +109,10 @@ export function sessionRoutes(app: FastifyInstance, deps: RouteDeps): void {
     clearSessionCookie(reply);
     return reply.code(204).send();
   });
+}
 
+/** The invitation page: what the link is for, then a password for the new member. */
+function acceptInvitationRoutes(app: FastifyInstance, deps: RouteDeps): void {
   app.post(
     '/api/invitations/inspect',
     { schema: { body: body({ token: 100 }) }, config: signInLimit(deps) },
@@ -147,6 +141,41 @@ export function sessionRoutes(app: FastifyInstance, deps: RouteDeps): void {
       return reply.code(201).send({ email: member.email, role: member.role });
     },
   );
+}
+
+/**
+ * A password sign-in: lockout first, the hash verified (against a decoy for an unknown email, so both
+ * take the same time), then a new session — `mfa` when the second factor is on, `full` otherwise.
+ */
+async function signInWithPassword(
+  deps: RouteDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  given: string,
+  password: string,
+) {
+  const email = normalEmail(given);
+  if (!email) throw wrongCredentials();
+  if (await deps.members.isLocked(email)) throw locked(deps);
+  const member = await deps.members.byEmail(email);
+  const ok = await deps.verify(password, member?.passwordHash ?? deps.decoyHash);
+  if (!member || !ok) {
+    const nowLocked = await deps.members.recordFailure(email, deps.lockout);
+    if (member) await deps.audit.record(member.orgId, email, 'sign_in_failed', nowLocked ? 'locked' : '');
+    throw nowLocked ? locked(deps) : wrongCredentials();
+  }
+  await deps.members.clearFailures(email);
+  // Never reuse a session across a sign-in (fixation): an earlier one of this browser ends.
+  const previous = request.cookies[SESSION_COOKIE];
+  if (previous) await deps.sessions.end(tokenHash(previous));
+  if (member.totpSecret) {
+    const { csrfToken } = await startSession(deps, reply, member, 'mfa');
+    return { stage: 'mfa', csrf_token: csrfToken };
+  }
+  const { csrfToken } = await startSession(deps, reply, member, 'full');
+  await deps.members.signedIn(member.memberId);
+  await deps.audit.record(member.orgId, member.email, 'sign_in');
+  return { stage: 'full', csrf_token: csrfToken };
 }
 
 function locked(deps: RouteDeps) {

@@ -71,6 +71,17 @@ export function App() {
   }
   if (location === '/sign-in' || location === '/') return <Redirect to="/keys" />;
 
+  return <SignedIn me={me} refresh={refresh} signOut={signOut} location={location} />;
+}
+
+/** The pages of a signed-in person: header, navigation, the page of the location. */
+function SignedIn(props: {
+  me: Me;
+  refresh: () => Promise<void>;
+  signOut: () => Promise<void>;
+  location: string;
+}) {
+  const { me, refresh, signOut, location } = props;
   return (
     <SessionContext.Provider value={{ me, refresh, signOut }}>
       <Shell

@@ -48,6 +48,25 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []) {
   return { data, error, reload: () => setTick((t) => t + 1) };
 }
 
+/** An action of a page: runs `work`, then shows `done` or the error (one message area per page). */
+export function useAction() {
+  const [message, setMessage] = useState('');
+  const [error, setError] = useState<unknown>();
+  async function run(work: () => Promise<unknown>, done = '') {
+    setError(undefined);
+    setMessage('');
+    try {
+      await work();
+      setMessage(done);
+    } catch (e) {
+      setError(e);
+    }
+  }
+  return { message, error, run };
+}
+
+export type Run = ReturnType<typeof useAction>['run'];
+
 /** A table that scrolls sideways on narrow screens, reachable by keyboard. */
 export function TableWrap({ label, children }: { label: string; children: ReactNode }) {
   return (

@@ -1,26 +1,28 @@
 import { type FormEvent, useState } from 'react';
 import { api } from '../api.js';
-import { ErrorText, Page } from '../components/ui.js';
+import { ErrorText, Page, type Run, useAction } from '../components/ui.js';
 import { useSession } from '../session.js';
 
 /** The signed-in person's own password, second factor and sessions. */
 export function AccountPage() {
-  const { me, refresh, signOut } = useSession();
-  const [message, setMessage] = useState('');
-  const [error, setError] = useState<unknown>();
-  const [setup, setSetup] = useState<{ secret: string; uri: string }>();
+  const { me } = useSession();
+  const { message, error, run } = useAction();
+  return (
+    <Page title="Your account">
+      <p>
+        Signed in as <strong>{me.member.email}</strong> ({me.member.role}).
+      </p>
+      <p aria-live="polite">{message}</p>
+      <ErrorText error={error} />
+      <PasswordCard run={run} />
+      <SecondFactorCard run={run} />
+      <SessionsCard run={run} />
+    </Page>
+  );
+}
 
-  async function run(work: () => Promise<unknown>, done: string) {
-    setError(undefined);
-    setMessage('');
-    try {
-      await work();
-      setMessage(done);
-    } catch (e) {
-      setError(e);
-    }
-  }
-
+function PasswordCard({ run }: { run: Run }) {
+  const { me } = useSession();
   function changePassword(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
     const form = event.currentTarget;
@@ -30,7 +32,39 @@ export function AccountPage() {
       form.reset();
     }, 'Password changed. Your other sessions were signed out.');
   }
+  return (
+    <form className="card narrow" onSubmit={changePassword}>
+      <h2>Change password</h2>
+      <input type="email" name="username" autoComplete="username" value={me.member.email} readOnly hidden />
+      <label htmlFor="current">Current password</label>
+      <input
+        id="current"
+        name="current"
+        type="password"
+        autoComplete="current-password"
+        required
+        maxLength={512}
+      />
+      <label htmlFor="new">New password (at least 12 characters)</label>
+      <input
+        id="new"
+        name="new"
+        type="password"
+        autoComplete="new-password"
+        minLength={12}
+        maxLength={128}
+        required
+      />
+      <button type="submit" className="primary">
+        Change password
+      </button>
+    </form>
+  );
+}
 
+function SecondFactorCard({ run }: { run: Run }) {
+  const { me, refresh } = useSession();
+  const [setup, setSetup] = useState<{ secret: string; uri: string }>();
   function enable(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
     const f = new FormData(event.currentTarget);
@@ -40,7 +74,6 @@ export function AccountPage() {
       await refresh();
     }, 'Second factor on: sign-in now asks for a code.');
   }
-
   function disable(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
     const f = new FormData(event.currentTarget);
@@ -49,108 +82,80 @@ export function AccountPage() {
       await refresh();
     }, 'Second factor off.');
   }
-
   return (
-    <Page title="Your account">
-      <p>
-        Signed in as <strong>{me.member.email}</strong> ({me.member.role}).
-      </p>
-      <p aria-live="polite">{message}</p>
-      <ErrorText error={error} />
-      <form className="card narrow" onSubmit={changePassword}>
-        <h2>Change password</h2>
-        <input type="email" name="username" autoComplete="username" value={me.member.email} readOnly hidden />
-        <label htmlFor="current">Current password</label>
-        <input
-          id="current"
-          name="current"
-          type="password"
-          autoComplete="current-password"
-          required
-          maxLength={512}
-        />
-        <label htmlFor="new">New password (at least 12 characters)</label>
-        <input
-          id="new"
-          name="new"
-          type="password"
-          autoComplete="new-password"
-          minLength={12}
-          maxLength={128}
-          required
-        />
-        <button type="submit" className="primary">
-          Change password
-        </button>
-      </form>
-      <section className="card narrow" aria-labelledby="totp">
-        <h2 id="totp">Second factor (authenticator app)</h2>
-        {me.member.totp_enabled ? (
-          <form onSubmit={disable}>
-            <p>On. Sign-in asks for a 6-digit code.</p>
-            <label htmlFor="totp-password">Password, to turn it off</label>
-            <input
-              id="totp-password"
-              name="password"
-              type="password"
-              autoComplete="current-password"
-              required
-              maxLength={512}
-            />
-            <button type="submit">Turn off</button>
-          </form>
-        ) : setup ? (
-          <form onSubmit={enable}>
-            <p>
-              Add this key to your authenticator app (time-based, 6 digits, 30 seconds), then enter the code
-              it shows.
-            </p>
-            <label htmlFor="totp-secret">Setup key</label>
-            <input id="totp-secret" className="mono" readOnly value={setup.secret} />
-            <label htmlFor="totp-uri">Or this otpauth link</label>
-            <input id="totp-uri" className="mono" readOnly value={setup.uri} />
-            <label htmlFor="totp-code">Code</label>
-            <input
-              id="totp-code"
-              name="code"
-              inputMode="numeric"
-              pattern="[0-9]{6}"
-              maxLength={6}
-              required
-              autoComplete="one-time-code"
-            />
-            <button type="submit" className="primary">
-              Turn on
-            </button>
-          </form>
-        ) : (
-          <>
-            <p>Off. With it on, a stolen password alone cannot sign in.</p>
-            <button
-              type="button"
-              onClick={() => void run(async () => setSetup(await api.post('/api/me/totp/setup')), '')}
-            >
-              Set up
-            </button>
-          </>
-        )}
-      </section>
-      <section className="card narrow" aria-labelledby="sessions">
-        <h2 id="sessions">Sessions</h2>
-        <p>Signs you out on every device and browser, this one included.</p>
-        <button
-          type="button"
-          className="danger"
-          onClick={() =>
-            void run(async () => {
-              await api.post('/api/session/sign-out-everywhere');
-              await signOut();
-            }, '')
-          }
-        >
-          Sign out everywhere
-        </button>
-      </section>
-    </Page>
+    <section className="card narrow" aria-labelledby="totp">
+      <h2 id="totp">Second factor (authenticator app)</h2>
+      {me.member.totp_enabled ? (
+        <form onSubmit={disable}>
+          <p>On. Sign-in asks for a 6-digit code.</p>
+          <label htmlFor="totp-password">Password, to turn it off</label>
+          <input
+            id="totp-password"
+            name="password"
+            type="password"
+            autoComplete="current-password"
+            required
+            maxLength={512}
+          />
+          <button type="submit">Turn off</button>
+        </form>
+      ) : setup ? (
+        <form onSubmit={enable}>
+          <p>
+            Add this key to your authenticator app (time-based, 6 digits, 30 seconds), then enter the code it
+            shows.
+          </p>
+          <label htmlFor="totp-secret">Setup key</label>
+          <input id="totp-secret" className="mono" readOnly value={setup.secret} />
+          <label htmlFor="totp-uri">Or this otpauth link</label>
+          <input id="totp-uri" className="mono" readOnly value={setup.uri} />
+          <label htmlFor="totp-code">Code</label>
+          <input
+            id="totp-code"
+            name="code"
+            inputMode="numeric"
+            pattern="[0-9]{6}"
+            maxLength={6}
+            required
+            autoComplete="one-time-code"
+          />
+          <button type="submit" className="primary">
+            Turn on
+          </button>
+        </form>
+      ) : (
+        <>
+          <p>Off. With it on, a stolen password alone cannot sign in.</p>
+          <button
+            type="button"
+            onClick={() => void run(async () => setSetup(await api.post('/api/me/totp/setup')))}
+          >
+            Set up
+          </button>
+        </>
+      )}
+    </section>
+  );
+}
+
+function SessionsCard({ run }: { run: Run }) {
+  const { signOut } = useSession();
+  return (
+    <section className="card narrow" aria-labelledby="sessions">
+      <h2 id="sessions">Sessions</h2>
+      <p>Signs you out on every device and browser, this one included.</p>
+      <button
+        type="button"
+        className="danger"
+        onClick={() =>
+          void run(async () => {
+            await api.post('/api/session/sign-out-everywhere');
+            await signOut();
+          })
+        }
+      >
+        Sign out everywhere
+      </button>
+    </section>
   );
 }

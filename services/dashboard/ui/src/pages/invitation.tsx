@@ -77,46 +77,52 @@ export function InvitationPage() {
       {!invitation ? (
         <ErrorText error={error} />
       ) : (
-        <form className="card narrow" onSubmit={submit}>
-          <p>
-            You are invited to <strong>{invitation.organization ?? 'an organization'}</strong> as{' '}
-            <strong>{invitation.role}</strong> with the email <strong>{invitation.email}</strong>. Choose a
-            password of at least 12 characters.
-          </p>
-          <input
-            type="email"
-            name="username"
-            autoComplete="username"
-            value={invitation.email}
-            readOnly
-            hidden
-          />
-          <label htmlFor="password">New password</label>
-          <input
-            id="password"
-            name="password"
-            type="password"
-            autoComplete="new-password"
-            minLength={12}
-            maxLength={128}
-            required
-          />
-          <label htmlFor="confirm">Repeat the password</label>
-          <input
-            id="confirm"
-            name="confirm"
-            type="password"
-            autoComplete="new-password"
-            minLength={12}
-            maxLength={128}
-            required
-          />
-          <ErrorText error={error} />
-          <button type="submit" className="primary" disabled={busy}>
-            Set password
-          </button>
-        </form>
+        <SetPasswordForm invitation={invitation} busy={busy} error={error} onSubmit={submit} />
       )}
     </Page>
+  );
+}
+
+/** Who the invitation is for, and the new password twice. */
+function SetPasswordForm(props: {
+  invitation: Invitation;
+  busy: boolean;
+  error: unknown;
+  onSubmit: (event: FormEvent<HTMLFormElement>) => void;
+}) {
+  const { invitation, busy, error } = props;
+  return (
+    <form className="card narrow" onSubmit={props.onSubmit}>
+      <p>
+        You are invited to <strong>{invitation.organization ?? 'an organization'}</strong> as{' '}
+        <strong>{invitation.role}</strong> with the email <strong>{invitation.email}</strong>. Choose a
+        password of at least 12 characters.
+      </p>
+      <input type="email" name="username" autoComplete="username" value={invitation.email} readOnly hidden />
+      <label htmlFor="password">New password</label>
+      <input
+        id="password"
+        name="password"
+        type="password"
+        autoComplete="new-password"
+        minLength={12}
+        maxLength={128}
+        required
+      />
+      <label htmlFor="confirm">Repeat the password</label>
+      <input
+        id="confirm"
+        name="confirm"
+        type="password"
+        autoComplete="new-password"
+        minLength={12}
+        maxLength={128}
+        required
+      />
+      <ErrorText error={error} />
+      <button type="submit" className="primary" disabled={busy}>
+        Set password
+      </button>
+    </form>
   );
 }

@@ -11,7 +11,6 @@ export function KeysPage() {
   const owner = useIsOwner();
   const { data, error, reload } = useLoad(() => api.get<{ keys: Key[] }>('/api/keys'));
   const [created, setCreated] = useState<{ key: Key; secret: string }>();
-  const [revoking, setRevoking] = useState<Key>();
   const [actionError, setActionError] = useState<unknown>();
 
   async function create(event: FormEvent<HTMLFormElement>) {
@@ -28,10 +27,7 @@ export function KeysPage() {
     }
   }
 
-  async function revoke() {
-    const key = revoking;
-    setRevoking(undefined);
-    if (!key) return;
+  async function revoke(key: Key) {
     try {
       await api.post(`/api/keys/${key.id}/revoke`);
       reload();
@@ -57,47 +53,7 @@ export function KeysPage() {
         </form>
       )}
       <ErrorText error={actionError ?? error} />
-      {data && (
-        <TableWrap label="API keys">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Prefix</th>
-              <th scope="col">Created</th>
-              <th scope="col">Last used</th>
-              <th scope="col">Status</th>
-              {owner && <th scope="col">Action</th>}
-            </tr>
-          </thead>
-          <tbody>
-            {data.keys.length === 0 && (
-              <tr>
-                <td colSpan={owner ? 6 : 5}>No keys yet.</td>
-              </tr>
-            )}
-            {data.keys.map((k) => (
-              <tr key={k.id}>
-                <td>{k.name || '(unnamed)'}</td>
-                <td>
-                  <code>{k.prefix}…</code>
-                </td>
-                <td>{when(k.created_at)}</td>
-                <td>{k.last_used_at ? when(k.last_used_at) : 'never'}</td>
-                <td>{k.revoked_at ? <Status value="revoked" /> : <Status value="active" />}</td>
-                {owner && (
-                  <td>
-                    {!k.revoked_at && (
-                      <button type="button" className="danger" onClick={() => setRevoking(k)}>
-                        Revoke<span className="sr-only"> {k.name}</span>
-                      </button>
-                    )}
-                  </td>
-                )}
-              </tr>
-            ))}
-          </tbody>
-        </TableWrap>
-      )}
+      {data && <KeysTable keys={data.keys} onRevoke={revoke} />}
       <section aria-labelledby="rotation">
         <h2 id="rotation">Rotating a key without downtime</h2>
         <ol>
@@ -106,6 +62,60 @@ export function KeysPage() {
           <li>Revoke the old key. Revocation takes effect at once: the old key gets 401 within seconds.</li>
         </ol>
       </section>
+    </Page>
+  );
+}
+
+/** The keys with their state; an owner revokes one after a confirmation. */
+function KeysTable({ keys, onRevoke }: { keys: Key[]; onRevoke: (key: Key) => Promise<void> }) {
+  const owner = useIsOwner();
+  const [revoking, setRevoking] = useState<Key>();
+  async function revoke() {
+    const key = revoking;
+    setRevoking(undefined);
+    if (key) await onRevoke(key);
+  }
+  return (
+    <>
+      <TableWrap label="API keys">
+        <thead>
+          <tr>
+            <th scope="col">Name</th>
+            <th scope="col">Prefix</th>
+            <th scope="col">Created</th>
+            <th scope="col">Last used</th>
+            <th scope="col">Status</th>
+            {owner && <th scope="col">Action</th>}
+          </tr>
+        </thead>
+        <tbody>
+          {keys.length === 0 && (
+            <tr>
+              <td colSpan={owner ? 6 : 5}>No keys yet.</td>
+            </tr>
+          )}
+          {keys.map((k) => (
+            <tr key={k.id}>
+              <td>{k.name || '(unnamed)'}</td>
+              <td>
+                <code>{k.prefix}…</code>
+              </td>
+              <td>{when(k.created_at)}</td>
+              <td>{k.last_used_at ? when(k.last_used_at) : 'never'}</td>
+              <td>{k.revoked_at ? <Status value="revoked" /> : <Status value="active" />}</td>
+              {owner && (
+                <td>
+                  {!k.revoked_at && (
+                    <button type="button" className="danger" onClick={() => setRevoking(k)}>
+                      Revoke<span className="sr-only"> {k.name}</span>
+                    </button>
+                  )}
+                </td>
+              )}
+            </tr>
+          ))}
+        </tbody>
+      </TableWrap>
       <Confirm
         open={!!revoking}
         title="Revoke this key?"
@@ -118,7 +128,7 @@ export function KeysPage() {
           request with it gets 401. This cannot be undone.
         </p>
       </Confirm>
-    </Page>
+    </>
   );
 }
 

@@ -1,76 +1,107 @@
 import { type FormEvent, useState } from 'react';
 import { api, when } from '../api.js';
-import { Confirm, ErrorText, Page, TableWrap, useLoad } from '../components/ui.js';
+import { Confirm, ErrorText, Page, type Run, TableWrap, useAction, useLoad } from '../components/ui.js';
 import { useIsOwner, useSession } from '../session.js';
 
+interface Member {
+  id: string;
+  email: string;
+  role: string;
+  totp_enabled: boolean;
+  created_at: string;
+  last_sign_in_at: string | null;
+}
 interface People {
-  members: {
-    id: string;
-    email: string;
-    role: string;
-    totp_enabled: boolean;
-    created_at: string;
-    last_sign_in_at: string | null;
-  }[];
+  members: Member[];
   invitations: { id: string; email: string; role: string; created_at: string; expires_at: string }[];
 }
 
 export function MembersPage() {
   const owner = useIsOwner();
-  const { me } = useSession();
   const { data, error, reload } = useLoad(() => api.get<People>('/api/members'));
-  const [link, setLink] = useState<{ email: string; link: string }>();
-  const [removing, setRemoving] = useState<People['members'][number]>();
-  const [actionError, setActionError] = useState<unknown>();
-
-  async function invite(event: FormEvent<HTMLFormElement>) {
-    event.preventDefault();
-    const form = event.currentTarget;
-    const f = new FormData(form);
-    setActionError(undefined);
-    try {
-      const r = await api.post<{ invitation: { email: string }; link: string }>('/api/members/invitations', {
-        email: f.get('email'),
-        role: f.get('role'),
-      });
-      setLink({ email: r.invitation.email, link: r.link });
-      form.reset();
+  const action = useAction();
+  // Every change reloads the lists.
+  const run: Run = (work, done) =>
+    action.run(async () => {
+      await work();
       reload();
-    } catch (e) {
-      setActionError(e);
-    }
-  }
-
-  async function act(path: string) {
-    setActionError(undefined);
-    try {
-      await api.post(path);
-      reload();
-    } catch (e) {
-      setActionError(e);
-    }
-  }
-
+    }, done);
   return (
     <Page title="Members">
       <p>
         Owners manage keys, members and jobs; members can see everything and change nothing. Each person signs
         in with their own email and password.
       </p>
-      {owner && (
-        <form className="card inline" onSubmit={invite}>
-          <label htmlFor="invite-email">Email</label>
-          <input id="invite-email" name="email" type="email" required maxLength={254} />
-          <label htmlFor="invite-role">Role</label>
-          <select id="invite-role" name="role" defaultValue="member">
-            <option value="member">member (read-only)</option>
-            <option value="owner">owner</option>
-          </select>
-          <button type="submit" className="primary">
-            Invite
-          </button>
-        </form>
+      {owner && <InviteForm run={run} />}
+      <ErrorText error={action.error ?? error} />
+      {data && <MembersTable members={data.members} run={run} />}
+      <h2>Pending invitations</h2>
+      {data && data.invitations.length === 0 && <p>None.</p>}
+      {data && data.invitations.length > 0 && (
+        <TableWrap label="Pending invitations">
+          <thead>
+            <tr>
+              <th scope="col">Email</th>
+              <th scope="col">Role</th>
+              <th scope="col">Expires</th>
+              {owner && <th scope="col">Action</th>}
+            </tr>
+          </thead>
+          <tbody>
+            {data.invitations.map((i) => (
+              <tr key={i.id}>
+                <td>{i.email}</td>
+                <td>{i.role}</td>
+                <td>{when(i.expires_at)}</td>
+                {owner && (
+                  <td>
+                    <button
+                      type="button"
+                      onClick={() => void run(() => api.post(`/api/members/invitations/${i.id}/revoke`))}
+                    >
+                      Revoke<span className="sr-only"> invitation of {i.email}</span>
+                    </button>
+                  </td>
+                )}
+              </tr>
+            ))}
+          </tbody>
+        </TableWrap>
       )}
+    </Page>
+  );
+}
+
+/** An owner invites by email and role; the one-time link is shown here once, to pass on. */
+function InviteForm({ run }: { run: Run }) {
+  const [link, setLink] = useState<{ email: string; link: string }>();
+  function invite(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    const form = event.currentTarget;
+    const f = new FormData(form);
+    void run(async () => {
+      const r = await api.post<{ invitation: { email: string }; link: string }>('/api/members/invitations', {
+        email: f.get('email'),
+        role: f.get('role'),
+      });
+      setLink({ email: r.invitation.email, link: r.link });
+      form.reset();
+    });
+  }
+  return (
+    <>
+      <form className="card inline" onSubmit={invite}>
+        <label htmlFor="invite-email">Email</label>
+        <input id="invite-email" name="email" type="email" required maxLength={254} />
+        <label htmlFor="invite-role">Role</label>
+        <select id="invite-role" name="role" defaultValue="member">
+          <option value="member">member (read-only)</option>
+          <option value="owner">owner</option>
+        </select>
+        <button type="submit" className="primary">
+          Invite
+        </button>
+      </form>
       {link && (
         <section className="card" aria-labelledby="link-title">
           <h2 id="link-title">Invitation for {link.email}</h2>
@@ -91,75 +122,46 @@ export function MembersPage() {
           </button>
         </section>
       )}
-      <ErrorText error={actionError ?? error} />
-      {data && (
-        <>
-          <TableWrap label="Members">
-            <thead>
-              <tr>
-                <th scope="col">Email</th>
-                <th scope="col">Role</th>
-                <th scope="col">Second factor</th>
-                <th scope="col">Last sign-in</th>
-                {owner && <th scope="col">Action</th>}
-              </tr>
-            </thead>
-            <tbody>
-              {data.members.map((m) => (
-                <tr key={m.id}>
-                  <td>{m.email}</td>
-                  <td>{m.role}</td>
-                  <td>{m.totp_enabled ? 'on' : 'off'}</td>
-                  <td>{when(m.last_sign_in_at)}</td>
-                  {owner && (
-                    <td>
-                      {m.id !== me.member.id && (
-                        <button type="button" className="danger" onClick={() => setRemoving(m)}>
-                          Remove<span className="sr-only"> {m.email}</span>
-                        </button>
-                      )}
-                    </td>
+    </>
+  );
+}
+
+function MembersTable({ members, run }: { members: Member[]; run: Run }) {
+  const owner = useIsOwner();
+  const { me } = useSession();
+  const [removing, setRemoving] = useState<Member>();
+  return (
+    <>
+      <TableWrap label="Members">
+        <thead>
+          <tr>
+            <th scope="col">Email</th>
+            <th scope="col">Role</th>
+            <th scope="col">Second factor</th>
+            <th scope="col">Last sign-in</th>
+            {owner && <th scope="col">Action</th>}
+          </tr>
+        </thead>
+        <tbody>
+          {members.map((m) => (
+            <tr key={m.id}>
+              <td>{m.email}</td>
+              <td>{m.role}</td>
+              <td>{m.totp_enabled ? 'on' : 'off'}</td>
+              <td>{when(m.last_sign_in_at)}</td>
+              {owner && (
+                <td>
+                  {m.id !== me.member.id && (
+                    <button type="button" className="danger" onClick={() => setRemoving(m)}>
+                      Remove<span className="sr-only"> {m.email}</span>
+                    </button>
                   )}
-                </tr>
-              ))}
-            </tbody>
-          </TableWrap>
-          <h2>Pending invitations</h2>
-          {data.invitations.length === 0 ? (
-            <p>None.</p>
-          ) : (
-            <TableWrap label="Pending invitations">
-              <thead>
-                <tr>
-                  <th scope="col">Email</th>
-                  <th scope="col">Role</th>
-                  <th scope="col">Expires</th>
-                  {owner && <th scope="col">Action</th>}
-                </tr>
-              </thead>
-              <tbody>
-                {data.invitations.map((i) => (
-                  <tr key={i.id}>
-                    <td>{i.email}</td>
-                    <td>{i.role}</td>
-                    <td>{when(i.expires_at)}</td>
-                    {owner && (
-                      <td>
-                        <button
-                          type="button"
-                          onClick={() => void act(`/api/members/invitations/${i.id}/revoke`)}
-                        >
-                          Revoke<span className="sr-only"> invitation of {i.email}</span>
-                        </button>
-                      </td>
-                    )}
-                  </tr>
-                ))}
-              </tbody>
-            </TableWrap>
-          )}
-        </>
-      )}
+                </td>
+              )}
+            </tr>
+          ))}
+        </tbody>
+      </TableWrap>
       <Confirm
         open={!!removing}
         title="Remove this member?"
@@ -167,12 +169,12 @@ export function MembersPage() {
         onConfirm={() => {
           const m = removing;
           setRemoving(undefined);
-          if (m) void act(`/api/members/${m.id}/remove`);
+          if (m) void run(() => api.post(`/api/members/${m.id}/remove`));
         }}
         onCancel={() => setRemoving(undefined)}
       >
         <p>{removing?.email} is signed out everywhere and can no longer sign in.</p>
       </Confirm>
-    </Page>
+    </>
   );
 }
