@@ -25,4 +25,5 @@ export * from './security/signatures.js';
 export * from './security/tls-material.js';
 export * from './security/transport.js';
 export * from './service.js';
+export * from './text-decoding.js';
 export * from './tracing.js';
