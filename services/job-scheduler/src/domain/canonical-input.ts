@@ -1,0 +1,102 @@
+import { isUtf8 } from 'node:buffer';
+import { LIMITS } from '@dnc/api-contract/limits';
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+
+const hexValue = (c: number): number =>
+  c >= 0x30 && c <= 0x39
+    ? c - 0x30
+    : c >= 0x61 && c <= 0x66
+      ? c - 0x57
+      : c >= 0x41 && c <= 0x46
+        ? c - 0x37
+        : -1;
+
+/** The UTF-16 unit of `\uXXXX` at `at` (the backslash), or -1 when the escape is malformed. */
+function unicodeEscape(bytes: Uint8Array, at: number): number {
+  if (at + 5 >= bytes.length) return -1;
+  let unit = 0;
+  for (let k = at + 2; k < at + 6; k++) {
+    const h = hexValue(bytes[k]!);
+    if (h < 0) return -1;
+    unit = (unit << 4) | h;
+  }
+  return unit;
+}
+
+const isHigh = (unit: number) => unit >= 0xd800 && unit <= 0xdbff;
+const isLow = (unit: number) => unit >= 0xdc00 && unit <= 0xdfff;
+
+/**
+ * One JSON string starting at its opening quote: the index after its closing quote, or -1 when it is
+ * malformed or longer than the phone limit, counted in code points as `isPhoneWithinLimit` counts them
+ * (a surrogate pair is one, written raw as 4 UTF-8 bytes or as two `\u` escapes).
+ */
+function phoneString(bytes: Uint8Array, start: number): number {
+  let points = 0;
+  let highPending = false;
+  let i = start + 1;
+  for (;;) {
+    if (i >= bytes.length) return -1;
+    const c = bytes[i]!;
+    if (c === QUOTE) return i + 1;
+    if (c < 0x20) return -1;
+    if (c === BACKSLASH) {
+      const e = bytes[i + 1];
+      if (e === 0x75) {
+        const unit = unicodeEscape(bytes, i);
+        if (unit < 0) return -1;
+        // A low surrogate right after a high one completes the code point counted with the high one.
+        if (!(highPending && isLow(unit))) points++;
+        highPending = isHigh(unit);
+        i += 6;
+      } else if (
+        e === QUOTE ||
+        e === BACKSLASH ||
+        e === 0x2f ||
+        e === 0x62 ||
+        e === 0x66 ||
+        e === 0x6e ||
+        e === 0x72 ||
+        e === 0x74
+      ) {
+        points++;
+        highPending = false;
+        i += 2;
+      } else return -1;
+    } else {
+      // UTF-8 (already checked well formed): every byte but a continuation byte starts a code point.
+      if ((c & 0xc0) !== 0x80) {
+        points++;
+        highPending = false;
+      }
+      i++;
+    }
+    if (points > LIMITS.maxPhoneLength) return -1;
+  }
+}
+
+/**
+ * The number of phones of a canonical durable input, or undefined when it is not one: exactly what
+ * `JSON.stringify(phones)` writes for an array of at most 500,000 strings of at most 64 characters
+ * (no whitespace), in well-formed UTF-8. Checked on the bytes, without building 500,000 strings (the
+ * worker parses the input when it runs the job). Stricter than `JSON.parse` (no whitespace, no invalid
+ * UTF-8), never more lenient.
+ */
+export function canonicalPhoneCount(bytes: Uint8Array): number | undefined {
+  if (bytes.length < 2 || bytes[0] !== 0x5b || bytes[bytes.length - 1] !== 0x5d) return undefined;
+  if (!isUtf8(bytes)) return undefined;
+  if (bytes.length === 2) return 0;
+  let count = 0;
+  let i = 1;
+  for (;;) {
+    if (bytes[i] !== QUOTE) return undefined;
+    i = phoneString(bytes, i);
+    if (i < 0 || ++count > LIMITS.v2MaxInputs) return undefined;
+    if (i === bytes.length - 1) return count;
+    if (bytes[i] !== COMMA) return undefined;
+    i++;
+  }
+}
