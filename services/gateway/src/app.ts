@@ -6,6 +6,7 @@ import type { GatewayConfig } from './config.js';
 import { sendMapped, toHttp } from './errors.js';
 import { fingerprint } from './fingerprint.js';
 import type { Fingerprinter } from './flows/admit.js';
+import { EARLY_CHECK_DEFAULTS, EarlyChecks } from './flows/early-check.js';
 import type { Upstream } from './flows/port.js';
 import { errorHandler } from './plugins/error-handler.js';
 import { applyHeaderPolicy, headerPolicy } from './plugins/header-policy.js';
@@ -84,7 +85,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(errorHandler, { upstream, logger });
 
   await app.register(systemRoutes(health));
-  await app.register(v1Routes(config, upstream, fingerprintOf));
+  const early = config.DNC_EARLY_CHECK ? new EarlyChecks(EARLY_CHECK_DEFAULTS, metrics) : undefined;
+  await app.register(v1Routes(config, { upstream, fingerprint: fingerprintOf, early }));
   await app.register(v2Routes(config, upstream, fingerprintOf));
   await app.register(openApi);
   return app;

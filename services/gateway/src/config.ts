@@ -1,4 +1,4 @@
-import { commonConfig, port, serviceAddress, z } from '@dnc/kit';
+import { commonConfig, flag, port, serviceAddress, z } from '@dnc/kit';
 
 export const gatewayConfig = z.object({
   DNC_LOG_LEVEL: commonConfig.DNC_LOG_LEVEL,
@@ -44,6 +44,11 @@ export const gatewayConfig = z.object({
   DNC_BODY_MEMORY_BUDGET_MIB: z.coerce.number().int().min(64).max(16_384).default(192),
   /** How long a large body may wait for room in the budget before its 503. */
   DNC_BODY_MEMORY_WAIT_MS: z.coerce.number().int().min(0).max(60_000).default(2_000),
+  /**
+   * Send a v1 request's adapter Check beside Admit for a key admitted moments ago (flows/early-check.ts);
+   * 0 waits for Admit every time (say, for a country whose registry bills every lookup).
+   */
+  DNC_EARLY_CHECK: flag(true),
   /** Trust X-Forwarded-For from this many proxies (for the abuse guard's client address). */
   DNC_TRUST_PROXY_HOPS: z.coerce.number().int().min(0).max(5).default(0),
 });

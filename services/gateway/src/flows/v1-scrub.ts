@@ -4,6 +4,7 @@ import { admissionv1 } from '@dnc/proto';
 import type { Deadline } from '../deadline.js';
 import { fromRpcError, type MappedError, toHttp } from '../errors.js';
 import { abortAdmission, admitScrub, type FlowDeps, type ScrubRequest } from './admit.js';
+import type { EarlyChecks } from './early-check.js';
 import { type CallFailure, callFailure, type Upstream } from './port.js';
 
 /** Admit may take at most this much of the 15-second budget. */
@@ -15,6 +16,9 @@ const COMPLETE_MIN_MS = 250;
 const ABORT_TIMEOUT_MS = 2_000;
 
 export type V1Upstream = Pick<Upstream, 'admit' | 'check' | 'complete' | 'abort'>;
+
+/** What a v1 request needs: the upstream calls, and (optionally) the early Check policy. */
+export type V1Deps = FlowDeps<V1Upstream> & { early?: EarlyChecks };
 
 export type V1Outcome = (
   | {
@@ -35,6 +39,8 @@ type CompleteOutcome = { outcome: 'completed' } | CallFailure;
 
 /**
  * POST /v1/scrub: admission.Admit -> adapter.Check -> admission.Complete, inside one deadline (15 s).
+ * For a key admitted a moment ago, the Check is sent beside Admit and its answer read only once Admit
+ * admitted the request (early-check.ts); otherwise, or when that early Check failed, after Admit.
  * Any failure after admission aborts it (reservation released, idempotency claim removed) and answers
  * the public error only: never a partial result, never a charge. An exact retry of a completed request
  * is recalculated and not completed again (nothing reserved, nothing to undo).
@@ -44,11 +50,8 @@ type CompleteOutcome = { outcome: 'completed' } | CallFailure;
  *   Check     checked | failed               abort
  *   Complete  completed | refused | unknown  abort (also when unknown: see issue #14, item 3)
  */
-export async function scrubV1(
-  deps: FlowDeps<V1Upstream>,
-  request: ScrubRequest,
-  deadline: Deadline,
-): Promise<V1Outcome> {
+export async function scrubV1(deps: V1Deps, request: ScrubRequest, deadline: Deadline): Promise<V1Outcome> {
+  const early = earlyCheck(deps, request, deadline);
   const admitted = await admitScrub(
     deps,
     request,
@@ -57,9 +60,13 @@ export async function scrubV1(
   );
   const { rateLimit } = admitted;
   if (admitted.outcome !== 'admitted') {
+    deps.early?.refused(request);
+    // Dropped unread: nothing of it leaves the gateway.
+    if (early) void early.then(() => deps.early?.count('dropped'));
     return { ok: false, error: fromRpcError(admitted.error), rateLimit };
   }
   const { admission } = admitted;
+  deps.early?.admitted(request, admission.adapterAddress);
   const abort = async () => {
     if (!admission.replay) {
       await abortAdmission(
@@ -71,7 +78,9 @@ export async function scrubV1(
     }
   };
 
-  const checked = await checkPhones(deps.upstream, admission.adapterAddress, request, deadline);
+  const checked =
+    (await earlyAnswer(deps, early)) ??
+    (await checkPhones(deps.upstream, admission.adapterAddress, request, deadline));
   if (checked.outcome === 'failed') {
     await abort();
     return { ok: false, error: checked.error, rateLimit };
@@ -88,6 +97,28 @@ export async function scrubV1(
       await abort();
       return { ok: false, error: fromRpcError(completed.error), rateLimit };
   }
+}
+
+/** The request's Check sent now, to the adapter admission chose for this key's last request. */
+function earlyCheck(
+  deps: V1Deps,
+  request: ScrubRequest,
+  deadline: Deadline,
+): Promise<CheckOutcome> | undefined {
+  const slot = deps.early?.begin(request);
+  if (!slot) return undefined;
+  return checkPhones(deps.upstream, slot.address, request, deadline).finally(slot.release);
+}
+
+/** The early Check's outcome when it succeeded; a failed one is counted and checked again. */
+async function earlyAnswer(
+  deps: V1Deps,
+  early: Promise<CheckOutcome> | undefined,
+): Promise<CheckOutcome | undefined> {
+  if (!early) return undefined;
+  const outcome = await early;
+  deps.early?.count(outcome.outcome === 'checked' ? 'used' : 'failed');
+  return outcome.outcome === 'checked' ? outcome : undefined;
 }
 
 /**

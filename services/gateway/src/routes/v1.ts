@@ -5,11 +5,16 @@ import type { GatewayConfig } from '../config.js';
 import { deadlineOf } from '../deadline.js';
 import { sendMapped } from '../errors.js';
 import type { Fingerprinter, ScrubBody } from '../flows/admit.js';
+import type { EarlyChecks } from '../flows/early-check.js';
 import { scrubV1, type V1Upstream } from '../flows/v1-scrub.js';
 import { idempotencyKeyOf } from '../idempotency-key.js';
 
 /** POST /v1/scrub: HTTP in and out; the request itself is `scrubV1` (flows/v1-scrub.ts). */
-export function v1Routes(config: GatewayConfig, upstream: V1Upstream, fingerprint: Fingerprinter) {
+export function v1Routes(
+  config: GatewayConfig,
+  deps: { upstream: V1Upstream; fingerprint: Fingerprinter; early: EarlyChecks | undefined },
+) {
+  const { upstream, fingerprint, early } = deps;
   return async (app: FastifyInstance) => {
     app.post<{ Body: ScrubBody }>(
       '/v1/scrub',
@@ -28,9 +33,8 @@ export function v1Routes(config: GatewayConfig, upstream: V1Upstream, fingerprin
           country: request.body.country,
           phones: request.body.phones,
         };
-        const outcome = await scrubV1({ upstream, fingerprint, log: request.log }, scrub, deadline).finally(
-          () => checkedByAdmit(request),
-        );
+        const flow = { upstream, fingerprint, log: request.log, ...(early ? { early } : {}) };
+        const outcome = await scrubV1(flow, scrub, deadline).finally(() => checkedByAdmit(request));
         setRateLimitHeaders(reply, outcome.rateLimit);
         if (!outcome.ok) return sendMapped(reply, outcome.error);
         if (outcome.replayed) reply.header('idempotency-replayed', 'true');
