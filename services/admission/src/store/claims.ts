@@ -36,7 +36,8 @@ const KIND_OF: Record<number, Kind> = { 1: 'sync', 2: 'job' };
 export class ClaimStore {
   /**
    * New claims are inserted in batches: the requests that arrive while one INSERT is in flight go
-   * together in the next (one statement and one durable commit for all of them).
+   * together in the next (one statement and one durable commit for all of them). The statements of
+   * every request (insert, completion, the batch read) are named: prepared once per connection.
    */
   private readonly inserts = new Batcher<ClaimInput, boolean>((items) => this.insertClaims(items), {
     maxBatch: 256,
@@ -82,8 +83,9 @@ export class ClaimStore {
    * row of the same statement too), which `admission_id` tells apart.
    */
   private async insertClaims(items: ClaimInput[]): Promise<boolean[]> {
-    const r = await this.pool.query<{ admission_id: string }>(
-      `INSERT INTO admission.idempotency_records
+    const r = await this.pool.query<{ admission_id: string }>({
+      name: 'admission.insert_claims',
+      text: `INSERT INTO admission.idempotency_records
          (key_id, key_hash, fingerprint, kind, state, admission_id, job_id)
        SELECT key_id, key_hash, fingerprint, kind, 'in_progress', admission_id, job_id
        FROM unnest($1::uuid[], $2::bytea[], $3::text[], $4::smallint[], $5::uuid[], $6::uuid[])
@@ -91,7 +93,7 @@ export class ClaimStore {
        ORDER BY n
        ON CONFLICT (key_id, key_hash) DO NOTHING
        RETURNING admission_id`,
-      [
+      values: [
         items.map((i) => i.keyId),
         items.map((i) => i.keyHash),
         items.map((i) => i.fingerprint),
@@ -99,7 +101,7 @@ export class ClaimStore {
         items.map((i) => i.admissionId),
         items.map((i) => i.jobId),
       ],
-    );
+    });
     const made = new Set(r.rows.map((row) => row.admission_id));
     return items.map((i) => made.has(i.admissionId));
   }
@@ -142,10 +144,11 @@ export class ClaimStore {
 
   /** Claims by admission id, many at once (Complete in batches). */
   async claimsByAdmission(admissionIds: string[]): Promise<Map<string, { kind: Kind; state: RecordState }>> {
-    const r = await this.pool.query(
-      'SELECT admission_id, kind, state FROM admission.idempotency_records WHERE admission_id = ANY($1::uuid[])',
-      [admissionIds],
-    );
+    const r = await this.pool.query({
+      name: 'admission.claims_by_admission',
+      text: 'SELECT admission_id, kind, state FROM admission.idempotency_records WHERE admission_id = ANY($1::uuid[])',
+      values: [admissionIds],
+    });
     return new Map(
       r.rows.map((row) => [
         row.admission_id as string,
@@ -157,10 +160,11 @@ export class ClaimStore {
   /** Mark many v1 claims completed in one statement. */
   async markCompleted(admissionIds: string[]): Promise<void> {
     if (admissionIds.length === 0) return;
-    await this.pool.query(
-      "UPDATE admission.idempotency_records SET state = 'completed' WHERE admission_id = ANY($1::uuid[])",
-      [admissionIds],
-    );
+    await this.pool.query({
+      name: 'admission.mark_completed',
+      text: "UPDATE admission.idempotency_records SET state = 'completed' WHERE admission_id = ANY($1::uuid[])",
+      values: [admissionIds],
+    });
   }
 
   async markClaim(admissionId: string, state: 'completed' | 'accepted', jobId?: string): Promise<boolean> {

@@ -24,6 +24,18 @@ const GATE_JOINS = `LEFT JOIN LATERAL (
            ORDER BY (status <> 'lapsed') DESC, created_at DESC LIMIT 1) p ON true
          LEFT JOIN admission.maintenance_windows m ON m.country = $2`;
 
+// The two reads of every scrub's admission, prepared once per connection (named statements): the
+// server parses and plans them once instead of on every request.
+const KEY_FACTS = `SELECT q.n, k.key_id, k.org_id, k.digest, k.revoked_at, o.rate_limit, ${GATE_SELECT}
+       FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q(public_id, country, n)
+         JOIN admission.api_keys k ON k.public_id = q.public_id
+         JOIN admission.organizations o ON o.org_id = k.org_id
+         ${GATE_JOINS.replaceAll('$2', 'q.country')}`;
+const GATE_FACTS = `SELECT ${GATE_SELECT}
+       FROM (SELECT $1::uuid AS org_id) q
+         LEFT JOIN admission.organizations o ON o.org_id = q.org_id
+         ${GATE_JOINS}`;
+
 // biome-ignore lint/suspicious/noExplicitAny: pg rows
 function gateOf(r: any): GateFacts {
   return {
@@ -61,14 +73,11 @@ export class GateFactsStore {
   private async keyFactsMany(
     items: { publicId: string; country: string }[],
   ): Promise<(KeyFacts | undefined)[]> {
-    const r = await this.pool.query(
-      `SELECT q.n, k.key_id, k.org_id, k.digest, k.revoked_at, o.rate_limit, ${GATE_SELECT}
-       FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q(public_id, country, n)
-         JOIN admission.api_keys k ON k.public_id = q.public_id
-         JOIN admission.organizations o ON o.org_id = k.org_id
-         ${GATE_JOINS.replaceAll('$2', 'q.country')}`,
-      [items.map((i) => i.publicId), items.map((i) => i.country)],
-    );
+    const r = await this.pool.query({
+      name: 'admission.key_facts',
+      text: KEY_FACTS,
+      values: [items.map((i) => i.publicId), items.map((i) => i.country)],
+    });
     const out: (KeyFacts | undefined)[] = items.map(() => undefined);
     for (const row of r.rows) out[Number(row.n) - 1] = { credential: credentialOf(row), ...gateOf(row) };
     return out;
@@ -76,13 +85,11 @@ export class GateFactsStore {
 
   /** The gate facts of an organization already authenticated, in one query. */
   async gateFacts(orgId: string, country: string): Promise<GateFacts> {
-    const r = await this.pool.query(
-      `SELECT ${GATE_SELECT}
-       FROM (SELECT $1::uuid AS org_id) q
-         LEFT JOIN admission.organizations o ON o.org_id = q.org_id
-         ${GATE_JOINS}`,
-      [orgId, country],
-    );
+    const r = await this.pool.query({
+      name: 'admission.gate_facts',
+      text: GATE_FACTS,
+      values: [orgId, country],
+    });
     return gateOf(r.rows[0]);
   }
 }
