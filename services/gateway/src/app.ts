@@ -69,8 +69,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Only JSON is accepted (spec item 5: no CSV); any other media type is a validation error.
   app.removeContentTypeParser('text/plain');
 
-  const fingerprintOf: Fingerprinter = (country, phones) =>
-    fingerprint(config.DNC_FINGERPRINT_SECRET, config.DNC_FINGERPRINT_VERSION, country, phones);
+  const fingerprintOf: Fingerprinter = (country, phones, canonical) =>
+    fingerprint(config.DNC_FINGERPRINT_SECRET, config.DNC_FINGERPRINT_VERSION, country, phones, canonical);
 
   await app.register(requestId);
   await app.register(requestMetrics, { metrics, logger });

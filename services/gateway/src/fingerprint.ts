@@ -14,7 +14,13 @@ export function fingerprint(
   version: string,
   country: string,
   phones: readonly string[],
+  /** `JSON.stringify(phones)` in UTF-8 when the caller has it (v2's durable input): hashed as is. */
+  canonical?: Uint8Array,
 ): string {
+  if (canonical) {
+    const mac = createHmac('sha256', secret).update(`[${JSON.stringify(country)},`);
+    return `${version}:${mac.update(canonical).update(']').digest('hex')}`;
+  }
   const mac = createHmac('sha256', secret).update(`[${JSON.stringify(country)},[`);
   for (let i = 0; i < phones.length; i += PIECE) {
     const piece = JSON.stringify(phones.slice(i, i + PIECE));

@@ -106,6 +106,9 @@ describe('fingerprint', () => {
         i % 7 === 0 ? `"q\\${i}\u00e9\uD800` : `+57 300 ${i}`,
       );
       expect(fingerprint('s'.repeat(16), 'v1', 'co', phones)).toBe(old('co', phones));
+      // v2 hashes its durable input (JSON.stringify(phones) in UTF-8) directly: the same fingerprint.
+      const canonical = Buffer.from(JSON.stringify(phones), 'utf8');
+      expect(fingerprint('s'.repeat(16), 'v1', 'co', phones, canonical)).toBe(old('co', phones));
     }
   });
 });

@@ -18,7 +18,7 @@ export interface ScrubRequest {
 }
 
 /** The keyed fingerprint of (country, phones in order): all admission learns of the phones. */
-export type Fingerprinter = (country: string, phones: readonly string[]) => string;
+export type Fingerprinter = (country: string, phones: readonly string[], canonical?: Uint8Array) => string;
 
 export interface FlowDeps<P extends Partial<Upstream>> {
   upstream: P;
@@ -46,8 +46,11 @@ export async function admitScrub(
   request: ScrubRequest,
   kind: admissionv1.RequestKind,
   timeoutMs: number,
-  /** v2: the numbering rules its result estimate relies on (AdmitRequest.result_rules). */
-  v2: { resultRules: string } | undefined = undefined,
+  /**
+   * v2: the numbering rules its result estimate relies on (AdmitRequest.result_rules), and its durable
+   * input, from which the fingerprint is computed without serializing the phones again.
+   */
+  v2: { resultRules: string; canonical: Uint8Array } | undefined = undefined,
 ): Promise<AdmitOutcome> {
   const { caller, country, phones } = request;
   const deferred = caller.kind === 'deferred';
@@ -57,7 +60,7 @@ export async function admitScrub(
         ...(deferred ? { credentials: caller.credentials } : { orgId: caller.orgId, keyId: caller.keyId }),
         country,
         idempotencyKey: request.idempotencyKey,
-        fingerprint: deps.fingerprint(country, phones),
+        fingerprint: deps.fingerprint(country, phones, v2?.canonical),
         inputCount: phones.length,
         kind,
         ...(v2?.resultRules ? { resultRules: v2.resultRules } : {}),

@@ -1,5 +1,5 @@
 import { timestampDate } from '@bufbuild/protobuf/wkt';
-import { buildScrubResult } from '@dnc/kit';
+import { buildScrubResult, type ScrubResult } from '@dnc/kit';
 import { admissionv1 } from '@dnc/proto';
 import type { Deadline } from '../deadline.js';
 import { fromRpcError, type MappedError, toHttp } from '../errors.js';
@@ -33,7 +33,7 @@ export type V1Outcome = (
 ) & { rateLimit: admissionv1.RateLimitInfo | undefined };
 
 type CheckOutcome =
-  | { outcome: 'checked'; body: string; snapshotAt: Date | undefined }
+  | { outcome: 'checked'; result: ScrubResult; snapshotAt: Date | undefined }
   | { outcome: 'failed'; error: MappedError };
 type CompleteOutcome = { outcome: 'completed' } | CallFailure;
 
@@ -85,10 +85,14 @@ export async function scrubV1(deps: V1Deps, request: ScrubRequest, deadline: Dea
     await abort();
     return { ok: false, error: checked.error, rateLimit };
   }
-  const { body, snapshotAt } = checked;
-  if (admission.replay) return { ok: true, body, replayed: true, snapshotAt, rateLimit };
+  const { result, snapshotAt } = checked;
+  if (admission.replay)
+    return { ok: true, body: JSON.stringify(result), replayed: true, snapshotAt, rateLimit };
 
-  const completed = await complete(deps.upstream, admission.admissionId, deadline);
+  // The result is serialized while Complete is on the wire; it is answered only once completed.
+  const completing = complete(deps.upstream, admission.admissionId, deadline);
+  const body = JSON.stringify(result);
+  const completed = await completing;
   switch (completed.outcome) {
     case 'completed':
       return { ok: true, body, replayed: false, snapshotAt, rateLimit };
@@ -142,7 +146,7 @@ async function checkPhones(
     );
     return {
       outcome: 'checked',
-      body: JSON.stringify(buildScrubResult(request.phones, answer.outcomes)),
+      result: buildScrubResult(request.phones, answer.outcomes),
       snapshotAt: answer.snapshotTime ? timestampDate(answer.snapshotTime) : undefined,
     };
   } catch (error) {

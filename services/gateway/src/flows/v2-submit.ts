@@ -61,6 +61,7 @@ export async function submitV2(
 
   const admitted = await admitScrub(deps, request, admissionv1.RequestKind.JOB, deadline.remaining(), {
     resultRules: sizes.resultRules,
+    canonical: sizes.canonical,
   });
   const { rateLimit } = admitted;
   if (admitted.outcome !== 'admitted') return { ok: false, error: fromRpcError(admitted.error), rateLimit };
