@@ -1,5 +1,6 @@
 import { create } from '@bufbuild/protobuf';
 import { WireType } from '@bufbuild/protobuf/wire';
+import type { Timestamp } from '@bufbuild/protobuf/wkt';
 import { registryv1 } from '@dnc/proto';
 
 const PHONES_FIELD = 2;
@@ -51,4 +52,36 @@ export function checkRequest(country: string, phones: readonly string[]): regist
   const request = create(registryv1.CheckRequestSchema, { country, phones: [] });
   request.$unknown = [{ no: PHONES_FIELD, wireType: WireType.LengthDelimited, data }];
   return request;
+}
+
+const OUTCOMES_FIELD = 1;
+
+/**
+ * A CheckResponse whose outcomes are pre-encoded: a packed repeated enum is one varint per element,
+ * and every Outcome value is below 128, so the field's bytes ARE the outcomes, one byte each. The
+ * adapter keeps them in a Uint8Array and hands them over as the field's raw bytes (as `checkRequest`
+ * does with the phones), instead of protobuf-es writing 10,000 (or 50,000) varints one by one. The
+ * receiver decodes an ordinary `repeated Outcome outcomes`.
+ */
+export function checkResponse(answer: {
+  outcomes: Uint8Array;
+  snapshotId: string;
+  snapshotTime?: Timestamp | undefined;
+}): registryv1.CheckResponse {
+  const { outcomes, snapshotId, snapshotTime } = answer;
+  const response = create(registryv1.CheckResponseSchema, {
+    outcomes: [],
+    snapshotId,
+    ...(snapshotTime ? { snapshotTime } : {}),
+  });
+  if (outcomes.length > 0) {
+    for (let i = 0; i < outcomes.length; i++) {
+      if (outcomes[i]! > 0x7f) throw new Error('an outcome does not fit one byte');
+    }
+    // protobuf-es writes an unknown field's tag; the data carries the length and the bytes.
+    const data = Buffer.allocUnsafe(varintLength(outcomes.length) + outcomes.length);
+    data.set(outcomes, writeVarint(data, 0, outcomes.length));
+    response.$unknown = [{ no: OUTCOMES_FIELD, wireType: WireType.LengthDelimited, data }];
+  }
+  return response;
 }

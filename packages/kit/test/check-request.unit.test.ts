@@ -1,7 +1,9 @@
-import { fromBinary, toBinary } from '@bufbuild/protobuf';
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { registryv1 } from '@dnc/proto';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { checkRequest } from '../src/check-request.js';
+import { checkRequest, checkResponse } from '../src/check-request.js';
 
 describe('pre-encoded CheckRequest', () => {
   it('decodes to exactly the request protobuf-es would encode: order, duplicates, unicode, empty strings', () => {
@@ -48,5 +50,38 @@ describe('pre-encoded CheckRequest', () => {
       toBinary(registryv1.CheckRequestSchema, checkRequest('ar', phones)),
     );
     expect(decoded.phones).toEqual(phones);
+  });
+});
+
+describe('pre-encoded CheckResponse', () => {
+  it('decodes to the outcomes, in order, with the snapshot identity and time', () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 8 }), { maxLength: 300 }), (values) => {
+        const outcomes = Uint8Array.from(values);
+        const snapshotTime = timestampFromDate(new Date('2026-01-02T03:04:05Z'));
+        const bytes = toBinary(
+          registryv1.CheckResponseSchema,
+          checkResponse({ outcomes, snapshotId: 's1', snapshotTime }),
+        );
+        const decoded = fromBinary(registryv1.CheckResponseSchema, bytes);
+        expect(decoded.outcomes).toEqual(values);
+        expect(decoded.snapshotId).toBe('s1');
+        expect(decoded.snapshotTime).toEqual(snapshotTime);
+        // The same bytes protobuf-es writes itself (the field's position aside).
+        const plain = fromBinary(
+          registryv1.CheckResponseSchema,
+          toBinary(
+            registryv1.CheckResponseSchema,
+            create(registryv1.CheckResponseSchema, { outcomes: values, snapshotId: 's1', snapshotTime }),
+          ),
+        );
+        expect(decoded.outcomes).toEqual(plain.outcomes);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('refuses an outcome that would not fit one byte', () => {
+    expect(() => checkResponse({ outcomes: Uint8Array.from([1, 200]), snapshotId: 's' })).toThrow();
   });
 });

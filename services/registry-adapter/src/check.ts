@@ -6,7 +6,8 @@ import type { Normalizer } from './validation.js';
 const { Outcome } = registryv1;
 
 export interface CheckAnswer {
-  outcomes: registryv1.Outcome[];
+  /** One outcome per input, in input order (every Outcome value fits one byte: kit checkResponse). */
+  outcomes: Uint8Array;
   snapshotId: string;
   snapshotTime: Date | undefined;
 }
@@ -28,7 +29,7 @@ export async function checkPhones(
   provider: RegistryProvider,
   signal: AbortSignal,
 ): Promise<CheckAnswer> {
-  const outcomes = new Array<registryv1.Outcome>(phones.length);
+  const outcomes = new Uint8Array(phones.length);
   const keys = new Float64Array(phones.length);
   const positions = new Uint32Array(phones.length);
   let valid = 0;

@@ -1,7 +1,7 @@
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter, HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { isPhoneWithinLimit } from '@dnc/api-contract/limits';
-import { Code, ConnectError, publicError, validationError } from '@dnc/kit';
+import { Code, ConnectError, checkResponse, publicError, validationError } from '@dnc/kit';
 import { registryv1 } from '@dnc/proto';
 import type { Logger } from 'pino';
 import { checkPhones } from './check.js';
@@ -55,11 +55,11 @@ export function registryAdapterService(
       try {
         const answer = await checkPhones(req.phones, deps.normalizer, deps.provider, ctx.signal);
         metrics.countOutcomes(answer.outcomes);
-        return {
+        return checkResponse({
           outcomes: answer.outcomes,
           snapshotId: answer.snapshotId,
           snapshotTime: answer.snapshotTime ? timestampFromDate(answer.snapshotTime) : undefined,
-        };
+        });
       } catch (error) {
         throw checkFailure(error, ctx, deps);
       } finally {

@@ -83,7 +83,7 @@ describe('checkPhones', () => {
       provider,
       new AbortController().signal,
     );
-    expect(r.outcomes).toEqual([
+    expect([...r.outcomes]).toEqual([
       Outcome.PROHIBITED,
       Outcome.INVALID_LENGTH,
       Outcome.SAFE,
@@ -103,7 +103,7 @@ describe('checkPhones', () => {
       provider,
       new AbortController().signal,
     );
-    expect(r.outcomes).toEqual([
+    expect([...r.outcomes]).toEqual([
       Outcome.INVALID_UNPARSEABLE,
       Outcome.INVALID_UNPARSEABLE,
       Outcome.INVALID_UNPARSEABLE,
