@@ -34,12 +34,46 @@ function writeVarint(buf: Buffer, pos: number, n: number): number {
  */
 export function checkRequest(country: string, phones: readonly string[]): registryv1.CheckRequest {
   if (phones.length === 0) return create(registryv1.CheckRequestSchema, { country, phones: [] });
+  const data = asciiPhonesField(phones) ?? utf8PhonesField(phones);
+  const request = create(registryv1.CheckRequestSchema, { country, phones: [] });
+  request.$unknown = [{ no: PHONES_FIELD, wireType: WireType.LengthDelimited, data }];
+  return request;
+}
+
+/**
+ * The field's bytes when every phone is ASCII (the usual case): the phones converted in one native
+ * call and copied byte by byte in JavaScript, instead of two native calls per phone.
+ */
+function asciiPhonesField(phones: readonly string[]): Buffer | undefined {
+  const joined = phones.join('');
+  if (!ASCII.test(joined)) return undefined;
+  const source = Buffer.from(joined, 'latin1');
+  let size = 0;
+  for (let i = 0; i < phones.length; i++) {
+    const n = phones[i]!.length;
+    // Every element but the first carries its own tag; the serializer writes the first one.
+    size += (i === 0 ? 0 : 1) + varintLength(n) + n;
+  }
+  const data = Buffer.allocUnsafe(size);
+  let pos = 0;
+  let at = 0;
+  for (let i = 0; i < phones.length; i++) {
+    const n = phones[i]!.length;
+    if (i > 0) data[pos++] = PHONES_TAG;
+    pos = writeVarint(data, pos, n);
+    for (let k = 0; k < n; k++) data[pos++] = source[at++]!;
+  }
+  return data;
+}
+
+const ASCII = /^[\x00-\x7f]*$/;
+
+function utf8PhonesField(phones: readonly string[]): Buffer {
   let size = 0;
   const lengths = new Array<number>(phones.length);
   for (let i = 0; i < phones.length; i++) {
     const n = Buffer.byteLength(phones[i]!, 'utf8');
     lengths[i] = n;
-    // Every element but the first carries its own tag; the serializer writes the first one.
     size += (i === 0 ? 0 : 1) + varintLength(n) + n;
   }
   const data = Buffer.allocUnsafe(size);
@@ -49,9 +83,7 @@ export function checkRequest(country: string, phones: readonly string[]): regist
     pos = writeVarint(data, pos, lengths[i]!);
     pos += data.write(phones[i]!, pos, 'utf8');
   }
-  const request = create(registryv1.CheckRequestSchema, { country, phones: [] });
-  request.$unknown = [{ no: PHONES_FIELD, wireType: WireType.LengthDelimited, data }];
-  return request;
+  return data;
 }
 
 const OUTCOMES_FIELD = 1;

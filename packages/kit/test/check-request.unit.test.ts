@@ -53,6 +53,27 @@ describe('pre-encoded CheckRequest', () => {
   });
 });
 
+describe('pre-encoded CheckRequest, any strings', () => {
+  it('writes the bytes protobuf-es writes, ASCII or not', () => {
+    const phone = fc.oneof(
+      fc.string({ maxLength: 20 }),
+      fc.string({ unit: 'grapheme', maxLength: 20 }),
+      fc.string({ unit: 'binary', maxLength: 130 }),
+    );
+    fc.assert(
+      fc.property(fc.array(phone, { maxLength: 30 }), (phones) => {
+        const bytes = toBinary(registryv1.CheckRequestSchema, checkRequest('co', phones));
+        const plain = toBinary(
+          registryv1.CheckRequestSchema,
+          create(registryv1.CheckRequestSchema, { country: 'co', phones }),
+        );
+        expect(Buffer.from(bytes).equals(Buffer.from(plain))).toBe(true);
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+});
+
 describe('pre-encoded CheckResponse', () => {
   it('decodes to the outcomes, in order, with the snapshot identity and time', () => {
     fc.assert(
