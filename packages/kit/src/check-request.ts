@@ -46,7 +46,7 @@ export function checkRequest(country: string, phones: readonly string[]): regist
  */
 function asciiPhonesField(phones: readonly string[]): Buffer | undefined {
   const joined = phones.join('');
-  if (!ASCII.test(joined)) return undefined;
+  if (NON_ASCII.test(joined)) return undefined;
   const source = Buffer.from(joined, 'latin1');
   let size = 0;
   for (let i = 0; i < phones.length; i++) {
@@ -66,7 +66,8 @@ function asciiPhonesField(phones: readonly string[]): Buffer | undefined {
   return data;
 }
 
-const ASCII = /^[\x00-\x7f]*$/;
+/** Any UTF-16 unit above 0x7f (surrogates included). */
+const NON_ASCII = /[\u0080-\uffff]/;
 
 function utf8PhonesField(phones: readonly string[]): Buffer {
   let size = 0;
