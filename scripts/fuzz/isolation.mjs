@@ -37,7 +37,13 @@ export async function checkIsolation(baseUrl, judge, { foreignJobs, strangerKey,
       method,
       path,
       route: path,
-      headers: [['authorization', `Bearer ${key}`], ...(method === 'POST' ? [['content-length', '0']] : [])],
+      // One X-Request-Id for every probe: the gateway echoes a client's well-formed id, so that header too
+      // must be the same for a foreign, a missing and a malformed id (a fresh id each would differ anyway).
+      headers: [
+        ['authorization', `Bearer ${key}`],
+        ['x-request-id', 's15-probe'],
+        ...(method === 'POST' ? [['content-length', '0']] : []),
+      ],
     };
     const res = await send(baseUrl, req);
     judge(req, res);

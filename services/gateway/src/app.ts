@@ -1,5 +1,5 @@
 import { LIMITS } from '@dnc/api-contract';
-import type { HealthState, Logger, Registry } from '@dnc/kit';
+import { acceptRequestId, type HealthState, type Logger, REQUEST_ID_HEADER, type Registry } from '@dnc/kit';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { authentication } from './auth.js';
 import type { GatewayConfig } from './config.js';
@@ -18,6 +18,22 @@ import { requestId } from './plugins/request-id.js';
 import { systemRoutes } from './routes/system.js';
 import { v1Routes } from './routes/v1.js';
 import { v2Routes } from './routes/v2.js';
+
+/**
+ * The URL with the `%` of its path escaped when the path is not valid percent-encoding (the query is left
+ * alone: the routes read none). A valid path is returned as it is.
+ */
+export function literalPercents(url: string): string {
+  const q = url.indexOf('?');
+  const path = q === -1 ? url : url.slice(0, q);
+  if (!path.includes('%')) return url;
+  try {
+    decodeURIComponent(path);
+    return url;
+  } catch {
+    return path.replaceAll('%', '%25') + (q === -1 ? '' : url.slice(q));
+  }
+}
 
 export interface AppDeps {
   config: GatewayConfig;
@@ -49,8 +65,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     keepAliveTimeout: config.DNC_KEEP_ALIVE_TIMEOUT_MS,
     http: { headersTimeout: config.DNC_HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1_000 },
     clientErrorHandler,
-    // A path that is not valid percent-encoding (`/v2/scrub/%E9`): the same 404 as any unknown id or path.
+    // A path that is not valid percent-encoding (`/v2/scrub/%E9`) is routed with its `%` taken literally, so
+    // it goes through every hook (request id, authentication, rate limit, 405) and ends as any unknown id
+    // or path does.
+    rewriteUrl: (req) => literalPercents(req.url ?? '/'),
     frameworkErrors: (error, request, reply) => {
+      reply.header(REQUEST_ID_HEADER, acceptRequestId(request.headers[REQUEST_ID_HEADER]));
       applyHeaderPolicy(request, reply);
       if (error.code !== 'FST_ERR_BAD_URL') return sendMapped(reply, toHttp('internal_error'));
       return sendMapped(reply, toHttp(request.url.startsWith('/v2/scrub/') ? 'job_not_found' : 'not_found'));

@@ -40,6 +40,34 @@ describe('requests the fuzzer sent', () => {
     expect(other.json().error).toBe('not_found');
   });
 
+  // Found by the fuzz smoke (seed 251811574): a path that is not valid percent-encoding was answered before
+  // the request's hooks ran, so without X-Request-Id, rate-limit headers or the 405 of its path.
+  it('a job path that is not valid percent-encoding goes through the same hooks as any other id', async () => {
+    const headers = { authorization: 'Bearer k', 'x-request-id': 'fuzz-1' };
+    for (const [method, suffix] of [
+      ['GET', ''],
+      ['GET', '/result'],
+      ['POST', '/cancel'],
+    ] as const) {
+      const bad = await app.inject({ method, url: `/v2/scrub/%E9${suffix}`, headers });
+      const missing = await app.inject({ method, url: `/v2/scrub/not-an-id${suffix}`, headers });
+      expect(bad.statusCode, suffix).toBe(404);
+      expect(bad.headers['x-request-id']).toBe('fuzz-1');
+      const { date: _d1, ...badHeaders } = bad.headers;
+      const { date: _d2, ...missingHeaders } = missing.headers;
+      expect(badHeaders).toEqual(missingHeaders);
+      expect(bad.body).toBe(missing.body);
+    }
+    const options = await app.inject({ method: 'OPTIONS', url: '/v2/scrub/%E9/result', headers });
+    expect(options.statusCode).toBe(405);
+    expect(options.json()).toEqual({ error: 'method_not_allowed', message: expect.any(String) });
+    expect(options.headers.allow).toBe('GET');
+    expect(options.headers['x-request-id']).toBe('fuzz-1');
+    const root = await app.inject({ method: 'GET', url: '/v1/scrub%E9', headers });
+    expect(root.statusCode).toBe(404);
+    expect(root.headers['x-request-id']).toBe('fuzz-1');
+  });
+
   it('a cancel that carries a body without a media type is answered, not refused with 400 (the route takes no body)', async () => {
     const r = await app.inject({
       method: 'POST',
