@@ -54,14 +54,25 @@ export class Completion {
     return results;
   }
 
-  /** Undo an admission; a completed request or a confirmed job is past the point of no return. */
+  /**
+   * Undo an admission; a completed request or a confirmed job is past the point of no return. Quota
+   * decides: when the release answers that the reservation was already committed (Complete committed
+   * and then failed to mark the claim, or its answer was lost), the request was completed — the claim
+   * is marked completed, never dropped, so a retry of the key replays for free instead of being
+   * charged again. If marking fails the abort fails and the claim stays in progress: the reclaim of a
+   * retry (or the reconciler) finds the commit the same way.
+   */
   async abort(admissionId: string): Promise<void> {
     const { claims, open, reservations } = this.deps;
     requireUuid(admissionId, 'admission_id');
     open.delete(admissionId);
     const claim = await claims.claimByAdmission(admissionId);
     if (claim && claim.state !== 'in_progress') return;
-    await reservations.release(admissionId);
+    const released = await reservations.release(admissionId);
+    if (released.committed) {
+      if (claim) await claims.markClaim(admissionId, claim.kind === 'job' ? 'accepted' : 'completed');
+      return;
+    }
     await claims.dropClaim(admissionId);
   }
 

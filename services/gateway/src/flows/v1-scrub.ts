@@ -48,7 +48,9 @@ type CompleteOutcome = { outcome: 'completed' } | CallFailure;
  * The outcome of every step is explicit, and each failure point has its compensation below it:
  *   Admit     admitted | refused | unknown   nothing known to undo (no admission id)
  *   Check     checked | failed               abort
- *   Complete  completed | refused | unknown  abort (also when unknown: see issue #14, item 3)
+ *   Complete  completed | refused | unknown  abort; when the commit was done after all (unknown, or
+ *                                            committed but not marked), admission's abort marks the
+ *                                            request completed instead: one charge, a retry replays
  */
 export async function scrubV1(deps: V1Deps, request: ScrubRequest, deadline: Deadline): Promise<V1Outcome> {
   const early = earlyCheck(deps, request, deadline);

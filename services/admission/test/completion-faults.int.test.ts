@@ -1,0 +1,109 @@
+import { randomUUID } from 'node:crypto';
+import { checkInvariants, formatViolations } from '@dnc/devstack';
+import { admissionv1 } from '@dnc/proto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { fingerprint, Harness, outcome } from './harness.js';
+
+const SYNC = admissionv1.RequestKind.SYNC;
+const h = new Harness();
+
+beforeAll(async () => {
+  await h.start();
+  await h.adapter('mx');
+});
+
+afterAll(async () => {
+  await h.stop();
+});
+
+/** After every fault test: the ledger and the claims as the invariant checker reads them. */
+afterEach(async () => {
+  const violations = await checkInvariants({ databaseUrl: h.databaseUrl }, { settleMs: 5_000 });
+  expect(violations, formatViolations(violations)).toEqual([]);
+});
+
+/**
+ * PostgreSQL refuses to mark a claim completed (a real trigger, as a failing disk or a constraint
+ * would): the quota commit of Complete goes through, its second half does not.
+ */
+async function refuseCompletion(): Promise<() => Promise<void>> {
+  const name = `refuse_completed_${randomUUID().replaceAll('-', '')}`;
+  await h.sql(`CREATE FUNCTION admission.${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN RAISE EXCEPTION 'completion refused by the test'; END $$`);
+  await h.sql(`CREATE TRIGGER ${name} BEFORE UPDATE ON admission.idempotency_records
+    FOR EACH ROW WHEN (NEW.state = 'completed') EXECUTE FUNCTION admission.${name}()`);
+  return async () => {
+    await h.sql(`DROP TRIGGER ${name} ON admission.idempotency_records`);
+    await h.sql(`DROP FUNCTION admission.${name}()`);
+  };
+}
+
+async function usageRecords(orgId: string): Promise<number> {
+  const r = await h.sql('SELECT count(*)::int AS n FROM quota.usage_records WHERE org_id = $1', [orgId]);
+  return r.rows[0].n as number;
+}
+
+describe('issue 14 item 3: a v1 request committed but not marked completed is charged once', () => {
+  it('admit, commit, the completion fails, abort, admit again: a free replay, one usage record', async () => {
+    const { admission } = h.clients();
+    const c = await h.customer(['mx']);
+    const req = {
+      orgId: c.orgId,
+      keyId: c.keyId,
+      country: 'mx',
+      idempotencyKey: randomUUID(),
+      fingerprint: fingerprint(randomUUID()),
+      inputCount: 10,
+      kind: SYNC,
+    };
+    const first = await admission.admit(req);
+    const allow = await refuseCompletion();
+    try {
+      // The gateway sees Complete fail (commit done, claim not completed) and aborts.
+      expect(await outcome(admission.complete({ admissionId: first.admissionId }))).not.toBe('ok');
+    } finally {
+      await allow();
+    }
+    expect(await usageRecords(c.orgId)).toBe(1);
+    await admission.abort({ admissionId: first.admissionId });
+
+    // The client's retry of the same request: the request was completed, so it replays for free.
+    const retry = await admission.admit(req);
+    expect(retry.replay).toBe(true);
+    expect(retry.admissionId).toBe(first.admissionId);
+    expect(await usageRecords(c.orgId)).toBe(1);
+    expect(await h.account(c.orgId, 'mx')).toMatchObject({ used: 10, reserved: 0 });
+  });
+
+  it('an abort that cannot mark the claim leaves it for the retry, which replays for free', async () => {
+    const { admission } = h.clients();
+    const c = await h.customer(['mx']);
+    const req = {
+      orgId: c.orgId,
+      keyId: c.keyId,
+      country: 'mx',
+      idempotencyKey: randomUUID(),
+      fingerprint: fingerprint(randomUUID()),
+      inputCount: 7,
+      kind: SYNC,
+    };
+    const first = await admission.admit(req);
+    const allow = await refuseCompletion();
+    try {
+      expect(await outcome(admission.complete({ admissionId: first.admissionId }))).not.toBe('ok');
+      // The abort learns the reservation was committed but cannot mark the claim either: it fails,
+      // and the claim is kept (never dropped while its charge stands).
+      expect(await outcome(admission.abort({ admissionId: first.admissionId }))).not.toBe('ok');
+    } finally {
+      await allow();
+    }
+    const claim = await h.sql('SELECT state FROM admission.idempotency_records WHERE admission_id = $1', [
+      first.admissionId,
+    ]);
+    expect(claim.rows).toEqual([{ state: 'in_progress' }]);
+    await admission.abort({ admissionId: first.admissionId });
+    const retry = await admission.admit(req);
+    expect(retry.replay).toBe(true);
+    expect(await usageRecords(c.orgId)).toBe(1);
+  });
+});
