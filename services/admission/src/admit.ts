@@ -52,6 +52,8 @@ interface Request {
   country: CountryCode;
   idempotencyKey: string;
   fingerprint: string;
+  /** During a fingerprint secret rotation: the same request's fingerprints of the previous versions. */
+  previousFingerprints: string[];
   inputCount: number;
   resultRules: string;
 }
@@ -65,8 +67,20 @@ function parse(req: admissionv1.AdmitRequest): Request {
   if (!isValidIdempotencyKey(req.idempotencyKey))
     throw validationError('Idempotency-Key must be 1 to 255 visible ASCII characters without spaces');
   if (!isValidFingerprint(req.fingerprint)) throw validationError('fingerprint is malformed');
-  const { idempotencyKey, fingerprint, inputCount, resultRules } = req;
-  return { orgId, keyId, kind, country: req.country, idempotencyKey, fingerprint, inputCount, resultRules };
+  if (req.previousFingerprints.length > 4 || !req.previousFingerprints.every(isValidFingerprint))
+    throw validationError('previous_fingerprints are malformed');
+  const { idempotencyKey, fingerprint, previousFingerprints, inputCount, resultRules } = req;
+  return {
+    orgId,
+    keyId,
+    kind,
+    country: req.country,
+    idempotencyKey,
+    fingerprint,
+    previousFingerprints,
+    inputCount,
+    resultRules,
+  };
 }
 
 /**

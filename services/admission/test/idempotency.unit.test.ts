@@ -82,10 +82,21 @@ describe('idempotency decisions', () => {
     );
   });
 
-  it('across a fingerprint secret rotation (other version) an exact retry is not refused as reused', () => {
+  it('across a fingerprint secret rotation the stored version is compared: an exact retry replays, anything else is reused', () => {
     const rotated = `v2:${'c'.repeat(64)}`;
+    const completed = rec({ state: 'completed' });
+    // The gateway presents the previous version of the same request: the very fingerprint stored.
     expect(
-      decideIdempotency(rec({ state: 'completed' }), { fingerprint: rotated, kind: 'sync' }, 1, T).action,
+      decideIdempotency(completed, { fingerprint: rotated, previousFingerprints: [FP], kind: 'sync' }, 1, T)
+        .action,
     ).toBe('replay');
+    // Other phones under the same key: their previous-version fingerprint differs (issue 14 item 4).
+    const other = `v1:${'d'.repeat(64)}`;
+    expect(
+      decideIdempotency(completed, { fingerprint: rotated, previousFingerprints: [other], kind: 'sync' }, 1, T)
+        .action,
+    ).toBe('reused');
+    // No fingerprint of the stored version presented: cannot be compared, never a free replay.
+    expect(decideIdempotency(completed, { fingerprint: rotated, kind: 'sync' }, 1, T).action).toBe('reused');
   });
 });

@@ -91,6 +91,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   const fingerprintOf: Fingerprinter = (country, phones, canonical) =>
     fingerprint(config.DNC_FINGERPRINT_SECRET, config.DNC_FINGERPRINT_VERSION, country, phones, canonical);
+  const { DNC_FINGERPRINT_PREVIOUS_SECRET: previousSecret, DNC_FINGERPRINT_PREVIOUS_VERSION: previous } =
+    config;
+  const previousFingerprint: Fingerprinter | undefined =
+    previousSecret && previous
+      ? (country, phones, canonical) => fingerprint(previousSecret, previous, country, phones, canonical)
+      : undefined;
+  const fingerprints = { fingerprint: fingerprintOf, ...(previousFingerprint ? { previousFingerprint } : {}) };
 
   await app.register(requestId);
   await app.register(requestMetrics, { metrics, logger });
@@ -106,8 +113,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   await app.register(systemRoutes(health));
   const early = config.DNC_EARLY_CHECK ? new EarlyChecks(EARLY_CHECK_DEFAULTS, metrics) : undefined;
-  await app.register(v1Routes(config, { upstream, fingerprint: fingerprintOf, early }));
-  await app.register(v2Routes(config, upstream, fingerprintOf));
+  await app.register(v1Routes(config, { upstream, ...fingerprints, early }));
+  await app.register(v2Routes(config, upstream, fingerprints));
   await app.register(openApi);
   return app;
 }

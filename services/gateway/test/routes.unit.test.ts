@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { gatewayConfig } from '../src/config.js';
+import { fingerprint } from '../src/fingerprint.js';
 import { inMemoryUpstream, job, type Script } from './support/upstream.js';
 
 const rate = () =>
@@ -108,5 +109,39 @@ describe('gateway routes over the in-memory upstream (routes translate HTTP; the
     expect(replay.statusCode).toBe(200);
     expect(replay.headers['idempotency-replayed']).toBe('true');
     expect(replay.json()).toMatchObject({ status: 'succeeded' });
+  });
+});
+
+describe('a fingerprint secret rotation (issue 14 item 4)', () => {
+  it('Admit carries the fingerprint of the current and of the previous version, v1 and v2 alike', async () => {
+    const seen: admissionv1.AdmitRequest[] = [];
+    const u = inMemoryUpstream({
+      admit: (req) => {
+        seen.push(req);
+        return {};
+      },
+    });
+    const logger = createLogger('gateway-test', 'silent');
+    const app = await buildApp({
+      config: gatewayConfig.parse({
+        DNC_FINGERPRINT_SECRET: 'new-secret-0123456789',
+        DNC_FINGERPRINT_VERSION: 'v2',
+        DNC_FINGERPRINT_PREVIOUS_SECRET: 'test-secret-0123456789',
+        DNC_FINGERPRINT_PREVIOUS_VERSION: 'v1',
+      }),
+      upstream: u.upstream,
+      health: new HealthState(logger),
+      logger,
+      metrics: new Registry(),
+    });
+    apps.push(app);
+    await scrub({ app }, '/v1/scrub', 'rotated-v1');
+    await scrub({ app }, '/v2/scrub', 'rotated-v2');
+    const expectedPrevious = fingerprint('test-secret-0123456789', 'v1', 'mx', ['5512345678']);
+    expect(seen.map((r) => r.fingerprint)).toEqual([
+      fingerprint('new-secret-0123456789', 'v2', 'mx', ['5512345678']),
+      fingerprint('new-secret-0123456789', 'v2', 'mx', ['5512345678']),
+    ]);
+    expect(seen.map((r) => r.previousFingerprints)).toEqual([[expectedPrevious], [expectedPrevious]]);
   });
 });

@@ -54,22 +54,27 @@ function fingerprintVersion(fp: string): string {
 }
 
 /**
- * Same logical request? Fingerprints of the same version must be equal. Across a secret rotation
- * (different versions) the two cannot be compared; the retry is then taken as the same request, so
- * an exact retry is never refused as reused during the 7-day protection (see README, rotation).
+ * Same logical request? The stored fingerprint is compared with the presented fingerprint of its own
+ * version: the current one, or during a secret rotation one of the previous versions the gateway
+ * computed as well (`previous`). A record of a version the request was not fingerprinted with cannot
+ * be compared, and is never taken for the same request: it is refused as reused. So the previous
+ * secret stays configured on the gateways for the idempotency retention after a rotation (see README,
+ * rotation), and an exact retry is replayed throughout.
  */
-export function samePayload(stored: string, presented: string): boolean {
-  if (fingerprintVersion(stored) !== fingerprintVersion(presented)) return true;
-  return stored === presented;
+export function samePayload(stored: string, presented: string, previous: readonly string[] = []): boolean {
+  const version = fingerprintVersion(stored);
+  const comparable = [presented, ...previous].find((fp) => fingerprintVersion(fp) === version);
+  return comparable === stored;
 }
 
 export function decideIdempotency(
   record: IdempotencyRecord,
-  request: { fingerprint: string; kind: Kind },
+  request: { fingerprint: string; kind: Kind; previousFingerprints?: readonly string[] },
   nowMs: number,
   timeouts: Timeouts,
 ): IdempotencyDecision {
-  if (record.kind !== request.kind || !samePayload(record.fingerprint, request.fingerprint)) {
+  const same = samePayload(record.fingerprint, request.fingerprint, request.previousFingerprints);
+  if (record.kind !== request.kind || !same) {
     return { action: 'reused' };
   }
   if (record.state === 'completed' || record.state === 'accepted') return { action: 'replay' };

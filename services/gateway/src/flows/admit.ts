@@ -20,9 +20,14 @@ export interface ScrubRequest {
 /** The keyed fingerprint of (country, phones in order): all admission learns of the phones. */
 export type Fingerprinter = (country: string, phones: readonly string[], canonical?: Uint8Array) => string;
 
-export interface FlowDeps<P extends Partial<Upstream>> {
-  upstream: P;
+/** The fingerprint of a request: the current version, and during a rotation the previous one too. */
+export interface Fingerprints {
   fingerprint: Fingerprinter;
+  previousFingerprint?: Fingerprinter;
+}
+
+export interface FlowDeps<P extends Partial<Upstream>> extends Fingerprints {
+  upstream: P;
   log: FlowLog;
 }
 
@@ -61,6 +66,9 @@ export async function admitScrub(
         country,
         idempotencyKey: request.idempotencyKey,
         fingerprint: deps.fingerprint(country, phones, v2?.canonical),
+        ...(deps.previousFingerprint
+          ? { previousFingerprints: [deps.previousFingerprint(country, phones, v2?.canonical)] }
+          : {}),
         inputCount: phones.length,
         kind,
         ...(v2?.resultRules ? { resultRules: v2.resultRules } : {}),

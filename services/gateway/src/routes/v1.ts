@@ -4,7 +4,7 @@ import { checkedByAdmit, scrubCaller, setRateLimitHeaders } from '../auth.js';
 import type { GatewayConfig } from '../config.js';
 import { deadlineOf } from '../deadline.js';
 import { sendMapped } from '../errors.js';
-import type { Fingerprinter, ScrubBody } from '../flows/admit.js';
+import type { Fingerprints, ScrubBody } from '../flows/admit.js';
 import type { EarlyChecks } from '../flows/early-check.js';
 import { scrubV1, type V1Upstream } from '../flows/v1-scrub.js';
 import { idempotencyKeyOf } from '../idempotency-key.js';
@@ -12,9 +12,9 @@ import { idempotencyKeyOf } from '../idempotency-key.js';
 /** POST /v1/scrub: HTTP in and out; the request itself is `scrubV1` (flows/v1-scrub.ts). */
 export function v1Routes(
   config: GatewayConfig,
-  deps: { upstream: V1Upstream; fingerprint: Fingerprinter; early: EarlyChecks | undefined },
+  deps: Fingerprints & { upstream: V1Upstream; early: EarlyChecks | undefined },
 ) {
-  const { upstream, fingerprint, early } = deps;
+  const { upstream, early, ...fingerprints } = deps;
   return async (app: FastifyInstance) => {
     app.post<{ Body: ScrubBody }>(
       '/v1/scrub',
@@ -33,7 +33,7 @@ export function v1Routes(
           country: request.body.country,
           phones: request.body.phones,
         };
-        const flow = { upstream, fingerprint, log: request.log, ...(early ? { early } : {}) };
+        const flow = { upstream, ...fingerprints, log: request.log, ...(early ? { early } : {}) };
         const outcome = await scrubV1(flow, scrub, deadline).finally(() => checkedByAdmit(request));
         setRateLimitHeaders(reply, outcome.rateLimit);
         if (!outcome.ok) return sendMapped(reply, outcome.error);

@@ -7,7 +7,7 @@ import { authenticatedCaller, setRateLimitHeaders } from '../auth.js';
 import type { GatewayConfig } from '../config.js';
 import { deadlineOf } from '../deadline.js';
 import { fromRpcError, sendMapped, toHttp } from '../errors.js';
-import type { Fingerprinter, ScrubBody } from '../flows/admit.js';
+import type { Fingerprints, ScrubBody } from '../flows/admit.js';
 import type { Upstream } from '../flows/port.js';
 import { submitV2 } from '../flows/v2-submit.js';
 import { idempotencyKeyOf } from '../idempotency-key.js';
@@ -61,7 +61,7 @@ async function resultBody(
  * v2 durable jobs, HTTP in and out. POST /v2/scrub is `submitV2` (flows/v2-submit.ts); reads and cancel
  * are one scheduler call each, scoped to the caller's organization.
  */
-export function v2Routes(config: GatewayConfig, upstream: Upstream, fingerprint: Fingerprinter) {
+export function v2Routes(config: GatewayConfig, upstream: Upstream, fingerprints: Fingerprints) {
   const baseUrl = config.DNC_PUBLIC_BASE_URL;
   return async (app: FastifyInstance) => {
     app.post<{ Body: ScrubBody }>(
@@ -78,7 +78,7 @@ export function v2Routes(config: GatewayConfig, upstream: Upstream, fingerprint:
           country: request.body.country,
           phones: request.body.phones,
         };
-        const outcome = await submitV2({ upstream, fingerprint, log: request.log }, scrub, deadline);
+        const outcome = await submitV2({ upstream, ...fingerprints, log: request.log }, scrub, deadline);
         setRateLimitHeaders(reply, outcome.rateLimit);
         if (!outcome.ok) return sendMapped(reply, outcome.error);
         if (outcome.replayed) {

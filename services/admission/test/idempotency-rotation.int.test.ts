@@ -1,0 +1,53 @@
+import { randomUUID } from 'node:crypto';
+import { checkInvariants, formatViolations } from '@dnc/devstack';
+import { admissionv1 } from '@dnc/proto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Harness, outcome } from './harness.js';
+
+const h = new Harness();
+
+beforeAll(async () => {
+  await h.start();
+  await h.adapter('mx');
+});
+
+afterAll(async () => {
+  await h.stop();
+});
+
+afterEach(async () => {
+  const violations = await checkInvariants({ databaseUrl: h.databaseUrl }, { settleMs: 5_000 });
+  expect(violations, formatViolations(violations)).toEqual([]);
+});
+
+const fp = (version: string, seed: string) =>
+  `${version}:${Buffer.from(seed.padEnd(32, '.')).toString('hex').slice(0, 64).padEnd(64, '0')}`;
+
+describe('issue 14 item 4: a fingerprint secret rotation never turns other phones into a free replay', () => {
+  it('a completed v1 key, then the secret rotated: other phones are reused, the exact retry replays', async () => {
+    const { admission } = h.clients();
+    const c = await h.customer(['mx']);
+    const base = {
+      orgId: c.orgId,
+      keyId: c.keyId,
+      country: 'mx',
+      idempotencyKey: randomUUID(),
+      inputCount: 10,
+      kind: admissionv1.RequestKind.SYNC,
+    };
+    const first = await admission.admit({ ...base, fingerprint: fp('v1', 'phones A') });
+    await admission.complete({ admissionId: first.admissionId });
+
+    // The gateways now fingerprint with v2 and, during the rotation, with v1 as well.
+    const other = { ...base, fingerprint: fp('v2', 'phones B'), previousFingerprints: [fp('v1', 'phones B')] };
+    expect(await outcome(admission.admit(other))).toBe('idempotency_key_reused');
+    // A gateway that no longer computes the old version cannot prove it is the same request.
+    expect(await outcome(admission.admit({ ...base, fingerprint: fp('v2', 'phones A') }))).toBe(
+      'idempotency_key_reused',
+    );
+    const exact = { ...base, fingerprint: fp('v2', 'phones A'), previousFingerprints: [fp('v1', 'phones A')] };
+    const replay = await admission.admit(exact);
+    expect(replay.replay).toBe(true);
+    expect(await h.account(c.orgId, 'mx')).toMatchObject({ used: 10, reserved: 0 });
+  });
+});
