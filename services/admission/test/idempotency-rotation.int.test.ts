@@ -39,13 +39,21 @@ describe('issue 14 item 4: a fingerprint secret rotation never turns other phone
     await admission.complete({ admissionId: first.admissionId });
 
     // The gateways now fingerprint with v2 and, during the rotation, with v1 as well.
-    const other = { ...base, fingerprint: fp('v2', 'phones B'), previousFingerprints: [fp('v1', 'phones B')] };
+    const other = {
+      ...base,
+      fingerprint: fp('v2', 'phones B'),
+      previousFingerprints: [fp('v1', 'phones B')],
+    };
     expect(await outcome(admission.admit(other))).toBe('idempotency_key_reused');
     // A gateway that no longer computes the old version cannot prove it is the same request.
     expect(await outcome(admission.admit({ ...base, fingerprint: fp('v2', 'phones A') }))).toBe(
       'idempotency_key_reused',
     );
-    const exact = { ...base, fingerprint: fp('v2', 'phones A'), previousFingerprints: [fp('v1', 'phones A')] };
+    const exact = {
+      ...base,
+      fingerprint: fp('v2', 'phones A'),
+      previousFingerprints: [fp('v1', 'phones A')],
+    };
     const replay = await admission.admit(exact);
     expect(replay.replay).toBe(true);
     expect(await h.account(c.orgId, 'mx')).toMatchObject({ used: 10, reserved: 0 });

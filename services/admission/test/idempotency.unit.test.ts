@@ -93,8 +93,12 @@ describe('idempotency decisions', () => {
     // Other phones under the same key: their previous-version fingerprint differs (issue 14 item 4).
     const other = `v1:${'d'.repeat(64)}`;
     expect(
-      decideIdempotency(completed, { fingerprint: rotated, previousFingerprints: [other], kind: 'sync' }, 1, T)
-        .action,
+      decideIdempotency(
+        completed,
+        { fingerprint: rotated, previousFingerprints: [other], kind: 'sync' },
+        1,
+        T,
+      ).action,
     ).toBe('reused');
     // No fingerprint of the stored version presented: cannot be compared, never a free replay.
     expect(decideIdempotency(completed, { fingerprint: rotated, kind: 'sync' }, 1, T).action).toBe('reused');

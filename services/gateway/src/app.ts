@@ -97,7 +97,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     previousSecret && previous
       ? (country, phones, canonical) => fingerprint(previousSecret, previous, country, phones, canonical)
       : undefined;
-  const fingerprints = { fingerprint: fingerprintOf, ...(previousFingerprint ? { previousFingerprint } : {}) };
+  const fingerprints = {
+    fingerprint: fingerprintOf,
+    ...(previousFingerprint ? { previousFingerprint } : {}),
+  };
 
   await app.register(requestId);
   await app.register(requestMetrics, { metrics, logger });
