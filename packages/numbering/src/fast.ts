@@ -1,10 +1,9 @@
 import { registryv1 } from '@dnc/proto';
-import { ar } from './generated/ar.js';
+import { DIGITS, digitCount, hasExtension, hasPlus, MAX_INPUT_STRING_LENGTH, scan } from './fast-scan.js';
+import { COMPILED, type CompiledCountry, dfaAccept, trieMatch } from './fast-tables.js';
 import { CALLING_CODES, MAX_TRANSFORM_GROWTH } from './generated/calling-codes.js';
-import { co } from './generated/co.js';
 import { mx } from './generated/mx.js';
 import { type Classification, classifyReference, type NumberingCountry } from './reference.js';
-import type { CountryTables } from './tables.js';
 
 // The fast path re-implements, over digit buffers, the steps libphonenumber-js `parse()` takes for
 // the inputs people really send to this country: number extraction, `+`/IDD + own calling code,
@@ -26,128 +25,12 @@ export const UNDECIDED = 0;
 
 const MIN_LENGTH_FOR_NSN = 2; // libphonenumber-js constants.js
 const MAX_LENGTH_FOR_NSN = 17;
-const MAX_INPUT_STRING_LENGTH = 250; // parse.js
 
 // checkNumberLength() results.
 const IS_POSSIBLE = 0;
 const TOO_SHORT = 1;
 const TOO_LONG = 2;
 const LENGTH_INVALID = 3;
-
-interface Trie {
-  /** child[node * 10 + digit]: next node or -1. */
-  child: Int32Array;
-  /** entry[node]: lowest-priority-index entry ending at node, or -1. */
-  entry: Int32Array;
-}
-
-interface CompiledCountry {
-  country: NumberingCountry;
-  callingCode: string;
-  cc: Uint8Array;
-  minLength: number;
-  maxLength: number;
-  lengthMask: number;
-  typeBitsByLength: Uint16Array;
-  idd: Trie;
-  iddLength: Int32Array;
-  national: Trie;
-  nationalLength: Int32Array;
-  /** Group digits of entry e: groupDigits[groupStart[e] .. groupStart[e] + groupLength[e]]; length 0 = none. */
-  groupStart: Int32Array;
-  groupLength: Int32Array;
-  groupDigits: Uint8Array;
-  transformBefore: Uint8Array | null;
-  transformAfter: Uint8Array;
-  trans: Int32Array;
-  accept: Uint16Array;
-  stripMobileNine: boolean;
-  mexicanObsolete: boolean;
-}
-
-function digitsOf(s: string): Uint8Array {
-  return Uint8Array.from(s, (ch) => ch.charCodeAt(0) - 48);
-}
-
-function buildTrie(words: readonly string[]): Trie {
-  const child: number[] = new Array(10).fill(-1);
-  const entry: number[] = [-1];
-  words.forEach((word, index) => {
-    let node = 0;
-    for (const ch of word) {
-      const slot = node * 10 + (ch.charCodeAt(0) - 48);
-      let next = child[slot]!;
-      if (next < 0) {
-        next = entry.length;
-        child[slot] = next;
-        entry.push(-1);
-        for (let d = 0; d < 10; d++) child.push(-1);
-      }
-      node = next;
-    }
-    // Keep the first (highest-priority) entry for a repeated string.
-    if (entry[node]! < 0) entry[node] = index;
-  });
-  return { child: Int32Array.from(child), entry: Int32Array.from(entry) };
-}
-
-function decodeBase64<T>(text: string, make: (buffer: ArrayBuffer) => T): T {
-  const bytes = Buffer.from(text, 'base64');
-  const copy = new ArrayBuffer(bytes.length);
-  new Uint8Array(copy).set(bytes);
-  return make(copy);
-}
-
-function compile(country: NumberingCountry, t: CountryTables): CompiledCountry {
-  const idd = t.iddPrefixes.split(' ').filter(Boolean);
-  // '' means no national prefix for parsing; inside a list, '' is the entry matching nothing.
-  const entries = t.nationalPrefixes === '' ? [] : t.nationalPrefixes.split(' ');
-  const prefixes = entries.map((e) => e.split('/')[0] ?? '');
-  const groups = entries.map((e) => e.split('/')[1] ?? '');
-  const groupStart = new Int32Array(groups.length);
-  const groupLength = new Int32Array(groups.length);
-  const allGroups: number[] = [];
-  groups.forEach((g, i) => {
-    groupStart[i] = allGroups.length;
-    groupLength[i] = g.length;
-    for (const ch of g) allGroups.push(ch.charCodeAt(0) - 48);
-  });
-  let lengthMask = 0;
-  for (const len of t.possibleLengths) lengthMask |= 1 << len;
-  const trans = decodeBase64(t.dfaTransitions, (b) => new Int32Array(b));
-  const accept = decodeBase64(t.dfaAccept, (b) => new Uint16Array(b));
-  if (trans.length !== t.dfaStates * 10 || accept.length !== t.dfaStates) {
-    throw new Error(`numbering tables for ${country} are corrupt`);
-  }
-  return {
-    country,
-    callingCode: t.callingCode,
-    cc: digitsOf(t.callingCode),
-    minLength: t.possibleLengths[0]!,
-    maxLength: t.possibleLengths[t.possibleLengths.length - 1]!,
-    lengthMask,
-    typeBitsByLength: Uint16Array.from(t.typeBitsByLength),
-    idd: buildTrie(idd),
-    iddLength: Int32Array.from(idd, (s) => s.length),
-    national: buildTrie(prefixes),
-    nationalLength: Int32Array.from(prefixes, (s) => s.length),
-    groupStart,
-    groupLength,
-    groupDigits: Uint8Array.from(allGroups),
-    transformBefore: t.transform ? digitsOf(t.transform.before) : null,
-    transformAfter: t.transform ? digitsOf(t.transform.after) : new Uint8Array(0),
-    trans,
-    accept,
-    stripMobileNine: country === 'ar',
-    mexicanObsolete: country === 'mx',
-  };
-}
-
-const COMPILED: Record<NumberingCountry, CompiledCountry> = {
-  mx: compile('mx', mx),
-  ar: compile('ar', ar),
-  co: compile('co', co),
-};
 
 /** KNOWN_CALLING_CODE[length * 1000 + value]: 1 for a calling code of `length` digits. */
 const KNOWN_CALLING_CODE = new Uint8Array(4000);
@@ -164,179 +47,12 @@ export const TABLES_LIBPHONENUMBER_VERSION = mx.libphonenumberVersion;
 
 // Scratch buffers: the hot path allocates nothing. JavaScript runs one call at a time and nothing
 // here yields, so module-level buffers are safe to share between countries.
-const DIGITS = new Uint8Array(MAX_INPUT_STRING_LENGTH);
 const NATIONAL = new Uint8Array(MAX_INPUT_STRING_LENGTH + 8);
 const SHORTER = new Uint8Array(MAX_INPUT_STRING_LENGTH + 8);
 const FULL = new Uint8Array(MAX_INPUT_STRING_LENGTH + 8);
-let digitCount = 0;
-let hasPlus = false;
-let hasExtension = false;
 /** Where the national number of the last decided valid input lives in NATIONAL (for classify). */
 let lineOffset = 0;
 let lineLength = 0;
-
-/** parseDigits.js DIGITS: ASCII, full-width, Arabic-Indic and Eastern Arabic-Indic digits. */
-function digitValue(c: number): number {
-  if (c >= 48 && c <= 57) return c - 48;
-  if (c >= 0xff10 && c <= 0xff19) return c - 0xff10;
-  if (c >= 0x0660 && c <= 0x0669) return c - 0x0660;
-  if (c >= 0x06f0 && c <= 0x06f9) return c - 0x06f0;
-  return -1;
-}
-
-/** constants.js VALID_PUNCTUATION without the tildes (they double as extension labels). */
-function isPunctuation(c: number): boolean {
-  switch (c) {
-    case 0x20: // space
-    case 0xa0: // no-break space
-    case 0xad: // soft hyphen
-    case 0x200b: // zero width space
-    case 0x2060: // word joiner
-    case 0x3000: // ideographic space
-    case 0x2d: // -
-    case 0x2212: // minus sign
-    case 0x30fc:
-    case 0xff0d:
-    case 0x2f: // /
-    case 0xff0f:
-    case 0x2e: // .
-    case 0xff0e:
-    case 0x28: // (
-    case 0x29: // )
-    case 0xff08:
-    case 0xff09:
-    case 0x5b: // [
-    case 0x5d: // ]
-    case 0xff3b:
-    case 0xff3d:
-      return true;
-    default:
-      return c >= 0x2010 && c <= 0x2015; // dashes
-  }
-}
-
-/** ASCII letter at input[i], lowercased, or 0. */
-function lowerAt(input: string, i: number): number {
-  const c = input.charCodeAt(i);
-  if ((c >= 65 && c <= 90) || (c >= 97 && c <= 122)) return c | 0x20;
-  return 0;
-}
-
-function isAt(input: string, i: number, word: string): boolean {
-  for (let k = 0; k < word.length; k++) if (lowerAt(input, i + k) !== word.charCodeAt(k)) return false;
-  return true;
-}
-
-const NO_EXTENSION = -1;
-const UNSURE = -2;
-
-/**
- * An extension starting at input[i] (the first character after the number that is not punctuation),
- * in the forms of createExtensionPattern.js that cannot start inside the number:
- *   [ \u00A0\t,]* (ext | extn | int | x) [:.]? [ \u00A0\t,-]* digit{1,6}      (case-insensitive)
- * Returns the index after the extension digits, NO_EXTENSION, or UNSURE (too many digits: the
- * reference applies per-label limits).
- */
-function extensionEnd(input: string, i: number): number {
-  const length = input.length;
-  let j = i;
-  for (; j < length; j++) {
-    const c = input.charCodeAt(j);
-    if (c !== 0x20 && c !== 0xa0 && c !== 0x09 && c !== 0x2c) break;
-  }
-  if (isAt(input, j, 'ext')) {
-    j += 3;
-    if (lowerAt(input, j) === 0x6e) j++; // extn
-  } else if (isAt(input, j, 'int')) j += 3;
-  else if (lowerAt(input, j) === 0x78)
-    j++; // x
-  else return NO_EXTENSION;
-  let c = input.charCodeAt(j);
-  if (c === 0x3a || c === 0x2e) c = input.charCodeAt(++j); // : .
-  while (c === 0x20 || c === 0xa0 || c === 0x09 || c === 0x2c || c === 0x2d) c = input.charCodeAt(++j);
-  let k = 0;
-  while (j < length && digitValue(input.charCodeAt(j)) >= 0) {
-    j++;
-    k++;
-  }
-  if (k === 0) return NO_EXTENSION;
-  return k > 6 ? UNSURE : j;
-}
-
-/**
- * One pass over the char codes: fills DIGITS/digitCount/hasPlus/hasExtension and returns true when
- * the input is inside the grammar where the reference's extraction is known (parse.js
- * extractFormattedPhoneNumber, isViablePhoneNumber, extractExtension; RFC 3966 handling only
- * triggers on `;`):
- *   anything but `;`, `#`, plus signs   before the first digit or `+`  (skipped: `tel:`, labels)
- *   `+`?                                ASCII plus as the first significant character
- *   digits and punctuation              the number
- *   an extension (extensionEnd)?        not part of the line
- *   anything but digits, `#`, `;`       after that (parse() strips it)
- */
-function scan(input: string): boolean {
-  const length = input.length;
-  if (length > MAX_INPUT_STRING_LENGTH) return false;
-  let n = 0;
-  let started = false;
-  let tail = false;
-  hasPlus = false;
-  hasExtension = false;
-  for (let i = 0; i < length; i++) {
-    const c = input.charCodeAt(i);
-    const d = digitValue(c);
-    if (d >= 0) {
-      if (tail) return false;
-      DIGITS[n++] = d;
-      started = true;
-    } else if (c === 0x3b || c === 0x23) {
-      return false; // `;` (RFC 3966 parameters) or `#` (extension forms with other rules)
-    } else if (!started) {
-      if (c === 0x2b) {
-        hasPlus = true;
-        started = true;
-      } else if (c === 0xff0b) {
-        return false; // full-width plus starts the number but is not read as a plus
-      }
-    } else if (tail || isPunctuation(c)) {
-      // separator inside the number, or trailing text
-    } else if (n === 0) {
-      return false; // `+` followed by something that is not a number
-    } else {
-      const end = extensionEnd(input, i);
-      if (end === UNSURE) return false;
-      if (end !== NO_EXTENSION) {
-        hasExtension = true;
-        i = end - 1;
-      }
-      tail = true;
-    }
-  }
-  digitCount = n;
-  return true;
-}
-
-function trieMatch(t: Trie, src: Uint8Array, offset: number, length: number): number {
-  let best = t.entry[0]!;
-  let node = 0;
-  for (let i = 0; i < length; i++) {
-    node = t.child[node * 10 + src[offset + i]!]!;
-    if (node < 0) break;
-    const e = t.entry[node]!;
-    if (e >= 0 && (best < 0 || e < best)) best = e;
-  }
-  return best;
-}
-
-function dfaAccept(c: CompiledCountry, src: Uint8Array, offset: number, length: number): number {
-  let state = 0;
-  const trans = c.trans;
-  for (let i = 0; i < length; i++) {
-    state = trans[state * 10 + src[offset + i]!]!;
-    if (state < 0) return 0;
-  }
-  return c.accept[state]!;
-}
 
 /** matchesEntirely(nationalNumber, metadata.nationalNumberPattern()). */
 function matchesGeneral(c: CompiledCountry, src: Uint8Array, offset: number, length: number): boolean {
