@@ -2,14 +2,13 @@
 // over plain gRPC (@grpc/grpc-js) with the contract's protobuf messages, so an adapter written in any
 // language is checked exactly as the platform calls it. See README.md beside this file.
 import { readFileSync } from 'node:fs';
-import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
-import { BinaryReader } from '@bufbuild/protobuf/wire';
-import { healthv1, platformv1, registryv1 } from '@dnc/proto';
+import { healthv1, registryv1 } from '@dnc/proto';
 import grpc from '@grpc/grpc-js';
+import { AdapterConnection, errorReason } from './connection.mjs';
+
+export { AdapterConnection, errorReason };
 
 const { Outcome, AdapterStatus } = registryv1;
-const ADAPTER = '/dnc.registry.v1.RegistryAdapterService';
-const ADMIN = '/dnc.registry.v1.RegistryAdminService';
 const MAX_BATCH = 100_000;
 
 /** Inputs that are not a phone number of any country: every one must be INVALID_*, never SAFE. */
@@ -39,123 +38,6 @@ const FOREIGN = {
   us: '+44 20 7946 0958',
   default: '+1 212 555 0123',
 };
-
-function method(path, req, res) {
-  return {
-    path,
-    serialize: (value) => Buffer.from(toBinary(req, create(req, value))),
-    deserialize: (bytes) => fromBinary(res, bytes),
-  };
-}
-
-const M = {
-  check: method(`${ADAPTER}/Check`, registryv1.CheckRequestSchema, registryv1.CheckResponseSchema),
-  describe: method(
-    `${ADAPTER}/Describe`,
-    registryv1.DescribeRequestSchema,
-    registryv1.DescribeResponseSchema,
-  ),
-  load: method(`${ADMIN}/Load`, registryv1.LoadRequestSchema, registryv1.LoadResponseSchema),
-  setDrill: method(`${ADMIN}/SetDrill`, registryv1.SetDrillRequestSchema, registryv1.SetDrillResponseSchema),
-  health: method(
-    '/grpc.health.v1.Health/Check',
-    healthv1.HealthCheckRequestSchema,
-    healthv1.HealthCheckResponseSchema,
-  ),
-};
-
-/** The public reason in `grpc-status-details-bin` (google.rpc.Status with a dnc.platform.v1.ErrorInfo). */
-export function errorReason(error) {
-  const bin = error?.metadata?.get?.('grpc-status-details-bin')?.[0];
-  if (!bin) return undefined;
-  try {
-    const status = new BinaryReader(bin);
-    while (status.pos < status.len) {
-      const [field, wire] = status.tag();
-      if (field !== 3) {
-        status.skip(wire);
-        continue;
-      }
-      const any = new BinaryReader(status.bytes());
-      let typeUrl = '';
-      let value;
-      while (any.pos < any.len) {
-        const [f, w] = any.tag();
-        if (f === 1) typeUrl = any.string();
-        else if (f === 2) value = any.bytes();
-        else any.skip(w);
-      }
-      if (typeUrl.endsWith('/dnc.platform.v1.ErrorInfo') && value) {
-        return fromBinary(platformv1.ErrorInfoSchema, value).reason;
-      }
-    }
-  } catch {
-    return undefined;
-  }
-  return undefined;
-}
-
-export class AdapterConnection {
-  constructor(address) {
-    this.client = new grpc.Client(address.replace(/^https?:\/\//, ''), grpc.credentials.createInsecure(), {
-      'grpc.max_receive_message_length': 64 * 1024 * 1024,
-      'grpc.max_send_message_length': 64 * 1024 * 1024,
-    });
-  }
-
-  unary(m, request, timeoutMs = 10_000) {
-    return new Promise((resolve, reject) => {
-      this.client.makeUnaryRequest(
-        m.path,
-        m.serialize,
-        m.deserialize,
-        request,
-        new grpc.Metadata(),
-        { deadline: Date.now() + timeoutMs },
-        (error, response) => (error ? reject(error) : resolve(response)),
-      );
-    });
-  }
-
-  check(country, phones, timeoutMs) {
-    return this.unary(M.check, { country, phones }, timeoutMs);
-  }
-
-  describe() {
-    return this.unary(M.describe, {});
-  }
-
-  health() {
-    return this.unary(M.health, { service: '' });
-  }
-
-  setDrill(request) {
-    return this.unary(M.setDrill, request);
-  }
-
-  /** Client-streaming Load: header, then chunks of lines. */
-  load(country, mode, lines) {
-    return new Promise((resolve, reject) => {
-      const call = this.client.makeClientStreamRequest(
-        M.load.path,
-        M.load.serialize,
-        M.load.deserialize,
-        new grpc.Metadata(),
-        { deadline: Date.now() + 60_000 },
-        (error, response) => (error ? reject(error) : resolve(response)),
-      );
-      call.write({ part: { case: 'header', value: { country, mode } } });
-      for (let i = 0; i < lines.length; i += 10_000) {
-        call.write({ part: { case: 'chunk', value: { lines: lines.slice(i, i + 10_000) } } });
-      }
-      call.end();
-    });
-  }
-
-  close() {
-    this.client.close();
-  }
-}
 
 /** Registered numbers of a fixture file (one per line, `#` comments). */
 export function readFixture(file) {
@@ -193,43 +75,30 @@ function shuffled(items, seed = 7) {
 }
 
 /**
- * Run the suite. Options: address (host:port), country, registered (numbers known to be in the
- * registry, as the adapter's country writes them), drills (the adapter runs with drills enabled: the
- * deadline test adds latency), loadFixture (add `registered` through the admin Load first and remove
- * them at the end; test deployments only). Returns one result per test; never throws for a failed test.
+ * The suite's tests in the order they run: `run` gets the connection, the country, the registered numbers
+ * and the options, returns an optional note and throws on failure; `when` leaves a test out for options
+ * that do not allow it.
  */
-export async function runConformance(options) {
-  const { address, country } = options;
-  const registered = options.registered ?? [];
-  const conn = new AdapterConnection(address);
-  const results = [];
-  let described;
-  const test = async (title, fn) => {
-    const started = Date.now();
-    try {
-      const note = await fn();
-      results.push({ title, ok: true, ms: Date.now() - started, ...(note ? { note } : {}) });
-    } catch (error) {
-      results.push({ title, ok: false, ms: Date.now() - started, error: error?.message ?? String(error) });
-    }
-  };
-  try {
-    if (options.loadFixture) {
-      await test('admin Load adds the fixture', async () => {
-        const r = await conn.load(country, registryv1.LoadMode.ADD, registered);
-        assert(Number(r.rejected) === 0, `${r.rejected} fixture lines rejected`);
-        // Replicas pick a new snapshot up within seconds; wait until this one serves it.
-        for (let i = 0; i < 50; i++) {
-          const d = await conn.describe();
-          if (d.snapshotId === r.snapshotId) return `snapshot ${r.snapshotId}`;
-          await new Promise((res) => setTimeout(res, 200));
-        }
-        throw new Error('the new snapshot was not served within 10 s');
-      });
-    }
-
-    await test('Describe: identity, status serving, snapshot', async () => {
-      described = await conn.describe();
+const TESTS = [
+  {
+    title: 'admin Load adds the fixture',
+    when: ({ options }) => Boolean(options.loadFixture),
+    run: async ({ conn, country, registered }) => {
+      const r = await conn.load(country, registryv1.LoadMode.ADD, registered);
+      assert(Number(r.rejected) === 0, `${r.rejected} fixture lines rejected`);
+      // Replicas pick a new snapshot up within seconds; wait until this one serves it.
+      for (let i = 0; i < 50; i++) {
+        const d = await conn.describe();
+        if (d.snapshotId === r.snapshotId) return `snapshot ${r.snapshotId}`;
+        await new Promise((res) => setTimeout(res, 200));
+      }
+      throw new Error('the new snapshot was not served within 10 s');
+    },
+  },
+  {
+    title: 'Describe: identity, status serving, snapshot',
+    run: async ({ conn, country, registered, options }) => {
+      const described = await conn.describe();
       assert(described.country === country, `country is "${described.country}", expected "${country}"`);
       assert(described.adapterVersion !== '', 'adapter_version is empty');
       assert(
@@ -243,9 +112,11 @@ export async function runConformance(options) {
         'registry_size is smaller than the fixture',
       );
       return `version ${described.adapterVersion}, snapshot ${described.snapshotId}, size ${described.registrySize}`;
-    });
-
-    await test('gRPC health reports SERVING', async () => {
+    },
+  },
+  {
+    title: 'gRPC health reports SERVING',
+    run: async ({ conn }) => {
       // Health may lag a new snapshot by its probe interval: allow a few seconds.
       for (let i = 0; i < 25; i++) {
         const h = await conn.health();
@@ -253,9 +124,11 @@ export async function runConformance(options) {
         await new Promise((res) => setTimeout(res, 200));
       }
       throw new Error('health is not SERVING');
-    });
-
-    await test('registered numbers are prohibited', async () => {
+    },
+  },
+  {
+    title: 'registered numbers are prohibited',
+    run: async ({ conn, country, registered }) => {
       assert(registered.length > 0, 'no registered numbers given (--registered or --load-fixture)');
       const r = await conn.check(country, registered);
       assert(r.outcomes.length === registered.length, 'one outcome per input');
@@ -263,9 +136,11 @@ export async function runConformance(options) {
         assert(o === Outcome.PROHIBITED, `registered input #${i} answered ${name(o)}`);
       });
       assert(r.snapshotId !== '', 'snapshot_id of the answer is empty');
-    });
-
-    await test('invalid inputs are invalid with a reason, never safe', async () => {
+    },
+  },
+  {
+    title: 'invalid inputs are invalid with a reason, never safe',
+    run: async ({ conn, country }) => {
       const foreign = FOREIGN[country] ?? FOREIGN.default;
       const inputs = [...GARBAGE, foreign];
       const r = await conn.check(country, inputs);
@@ -273,9 +148,11 @@ export async function runConformance(options) {
       r.outcomes.forEach((o, i) => {
         assert(isInvalid(o), `invalid input #${i} answered ${name(o)}`);
       });
-    });
-
-    await test('every outcome is defined (never UNSPECIFIED) and the order is the input order', async () => {
+    },
+  },
+  {
+    title: 'every outcome is defined (never UNSPECIFIED) and the order is the input order',
+    run: async ({ conn, country, registered }) => {
       const inputs = [...registered, ...GARBAGE, ...registered.map((r) => `${r} `)];
       const single = [];
       for (const input of inputs) {
@@ -298,9 +175,11 @@ export async function runConformance(options) {
           `position ${position}: ${name(r.outcomes[position])} in a batch, ${name(single[original])} alone`,
         );
       });
-    });
-
-    await test('duplicates are answered once per occurrence', async () => {
+    },
+  },
+  {
+    title: 'duplicates are answered once per occurrence',
+    run: async ({ conn, country, registered }) => {
       const one = registered[0] ?? GARBAGE[2];
       const inputs = [one, GARBAGE[2], one, one, GARBAGE[2], one];
       const r = await conn.check(country, inputs);
@@ -312,9 +191,11 @@ export async function runConformance(options) {
         const first = inputs.indexOf(input);
         assert(r.outcomes[i] === r.outcomes[first], `duplicate #${i} answered differently`);
       });
-    });
-
-    await test(`a batch of ${MAX_BATCH.toLocaleString('en')} inputs is answered in order`, async () => {
+    },
+  },
+  {
+    title: `a batch of ${MAX_BATCH.toLocaleString('en')} inputs is answered in order`,
+    run: async ({ conn, country, registered }) => {
       const inputs = new Array(MAX_BATCH);
       for (let i = 0; i < MAX_BATCH; i++) {
         inputs[i] =
@@ -332,9 +213,11 @@ export async function runConformance(options) {
         else assert(isInvalid(o), `input #${i}: ${name(o)}`);
       }
       return `${ms} ms`;
-    });
-
-    await test('more than the batch limit is refused with INVALID_ARGUMENT', async () => {
+    },
+  },
+  {
+    title: 'more than the batch limit is refused with INVALID_ARGUMENT',
+    run: async ({ conn, country }) => {
       const error = await conn.check(country, new Array(MAX_BATCH + 1).fill('1'), 30_000).then(
         () => undefined,
         (e) => e,
@@ -344,9 +227,11 @@ export async function runConformance(options) {
         [grpc.status.INVALID_ARGUMENT, grpc.status.RESOURCE_EXHAUSTED],
         'oversized batch',
       );
-    });
-
-    await test('64 characters are counted as Unicode code points: 64 emoji answered, 65 refused', async () => {
+    },
+  },
+  {
+    title: '64 characters are counted as Unicode code points: 64 emoji answered, 65 refused',
+    run: async ({ conn, country }) => {
       // Two UTF-16 units each: an adapter that counts string.length would refuse the 64.
       const at = '\u{1F4DE}'.repeat(64);
       const r = await conn.check(country, [at]);
@@ -356,18 +241,22 @@ export async function runConformance(options) {
         (e) => e,
       );
       expectGrpcCode(error, [grpc.status.INVALID_ARGUMENT], '65 emoji');
-    });
-
-    await test('a Check for another country is refused with INVALID_ARGUMENT', async () => {
+    },
+  },
+  {
+    title: 'a Check for another country is refused with INVALID_ARGUMENT',
+    run: async ({ conn, country, registered }) => {
       const other = country === 'zz' ? 'zy' : 'zz';
       const error = await conn.check(other, registered.slice(0, 1)).then(
         () => undefined,
         (e) => e,
       );
       expectGrpcCode(error, [grpc.status.INVALID_ARGUMENT], 'wrong country');
-    });
-
-    await test('the caller deadline is honoured', async () => {
+    },
+  },
+  {
+    title: 'the caller deadline is honoured',
+    run: async ({ conn, country, registered, options }) => {
       if (options.drills) await conn.setDrill({ latencyMs: 3_000 });
       try {
         const started = Date.now();
@@ -389,37 +278,64 @@ export async function runConformance(options) {
       return options.drills
         ? 'with 3 s drill latency'
         : 'without drills: only checked that the adapter recovers';
-    });
+    },
+  },
+  {
+    title: 'drill failures answer UNAVAILABLE with the public reason and show in Describe',
+    when: ({ options }) => Boolean(options.drills),
+    run: async ({ conn, country, registered }) => {
+      try {
+        await conn.setDrill({ failure: registryv1.DrillFailure.MAINTENANCE });
+        const m = await conn.check(country, registered.slice(0, 1)).then(
+          () => undefined,
+          (e) => e,
+        );
+        expectGrpcCode(m, [grpc.status.UNAVAILABLE], 'maintenance');
+        assert(errorReason(m) === 'country_service_maintenance', `reason ${errorReason(m)}`);
+        assert((await conn.describe()).status === AdapterStatus.MAINTENANCE, 'Describe is not MAINTENANCE');
+        await conn.setDrill({ failure: registryv1.DrillFailure.UNAVAILABLE });
+        const u = await conn.check(country, registered.slice(0, 1)).then(
+          () => undefined,
+          (e) => e,
+        );
+        expectGrpcCode(u, [grpc.status.UNAVAILABLE], 'unavailable');
+        assert(errorReason(u) === 'country_service_temporarily_unavailable', `reason ${errorReason(u)}`);
+      } finally {
+        await conn.setDrill({ clear: true });
+      }
+    },
+  },
+  {
+    title: 'admin Load removes the fixture again',
+    when: ({ options }) => Boolean(options.loadFixture),
+    run: async ({ conn, country, registered }) => {
+      const r = await conn.load(country, registryv1.LoadMode.REMOVE, registered);
+      return `snapshot ${r.snapshotId}`;
+    },
+  },
+];
 
-    if (options.drills) {
-      await test('drill failures answer UNAVAILABLE with the public reason and show in Describe', async () => {
-        try {
-          await conn.setDrill({ failure: registryv1.DrillFailure.MAINTENANCE });
-          const m = await conn.check(country, registered.slice(0, 1)).then(
-            () => undefined,
-            (e) => e,
-          );
-          expectGrpcCode(m, [grpc.status.UNAVAILABLE], 'maintenance');
-          assert(errorReason(m) === 'country_service_maintenance', `reason ${errorReason(m)}`);
-          assert((await conn.describe()).status === AdapterStatus.MAINTENANCE, 'Describe is not MAINTENANCE');
-          await conn.setDrill({ failure: registryv1.DrillFailure.UNAVAILABLE });
-          const u = await conn.check(country, registered.slice(0, 1)).then(
-            () => undefined,
-            (e) => e,
-          );
-          expectGrpcCode(u, [grpc.status.UNAVAILABLE], 'unavailable');
-          assert(errorReason(u) === 'country_service_temporarily_unavailable', `reason ${errorReason(u)}`);
-        } finally {
-          await conn.setDrill({ clear: true });
-        }
-      });
-    }
-
-    if (options.loadFixture) {
-      await test('admin Load removes the fixture again', async () => {
-        const r = await conn.load(country, registryv1.LoadMode.REMOVE, registered);
-        return `snapshot ${r.snapshotId}`;
-      });
+/**
+ * Run the suite. Options: address (host:port), country, registered (numbers known to be in the
+ * registry, as the adapter's country writes them), drills (the adapter runs with drills enabled: the
+ * deadline test adds latency), loadFixture (add `registered` through the admin Load first and remove
+ * them at the end; test deployments only). Returns one result per test; never throws for a failed test.
+ */
+export async function runConformance(options) {
+  const { address, country } = options;
+  const registered = options.registered ?? [];
+  const conn = new AdapterConnection(address);
+  const results = [];
+  try {
+    for (const { title, when, run } of TESTS) {
+      if (when && !when({ options })) continue;
+      const started = Date.now();
+      try {
+        const note = await run({ conn, country, registered, options });
+        results.push({ title, ok: true, ms: Date.now() - started, ...(note ? { note } : {}) });
+      } catch (error) {
+        results.push({ title, ok: false, ms: Date.now() - started, error: error?.message ?? String(error) });
+      }
     }
   } finally {
     conn.close();

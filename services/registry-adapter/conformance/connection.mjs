@@ -1,0 +1,126 @@
+// The conformance suite's connection to an adapter: plain gRPC (@grpc/grpc-js) with the contract's
+// protobuf messages, exactly as the platform calls it, and the public reason of an error.
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { BinaryReader } from '@bufbuild/protobuf/wire';
+import { healthv1, platformv1, registryv1 } from '@dnc/proto';
+import grpc from '@grpc/grpc-js';
+
+const ADAPTER = '/dnc.registry.v1.RegistryAdapterService';
+const ADMIN = '/dnc.registry.v1.RegistryAdminService';
+
+function method(path, req, res) {
+  return {
+    path,
+    serialize: (value) => Buffer.from(toBinary(req, create(req, value))),
+    deserialize: (bytes) => fromBinary(res, bytes),
+  };
+}
+
+const M = {
+  check: method(`${ADAPTER}/Check`, registryv1.CheckRequestSchema, registryv1.CheckResponseSchema),
+  describe: method(
+    `${ADAPTER}/Describe`,
+    registryv1.DescribeRequestSchema,
+    registryv1.DescribeResponseSchema,
+  ),
+  load: method(`${ADMIN}/Load`, registryv1.LoadRequestSchema, registryv1.LoadResponseSchema),
+  setDrill: method(`${ADMIN}/SetDrill`, registryv1.SetDrillRequestSchema, registryv1.SetDrillResponseSchema),
+  health: method(
+    '/grpc.health.v1.Health/Check',
+    healthv1.HealthCheckRequestSchema,
+    healthv1.HealthCheckResponseSchema,
+  ),
+};
+
+/** The public reason in `grpc-status-details-bin` (google.rpc.Status with a dnc.platform.v1.ErrorInfo). */
+export function errorReason(error) {
+  const bin = error?.metadata?.get?.('grpc-status-details-bin')?.[0];
+  if (!bin) return undefined;
+  try {
+    const status = new BinaryReader(bin);
+    while (status.pos < status.len) {
+      const [field, wire] = status.tag();
+      if (field !== 3) {
+        status.skip(wire);
+        continue;
+      }
+      const any = new BinaryReader(status.bytes());
+      let typeUrl = '';
+      let value;
+      while (any.pos < any.len) {
+        const [f, w] = any.tag();
+        if (f === 1) typeUrl = any.string();
+        else if (f === 2) value = any.bytes();
+        else any.skip(w);
+      }
+      if (typeUrl.endsWith('/dnc.platform.v1.ErrorInfo') && value) {
+        return fromBinary(platformv1.ErrorInfoSchema, value).reason;
+      }
+    }
+  } catch {
+    return undefined;
+  }
+  return undefined;
+}
+
+export class AdapterConnection {
+  constructor(address) {
+    this.client = new grpc.Client(address.replace(/^https?:\/\//, ''), grpc.credentials.createInsecure(), {
+      'grpc.max_receive_message_length': 64 * 1024 * 1024,
+      'grpc.max_send_message_length': 64 * 1024 * 1024,
+    });
+  }
+
+  unary(m, request, timeoutMs = 10_000) {
+    return new Promise((resolve, reject) => {
+      this.client.makeUnaryRequest(
+        m.path,
+        m.serialize,
+        m.deserialize,
+        request,
+        new grpc.Metadata(),
+        { deadline: Date.now() + timeoutMs },
+        (error, response) => (error ? reject(error) : resolve(response)),
+      );
+    });
+  }
+
+  check(country, phones, timeoutMs) {
+    return this.unary(M.check, { country, phones }, timeoutMs);
+  }
+
+  describe() {
+    return this.unary(M.describe, {});
+  }
+
+  health() {
+    return this.unary(M.health, { service: '' });
+  }
+
+  setDrill(request) {
+    return this.unary(M.setDrill, request);
+  }
+
+  /** Client-streaming Load: header, then chunks of lines. */
+  load(country, mode, lines) {
+    return new Promise((resolve, reject) => {
+      const call = this.client.makeClientStreamRequest(
+        M.load.path,
+        M.load.serialize,
+        M.load.deserialize,
+        new grpc.Metadata(),
+        { deadline: Date.now() + 60_000 },
+        (error, response) => (error ? reject(error) : resolve(response)),
+      );
+      call.write({ part: { case: 'header', value: { country, mode } } });
+      for (let i = 0; i < lines.length; i += 10_000) {
+        call.write({ part: { case: 'chunk', value: { lines: lines.slice(i, i + 10_000) } } });
+      }
+      call.end();
+    });
+  }
+
+  close() {
+    this.client.close();
+  }
+}
