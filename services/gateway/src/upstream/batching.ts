@@ -18,8 +18,10 @@ import type { UpstreamClients } from './clients.js';
  * Check and Complete calls that arrive while one of the same kind is on the wire go together in the
  * next one (kit Batcher: a lone call leaves at once). One internal round trip then serves many public
  * requests, which is what lets one gateway and one admission carry thousands of single-number scrubs a
- * second (scripts/bench/README.md). Each request keeps its own answer and its own error; a batch
- * carries the earliest deadline of its members.
+ * second (scripts/bench/README.md). Each request keeps its own answer, its own error and its own
+ * deadline: a request never fails because of another member's (issue 14 item 5). A member already past
+ * its deadline when the batch leaves fails alone and is not sent; the call carries the latest deadline
+ * of the others, and each member still fails at its own deadline if the answer is later (`ownDeadline`).
  */
 export type BatchedCalls = Pick<Upstream, 'admit' | 'check' | 'complete'>;
 
@@ -32,13 +34,44 @@ interface Timed<T> {
   deadline: number;
 }
 
-/** Time left for a batch: the earliest deadline among its items. */
-function remaining(items: Timed<unknown>[]): number {
-  return Math.min(...items.map((i) => i.deadline)) - Date.now();
-}
-
 function expired(): ConnectError {
   return new ConnectError('deadline exceeded before the call was sent', Code.DeadlineExceeded);
+}
+
+/**
+ * Send the members of a batch still within their deadline, with the latest of their deadlines; the
+ * others fail alone (DeadlineExceeded). Each answer goes back to its member's place.
+ */
+async function sendLive<T, R>(
+  items: Timed<T>[],
+  send: (live: Timed<T>[], timeoutMs: number) => Promise<(R | Error)[]>,
+): Promise<(R | Error)[]> {
+  const now = Date.now();
+  const live = items.filter((i) => i.deadline > now);
+  if (live.length === 0) return items.map(expired);
+  const answers = await send(live, Math.max(...live.map((i) => i.deadline)) - now);
+  let next = 0;
+  return items.map((i) => (i.deadline > now ? answers[next++]! : expired()));
+}
+
+/** A member's answer, or DeadlineExceeded at its own deadline when the batch answers later. */
+function ownDeadline<R>(answer: Promise<R>, deadline: number): Promise<R> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new ConnectError('the answer did not come within the deadline', Code.DeadlineExceeded)),
+      Math.max(0, deadline - Date.now()),
+    );
+  });
+  return Promise.race([answer, late]).finally(() => clearTimeout(timer));
+}
+
+function submitTimed<T, R>(batcher: Batcher<Timed<T>, R>, value: T, timeoutMs: number): Promise<R> {
+  const deadline = Date.now() + timeoutMs;
+  const answer = batcher.submit({ value, deadline });
+  // A member that gave up is still answered by its batch; that answer (or error) is dropped.
+  answer.catch(() => {});
+  return ownDeadline(answer, deadline);
 }
 
 export function batchedCalls(upstreams: UpstreamClients, metrics?: Registry): BatchedCalls {
@@ -54,37 +87,41 @@ export function batchedCalls(upstreams: UpstreamClients, metrics?: Registry): Ba
     onFlush: (size) => sizes.observe({ call }, size),
   });
 
-  const admits = new Batcher<Timed<AdmitRequest>, admissionv1.AdmitResponse>(async (items) => {
-    const timeoutMs = remaining(items);
-    if (timeoutMs <= 0) return items.map(expired);
-    const res = await upstreams.admission.admitMany(
-      { requests: items.map((i) => create(admissionv1.AdmitRequestSchema, i.value)) },
-      { timeoutMs },
-    );
-    return res.results.map((r) =>
-      r.result.case === 'admitted'
-        ? r.result.value
-        : r.result.case === 'error'
-          ? errorOfRpcStatus(r.result.value)
-          : new ConnectError('admission answered nothing for a request', Code.Internal),
-    );
-  }, options('admit'));
+  const admits = new Batcher<Timed<AdmitRequest>, admissionv1.AdmitResponse>(
+    (items) =>
+      sendLive(items, async (live, timeoutMs) => {
+        const res = await upstreams.admission.admitMany(
+          { requests: live.map((i) => create(admissionv1.AdmitRequestSchema, i.value)) },
+          { timeoutMs },
+        );
+        return res.results.map((r) =>
+          r.result.case === 'admitted'
+            ? r.result.value
+            : r.result.case === 'error'
+              ? errorOfRpcStatus(r.result.value)
+              : new ConnectError('admission answered nothing for a request', Code.Internal),
+        );
+      }),
+    options('admit'),
+  );
 
-  const completes = new Batcher<Timed<string>, void>(async (items) => {
-    const timeoutMs = remaining(items);
-    if (timeoutMs <= 0) return items.map(expired);
-    const res = await upstreams.admission.completeMany(
-      { requests: items.map((i) => ({ admissionId: i.value })) },
-      { timeoutMs },
-    );
-    return res.results.map((r) =>
-      r.result.case === 'completed'
-        ? undefined
-        : r.result.case === 'error'
-          ? errorOfRpcStatus(r.result.value)
-          : new ConnectError('admission answered nothing for a request', Code.Internal),
-    );
-  }, options('complete'));
+  const completes = new Batcher<Timed<string>, void>(
+    (items) =>
+      sendLive(items, async (live, timeoutMs) => {
+        const res = await upstreams.admission.completeMany(
+          { requests: live.map((i) => ({ admissionId: i.value })) },
+          { timeoutMs },
+        );
+        return res.results.map((r) =>
+          r.result.case === 'completed'
+            ? undefined
+            : r.result.case === 'error'
+              ? errorOfRpcStatus(r.result.value)
+              : new ConnectError('admission answered nothing for a request', Code.Internal),
+        );
+      }),
+    options('complete'),
+  );
 
   // One batcher per adapter address (and country).
   const checks = new Map<string, Batcher<Timed<readonly string[]>, registryv1.CheckResponse>>();
@@ -99,14 +136,13 @@ export function batchedCalls(upstreams: UpstreamClients, metrics?: Registry): Ba
   }
 
   return {
-    admit: (request, timeoutMs) => admits.submit({ value: request, deadline: Date.now() + timeoutMs }),
-    complete: (admissionId, timeoutMs) =>
-      completes.submit({ value: admissionId, deadline: Date.now() + timeoutMs }),
+    admit: (request, timeoutMs) => submitTimed(admits, request, timeoutMs),
+    complete: (admissionId, timeoutMs) => submitTimed(completes, admissionId, timeoutMs),
     check(address, country, phones, timeoutMs) {
       if (phones.length > CHECK_SHARE_MAX_INPUTS) {
         return upstreams.adapter(address).check(checkRequest(country, phones), { timeoutMs });
       }
-      return checkBatcher(address, country).submit({ value: phones, deadline: Date.now() + timeoutMs });
+      return submitTimed(checkBatcher(address, country), phones, timeoutMs);
     },
   };
 }
@@ -121,19 +157,21 @@ function sharedChecks(
   country: string,
   options: BatcherOptions,
 ): Batcher<Timed<readonly string[]>, registryv1.CheckResponse> {
-  return new Batcher<Timed<readonly string[]>, registryv1.CheckResponse>(async (items) => {
-    const timeoutMs = remaining(items);
-    if (timeoutMs <= 0) return items.map(expired);
-    const phones = items.length === 1 ? items[0]!.value : items.flatMap((i) => i.value);
-    const answer = await upstreams.adapter(address).check(checkRequest(country, phones), { timeoutMs });
-    if (answer.outcomes.length !== phones.length)
-      throw new ConnectError('the adapter answered the wrong number of outcomes', Code.Internal);
-    if (items.length === 1) return [answer];
-    let offset = 0;
-    return items.map((i) => {
-      const outcomes = answer.outcomes.slice(offset, offset + i.value.length);
-      offset += i.value.length;
-      return { ...answer, outcomes };
-    });
-  }, options);
+  return new Batcher<Timed<readonly string[]>, registryv1.CheckResponse>(
+    (items) =>
+      sendLive(items, async (live, timeoutMs) => {
+        const phones = live.length === 1 ? live[0]!.value : live.flatMap((i) => i.value);
+        const answer = await upstreams.adapter(address).check(checkRequest(country, phones), { timeoutMs });
+        if (answer.outcomes.length !== phones.length)
+          throw new ConnectError('the adapter answered the wrong number of outcomes', Code.Internal);
+        if (live.length === 1) return [answer];
+        let offset = 0;
+        return live.map((i) => {
+          const outcomes = answer.outcomes.slice(offset, offset + i.value.length);
+          offset += i.value.length;
+          return { ...answer, outcomes };
+        });
+      }),
+    options,
+  );
 }

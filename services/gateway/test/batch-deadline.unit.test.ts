@@ -1,0 +1,67 @@
+import { Code, ConnectError } from '@dnc/kit';
+import { admissionv1 } from '@dnc/proto';
+import { describe, expect, it } from 'vitest';
+import { inMemoryUpstream, sleep } from './support/upstream.js';
+
+/**
+ * Issue 14 item 5: calls of requests in flight together travel as one internal call (upstream/
+ * batching.ts). A request never fails because of another member's deadline: a member already past its
+ * own deadline fails alone, a short deadline does not cut the call short for the others, and each
+ * member still fails at its own deadline.
+ */
+const admitReq = (idempotencyKey: string) => ({
+  orgId: '00000000-0000-4000-8000-000000000001',
+  keyId: '00000000-0000-4000-8000-000000000002',
+  country: 'mx',
+  idempotencyKey,
+  fingerprint: `v1:${'a'.repeat(64)}`,
+  inputCount: 1,
+  kind: admissionv1.RequestKind.SYNC,
+});
+
+async function settle<T>(p: Promise<T>): Promise<'ok' | string> {
+  try {
+    await p;
+    return 'ok';
+  } catch (error) {
+    return Code[ConnectError.from(error).code] ?? 'error';
+  }
+}
+
+describe('a batch and its members deadlines (issue 14 item 5)', () => {
+  it('Admit: a member already past its deadline fails alone; the others of its batch are admitted', async () => {
+    const u = inMemoryUpstream();
+    const late = u.upstream.admit(admitReq('late'), 0);
+    const onTime = u.upstream.admit(admitReq('on-time'), 5_000);
+    expect(await Promise.all([settle(late), settle(onTime)])).toEqual(['DeadlineExceeded', 'ok']);
+    expect(u.batches).toEqual(['admitMany 1']);
+  });
+
+  it('Admit: a short deadline does not cut the batch short; its own member fails at its deadline', async () => {
+    const u = inMemoryUpstream({ admit: () => sleep(400).then(() => ({})) });
+    const started = Date.now();
+    const short = settle(u.upstream.admit(admitReq('short'), 100)).then((r) => [r, Date.now() - started]);
+    const long = settle(u.upstream.admit(admitReq('long'), 10_000));
+    const [shortOutcome, shortMs] = await short;
+    expect(shortOutcome).toBe('DeadlineExceeded');
+    // At its own deadline, not at the batch's answer (loaded machines: generous bound).
+    expect(shortMs).toBeLessThan(380);
+    expect(await long).toBe('ok');
+    expect(u.batches).toEqual(['admitMany 2']);
+  });
+
+  it('Check and Complete: one member past its deadline does not fail the others', async () => {
+    const u = inMemoryUpstream({ check: () => sleep(200).then(() => undefined) });
+    const checks = await Promise.all([
+      settle(u.upstream.check('http://adapter', 'mx', ['5512345678'], 0)),
+      settle(u.upstream.check('http://adapter', 'mx', ['5512345679'], 5_000)),
+      settle(u.upstream.check('http://adapter', 'mx', ['5512345670'], 50)),
+    ]);
+    expect(checks).toEqual(['DeadlineExceeded', 'ok', 'DeadlineExceeded']);
+    const completes = await Promise.all([
+      settle(u.upstream.complete('00000000-0000-4000-8000-000000000003', 0)),
+      settle(u.upstream.complete('00000000-0000-4000-8000-000000000004', 5_000)),
+    ]);
+    expect(completes).toEqual(['DeadlineExceeded', 'ok']);
+  });
+});
