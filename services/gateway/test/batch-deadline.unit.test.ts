@@ -1,5 +1,5 @@
 import { Code, ConnectError } from '@dnc/kit';
-import { admissionv1 } from '@dnc/proto';
+import { admissionv1, registryv1 } from '@dnc/proto';
 import { describe, expect, it } from 'vitest';
 import { inMemoryUpstream, sleep } from './support/upstream.js';
 
@@ -51,7 +51,8 @@ describe('a batch and its members deadlines (issue 14 item 5)', () => {
   });
 
   it('Check and Complete: one member past its deadline does not fail the others', async () => {
-    const u = inMemoryUpstream({ check: () => sleep(200).then(() => undefined) });
+    const safe = (n: number) => Array.from({ length: n }, () => registryv1.Outcome.SAFE);
+    const u = inMemoryUpstream({ check: (n) => sleep(200).then(() => safe(n)) });
     const checks = await Promise.all([
       settle(u.upstream.check('http://adapter', 'mx', ['5512345678'], 0)),
       settle(u.upstream.check('http://adapter', 'mx', ['5512345679'], 5_000)),
