@@ -126,6 +126,9 @@ const stack = await Stack.create({
   env: {
     ...(env.DNC_FINGERPRINT_SECRET ? { DNC_FINGERPRINT_SECRET: env.DNC_FINGERPRINT_SECRET } : {}),
     ...(env.DNC_KEKS ? { DNC_KEKS: env.DNC_KEKS, DNC_KEK_ACTIVE_ID: env.DNC_KEK_ACTIVE_ID ?? '' } : {}),
+    ...(env.DNC_TOTP_KEYS
+      ? { DNC_TOTP_KEYS: env.DNC_TOTP_KEYS, DNC_TOTP_KEY_ACTIVE_ID: env.DNC_TOTP_KEY_ACTIVE_ID ?? '' }
+      : {}),
   },
 });
 

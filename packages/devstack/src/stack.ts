@@ -183,6 +183,9 @@ export class Stack {
         DNC_GRPC_PORT: String(grpc.dashboard),
         DNC_DASHBOARD_PORT: String(dashboardPort),
         DNC_DASHBOARD_PUBLIC_URL: addresses.dashboard,
+        // A fixed development key, as for DNC_KEKS (the demo database outlives a stack); only the dashboard has it.
+        DNC_TOTP_KEYS: options.env?.['DNC_TOTP_KEYS'] ?? `local1:${Buffer.alloc(32, 11).toString('base64')}`,
+        DNC_TOTP_KEY_ACTIVE_ID: options.env?.['DNC_TOTP_KEY_ACTIVE_ID'] ?? 'local1',
       },
     };
     // Gateway replica i talks to admission replica i (round-robin when there are fewer).

@@ -43,6 +43,13 @@ export const dashboardConfig = z.object({
    * 128 MiB); tests may lower it, never production (the chart does not expose it).
    */
   DNC_SCRYPT_LOG_N: int(10, 20, 17),
+  /**
+   * Keys that seal the TOTP seeds at rest (AES-256-GCM): `id1:base64,id2:base64`, 32 bytes each, and
+   * the id of the one that seals new values. Rotation: add a key, make it active, restart (the
+   * dashboard re-seals every value under it when it starts), then drop the old one.
+   */
+  DNC_TOTP_KEYS: z.string().min(1),
+  DNC_TOTP_KEY_ACTIVE_ID: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, _ . - only'),
   /** Where the built front end is; the default is the package's own dist/ui. */
   DNC_DASHBOARD_ASSETS: z.string().optional(),
 });

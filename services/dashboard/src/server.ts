@@ -14,10 +14,12 @@ import { dashboardAdminService } from './admin.js';
 import { buildApp } from './app.js';
 import type { DashboardConfig } from './config.js';
 import { decoyHash, hashPassword, verifyPassword } from './domain/password.js';
+import { SealingKeys } from './domain/sealing.js';
 import type { RouteDeps } from './routes/deps.js';
 import { AuditLog } from './store/audit.js';
 import { InvitationStore } from './store/invitations.js';
 import { MemberStore } from './store/members.js';
+import { sealStoredSecrets } from './store/sealing.js';
 import { SessionStore } from './store/sessions.js';
 import { createUpstreams } from './upstream.js';
 
@@ -40,10 +42,19 @@ export function startDashboard(config: DashboardConfig): Promise<RunningDashboar
 
 async function wire(service: Service, config: DashboardConfig): Promise<RunningDashboard> {
   const { logger } = service;
+  const totpKeys = SealingKeys.parse(config.DNC_TOTP_KEYS, config.DNC_TOTP_KEY_ACTIVE_ID);
   await ensureDatabase(config.DATABASE_URL);
   await migrateSchema(config.DATABASE_URL, 'dashboard', MIGRATIONS);
   const pool = createPool(config.DATABASE_URL, 5);
   service.onClose('postgres', () => pool.end());
+  // Before anything is served: no seed stays in plaintext, none under a retired key.
+  const sealing = await sealStoredSecrets(pool, totpKeys);
+  if (sealing.sealed || sealing.resealed) logger.info({ ...sealing }, 'TOTP seeds sealed');
+  if (sealing.unopenable.length)
+    logger.warn(
+      { keyIds: sealing.unopenable },
+      'TOTP seeds under these keys cannot be opened: those members cannot sign in until the key is configured',
+    );
   const redis = createRedis(config.REDIS_URL);
   service.onClose('redis', () => {
     redis.disconnect();
@@ -74,6 +85,7 @@ async function wire(service: Service, config: DashboardConfig): Promise<RunningD
     hash: (password) => hashPassword(password, logN),
     verify: verifyPassword,
     decoyHash: await decoyHash(logN),
+    totpKeys,
   };
 
   service.health.require('postgres', () => probePostgres(pool));

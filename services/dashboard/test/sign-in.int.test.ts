@@ -45,6 +45,8 @@ function config(over: Record<string, string> = {}) {
     DNC_SCRYPT_LOG_N: '12',
     DNC_LOCKOUT_FAILURES: String(LIMIT),
     DNC_SIGN_IN_RATE_PER_MINUTE: '10000',
+    DNC_TOTP_KEYS: `t1:${Buffer.alloc(32, 3).toString('base64')}`,
+    DNC_TOTP_KEY_ACTIVE_ID: 't1',
     ...over,
   });
 }

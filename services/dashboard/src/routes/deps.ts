@@ -1,3 +1,4 @@
+import type { SealingKeys } from '../domain/sealing.js';
 import type { InvitationDeps } from '../invitations.js';
 import type { SessionDeps } from '../session.js';
 import type { AuditLog } from '../store/audit.js';
@@ -14,6 +15,8 @@ export interface RouteDeps extends SessionDeps, InvitationDeps {
   verify: (password: string, stored: string) => Promise<boolean>;
   /** A hash to verify against when the email is unknown (same time as a wrong password). */
   decoyHash: string;
+  /** Seal and open the TOTP seeds stored in Postgres. */
+  totpKeys: SealingKeys;
 }
 
 /** Route config of the routes that take a secret from a person: rate-limited per client address. */

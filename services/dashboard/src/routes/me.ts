@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { MAX_PASSWORD, passwordProblem } from '../domain/password.js';
 import { newTotpSecret, totpStep, totpUri } from '../domain/totp.js';
+import { openSeed } from '../second-factor.js';
 import { guards, who } from '../session.js';
 import { HttpError } from '../upstream.js';
 import { body, type RouteDeps, signInLimit } from './deps.js';
@@ -38,9 +39,9 @@ export function meRoutes(app: FastifyInstance, deps: RouteDeps): void {
   /** Step 1 of the second factor: a new secret to put into an authenticator app (not active yet). */
   app.post('/api/me/totp/setup', { preHandler: change }, async (request) => {
     const { member } = who(request);
-    if (member.totpSecret) throw new HttpError(409, 'totp_enabled', 'The second factor is on already.');
+    if (member.totp) throw new HttpError(409, 'totp_enabled', 'The second factor is on already.');
     const secret = newTotpSecret();
-    await deps.members.setPendingTotp(member.memberId, secret);
+    await deps.members.setPendingTotp(member.memberId, deps.totpKeys.seal(secret, member.memberId));
     return { secret, uri: totpUri(secret, member.email) };
   });
 
@@ -50,12 +51,13 @@ export function meRoutes(app: FastifyInstance, deps: RouteDeps): void {
     { preHandler: change, config: signInLimit(deps), schema: { body: body({ code: 10 }) } },
     async (request, reply) => {
       const { member } = who(request);
-      const secret = member.totpPendingSecret;
-      if (!secret) throw new HttpError(409, 'totp_not_set_up', 'Start the set-up again.');
+      const pending = member.totpPending;
+      if (!pending) throw new HttpError(409, 'totp_not_set_up', 'Start the set-up again.');
+      const secret = openSeed(deps.totpKeys, request, member.memberId, pending);
       const step = totpStep(secret, (request.body as { code: string }).code);
       if (step === undefined)
         throw new HttpError(400, 'invalid_code', 'The code is wrong; try the current one.');
-      await deps.members.enableTotp(member.memberId, secret, step);
+      await deps.members.enableTotp(member.memberId, pending, step);
       await deps.audit.record(member.orgId, member.email, 'totp_enabled');
       return reply.code(204).send();
     },

@@ -28,7 +28,7 @@ function memberRoutes(app: FastifyInstance, deps: RouteDeps): void {
         id: m.memberId,
         email: m.email,
         role: m.role,
-        totp_enabled: !!m.totpSecret,
+        totp_enabled: !!m.totp,
         created_at: iso(m.createdAt),
         last_sign_in_at: iso(m.lastSignInAt),
       })),

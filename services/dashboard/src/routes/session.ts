@@ -4,6 +4,7 @@ import { MAX_PASSWORD } from '../domain/password.js';
 import { tokenHash } from '../domain/tokens.js';
 import { totpStep } from '../domain/totp.js';
 import { accept, inspect } from '../invitations.js';
+import { openSeed } from '../second-factor.js';
 import {
   checkCsrf,
   clearSessionCookie,
@@ -41,7 +42,7 @@ function signInRoutes(app: FastifyInstance, deps: RouteDeps): void {
         id: member.memberId,
         email: member.email,
         role: member.role,
-        totp_enabled: !!member.totpSecret,
+        totp_enabled: !!member.totp,
       },
       organization: org
         ? { name: org.name, suspended: org.suspended, activation_complete: org.activationComplete }
@@ -69,7 +70,9 @@ function signInRoutes(app: FastifyInstance, deps: RouteDeps): void {
       checkCsrf(deps, request, pending.session);
       const { member } = pending;
       const { code } = request.body as { code: string };
-      const step = member.totpSecret ? totpStep(member.totpSecret, code) : undefined;
+      // A seed that cannot be opened refuses the sign-in (503) before any code is judged.
+      const seed = member.totp ? openSeed(deps.totpKeys, request, member.memberId, member.totp) : undefined;
+      const step = seed ? totpStep(seed, code) : undefined;
       if (step === undefined || !(await deps.members.spendTotpStep(member.memberId, step))) {
         const failures = await deps.sessions.countMfaFailure(pending.tokenHash);
         await deps.audit.record(member.orgId, member.email, 'sign_in_failed', 'second factor');
@@ -168,7 +171,7 @@ async function signInWithPassword(
   // Never reuse a session across a sign-in (fixation): an earlier one of this browser ends.
   const previous = request.cookies[SESSION_COOKIE];
   if (previous) await deps.sessions.end(tokenHash(previous));
-  if (member.totpSecret) {
+  if (member.totp) {
     const { csrfToken } = await startSession(deps, reply, member, 'mfa');
     return { stage: 'mfa', csrf_token: csrfToken };
   }

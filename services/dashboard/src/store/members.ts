@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { inTransaction, type Pool, type PoolClient } from '@dnc/kit';
 import type { Role } from '../domain/roles.js';
+import type { Sealed } from '../domain/sealing.js';
 
 export interface Member {
   memberId: string;
@@ -8,8 +9,10 @@ export interface Member {
   email: string;
   role: Role;
   passwordHash: string;
-  totpSecret: string | null;
-  totpPendingSecret: string | null;
+  /** The second factor's seed, sealed (src/domain/sealing.ts), once it is on. */
+  totp: Sealed | null;
+  /** The seed being set up (sealed), until a first code turns it on. */
+  totpPending: Sealed | null;
   totpLastStep: number | null;
   createdAt: Date;
   lastSignInAt: Date | null;
@@ -23,8 +26,10 @@ function memberOf(r: any): Member {
     email: r.email,
     role: r.role,
     passwordHash: r.password_hash,
-    totpSecret: r.totp_secret,
-    totpPendingSecret: r.totp_pending_secret,
+    totp: r.totp_sealed ? { keyId: r.totp_key_id, sealed: r.totp_sealed } : null,
+    totpPending: r.totp_pending_sealed
+      ? { keyId: r.totp_pending_key_id, sealed: r.totp_pending_sealed }
+      : null,
     totpLastStep: r.totp_last_step,
     createdAt: r.created_at,
     lastSignInAt: r.last_sign_in_at,
@@ -113,25 +118,31 @@ export class MemberStore {
     ]);
   }
 
-  async setPendingTotp(memberId: string, secret: string): Promise<void> {
-    await this.pool.query('UPDATE dashboard.members SET totp_pending_secret = $2 WHERE member_id = $1', [
-      memberId,
-      secret,
-    ]);
+  async setPendingTotp(memberId: string, pending: Sealed): Promise<void> {
+    await this.pool.query(
+      'UPDATE dashboard.members SET totp_pending_sealed = $2, totp_pending_key_id = $3 WHERE member_id = $1',
+      [memberId, pending.sealed, pending.keyId],
+    );
   }
 
-  /** The pending secret becomes the second factor; `step` was just used. */
-  async enableTotp(memberId: string, secret: string, step: number): Promise<void> {
+  /**
+   * The pending seed (still the one that was read) becomes the second factor; `step` was just used.
+   * `totp_secret` gets the marker a replica of the previous release fails closed on (migration
+   * 1764000000000).
+   */
+  async enableTotp(memberId: string, pending: Sealed, step: number): Promise<void> {
     await this.pool.query(
-      `UPDATE dashboard.members SET totp_secret = $2, totp_pending_secret = NULL, totp_last_step = $3
-       WHERE member_id = $1 AND totp_pending_secret = $2`,
-      [memberId, secret, step],
+      `UPDATE dashboard.members SET totp_sealed = totp_pending_sealed, totp_key_id = totp_pending_key_id,
+         totp_pending_sealed = NULL, totp_pending_key_id = NULL, totp_last_step = $3, totp_secret = '!sealed'
+       WHERE member_id = $1 AND totp_pending_sealed = $2`,
+      [memberId, pending.sealed, step],
     );
   }
 
   async disableTotp(memberId: string): Promise<void> {
     await this.pool.query(
-      `UPDATE dashboard.members SET totp_secret = NULL, totp_pending_secret = NULL, totp_last_step = NULL
+      `UPDATE dashboard.members SET totp_sealed = NULL, totp_key_id = NULL, totp_pending_sealed = NULL,
+         totp_pending_key_id = NULL, totp_last_step = NULL, totp_secret = NULL
        WHERE member_id = $1`,
       [memberId],
     );
