@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
+import { totpCode } from '@dnc/dashboard';
+import jsQRModule from 'jsqr';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accessibilityViolations, artifactsDir, fitsWidth, launchChromium } from '../support/browser.js';
@@ -8,6 +10,9 @@ import { expectInvariants } from '../support/invariants.js';
 import { loadRegistry, type SeededOrg, seedOrg } from '../support/seed.js';
 import { ROOT, startTestStack, type TestStack } from '../support/stack.js';
 
+// jsqr is CommonJS: its default export is a property of what Node imports.
+const jsQR = jsQRModule.default;
+
 // Issue 16, Tests: the whole customer path in real headless Chromium against every service as its own
 // process. Invite -> set password -> sign in -> create a key (shown once) -> use it on /v1/scrub through
 // the gateway -> revoke it in the dashboard -> the same key gets 401 within 2 s. Every page: a
@@ -15,6 +20,22 @@ import { ROOT, startTestStack, type TestStack } from '../support/stack.js';
 // sideways scrolling at 360 px.
 const SHOTS = artifactsDir(ROOT, 'dashboard');
 const PASSWORD = 'a long and private passphrase';
+
+/** The pixels of an element's SVG as the browser draws them (onto a canvas), for a QR decoder. */
+async function drawnPixels(page: Page, selector: string): Promise<{ side: number; data: number[] }> {
+  return page.evaluate(`(async () => {
+    const svg = document.querySelector(${JSON.stringify(selector)});
+    const side = 400;
+    const img = new Image(side, side);
+    img.src = 'data:image/svg+xml;base64,' + btoa(new XMLSerializer().serializeToString(svg));
+    await img.decode();
+    const canvas = document.createElement('canvas');
+    canvas.width = canvas.height = side;
+    const ctx = canvas.getContext('2d');
+    ctx.drawImage(img, 0, 0, side, side);
+    return { side, data: Array.from(ctx.getImageData(0, 0, side, side).data) };
+  })()`);
+}
 
 describe('customer dashboard in Chromium (issue 16)', () => {
   let stack: TestStack;
@@ -228,6 +249,55 @@ describe('customer dashboard in Chromium (issue 16)', () => {
     expect(stack.logs()).not.toContain(secret.slice(17));
     expect(problems).toEqual([]);
     // Nor in plaintext in any store of the stack (Postgres, Redis, NATS), and the money adds up.
+    await expectInvariants(stack, { canaries: [secret] });
+  });
+
+  it('second factor: a QR code drawn locally beside the setup key; the seed in no URL, log or store', async () => {
+    await page.goto(`${stack.addresses.dashboard}/account`);
+    await page.getByRole('heading', { level: 1, name: 'Your account' }).waitFor();
+    const email = (await page
+      .getByText(/^Signed in as/)
+      .locator('strong')
+      .textContent())!;
+    const [setup] = await Promise.all([
+      page.waitForResponse((r) => r.url().endsWith('/api/me/totp/setup')),
+      page.getByRole('button', { name: 'Set up' }).click(),
+    ]);
+    expect(setup.status()).toBe(200);
+    expect(setup.headers()['cache-control']).toBe('no-store');
+    const qr = page.getByRole('img', { name: 'QR code of the setup key, for your authenticator app' });
+    await qr.waitFor();
+    const secret = await page.getByLabel('Setup key', { exact: true }).inputValue();
+    const uri = await page.getByLabel('Or this otpauth link').inputValue();
+    expect(uri).toContain(`secret=${secret}`);
+    recording = true;
+    // What Chromium drew is a QR code of exactly the otpauth link shown beside it.
+    const { side, data } = await drawnPixels(page, 'svg.qr');
+    expect(jsQR(Uint8ClampedArray.from(data), side, side)?.data).toBe(uri);
+    await checkPage('totp-setup');
+
+    const enabledAt = Date.now();
+    await page.getByLabel('Code', { exact: true }).fill(totpCode(secret, enabledAt));
+    await page.getByRole('button', { name: 'Turn on' }).click();
+    await page.getByText('Second factor on').waitFor();
+    expect(await page.content()).not.toContain(secret);
+
+    // Signed out and in again: the code step opens the sealed seed (the stack's development key).
+    await page.getByRole('button', { name: 'Sign out', exact: true }).click();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Second factor' }).waitFor();
+    await page.getByLabel('Code').fill(totpCode(secret, enabledAt + 30_000));
+    await page.getByRole('button', { name: 'Verify' }).click();
+    await page.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
+
+    recording = false;
+    expect(traffic.join('\n')).not.toContain(secret);
+    expect(stack.logs()).not.toContain(secret);
+    expect(problems).toEqual([]);
+    // The seed is sealed: in no store of the stack in plaintext.
     await expectInvariants(stack, { canaries: [secret] });
   });
 

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { MAX_PASSWORD, passwordProblem } from '../domain/password.js';
+import { qrPath } from '../domain/qr.js';
 import { newTotpSecret, totpStep, totpUri } from '../domain/totp.js';
 import { openSeed } from '../second-factor.js';
 import { guards, who } from '../session.js';
@@ -36,13 +37,18 @@ export function meRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
   );
 
-  /** Step 1 of the second factor: a new secret to put into an authenticator app (not active yet). */
+  /**
+   * Step 1 of the second factor: a new secret to put into an authenticator app (not active yet), as the
+   * setup key, the otpauth URI and a QR code of that URI drawn by the page.
+   */
   app.post('/api/me/totp/setup', { preHandler: change }, async (request) => {
     const { member } = who(request);
     if (member.totp) throw new HttpError(409, 'totp_enabled', 'The second factor is on already.');
     const secret = newTotpSecret();
     await deps.members.setPendingTotp(member.memberId, deps.totpKeys.seal(secret, member.memberId));
-    return { secret, uri: totpUri(secret, member.email) };
+    const uri = totpUri(secret, member.email);
+    // In this response only (no-store like every /api response; never logged), as text and as a QR code.
+    return { secret, uri, qr: qrPath(uri) };
   });
 
   /** Step 2: a code from the app proves it holds the secret; from now on sign-in asks for a code. */

@@ -64,7 +64,7 @@ function PasswordCard({ run }: { run: Run }) {
 
 function SecondFactorCard({ run }: { run: Run }) {
   const { me, refresh } = useSession();
-  const [setup, setSetup] = useState<{ secret: string; uri: string }>();
+  const [setup, setSetup] = useState<TotpSetup>();
   function enable(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
     const f = new FormData(event.currentTarget);
@@ -102,9 +102,10 @@ function SecondFactorCard({ run }: { run: Run }) {
       ) : setup ? (
         <form onSubmit={enable}>
           <p>
-            Add this key to your authenticator app (time-based, 6 digits, 30 seconds), then enter the code it
-            shows.
+            Scan this QR code with your authenticator app, or add the setup key by hand (time-based, 6 digits,
+            30 seconds); then enter the code it shows.
           </p>
+          <QrCode qr={setup.qr} />
           <label htmlFor="totp-secret">Setup key</label>
           <input id="totp-secret" className="mono" readOnly value={setup.secret} />
           <label htmlFor="totp-uri">Or this otpauth link</label>
@@ -135,6 +136,32 @@ function SecondFactorCard({ run }: { run: Run }) {
         </>
       )}
     </section>
+  );
+}
+
+interface TotpSetup {
+  secret: string;
+  uri: string;
+  /** The otpauth URI as a QR code: one SVG path drawn by the backend (no image, no inline style). */
+  qr: { size: number; path: string };
+}
+
+/** The set-up QR code: drawn from the path the backend built, held in component state only. */
+function QrCode({ qr }: { qr: TotpSetup['qr'] }) {
+  return (
+    <svg
+      className="qr"
+      role="img"
+      aria-labelledby="totp-qr-title"
+      viewBox={`0 0 ${qr.size} ${qr.size}`}
+      width="200"
+      height="200"
+      shapeRendering="crispEdges"
+    >
+      <title id="totp-qr-title">QR code of the setup key, for your authenticator app</title>
+      <rect width={qr.size} height={qr.size} fill="#ffffff" />
+      <path d={qr.path} fill="#000000" />
+    </svg>
   );
 }
 
