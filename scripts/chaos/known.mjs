@@ -21,13 +21,6 @@ export const KNOWN = [
   },
   {
     issue: '#14',
-    scenarios: ['S9'],
-    pattern: /^v1 p99 \d+ ms > 2 s while Redis was impaired|answered 5\d\d/,
-    reason:
-      'Redis commands without a timeout slow every request while Redis hangs: issue 14 "Postgres/Redis/NATS/RPC timeouts"',
-  },
-  {
-    issue: '#14',
     scenarios: ['S7'],
     pattern: /^no stale attempt was refused and counted/,
     reason:

@@ -7,6 +7,7 @@ import {
   type RateDecision,
   windowOf,
 } from './domain/rate-window.js';
+import { RedisGuard } from './redis-guard.js';
 
 export interface LimiterOptions {
   prefix: string;
@@ -90,11 +91,13 @@ class LocalCounters {
 
 /**
  * The technical rate limit and the abuse guard, counted atomically in Redis and shared by every
- * replica. When Redis fails, the limiter degrades to a conservative per-process limit (never an
- * outage, never unlimited) and `dnc_rate_limiter_degraded` says so until Redis answers again.
+ * replica. When Redis fails or does not answer within its bound (redis-guard.ts), the limiter degrades
+ * to a conservative per-process limit (never an outage, never unlimited, never a wait per request) and
+ * `dnc_rate_limiter_degraded` says so until Redis answers again.
  */
 export class RequestLimiter {
   private readonly local = new LocalCounters();
+  private readonly guard: RedisGuard;
   private readonly degradedGauge: Gauge;
   private degraded = false;
 
@@ -111,6 +114,7 @@ export class RequestLimiter {
       registers: [metrics],
     });
     this.degradedGauge.set(0);
+    this.guard = new RedisGuard(now);
   }
 
   get isDegraded(): boolean {
@@ -132,12 +136,14 @@ export class RequestLimiter {
    */
   private async evalScript(script: string, ...args: (string | number)[]): Promise<unknown> {
     const sha = scriptSha(script);
-    try {
-      return await this.redis.evalsha(sha, 2, ...args);
-    } catch (error) {
-      if (!String((error as Error).message).startsWith('NOSCRIPT')) throw error;
-      return this.redis.eval(script, 2, ...args);
-    }
+    return this.guard.run(async () => {
+      try {
+        return await this.redis.evalsha(sha, 2, ...args);
+      } catch (error) {
+        if (!String((error as Error).message).startsWith('NOSCRIPT')) throw error;
+        return this.redis.eval(script, 2, ...args);
+      }
+    });
   }
 
   private key(...parts: string[]): string {
@@ -149,7 +155,7 @@ export class RequestLimiter {
     if (!address) return 0;
     const key = this.key('block', 'addr', address);
     try {
-      const ms = await this.redis.pttl(key);
+      const ms = await this.guard.run(() => this.redis.pttl(key));
       this.setDegraded(false);
       return ms > 0 ? Math.ceil(ms / 1000) : 0;
     } catch (error) {
