@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { runner } from 'node-pg-migrate';
 import pg from 'pg';
+import { isDependencyOutage } from './errors.js';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -8,14 +9,35 @@ export type PoolClient = pg.PoolClient;
 // BIGINT counts (quota ledgers) are read as numbers: they stay far below 2^53.
 pg.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
 
-export function createPool(databaseUrl: string, max = 10): pg.Pool {
+/** PostgreSQL's own bound on a statement (a slow plan, a lock wait). */
+export const STATEMENT_TIMEOUT_MS = 15_000;
+/**
+ * The client's bound on a query, answer included: a connection that stops answering (a network path
+ * black-holed, a server frozen) fails the query here, where `statement_timeout` never fires. Longer
+ * than the statement timeout, so a slow statement still ends with PostgreSQL's own error.
+ */
+export const QUERY_TIMEOUT_MS = 20_000;
+/** Waiting for a connection (opening one, or a free one of the pool). */
+export const CONNECT_TIMEOUT_MS = 3_000;
+
+export interface PoolOptions {
+  /** Client-side bound on one query (QUERY_TIMEOUT_MS); tests shorten it. */
+  queryTimeoutMs?: number;
+}
+
+export function createPool(databaseUrl: string, max = 10, options: PoolOptions = {}): pg.Pool {
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max,
-    connectionTimeoutMillis: 3_000,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     idleTimeoutMillis: 30_000,
     // Bound every statement: a stuck query must not hang a request.
-    statement_timeout: 15_000,
+    statement_timeout: STATEMENT_TIMEOUT_MS,
+    query_timeout: options.queryTimeoutMs ?? QUERY_TIMEOUT_MS,
+    // A peer that vanished without a FIN (a host gone, a NAT entry dropped) is noticed on idle
+    // connections too.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
     application_name: 'dnc-scrub',
   });
   // An idle client losing its connection must not crash the process.
@@ -93,21 +115,38 @@ export async function probePostgres(pool: pg.Pool): Promise<boolean> {
   return r.rows[0]?.ok === 1;
 }
 
-/** Run `work` in one transaction; rolled back on any error. */
+/**
+ * True when the connection an error came from cannot be trusted any more (timed out with a query
+ * still in flight, reset, closed): it is destroyed instead of going back to the pool, where the next
+ * query would wait behind the lost one.
+ */
+export function isBrokenConnection(error: unknown): boolean {
+  return isDependencyOutage(error);
+}
+
+/**
+ * Run `work` in one transaction; rolled back on any error. A connection broken on the way is
+ * destroyed without a ROLLBACK (PostgreSQL rolls back a transaction whose connection is gone).
+ */
 export async function inTransaction<T>(
   pool: pg.Pool,
   work: (client: pg.PoolClient) => Promise<T>,
 ): Promise<T> {
   const client = await pool.connect();
+  let broken: Error | undefined;
   try {
     await client.query('BEGIN');
     const result = await work(client);
     await client.query('COMMIT');
     return result;
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => {});
+    if (isBrokenConnection(error)) broken = error as Error;
+    else
+      await client.query('ROLLBACK').catch((e: unknown) => {
+        broken = e instanceof Error ? e : new Error('rollback failed');
+      });
     throw error;
   } finally {
-    client.release();
+    client.release(broken);
   }
 }

@@ -107,7 +107,7 @@ const OUTAGE_CODES = new Set([
   '57P03',
 ]);
 const OUTAGE_MESSAGE =
-  /Connection terminated|timeout exceeded when trying to connect|connection error|Connection is closed/i;
+  /Connection terminated|timeout exceeded when trying to connect|connection error|Connection is closed|Query read timeout/i;
 
 /**
  * True when `error` says a dependency could not be reached or dropped the connection (a PostgreSQL
