@@ -19,13 +19,6 @@ export const KNOWN = [
     reason:
       'a v2 admission whose SubmitJob outcome was lost (gateway or admission killed) stays unresolved: issue 14 "SubmitJob unknown outcome"',
   },
-  {
-    issue: '#14',
-    scenarios: ['S7'],
-    pattern: /^no stale attempt was refused and counted/,
-    reason:
-      'a worker stopped (SIGSTOP) mid adapter call past its lease and continued stays silent: its attempt neither ends nor notices the lost lease within 20 s (the job itself completes once, on the other worker): issue 14 "guarded loops (worker)"',
-  },
 ];
 
 /** The entries explaining every failure of a row, or undefined when one failure is unexplained. */

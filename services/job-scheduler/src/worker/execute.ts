@@ -66,13 +66,25 @@ export async function executeUnits(
   for (let i = 0; i < phones.length; i += options.unitSize)
     units.push([i, Math.min(phones.length, i + options.unitSize)]);
   let next = 0;
-  let stop: ExecutionStopped | JobFailure | undefined;
+  let stop: unknown;
+  // The first runner to stop the job (a failure, a cancel, a lost lease, a storage error) halts its
+  // siblings' calls in flight: nothing of this attempt keeps calling out after it has ended.
+  const halt = new AbortController();
+  const signal = AbortSignal.any([hooks.signal, halt.signal]);
+  const stopWith = (reason: unknown) => {
+    stop ??= reason;
+    halt.abort();
+  };
+  const stopped = () =>
+    hooks.signal.aborted
+      ? new ExecutionStopped(hooks.stopReason())
+      : (stop ?? new ExecutionStopped('shutdown'));
 
   const checkUnit = async (from: number, to: number): Promise<void> => {
     let lastCause: FailureCause = { kind: 'country_unavailable', retryAfterSeconds: 0 };
     for (let attempt = 0; attempt <= options.retries; attempt++) {
-      if (attempt > 0) await sleep(backoffMs(attempt - 1), hooks.signal);
-      if (hooks.signal.aborted) throw new ExecutionStopped(hooks.stopReason());
+      if (attempt > 0) await sleep(backoffMs(attempt - 1), signal);
+      if (signal.aborted) throw stopped();
       const adapter = directory.pick(country);
       if (!adapter) {
         const maintenance = directory.instances(country).find((e) => e.status === 'maintenance');
@@ -89,10 +101,10 @@ export async function executeUnits(
         continue;
       }
       try {
-        const signal = AbortSignal.any([hooks.signal, AbortSignal.timeout(options.callTimeoutMs)]);
+        const callSignal = AbortSignal.any([signal, AbortSignal.timeout(options.callTimeoutMs)]);
         hooks.onCall?.(Math.floor(from / options.unitSize), attempt);
         const res = await clients(adapter.address).check(checkRequest(country, phones.slice(from, to)), {
-          signal,
+          signal: callSignal,
         });
         if (res.outcomes.length !== to - from || !res.outcomes.every(isConclusive)) {
           lastCause = { kind: 'inconclusive' };
@@ -102,7 +114,7 @@ export async function executeUnits(
         hooks.onSnapshot?.(res.snapshotTime ? timestampDate(res.snapshotTime) : undefined);
         return;
       } catch (error) {
-        if (hooks.signal.aborted) throw new ExecutionStopped(hooks.stopReason());
+        if (signal.aborted) throw stopped();
         const { cause, retryable } = classifyAdapterError(error);
         if (!retryable) throw new JobFailure(cause);
         lastCause = cause;
@@ -114,22 +126,30 @@ export async function executeUnits(
   const runner = async (): Promise<void> => {
     while (!stop && next < units.length) {
       const [from, to] = units[next++]!;
-      const begin = await hooks.beginCall();
+      let begin: Awaited<ReturnType<ExecutionHooks['beginCall']>>;
+      try {
+        begin = await hooks.beginCall();
+      } catch (error) {
+        // The call could not be recorded (PostgreSQL unreachable): the attempt ends, given back.
+        stopWith(error);
+        return;
+      }
       if (begin !== 'go') {
-        stop ??= new ExecutionStopped(begin);
+        stopWith(new ExecutionStopped(begin));
         return;
       }
       try {
         await checkUnit(from, to);
       } catch (error) {
-        stop ??=
+        stopWith(
           error instanceof JobFailure || error instanceof ExecutionStopped
             ? error
-            : new JobFailure({ kind: 'platform' });
+            : new JobFailure({ kind: 'platform' }),
+        );
       } finally {
         // The call's outcome is reconciled here, also when it failed: a pending cancel now applies.
         const after = await hooks.endCall().catch(() => 'lease_lost' as const);
-        if (after !== 'go') stop ??= new ExecutionStopped(after);
+        if (after !== 'go') stopWith(new ExecutionStopped(after));
       }
     }
   };

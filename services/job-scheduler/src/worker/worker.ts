@@ -19,6 +19,7 @@ import type { QuotaSettlement } from '../settlement.js';
 import { BlobMissing, readBlobWhole } from '../store/blobs.js';
 import type { JobRow, JobStore } from '../store/jobs.js';
 import { type AdapterClients, ExecutionStopped, executeUnits } from './execute.js';
+import { LeaseKeeper } from './lease.js';
 
 export interface WorkerOptions {
   prefix: string;
@@ -147,6 +148,7 @@ export class JobWorker {
     }
     const { store, metrics, settlement } = this.deps;
     let claim: Awaited<ReturnType<JobStore['claim']>>;
+    const grantedAt = performance.now();
     try {
       claim = await store.claim(jobId, this.options.leaseMs, this.options.maxAttempts);
     } catch (error) {
@@ -175,33 +177,38 @@ export class JobWorker {
     if (job.attempts === 1 && job.startedAt)
       metrics.dispatchLag.observe(Math.max(0, (job.startedAt.getTime() - job.createdAt.getTime()) / 1000));
     this.deps.logger.info({ job_id: job.id, attempt: job.attempts }, 'job started');
-    await this.run(job, token, msg, abort);
+    await this.run(job, token, msg, abort, grantedAt);
   }
 
-  private async run(job: JobRow, token: string, msg: JsMsg, abort: AbortController): Promise<void> {
+  private async run(
+    job: JobRow,
+    token: string,
+    msg: JsMsg,
+    abort: AbortController,
+    grantedAt: number,
+  ): Promise<void> {
     const { store, settlement } = this.deps;
     let stopReason: 'lease_lost' | 'shutdown' = 'shutdown';
-    const leaseLost = () => {
-      stopReason = 'lease_lost';
-      abort.abort();
-    };
-    const beat = setInterval(
-      () => {
+    const lease = new LeaseKeeper({
+      leaseMs: this.options.leaseMs,
+      intervalMs: Math.max(250, Math.min(this.options.leaseMs, this.options.ackWaitMs) / 3),
+      grantedAt,
+      renew: () => store.renewLease(job.id, token, this.options.leaseMs),
+      heartbeat: () => {
         try {
           msg.working();
         } catch {
           // NATS reconnecting: the lease in Postgres still protects the job.
         }
-        void store.renewLease(job.id, token, this.options.leaseMs).then(
-          (r) => {
-            if (r.lost) leaseLost();
-          },
-          () => {},
-        );
       },
-      Math.max(250, Math.min(this.options.leaseMs, this.options.ackWaitMs) / 3),
-    );
+      onLost: () => {
+        stopReason = 'lease_lost';
+        abort.abort();
+      },
+    });
+    lease.start();
     const state = async (ok: boolean): Promise<'go' | 'cancel' | 'lease_lost'> => {
+      if (lease.isLost) return 'lease_lost';
       if (ok) return 'go';
       const r = await store.renewLease(job.id, token, this.options.leaseMs);
       if (r.lost) return 'lease_lost';
@@ -244,7 +251,7 @@ export class JobWorker {
           beginCall: async () => state(await store.beginExternalCall(job.id, token)),
           endCall: async () => {
             const r = await store.endExternalCall(job.id, token);
-            return r.lost ? 'lease_lost' : r.cancelRequested ? 'cancel' : 'go';
+            return r.lost || lease.isLost ? 'lease_lost' : r.cancelRequested ? 'cancel' : 'go';
           },
         },
         {
@@ -271,14 +278,22 @@ export class JobWorker {
         this.finished(done.job);
         await settlement.settle(done.job);
       } else {
-        this.deps.metrics.staleCompletions.inc();
+        this.stale(job, 'result refused');
       }
       msg.ack();
     } catch (error) {
-      await this.afterError(job, token, msg, error);
+      // Past a lease without a confirmed renewal, whatever went wrong (a call timed out while the
+      // process was stopped) is not this attempt's to record.
+      await this.afterError(job, token, msg, lease.isLost ? new ExecutionStopped('lease_lost') : error);
     } finally {
-      clearInterval(beat);
+      lease.stop();
     }
+  }
+
+  /** This attempt lost its lease: whatever it still had to say was refused. */
+  private stale(job: JobRow, what: string): void {
+    this.deps.metrics.staleCompletions.inc();
+    this.deps.logger.warn({ job_id: job.id, attempt: job.attempts }, `stale attempt: lease lost, ${what}`);
   }
 
   private async afterError(job: JobRow, token: string, msg: JsMsg, error: unknown): Promise<void> {
@@ -290,15 +305,19 @@ export class JobWorker {
           if (done) {
             this.finished(done);
             await settlement.settle(done);
-          }
+          } else this.stale(job, 'cancellation refused');
           msg.ack();
         } else if (error.reason === 'shutdown') {
           await store.releaseLease(job.id, token);
           msg.nak();
         } else {
-          // Another owner or a terminal state took the job; nothing of this attempt is written.
-          this.deps.metrics.staleCompletions.inc();
-          msg.ack();
+          // Another owner or a terminal state took the job (or may have: no renewal confirmed for a
+          // whole lease); nothing of this attempt is written. The lease is given back in case it is
+          // still ours, and the message redelivered: a live owner makes the delivery wait, a terminal
+          // job acks it.
+          this.stale(job, 'attempt stopped');
+          await store.releaseLease(job.id, token);
+          msg.nak(1_000);
         }
         return;
       }
@@ -314,17 +333,20 @@ export class JobWorker {
           logger.info({ job_id: job.id, error: done.error ?? 'cancelled' }, 'job ended without result');
           this.finished(done);
           await settlement.settle(done);
-        }
+        } else this.stale(job, 'failure refused');
         msg.ack();
         return;
       }
       // Storage or worker trouble: give the attempt back; attempts are bounded by the claim.
-      logger.warn({ job_id: job.id, err: error }, 'job attempt failed; will retry');
+      logger.warn({ job_id: job.id, attempt: job.attempts, err: error }, 'job attempt failed; will retry');
       await store.releaseLease(job.id, token);
       msg.nak(backoffMs(job.attempts, 1_000, 15_000));
     } catch (second) {
       // Postgres unreachable: the lease expires and the message is redelivered.
-      logger.warn({ job_id: job.id, err: second }, 'could not record the attempt; redelivery will resume it');
+      logger.warn(
+        { job_id: job.id, attempt: job.attempts, err: second },
+        'could not record the attempt; redelivery will resume it',
+      );
       msg.nak(backoffMs(job.attempts, 1_000, 15_000));
     }
   }

@@ -1,0 +1,119 @@
+import { Code, ConnectError } from '@connectrpc/connect';
+import type { AdapterDirectory, AdapterEntry } from '@dnc/kit';
+import { registryv1 } from '@dnc/proto';
+import { describe, expect, it } from 'vitest';
+import { type AdapterClients, ExecutionStopped, executeUnits } from '../src/worker/execute.js';
+
+// Issue 14 item 7: when one of a job's concurrent unit runners cannot record its next call (beginCall
+// rejects: PostgreSQL unreachable), the attempt ends, and nothing of it may keep calling the adapter
+// afterwards: the sibling's call in flight is aborted and no further unit starts. Before, the rejection
+// ended the attempt at once while the sibling carried on through the remaining units. The e2e
+// counterpart with a real PostgreSQL reset is test/e2e/worker-lease-loss.e2e.test.ts.
+
+const entry: AdapterEntry = {
+  country: 'mx',
+  instance_id: 'a',
+  address: 'http://127.0.0.1:1',
+  version: '1',
+  status: 'serving',
+  snapshot_id: 's',
+  registry_size: 1,
+  updated_at: new Date().toISOString(),
+};
+const directory = { pick: () => entry, instances: () => [entry] } as unknown as AdapterDirectory;
+
+/** An adapter whose every call takes `ms`, honours its abort signal, and records when calls run. */
+function slowAdapter(ms: number) {
+  const log: { started: number; finished?: number; aborted?: boolean }[] = [];
+  const clients = (() => ({
+    check: (_req: unknown, opts: { signal: AbortSignal }) =>
+      new Promise((resolve, reject) => {
+        const call: (typeof log)[number] = { started: performance.now() };
+        log.push(call);
+        const t = setTimeout(() => {
+          call.finished = performance.now();
+          resolve({ outcomes: [registryv1.Outcome.SAFE], snapshotTime: undefined });
+        }, ms);
+        opts.signal.addEventListener('abort', () => {
+          clearTimeout(t);
+          call.aborted = true;
+          reject(opts.signal.reason);
+        });
+      }),
+  })) as unknown as AdapterClients;
+  return { log, clients };
+}
+
+const options = { unitSize: 1, concurrency: 2, retries: 0, callTimeoutMs: 5_000 };
+
+describe('executeUnits when a runner stops the attempt', () => {
+  it('a beginCall that rejects ends the attempt and stops the sibling call in flight', async () => {
+    const { log, clients } = slowAdapter(300);
+    let begins = 0;
+    const lost = new Error('Connection terminated unexpectedly');
+    const run = executeUnits(
+      'mx',
+      ['1', '2', '3', '4', '5', '6'],
+      directory,
+      clients,
+      {
+        beginCall: async () => {
+          begins++;
+          // The second runner's first begin is delayed so its call is in flight when the first
+          // runner's second begin fails.
+          if (begins === 2) await new Promise((r) => setTimeout(r, 100));
+          if (begins === 3) throw lost;
+          return 'go';
+        },
+        endCall: async () => 'go',
+        signal: new AbortController().signal,
+        stopReason: () => 'shutdown',
+      },
+      options,
+    ).catch((e: unknown) => e);
+    const error = await run;
+    const endedAt = performance.now();
+    expect(error).toBe(lost);
+    await new Promise((r) => setTimeout(r, 800));
+    // No call started after the attempt ended, none finished after it: the sibling's was aborted.
+    expect(log.filter((c) => c.started > endedAt)).toEqual([]);
+    expect(log.filter((c) => (c.finished ?? 0) > endedAt)).toEqual([]);
+    expect(log.some((c) => c.aborted)).toBe(true);
+  });
+
+  it('a unit that fails for good stops the sibling call in flight too', async () => {
+    const { log, clients } = slowAdapter(400);
+    let calls = 0;
+    const failing = ((address: string) => {
+      const inner = clients(address);
+      return {
+        check: (req: unknown, opts: { signal: AbortSignal }) =>
+          ++calls === 2
+            ? new Promise((_, reject) =>
+                setTimeout(() => reject(new ConnectError('invalid', Code.InvalidArgument)), 50),
+              )
+            : inner.check(req as never, opts),
+      };
+    }) as unknown as AdapterClients;
+    const error = await executeUnits(
+      'mx',
+      ['1', '2', '3', '4'],
+      directory,
+      failing,
+      {
+        beginCall: async () => 'go',
+        endCall: async () => 'go',
+        signal: new AbortController().signal,
+        stopReason: () => 'shutdown',
+      },
+      options,
+    ).catch((e: unknown) => e);
+    const endedAt = performance.now();
+    expect(error).not.toBeInstanceOf(ExecutionStopped);
+    expect(error).toBeInstanceOf(Error);
+    await new Promise((r) => setTimeout(r, 600));
+    expect(log.filter((c) => c.started > endedAt)).toEqual([]);
+    // The sibling's call was aborted instead of being waited for.
+    expect(log.some((c) => c.aborted)).toBe(true);
+  });
+});
