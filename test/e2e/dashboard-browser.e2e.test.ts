@@ -325,4 +325,60 @@ describe('customer dashboard in Chromium (issue 16)', () => {
     }
     expect(problems).toEqual([]);
   });
+
+  it('the jobs page pages: ten per page, older and newer, the state filter kept across pages', async () => {
+    const submitted: string[] = [];
+    for (let i = 0; i < 11; i++) {
+      const job = await call(stack.baseUrl, 'POST', '/v2/scrub', {
+        apiKey: org.apiKey,
+        idempotencyKey: randomUUID(),
+        json: { country: 'co', phones: ['3001234567'] },
+      });
+      expect(job.status).toBe(202);
+      submitted.push(job.body.job_id);
+    }
+    for (const id of submitted)
+      await expect
+        .poll(
+          async () =>
+            (await call(stack.baseUrl, 'GET', `/v2/scrub/${id}`, { apiKey: org.apiKey })).body.status,
+          {
+            timeout: 30_000,
+          },
+        )
+        .toBe('succeeded');
+    const jobRows = page.getByRole('region', { name: 'Jobs', exact: true }).locator('tbody tr');
+    const rowIds = async () =>
+      (await jobRows.locator('.sr-only').allTextContents()).map((t) => t.replace(' job ', '').trim());
+
+    await page.goto(`${stack.addresses.dashboard}/jobs`);
+    await page.getByRole('heading', { level: 1, name: 'Jobs' }).waitFor();
+    await page.getByLabel('State').selectOption('succeeded');
+    await page.getByLabel('Jobs per page').selectOption('10');
+    await expect.poll(() => jobRows.count()).toBe(10);
+    const first = await rowIds();
+    // Newest first: the last ten submitted.
+    expect(first).toEqual([...submitted].reverse().slice(0, 10));
+    expect(await jobRows.getByText('succeeded', { exact: true }).count()).toBe(10);
+    await expect.poll(() => page.getByRole('button', { name: 'Newer jobs' }).isDisabled()).toBe(true);
+
+    await page.getByRole('button', { name: 'Older jobs' }).click();
+    await page.getByText('Page 2', { exact: true }).waitFor();
+    await expect.poll(async () => (await rowIds())[0]).toBe(submitted[0]);
+    const second = await rowIds();
+    expect(second.some((id) => first.includes(id))).toBe(false);
+    // The filter is kept: page 2 shows succeeded jobs only, and the control still says so.
+    expect(await page.getByLabel('State').inputValue()).toBe('succeeded');
+    expect(await jobRows.getByText('succeeded', { exact: true }).count()).toBe(second.length);
+    await checkPage('jobs-page-2');
+
+    await page.getByRole('button', { name: 'Newer jobs' }).click();
+    await page.getByText('Page 1', { exact: true }).waitFor();
+    await expect.poll(rowIds).toEqual(first);
+    // Another filter starts again at the newest.
+    await page.getByLabel('State').selectOption('cancelled');
+    await page.getByText('Page 1', { exact: true }).waitFor();
+    await expect.poll(() => jobRows.getByText('cancelled', { exact: true }).count()).toBeGreaterThan(0);
+    expect(problems).toEqual([]);
+  });
 });

@@ -197,4 +197,72 @@ describe('dashboard backend: roles, organizations, CSRF, secrets (issue 16)', ()
     // The dashboard's pages never carry a phone number: the job pages show identity and timing only.
     expect((await ownerB.c.get(`/api/jobs/${bIds['job']}`)).text).not.toMatch(/3001234567/);
   });
+
+  it('jobs page through more jobs than one page; the state filter holds; a cursor shows nothing of another organization', async () => {
+    const submitted: string[] = [];
+    for (let i = 0; i < 7; i++) {
+      const job = await call(stack.baseUrl, 'POST', '/v2/scrub', {
+        apiKey: a.apiKey,
+        idempotencyKey: randomUUID(),
+        json: { country: 'co', phones: ['3001234567'] },
+      });
+      expect(job.status).toBe(202);
+      submitted.push(job.body.job_id);
+    }
+    for (const id of submitted)
+      await expect
+        .poll(
+          async () => (await call(stack.baseUrl, 'GET', `/v2/scrub/${id}`, { apiKey: a.apiKey })).body.status,
+          {
+            timeout: 30_000,
+          },
+        )
+        .toBe('succeeded');
+
+    async function pages(query: string) {
+      const out: string[][] = [];
+      let cursor = '';
+      do {
+        const r = await ownerA.c.get(`/api/jobs?${query}${cursor ? `&cursor=${cursor}` : ''}`);
+        expect(r.status).toBe(200);
+        out.push(r.body.jobs.map((j: { id: string; status: string }) => `${j.status}:${j.id}`));
+        cursor = r.body.next_cursor ?? '';
+      } while (cursor);
+      return out;
+    }
+    const everything = (await ownerA.c.get('/api/jobs?limit=100')).body.jobs.map(
+      (j: { id: string; status: string }) => `${j.status}:${j.id}`,
+    );
+    expect(everything.length).toBeGreaterThanOrEqual(7);
+    // Newest first: the seven in the reverse order of their submission, at the top.
+    expect(everything.slice(0, 7).map((x: string) => x.split(':')[1])).toEqual([...submitted].reverse());
+    const paged = await pages('limit=3');
+    expect(paged.length).toBe(Math.ceil(everything.length / 3));
+    expect(paged.slice(0, -1).every((p) => p.length === 3)).toBe(true);
+    expect(paged.flat()).toEqual(everything);
+    // The filter holds on every page.
+    const succeeded = await pages('status=succeeded&limit=2');
+    expect(succeeded.length).toBeGreaterThan(1);
+    expect(succeeded.flat()).toEqual(everything.filter((x: string) => x.startsWith('succeeded:')));
+
+    // The cap, and cursors that are not a page of this list.
+    for (const query of [
+      'limit=101',
+      'limit=0',
+      'limit=abc',
+      'limit=2.5',
+      'cursor=%21%21',
+      `cursor=${'A'.repeat(201)}`,
+    ])
+      expect((await ownerA.c.get(`/api/jobs?${query}`)).body.error, query).toBe('validation_error');
+    const first = (await ownerA.c.get('/api/jobs?status=succeeded&limit=2')).body.next_cursor as string;
+    expect((await ownerA.c.get(`/api/jobs?status=failed&limit=2&cursor=${first}`)).body.error).toBe(
+      'validation_error',
+    );
+    expect((await ownerA.c.get('/api/jobs?cursor=e30')).body.error).toBe('validation_error');
+    // A's cursor in B's session pages through B's own jobs: nothing of A.
+    const inB = await ownerB.c.get(`/api/jobs?status=succeeded&limit=2&cursor=${first}`);
+    expect(inB.status).toBe(200);
+    for (const j of inB.body.jobs as { id: string }[]) expect(submitted).not.toContain(j.id);
+  });
 });

@@ -3,7 +3,9 @@ import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { Code, jobStatusOf, publicError, validationError } from '@dnc/kit';
 import { jobsv1 } from '@dnc/proto';
+import { decodePageToken, encodePageToken } from './page-token.js';
 import { jobMessage, jobsService, type RouteDeps } from './routes.js';
+import { listJobPage } from './store/job-pages.js';
 import type { JobRow } from './store/jobs.js';
 
 /** Jobs listed at once when the caller gives no limit, and at most. */
@@ -37,8 +39,11 @@ export function organizationJobsService(deps: RouteDeps): ServiceImpl<typeof job
       const status = req.status === jobsv1.JobStatus.UNSPECIFIED ? undefined : jobStatusOf(req.status);
       if (req.status !== jobsv1.JobStatus.UNSPECIFIED && !status)
         throw validationError('status is not a job state');
-      const rows = await store.list(orgId, status, limit);
-      return { jobs: rows.map(message) };
+      const after = req.pageToken ? decodePageToken(req.pageToken, status ?? '') : undefined;
+      if (req.pageToken && !after)
+        throw validationError('page_token is not a token of this listing (same status filter)');
+      const { rows, next } = await listJobPage(store.pool, orgId, status, limit, after);
+      return { jobs: rows.map(message), nextPageToken: next ? encodePageToken(next, status ?? '') : '' };
     },
 
     async getOrganizationJob(req) {

@@ -91,4 +91,77 @@ describe('OrganizationJobsService', () => {
     );
     expect((await org.listOrganizationJobs({ orgId: h.org, limit: 1 })).jobs).toHaveLength(1);
   });
+
+  it('pages newest first through more jobs than one page: keyset on (created_at, id), ties and microseconds included', async () => {
+    const orgX = `org_${randomUUID().slice(0, 8)}`;
+    const states = ['succeeded', 'failed', 'cancelled', 'expired'] as const;
+    const errorOf = { succeeded: null, failed: 'platform_failure', cancelled: null, expired: 'job_expired' };
+    // 23 terminal jobs (nothing of the scheduler touches them); two by two they share created_at, and
+    // neighbouring pairs are 1 microsecond apart: a cursor rounded to milliseconds would skip or repeat.
+    const made: { id: string; k: number; status: string }[] = [];
+    for (let n = 0; n < 23; n++) {
+      const status = states[n % 4]!;
+      const job = { id: randomUUID(), k: Math.floor(n / 2), status };
+      made.push(job);
+      await h.db.query(
+        `INSERT INTO jobs.jobs (id, org_id, country, status, submitted_count, reservation_id, created_at,
+           hard_cap_at, terminal_at, error)
+         VALUES ($1, $2, 'mx', $3, 1, $4, date_trunc('second', now()) - interval '1 hour' + make_interval(secs => $5 * 0.000001),
+           now(), now(), $6)`,
+        [job.id, orgX, status, randomUUID(), job.k, errorOf[status]],
+      );
+    }
+    const newestFirst = (jobs: typeof made) =>
+      [...jobs].sort((a, b) => b.k - a.k || (a.id < b.id ? 1 : -1)).map((j) => j.id);
+
+    async function all(limit: number, status = S.UNSPECIFIED, between?: () => Promise<void>) {
+      const pages: string[][] = [];
+      let pageToken = '';
+      do {
+        const res = await org.listOrganizationJobs({ orgId: orgX, status, limit, pageToken });
+        pages.push(res.jobs.map((j) => j.job!.jobId));
+        pageToken = res.nextPageToken;
+        if (pages.length === 1) await between?.();
+      } while (pageToken);
+      return pages;
+    }
+
+    // A job created after the first page was read does not shift the next pages.
+    const later = randomUUID();
+    const pages = await all(5, S.UNSPECIFIED, async () => {
+      await h.db.query(
+        `INSERT INTO jobs.jobs (id, org_id, country, status, submitted_count, reservation_id, hard_cap_at,
+           terminal_at) VALUES ($1, $2, 'mx', 'succeeded', 1, $3, now(), now())`,
+        [later, orgX, randomUUID()],
+      );
+    });
+    expect(pages.map((p) => p.length)).toEqual([5, 5, 5, 5, 3]);
+    expect(pages.flat()).toEqual(newestFirst(made));
+    // Read again from the start, the new job comes first.
+    expect((await all(24)).flat()).toEqual([later, ...newestFirst(made)]);
+
+    // The filter holds across pages; a page that ends the list exactly carries no token.
+    const failed = made.filter((j) => j.status === 'failed');
+    expect(failed).toHaveLength(6);
+    const failedPages = await all(3, S.FAILED);
+    expect(failedPages.map((p) => p.length)).toEqual([3, 3]);
+    expect(failedPages.flat()).toEqual(newestFirst(failed));
+
+    // A token is bound to its filter; a malformed one is refused; another organization's token pages
+    // through the caller's own jobs only.
+    const { nextPageToken } = await org.listOrganizationJobs({ orgId: orgX, status: S.FAILED, limit: 3 });
+    expect(await reason(org.listOrganizationJobs({ orgId: orgX, limit: 3, pageToken: nextPageToken }))).toBe(
+      'validation_error',
+    );
+    for (const bad of ['x', `${nextPageToken}A`, 'a'.repeat(300), Buffer.from('{}').toString('base64url')])
+      expect(await reason(org.listOrganizationJobs({ orgId: orgX, status: S.FAILED, pageToken: bad }))).toBe(
+        'validation_error',
+      );
+    const elsewhere = await org.listOrganizationJobs({
+      orgId: `org_${randomUUID().slice(0, 8)}`,
+      status: S.FAILED,
+      pageToken: nextPageToken,
+    });
+    expect(elsewhere.jobs).toEqual([]);
+  });
 });

@@ -45,6 +45,10 @@ function job(j: jobsv1.OrganizationJob) {
   };
 }
 
+/** Jobs per page of the jobs list: the default and the most a page may ask for. */
+export const DEFAULT_JOBS_PAGE = 25;
+export const MAX_JOBS_PAGE = 100;
+
 /** Run an upstream call; its failure becomes the browser's error (404 for anything not found). */
 async function call<T>(work: Promise<T>): Promise<T> {
   try {
@@ -169,15 +173,31 @@ function jobRoutes(app: FastifyInstance, deps: RouteDeps): void {
   const { signedIn, owner } = guards(deps);
   const { jobs } = deps.upstreams;
 
+  /**
+   * One page of jobs, newest first: `limit` 1 to MAX_JOBS_PAGE (default DEFAULT_JOBS_PAGE), `status` an
+   * optional filter, `cursor` the `next_cursor` of the previous page (listed with the same filter).
+   */
   app.get('/api/jobs', { preHandler: signedIn }, async (request) => {
-    const { status } = request.query as { status?: string };
+    const q = request.query as { status?: unknown; limit?: unknown; cursor?: unknown };
+    const status = typeof q.status === 'string' && q.status ? q.status : undefined;
     const filter = status ? stateOf(status) : undefined;
     if (status && filter === undefined)
       throw new HttpError(400, 'validation_error', 'status is not a job state');
+    const limit = q.limit === undefined ? DEFAULT_JOBS_PAGE : Number(q.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_JOBS_PAGE)
+      throw new HttpError(400, 'validation_error', `limit must be from 1 to ${MAX_JOBS_PAGE}`);
+    const cursor = q.cursor ?? '';
+    if (typeof cursor !== 'string' || !/^[A-Za-z0-9_-]{0,200}$/.test(cursor))
+      throw new HttpError(400, 'validation_error', 'cursor is not a page of this list');
     const res = await call(
-      jobs.listOrganizationJobs({ orgId: who(request).member.orgId, status: filter ?? 0, limit: 100 }),
+      jobs.listOrganizationJobs({
+        orgId: who(request).member.orgId,
+        status: filter ?? 0,
+        limit,
+        pageToken: cursor,
+      }),
     );
-    return { jobs: res.jobs.map(job) };
+    return { jobs: res.jobs.map(job), next_cursor: res.nextPageToken || null };
   });
 
   app.get('/api/jobs/:jobId', { preHandler: signedIn }, async (request) => {

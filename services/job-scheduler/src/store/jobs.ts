@@ -44,9 +44,9 @@ export interface JobRow {
   registrySnapshotAt: Date | null;
 }
 
-type Raw = Record<string, unknown>;
+export type Raw = Record<string, unknown>;
 
-function toRow(r: Raw): JobRow {
+export function toRow(r: Raw): JobRow {
   return {
     id: r['id'] as string,
     orgId: r['org_id'] as string,

@@ -16,7 +16,7 @@ import type { Message } from '@bufbuild/protobuf';
 export const file_dnc_jobs_v1_organization: GenFile =
   /*@__PURE__*/
   fileDesc(
-    'Ch5kbmMvam9icy92MS9vcmdhbml6YXRpb24ucHJvdG8SC2RuYy5qb2JzLnYxIpEBCg9Pcmdhbml6YXRpb25Kb2ISHQoDam9iGAEgASgLMhAuZG5jLmpvYnMudjEuSm9iEi4KCnN0YXJ0ZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJkChtMaXN0T3JnYW5pemF0aW9uSm9ic1JlcXVlc3QSDgoGb3JnX2lkGAEgASgJEiYKBnN0YXR1cxgCIAEoDjIWLmRuYy5qb2JzLnYxLkpvYlN0YXR1cxINCgVsaW1pdBgDIAEoDSJKChxMaXN0T3JnYW5pemF0aW9uSm9ic1Jlc3BvbnNlEioKBGpvYnMYASADKAsyHC5kbmMuam9icy52MS5Pcmdhbml6YXRpb25Kb2IiOwoZR2V0T3JnYW5pemF0aW9uSm9iUmVxdWVzdBIOCgZvcmdfaWQYASABKAkSDgoGam9iX2lkGAIgASgJIkcKGkdldE9yZ2FuaXphdGlvbkpvYlJlc3BvbnNlEikKA2pvYhgBIAEoCzIcLmRuYy5qb2JzLnYxLk9yZ2FuaXphdGlvbkpvYiI+ChxDYW5jZWxPcmdhbml6YXRpb25Kb2JSZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAkiSgodQ2FuY2VsT3JnYW5pemF0aW9uSm9iUmVzcG9uc2USKQoDam9iGAEgASgLMhwuZG5jLmpvYnMudjEuT3JnYW5pemF0aW9uSm9iMt0CChdPcmdhbml6YXRpb25Kb2JzU2VydmljZRJrChRMaXN0T3JnYW5pemF0aW9uSm9icxIoLmRuYy5qb2JzLnYxLkxpc3RPcmdhbml6YXRpb25Kb2JzUmVxdWVzdBopLmRuYy5qb2JzLnYxLkxpc3RPcmdhbml6YXRpb25Kb2JzUmVzcG9uc2USZQoSR2V0T3JnYW5pemF0aW9uSm9iEiYuZG5jLmpvYnMudjEuR2V0T3JnYW5pemF0aW9uSm9iUmVxdWVzdBonLmRuYy5qb2JzLnYxLkdldE9yZ2FuaXphdGlvbkpvYlJlc3BvbnNlEm4KFUNhbmNlbE9yZ2FuaXphdGlvbkpvYhIpLmRuYy5qb2JzLnYxLkNhbmNlbE9yZ2FuaXphdGlvbkpvYlJlcXVlc3QaKi5kbmMuam9icy52MS5DYW5jZWxPcmdhbml6YXRpb25Kb2JSZXNwb25zZWIGcHJvdG8z',
+    'Ch5kbmMvam9icy92MS9vcmdhbml6YXRpb24ucHJvdG8SC2RuYy5qb2JzLnYxIpEBCg9Pcmdhbml6YXRpb25Kb2ISHQoDam9iGAEgASgLMhAuZG5jLmpvYnMudjEuSm9iEi4KCnN0YXJ0ZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJ4ChtMaXN0T3JnYW5pemF0aW9uSm9ic1JlcXVlc3QSDgoGb3JnX2lkGAEgASgJEiYKBnN0YXR1cxgCIAEoDjIWLmRuYy5qb2JzLnYxLkpvYlN0YXR1cxINCgVsaW1pdBgDIAEoDRISCgpwYWdlX3Rva2VuGAQgASgJImMKHExpc3RPcmdhbml6YXRpb25Kb2JzUmVzcG9uc2USKgoEam9icxgBIAMoCzIcLmRuYy5qb2JzLnYxLk9yZ2FuaXphdGlvbkpvYhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiOwoZR2V0T3JnYW5pemF0aW9uSm9iUmVxdWVzdBIOCgZvcmdfaWQYASABKAkSDgoGam9iX2lkGAIgASgJIkcKGkdldE9yZ2FuaXphdGlvbkpvYlJlc3BvbnNlEikKA2pvYhgBIAEoCzIcLmRuYy5qb2JzLnYxLk9yZ2FuaXphdGlvbkpvYiI+ChxDYW5jZWxPcmdhbml6YXRpb25Kb2JSZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAkiSgodQ2FuY2VsT3JnYW5pemF0aW9uSm9iUmVzcG9uc2USKQoDam9iGAEgASgLMhwuZG5jLmpvYnMudjEuT3JnYW5pemF0aW9uSm9iMt0CChdPcmdhbml6YXRpb25Kb2JzU2VydmljZRJrChRMaXN0T3JnYW5pemF0aW9uSm9icxIoLmRuYy5qb2JzLnYxLkxpc3RPcmdhbml6YXRpb25Kb2JzUmVxdWVzdBopLmRuYy5qb2JzLnYxLkxpc3RPcmdhbml6YXRpb25Kb2JzUmVzcG9uc2USZQoSR2V0T3JnYW5pemF0aW9uSm9iEiYuZG5jLmpvYnMudjEuR2V0T3JnYW5pemF0aW9uSm9iUmVxdWVzdBonLmRuYy5qb2JzLnYxLkdldE9yZ2FuaXphdGlvbkpvYlJlc3BvbnNlEm4KFUNhbmNlbE9yZ2FuaXphdGlvbkpvYhIpLmRuYy5qb2JzLnYxLkNhbmNlbE9yZ2FuaXphdGlvbkpvYlJlcXVlc3QaKi5kbmMuam9icy52MS5DYW5jZWxPcmdhbml6YXRpb25Kb2JSZXNwb25zZWIGcHJvdG8z',
     [file_dnc_jobs_v1_jobs, file_google_protobuf_timestamp],
   );
 
@@ -72,6 +72,15 @@ export type ListOrganizationJobsRequest = Message<'dnc.jobs.v1.ListOrganizationJ
    * @generated from field: uint32 limit = 3;
    */
   limit: number;
+
+  /**
+   * Empty for the first page; otherwise `next_page_token` of the previous page, asked with the same
+   * status filter (a token of another filter, or a malformed one, is INVALID_ARGUMENT). Keyset: the
+   * page starts after the last job of the previous one, so jobs created meanwhile never shift it.
+   *
+   * @generated from field: string page_token = 4;
+   */
+  pageToken: string;
 };
 
 /**
@@ -90,6 +99,13 @@ export type ListOrganizationJobsResponse = Message<'dnc.jobs.v1.ListOrganization
    * @generated from field: repeated dnc.jobs.v1.OrganizationJob jobs = 1;
    */
   jobs: OrganizationJob[];
+
+  /**
+   * Opaque; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
 };
 
 /**
@@ -192,7 +208,8 @@ export const CancelOrganizationJobResponseSchema: GenMessage<CancelOrganizationJ
  */
 export const OrganizationJobsService: GenService<{
   /**
-   * ListOrganizationJobs: the newest jobs first, at most `limit` (1 to 200; 0 means 50).
+   * ListOrganizationJobs: the newest jobs first (created_at, then id, both descending), one page of at
+   * most `limit` (1 to 200; 0 means 50), and a token for the next page when there are more.
    *
    * @generated from rpc dnc.jobs.v1.OrganizationJobsService.ListOrganizationJobs
    */
