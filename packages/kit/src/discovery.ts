@@ -1,4 +1,5 @@
-import type { KV } from '@nats-io/kv';
+import type { KV, KvEntry } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { EntrySignature } from './security/discovery-signature.js';
 
@@ -38,6 +39,22 @@ export type EntryCheck = (key: string, entry: AdapterEntry) => boolean;
 
 export const ADAPTER_HEARTBEAT_MS = 2_000;
 export const STALE_AFTER_MS = 6_000;
+/**
+ * While NATS is unreachable no adapter can refresh its entry, yet the adapters themselves (and v1,
+ * which needs no NATS) may be fine: the entries that were fresh when the connection was lost stay
+ * offered for this long, and for STALE_AFTER_MS after it is back (the adapters' next heartbeats).
+ * A dead adapter among them answers its calls with a connection error, which the callers already
+ * treat as the country being unavailable.
+ */
+export const OUTAGE_GRACE_MS = 120_000;
+/** The watch is started again after an error, waiting 0.5 s doubling to 10 s between tries. */
+export const WATCH_RETRY_MIN_MS = 500;
+export const WATCH_RETRY_MAX_MS = 10_000;
+/**
+ * Adapters rewrite their entries every ADAPTER_HEARTBEAT_MS: a watch silent for this long while NATS
+ * is connected is presumed broken (its stream deleted and made again, a consumer lost) and reopened.
+ */
+export const WATCH_SILENCE_MS = 5 * ADAPTER_HEARTBEAT_MS;
 
 export function adapterKey(country: string, instanceId: string): string {
   return `${country}.${instanceId}`;
@@ -55,6 +72,8 @@ export async function withdrawAdapter(kv: KV, country: string, instanceId: strin
  * A live view of the adapters, kept current by a KV watch. Callers notice within seconds when an
  * adapter goes away (entry deleted or stale) or comes back.
  */
+type Watch = Awaited<ReturnType<KV['watch']>>;
+
 export class AdapterDirectory {
   private readonly entries = new Map<string, AdapterEntry>();
   private stopped = false;
@@ -66,41 +85,125 @@ export class AdapterDirectory {
     private readonly accept: EntryCheck = () => true,
   ) {}
 
+  /** The first watch is opened here (a startup failure is the caller's); later ones by `follow`. */
   async start(): Promise<void> {
     const watch = await this.kv.watch({ key: '>' });
-    void (async () => {
-      for await (const e of watch) {
-        if (this.stopped) break;
-        if (e.operation === 'DEL' || e.operation === 'PURGE') {
-          this.entries.delete(e.key);
-          continue;
-        }
-        try {
-          const entry = JSON.parse(e.string()) as AdapterEntry;
-          // A refused write leaves the last verified entry in place (it goes stale on its own).
-          if (this.accept(e.key, entry)) this.entries.set(e.key, entry);
-        } catch {
-          this.logger.warn('ignored a malformed adapter entry');
-        }
-      }
-    })();
-    this.stopWatch = () => watch.stop();
+    void this.follow(watch);
   }
 
   private stopWatch: () => void = () => {};
+  private wake: () => void = () => {};
+  /** When the connection to NATS was lost (undefined: connected) and when it came back. */
+  private outageSince: number | undefined;
+  private outageEnded = 0;
+  private outageStarted = 0;
+
+  /**
+   * The long-lived watch loop: an error or an end of the watch (its stream deleted, a server gone)
+   * is logged and the watch opened again with backoff; it never rejects.
+   */
+  private async follow(first: Watch | undefined): Promise<void> {
+    let watch = first;
+    let failures = 0;
+    while (!this.stopped) {
+      try {
+        watch ??= await this.kv.watch({ key: '>' });
+        const current = watch;
+        this.stopWatch = () => current.stop();
+        let lastEvent = Date.now();
+        const watchdog = setInterval(() => {
+          if (this.outageSince === undefined && Date.now() - lastEvent > WATCH_SILENCE_MS) current.stop();
+        }, ADAPTER_HEARTBEAT_MS);
+        try {
+          for await (const e of current) {
+            if (this.stopped) return;
+            lastEvent = Date.now();
+            this.apply(e);
+            failures = 0;
+          }
+        } finally {
+          clearInterval(watchdog);
+        }
+        if (this.stopped) return;
+        this.logger.warn('adapter watch ended or went silent; watching again');
+      } catch (error) {
+        if (this.stopped) return;
+        this.logger.warn({ err: error }, 'adapter watch failed; watching again');
+      }
+      watch?.stop();
+      watch = undefined;
+      failures++;
+      const delay = Math.min(WATCH_RETRY_MAX_MS, WATCH_RETRY_MIN_MS * 2 ** (failures - 1));
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, delay);
+        this.wake = () => {
+          clearTimeout(t);
+          resolve();
+        };
+      });
+    }
+  }
+
+  private apply(e: KvEntry): void {
+    if (e.operation === 'DEL' || e.operation === 'PURGE') {
+      this.entries.delete(e.key);
+      return;
+    }
+    try {
+      const entry = JSON.parse(e.string()) as AdapterEntry;
+      // A refused write leaves the last verified entry in place (it goes stale on its own).
+      if (this.accept(e.key, entry)) this.entries.set(e.key, entry);
+    } catch {
+      this.logger.warn('ignored a malformed adapter entry');
+    }
+  }
+
+  /**
+   * Follow the connection's status: while it is down (and shortly after), the entries known good
+   * when it went down stay offered (OUTAGE_GRACE_MS).
+   */
+  followConnection(nc: NatsConnection): void {
+    void (async () => {
+      for await (const s of nc.status()) {
+        if (this.stopped) return;
+        if (s.type === 'disconnect' && this.outageSince === undefined) {
+          this.outageSince = Date.now();
+          this.outageStarted = this.outageSince;
+        } else if (s.type === 'reconnect' && this.outageSince !== undefined) {
+          this.outageSince = undefined;
+          this.outageEnded = Date.now();
+          // Entries refreshed from now on: watch again at once rather than after a backoff.
+          this.wake();
+        }
+      }
+    })().catch(() => {});
+  }
 
   stop(): void {
     this.stopped = true;
     this.stopWatch();
+    this.wake();
   }
 
   /** Fresh entries of a country (any status). */
   instances(country: string, now = Date.now()): AdapterEntry[] {
     const out: AdapterEntry[] = [];
+    const asOf = this.freshAsOf(now);
     for (const entry of this.entries.values()) {
-      if (entry.country === country && now - Date.parse(entry.updated_at) <= STALE_AFTER_MS) out.push(entry);
+      if (entry.country === country && asOf - Date.parse(entry.updated_at) <= STALE_AFTER_MS) out.push(entry);
     }
     return out;
+  }
+
+  /** The time freshness is judged at: now, or the start of a NATS outage still within its grace. */
+  private freshAsOf(now: number): number {
+    const inOutage = this.outageSince !== undefined && now - this.outageSince <= OUTAGE_GRACE_MS;
+    const justBack =
+      this.outageSince === undefined &&
+      this.outageEnded > 0 &&
+      now - this.outageEnded <= STALE_AFTER_MS &&
+      this.outageEnded - this.outageStarted <= OUTAGE_GRACE_MS;
+    return inOutage ? (this.outageSince as number) : justBack ? this.outageStarted : now;
   }
 
   /** A serving adapter of the country, round-robin across instances; undefined when none serves. */

@@ -172,6 +172,7 @@ async function openDiscovery(service: Service, config: AdmissionConfig) {
   await provisionJetStream(nc, config.DNC_NATS_PREFIX, config.DNC_JETSTREAM_REPLICAS);
   const names = natsNames(config.DNC_NATS_PREFIX);
   const directory = new AdapterDirectory(await openBucket(nc, names.adaptersBucket), service.logger);
+  directory.followConnection(nc);
   await directory.start();
   service.onClose('adapter directory', () => directory.stop());
   const countryStatus = await openBucket(nc, names.countryStatusBucket);

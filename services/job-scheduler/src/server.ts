@@ -160,6 +160,7 @@ async function startWorker(core: Core): Promise<void> {
   const { config, service, nc } = core;
   const kv = await openBucket(nc, natsNames(config.DNC_NATS_PREFIX).adaptersBucket);
   const directory = new AdapterDirectory(kv, core.logger);
+  directory.followConnection(nc);
   await directory.start();
   service.onClose('adapter directory', () => directory.stop());
   const adapterClients = new Map<string, Client<typeof registryv1.RegistryAdapterService>>();
