@@ -97,15 +97,25 @@ export class JobWorker {
     await Promise.all(this.loops);
   }
 
+  /**
+   * One pull loop: it never rejects. A work queue that cannot be read, or a job whose handling threw
+   * past its own error paths, costs a pause (backoff 0.5 s doubling to 15 s, reset by the next
+   * success), never the loop.
+   */
   private async pull(consumer: Consumer): Promise<void> {
+    let failures = 0;
+    const pause = (error: unknown, what: string) => {
+      failures++;
+      this.deps.logger.warn({ err: error, failures }, what);
+      return new Promise((r) => setTimeout(r, backoffMs(failures - 1, 500, 15_000)));
+    };
     while (!this.stopping) {
       let msg: JsMsg | null = null;
       try {
         msg = await consumer.next({ expires: 2_000 });
       } catch (error) {
         if (this.stopping) return;
-        this.deps.logger.warn({ err: error }, 'work queue unavailable; retrying');
-        await new Promise((r) => setTimeout(r, 1_000));
+        await pause(error, 'work queue unavailable; retrying');
         continue;
       }
       if (!msg) continue;
@@ -132,8 +142,14 @@ export class JobWorker {
         done: isWellFormedRequestId(requestId) ? runWithRequestId(requestId, run) : run(),
       };
       this.inFlight.add(entry);
-      await entry.done;
-      this.inFlight.delete(entry);
+      try {
+        await entry.done;
+        failures = 0;
+      } catch (error) {
+        await pause(error, 'job handling failed; the message will be redelivered');
+      } finally {
+        this.inFlight.delete(entry);
+      }
     }
   }
 
