@@ -87,11 +87,16 @@ function parse(req: admissionv1.AdmitRequest): Request {
  * Steps 5-9 of CHECK_ORDER (domain/check-order.ts) for an authenticated caller: organization,
  * purchase and availability (5-7, the pure `admissionGate`), the idempotency claim (8) and the quota
  * reservation (9). `known` holds the gate facts when authentication read them with the key.
+ *
+ * `signal` is the caller's: when it gave up (deadline, cancellation) before its answer, a new admission
+ * is undone at once (reservation released, claim dropped) instead of waiting for the reconciler — the
+ * caller never learnt the admission id, so it cannot abort it (issue 14 item 1).
  */
 export async function admit(
   deps: AdmitDeps,
   req: admissionv1.AdmitRequest,
   known: GateFacts | undefined,
+  signal?: AbortSignal,
 ): Promise<Admitted> {
   const request = parse(req);
   checkResultRules(deps, request);
@@ -99,6 +104,11 @@ export async function admit(
   const claimed = await claimKey(deps, request, adapterAddress);
   if ('answer' in claimed) return claimed.answer;
   await reserveQuota(deps, request, claimed.admissionId);
+  if (signal?.aborted) {
+    await deps.reservations.release(claimed.admissionId);
+    await deps.claims.dropClaim(claimed.admissionId);
+    throw new ConnectError('the caller gave up before the admission was answered', Code.Canceled);
+  }
   if (request.kind === 'sync') deps.open.add(claimed.admissionId);
   return { admissionId: claimed.admissionId, replay: false, jobId: claimed.jobId ?? '', adapterAddress };
 }
@@ -243,16 +253,21 @@ async function resume(
       request.kind,
     );
   } catch (error) {
-    // Released already: the job was stored and settled by the scheduler; it exists.
-    if (ConnectError.from(error).code !== Code.FailedPrecondition) {
-      await deps.claims.dropClaim(existing.admissionId);
-      throw error;
-    }
+    // Released already: the job was stored and settled by the scheduler, or the reconciler gave the
+    // admission up and fenced its job id (SubmitJob then refuses it). Any other failure keeps the claim:
+    // its job may be stored, so the key must not be freed for a second job (issue 14 item 2).
+    if (ConnectError.from(error).code !== Code.FailedPrecondition) throw error;
   }
   return { admissionId: existing.admissionId, replay: false, jobId: existing.jobId ?? '', adapterAddress };
 }
 
-/** 9: the quota reservation; a failure drops the claim so the key can be used again. */
+/**
+ * 9: the quota reservation; a failure drops the claim so the key can be used again. A refusal (quota
+ * exceeded) reserved nothing. Any other failure (quota slow, a timeout) may still reserve later: the
+ * reservation is released first — quota keeps a tombstone, so a reserve landing late is refused — and
+ * only then the claim dropped. If the release fails too, the claim stays in progress and the claim
+ * reconciler releases and drops it after its timeout (issue 14 item 1): never a reservation for nobody.
+ */
 async function reserveQuota(deps: AdmitDeps, request: Request, admissionId: string): Promise<void> {
   try {
     await deps.reservations.reserve(
@@ -263,9 +278,17 @@ async function reserveQuota(deps: AdmitDeps, request: Request, admissionId: stri
       request.kind,
     );
   } catch (error) {
-    await deps.claims.dropClaim(admissionId).catch(() => {});
-    if (readPublicReason(error)) throw error;
+    if (readPublicReason(error)) {
+      await deps.claims.dropClaim(admissionId).catch(() => {});
+      throw error;
+    }
     deps.logger.error({ err: error }, 'quota reservation failed');
+    try {
+      await deps.reservations.release(admissionId);
+      await deps.claims.dropClaim(admissionId);
+    } catch {
+      deps.logger.warn('release of a failed reservation did not complete; left to the claim reconciler');
+    }
     throw deps.refusals.platformFailure();
   }
 }

@@ -8,6 +8,8 @@ export const admissionConfig = z.object({
   ...commonConfig,
   DNC_GRPC_PORT: port(50051),
   DNC_QUOTA_ADDR: serviceAddress('http://127.0.0.1:50052'),
+  /** The job-scheduler, asked by the claim reconciler whether an unresolved v2 admission's job exists. */
+  DNC_JOBS_ADDR: serviceAddress('http://127.0.0.1:50053'),
   /** Prefix of every Redis key, so parallel stacks never share counters. */
   DNC_REDIS_PREFIX: z
     .string()
@@ -29,6 +31,8 @@ export const admissionConfig = z.object({
   DNC_SYNC_CLAIM_TIMEOUT_SECONDS: int(16, 3600, 20),
   /** v2 admission budget (5 s) plus margin: an older unconfirmed claim is resumed. */
   DNC_JOB_CLAIM_TIMEOUT_SECONDS: int(6, 3600, 10),
+  /** How often claims left in progress past their timeout are resolved (reconciler.ts). */
+  DNC_CLAIM_RECONCILE_INTERVAL_MS: int(100, 600_000, 5_000),
   /** Idempotency records are kept at least 7 days (spec). */
   DNC_IDEMPOTENCY_RETENTION_SECONDS: int(604_800, 31_536_000, 691_200),
   DNC_IDEMPOTENCY_PURGE_INTERVAL_MS: int(1000, 86_400_000, 3_600_000),

@@ -77,8 +77,8 @@ export function admissionService(
      * the gate facts too — and the rate-limit figures on the answer and on every error after
      * authentication.
      */
-    async admit(req) {
-      if (!req.credentials) return admit(admission, req, undefined);
+    async admit(req, ctx) {
+      if (!req.credentials) return admit(admission, req, undefined, ctx.signal);
       const country = isCountryCode(req.country) ? req.country : '';
       const { found, rate } = await authenticateKey(
         authentication,
@@ -89,7 +89,8 @@ export function admissionService(
       const info = rateInfo(rate);
       try {
         const caller = { orgId: found.credential.orgId, keyId: found.credential.keyId };
-        return { ...(await admit(admission, { ...req, ...caller }, found)), rateLimit: info.value };
+        const admitted = await admit(admission, { ...req, ...caller }, found, ctx.signal);
+        return { ...admitted, rateLimit: info.value };
       } catch (error) {
         const ce = refusals.toPublic('admit', error);
         ce.details.push(info);

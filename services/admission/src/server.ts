@@ -18,7 +18,7 @@ import {
   serviceClient,
   startService,
 } from '@dnc/kit';
-import { admissionv1, healthv1, quotav1 } from '@dnc/proto';
+import { admissionv1, healthv1, jobsv1, quotav1 } from '@dnc/proto';
 import { Completion } from './completion.js';
 import type { AdmissionConfig } from './config.js';
 import { KeyUsage } from './key-usage.js';
@@ -28,6 +28,7 @@ import { organizationService } from './organization.js';
 import { OrganizationStore } from './organization-store.js';
 import { Refusals } from './public-errors.js';
 import { IdempotencyPurge } from './purge.js';
+import { ClaimReconciler } from './reconciler.js';
 import { Reservations } from './reservations.js';
 import { admissionRoutes } from './routes.js';
 import { type AdmissionStores, admissionStores } from './store/index.js';
@@ -41,6 +42,7 @@ export interface RunningAdmission {
   limiter: RequestLimiter;
   directory: AdapterDirectory;
   purge: IdempotencyPurge;
+  reconciler: ClaimReconciler;
 }
 
 /** Everything of the admission process except signal handling: tests start it in-process on port 0. */
@@ -61,6 +63,10 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
   const refusals = new Refusals(metrics, logger);
   const reservations = new Reservations(quota.quota, refusals);
   const open = new OpenAdmissions(config.DNC_SYNC_CLAIM_TIMEOUT_SECONDS * 1000);
+  const timeouts = {
+    syncClaimMs: config.DNC_SYNC_CLAIM_TIMEOUT_SECONDS * 1000,
+    jobClaimMs: config.DNC_JOB_CLAIM_TIMEOUT_SECONDS * 1000,
+  };
   const keyUsage = new KeyUsage(pool, logger, config.DNC_KEY_USAGE_FLUSH_MS);
   const routes = admissionRoutes({
     service: {
@@ -74,10 +80,7 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
         open,
         refusals,
         logger,
-        timeouts: {
-          syncClaimMs: config.DNC_SYNC_CLAIM_TIMEOUT_SECONDS * 1000,
-          jobClaimMs: config.DNC_JOB_CLAIM_TIMEOUT_SECONDS * 1000,
-        },
+        timeouts,
       },
       completion: new Completion({ claims: stores.claims, reservations, open }),
       refusals,
@@ -120,6 +123,18 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
     // A dependency failing is a platform failure for the callers of AdmissionService.
     interceptors: [refusals.interceptor(admissionv1.AdmissionService.typeName)],
   });
+  const reconciler = new ClaimReconciler(
+    {
+      claims: stores.claims,
+      reservations,
+      jobs: serviceClient(jobsv1.JobsService, config.DNC_JOBS_ADDR, 3_000),
+      logger,
+      timeouts,
+    },
+    config.DNC_CLAIM_RECONCILE_INTERVAL_MS,
+  );
+  reconciler.start();
+  service.onClose('claim reconciler', () => reconciler.stop());
   const purge = new IdempotencyPurge(
     stores.claims,
     logger,
@@ -131,7 +146,7 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
   keyUsage.start();
   service.onClose('key usage', () => keyUsage.stop());
   logger.info({ port }, 'admission listening');
-  return { service, port, stores, limiter, directory, purge };
+  return { service, port, stores, limiter, directory, purge, reconciler };
 }
 
 async function openPostgres(service: Service, config: AdmissionConfig) {

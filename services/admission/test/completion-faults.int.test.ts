@@ -107,3 +107,67 @@ describe('issue 14 item 3: a v1 request committed but not marked completed is ch
     expect(await usageRecords(c.orgId)).toBe(1);
   });
 });
+
+describe('issue 14 item 1: the claim reconciler resolves v1 claims their gateway left behind', () => {
+  it('committed but never marked (the gateway died after the commit): completed, a retry replays free', async () => {
+    const { admission } = h.clients();
+    const c = await h.customer(['mx']);
+    const req = {
+      orgId: c.orgId,
+      keyId: c.keyId,
+      country: 'mx',
+      idempotencyKey: randomUUID(),
+      fingerprint: fingerprint(randomUUID()),
+      inputCount: 5,
+      kind: SYNC,
+    };
+    const first = await admission.admit(req);
+    const allow = await refuseCompletion();
+    try {
+      expect(await outcome(admission.complete({ admissionId: first.admissionId }))).not.toBe('ok');
+    } finally {
+      await allow();
+    }
+    // No abort ever comes. Past DNC_SYNC_CLAIM_TIMEOUT_SECONDS (the database clock moved back, not mocked):
+    await h.sql(
+      "UPDATE admission.idempotency_records SET claimed_at = now() - interval '1 minute' WHERE admission_id = $1",
+      [first.admissionId],
+    );
+    const done = await h.instances[0]!.reconciler.reconcileOnce();
+    expect(done.completed).toBeGreaterThanOrEqual(1);
+    const claim = await h.sql('SELECT state FROM admission.idempotency_records WHERE admission_id = $1', [
+      first.admissionId,
+    ]);
+    expect(claim.rows).toEqual([{ state: 'completed' }]);
+    const retry = await admission.admit(req);
+    expect(retry.replay).toBe(true);
+    expect(await usageRecords(c.orgId)).toBe(1);
+  });
+
+  it('admitted, never completed nor aborted: the reservation released and the key free again', async () => {
+    const { admission } = h.clients();
+    const c = await h.customer(['mx']);
+    const req = {
+      orgId: c.orgId,
+      keyId: c.keyId,
+      country: 'mx',
+      idempotencyKey: randomUUID(),
+      fingerprint: fingerprint(randomUUID()),
+      inputCount: 4,
+      kind: SYNC,
+    };
+    const first = await admission.admit(req);
+    expect(await h.account(c.orgId, 'mx')).toMatchObject({ reserved: 4 });
+    await h.sql(
+      "UPDATE admission.idempotency_records SET claimed_at = now() - interval '1 minute' WHERE admission_id = $1",
+      [first.admissionId],
+    );
+    const done = await h.instances[0]!.reconciler.reconcileOnce();
+    expect(done.dropped).toBeGreaterThanOrEqual(1);
+    expect(await h.account(c.orgId, 'mx')).toMatchObject({ used: 0, reserved: 0 });
+    const again = await admission.admit(req);
+    expect(again.replay).toBe(false);
+    await admission.complete({ admissionId: again.admissionId });
+    expect(await usageRecords(c.orgId)).toBe(1);
+  });
+});

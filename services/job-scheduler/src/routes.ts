@@ -12,7 +12,7 @@ import type { JobMetrics } from './metrics.js';
 import type { QuotaSettlement } from './settlement.js';
 import { BlobMissing, readBlob } from './store/blobs.js';
 import type { CleanupStore } from './store/cleanup.js';
-import { isJobId, type JobRow, type JobStore } from './store/jobs.js';
+import { isJobId, JobFenced, type JobRow, type JobStore } from './store/jobs.js';
 
 const MAX_INPUTS = LIMITS.v2MaxInputs;
 
@@ -78,19 +78,32 @@ export function jobsService(deps: RouteDeps): ServiceImpl<typeof jobsv1.JobsServ
       if (!isCountryCode(req.country))
         throw publicError(Code.InvalidArgument, 'validation_error', { message: 'country' });
       const input = durableInput(req);
-      const { job, created } = await store.submit({
-        jobId: req.jobId,
-        orgId: req.orgId,
-        country: req.country,
-        reservationId: req.reservationId,
-        count: input.count,
-        input: input.pieces,
-      });
+      const { job, created } = await store
+        .submit({
+          jobId: req.jobId,
+          orgId: req.orgId,
+          country: req.country,
+          reservationId: req.reservationId,
+          count: input.count,
+          input: input.pieces,
+        })
+        .catch((error: unknown) => {
+          // Its admission was given up by the reconciler (reservation released): never stored.
+          if (error instanceof JobFenced) throw publicError(Code.FailedPrecondition, 'platform_failure');
+          throw error;
+        });
       // The id names another organization's job (never expected: ids are random): refuse.
       if (job.orgId !== req.orgId || job.reservationId !== req.reservationId)
         throw publicError(Code.AlreadyExists, 'platform_failure');
       if (created) await dispatcher.dispatch(job);
       return { job: jobMessage(job, policy) };
+    },
+
+    async fenceJob(req) {
+      if (!isJobId(req.jobId))
+        throw publicError(Code.InvalidArgument, 'validation_error', { message: 'job_id' });
+      const job = await store.fence(req.jobId);
+      return job ? { fenced: false, job: jobMessage(job, policy) } : { fenced: true };
     },
 
     async getJob(req) {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { ConnectError } from '@connectrpc/connect';
 import { readPublicReason } from '@dnc/kit';
 import { registryv1 } from '@dnc/proto';
@@ -94,6 +95,27 @@ describe('job scheduler through its gRPC API (real quota, adapter, Postgres, NAT
     expect(again.job?.status).toBe(status.SUCCEEDED);
     const blobs = await h.db.query(`SELECT kind FROM jobs.job_blobs WHERE job_id = $1`, [accepted.jobId]);
     expect(blobs.rows).toEqual([{ kind: 'result' }]);
+  });
+
+  it('FenceJob (issue 14): a stored job is returned, never fenced; a fenced id is refused by a late SubmitJob', async () => {
+    const stored = await h.submit(['55 1111 3333']);
+    const seen = await h.jobs.fenceJob({ jobId: stored.jobId });
+    expect(seen.fenced).toBe(false);
+    expect(seen.job?.jobId).toBe(stored.jobId);
+    await h.waitFor(stored.jobId, (j) => j.status === status.SUCCEEDED);
+
+    const id = randomUUID();
+    expect((await h.jobs.fenceJob({ jobId: id })).fenced).toBe(true);
+    expect((await h.jobs.fenceJob({ jobId: id })).fenced).toBe(true);
+    const late = h.jobs.submitJob({
+      jobId: id,
+      orgId: h.org,
+      reservationId: `res_${id}`,
+      country: 'mx',
+      canonicalPhones: Buffer.from(JSON.stringify(['55 1111 4444'])),
+    });
+    expect(await reason(late)).toBe('platform_failure');
+    expect((await h.db.query('SELECT 1 FROM jobs.jobs WHERE id = $1', [id])).rowCount).toBe(0);
   });
 
   it("another organization's job is indistinguishable from a missing one", async () => {

@@ -176,6 +176,30 @@ export class ClaimStore {
     return r.rowCount === 1;
   }
 
+  /**
+   * Claims still in progress past their bound (v2 after `jobSeconds`, v1 after `syncSeconds`): their
+   * owner gave up or died. Oldest first, at most `limit` (the partial index on in-progress claims).
+   */
+  async staleClaims(
+    jobSeconds: number,
+    syncSeconds: number,
+    limit = 100,
+  ): Promise<{ admissionId: string; kind: Kind; jobId: string | null }[]> {
+    const r = await this.pool.query(
+      `SELECT admission_id, kind, job_id FROM admission.idempotency_records
+       WHERE state = 'in_progress'
+         AND claimed_at < now() - make_interval(secs => least($1::float8, $2::float8))
+         AND claimed_at < now() - make_interval(secs => CASE kind WHEN 2 THEN $1::float8 ELSE $2::float8 END)
+       ORDER BY claimed_at LIMIT $3`,
+      [jobSeconds, syncSeconds, limit],
+    );
+    return r.rows.map((row) => ({
+      admissionId: row.admission_id as string,
+      kind: KIND_OF[row.kind as number] ?? 'sync',
+      jobId: row.job_id as string | null,
+    }));
+  }
+
   /** Delete records past retention, in batches; returns how many went. */
   async purgeIdempotency(retentionSeconds: number, batch = 1000): Promise<number> {
     let total = 0;

@@ -40,15 +40,20 @@ function sizeRefusal(sizes: DurableSizes): MappedError | undefined {
  * -> the job.
  *
  * The outcome of every step is explicit, and each failure point has its compensation below it:
- *   Admit       admitted | refused | unknown  nothing undone today (issue #14, item 1)
- *   job id      well formed | not             nothing undone today
+ *   Admit       admitted | refused | unknown  unknown: nothing the gateway can undo (it has no
+ *                                             admission id); admission undoes an admission whose caller
+ *                                             gave up, and its claim reconciler resolves any left over
+ *   job id      well formed | not             nothing: the reconciler gives the admission up
  *   GetJob      (replay) the job | error      nothing to undo: the replay reserved nothing
- *   SubmitJob   stored | refused | unknown    abort, also when unknown (issue #14, item 2); SubmitJob is
- *                                             idempotent by job id, so a job stored after all is
- *                                             returned again to the retry of the same key
- *   ConfirmJob  confirmed | refused | unknown nothing: the job is durable and runs; the claim stays
- *                                             in progress until a retry of the key resumes it (same job
- *                                             id) and confirms it
+ *   SubmitJob   stored | refused | unknown    refused: abort. unknown: never guessed, nothing undone —
+ *                                             the job may be stored (a stopped scheduler answers late).
+ *                                             The claim stays in progress: a retry of the key resumes it
+ *                                             after DNC_JOB_CLAIM_TIMEOUT_SECONDS (same job id; SubmitJob
+ *                                             is idempotent by job id), or admission's reconciler asks
+ *                                             the scheduler (FenceJob): stored -> confirmed, else the id
+ *                                             fenced, the reservation released and the claim dropped
+ *   ConfirmJob  confirmed | refused | unknown nothing: the job is durable and runs; a retry of the key
+ *                                             or the reconciler confirms the claim
  */
 export async function submitV2(
   deps: FlowDeps<V2Upstream>,
@@ -86,14 +91,17 @@ export async function submitV2(
     case 'stored':
       break;
     case 'refused':
-    case 'unknown':
-      // Not stored (or not known to be): undo the admission so the key can be retried.
+      // Not stored: undo the admission so the key can be retried.
       await abortAdmission(
         deps,
         admission.admissionId,
         ABORT_TIMEOUT_MS,
         'abort of a failed v2 admission did not complete',
       );
+      return { ok: false, error: fromRpcError(submitted.error), rateLimit };
+    case 'unknown':
+      // Maybe stored: resolved by the retry's resume or by admission's reconciler, never guessed here.
+      deps.log.warn('v2 submit outcome unknown; left to the resume path and the claim reconciler');
       return { ok: false, error: fromRpcError(submitted.error), rateLimit };
   }
 

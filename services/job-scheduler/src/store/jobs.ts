@@ -86,6 +86,16 @@ export interface Terminalization {
 }
 
 /** Every read and write of job state. Worker writes are guarded by the lease token. */
+/** SubmitJob of an id admission's reconciler fenced (FenceJob): no job of it will ever be stored. */
+export class JobFenced extends Error {
+  constructor() {
+    super('this job id was fenced: its admission was given up');
+  }
+}
+
+/** FenceJob and SubmitJob of one id hold this lock, so a late submit and the fence cannot both win. */
+const LOCK_ID = 'SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))';
+
 export class JobStore {
   constructor(
     readonly pool: Pool,
@@ -110,6 +120,9 @@ export class JobStore {
     if (existing) return { job: existing, created: false };
     try {
       return await inTransaction(this.pool, async (client) => {
+        await client.query(LOCK_ID, [input.jobId]);
+        const fenced = await client.query('SELECT 1 FROM jobs.fenced_jobs WHERE job_id = $1', [input.jobId]);
+        if (fenced.rowCount) throw new JobFenced();
         const r = await client.query(
           `INSERT INTO jobs.jobs (id, org_id, country, status, submitted_count, reservation_id, hard_cap_at)
            VALUES ($1, $2, $3, 'queued', $4, $5, now() + make_interval(secs => $6))
@@ -143,6 +156,20 @@ export class JobStore {
       }
       throw error;
     }
+  }
+
+  /**
+   * The job of an unresolved admission: the stored job, or (none stored) the id fenced for good, so a
+   * SubmitJob still on its way is refused (issue 14: the reservation can then be released safely).
+   */
+  async fence(jobId: string): Promise<JobRow | undefined> {
+    return inTransaction(this.pool, async (client) => {
+      await client.query(LOCK_ID, [jobId]);
+      const r = await client.query('SELECT * FROM jobs.jobs WHERE id = $1', [jobId]);
+      if (r.rows[0]) return toRow(r.rows[0] as Raw);
+      await client.query('INSERT INTO jobs.fenced_jobs (job_id) VALUES ($1) ON CONFLICT DO NOTHING', [jobId]);
+      return undefined;
+    });
   }
 
   async find(jobId: string): Promise<JobRow | undefined> {

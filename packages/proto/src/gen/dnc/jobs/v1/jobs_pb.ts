@@ -14,7 +14,7 @@ import type { Message } from '@bufbuild/protobuf';
 export const file_dnc_jobs_v1_jobs: GenFile =
   /*@__PURE__*/
   fileDesc(
-    'ChZkbmMvam9icy92MS9qb2JzLnByb3RvEgtkbmMuam9icy52MSJHCghKb2JFcnJvchINCgVlcnJvchgBIAEoCRIPCgdjb3VudHJ5GAIgASgJEhsKE3JldHJ5X2FmdGVyX3NlY29uZHMYAyABKA0ihwIKA0pvYhIOCgZqb2JfaWQYASABKAkSJgoGc3RhdHVzGAIgASgOMhYuZG5jLmpvYnMudjEuSm9iU3RhdHVzEg8KB2NvdW50cnkYAyABKAkSFwoPc3VibWl0dGVkX2NvdW50GAQgASgNEi4KCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiQKBWVycm9yGAcgASgLMhUuZG5jLmpvYnMudjEuSm9iRXJyb3ISGAoQY2FuY2VsX3JlcXVlc3RlZBgIIAEoCCKDAQoQU3VibWl0Sm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkSDgoGb3JnX2lkGAIgASgJEhYKDnJlc2VydmF0aW9uX2lkGAMgASgJEg8KB2NvdW50cnkYBCABKAkSGAoQY2Fub25pY2FsX3Bob25lcxgGIAEoDEoECAUQBlIGcGhvbmVzIi8KDUdldEpvYlJlcXVlc3QSDgoGb3JnX2lkGAEgASgJEg4KBmpvYl9pZBgCIAEoCSI1ChNHZXRKb2JSZXN1bHRSZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAkiYQoUR2V0Sm9iUmVzdWx0UmVzcG9uc2USDQoFY2h1bmsYASABKAwSOgoWcmVnaXN0cnlfc25hcHNob3RfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiMgoQQ2FuY2VsSm9iUmVxdWVzdBIOCgZvcmdfaWQYASABKAkSDgoGam9iX2lkGAIgASgJIkkKD0xpc3RKb2JzUmVxdWVzdBIOCgZvcmdfaWQYASABKAkSJgoGc3RhdHVzGAIgASgOMhYuZG5jLmpvYnMudjEuSm9iU3RhdHVzIjIKEExpc3RKb2JzUmVzcG9uc2USHgoEam9icxgBIAMoCzIQLmRuYy5qb2JzLnYxLkpvYiIlChNHZXRKb2JEZXRhaWxSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSJtCg1Kb2JUcmFuc2l0aW9uEiYKBnN0YXR1cxgBIAEoDjIWLmRuYy5qb2JzLnYxLkpvYlN0YXR1cxImCgJhdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDAoEbm90ZRgDIAEoCSKEAQoUR2V0Sm9iRGV0YWlsUmVzcG9uc2USHQoDam9iGAEgASgLMhAuZG5jLmpvYnMudjEuSm9iEg4KBm9yZ19pZBgCIAEoCRIrCgdoaXN0b3J5GAMgAygLMhouZG5jLmpvYnMudjEuSm9iVHJhbnNpdGlvbhIQCghhdHRlbXB0cxgEIAEoDSIZChdHZXRDbGVhbnVwU3RhdHVzUmVxdWVzdCJ/CgtDbGVhbnVwVGFzaxIOCgZqb2JfaWQYASABKAkSDgoGdGFyZ2V0GAIgASgJEhAKCGF0dGVtcHRzGAMgASgNEhIKCmxhc3RfZXJyb3IYBCABKAkSKgoGZHVlX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJkChhHZXRDbGVhbnVwU3RhdHVzUmVzcG9uc2USDwoHcGVuZGluZxgBIAEoBBIOCgZmYWlsZWQYAiABKAQSJwoFdGFza3MYAyADKAsyGC5kbmMuam9icy52MS5DbGVhbnVwVGFzayIyChFTdWJtaXRKb2JSZXNwb25zZRIdCgNqb2IYASABKAsyEC5kbmMuam9icy52MS5Kb2IiLwoOR2V0Sm9iUmVzcG9uc2USHQoDam9iGAEgASgLMhAuZG5jLmpvYnMudjEuSm9iIjIKEUNhbmNlbEpvYlJlc3BvbnNlEh0KA2pvYhgBIAEoCzIQLmRuYy5qb2JzLnYxLkpvYiq5AQoJSm9iU3RhdHVzEhoKFkpPQl9TVEFUVVNfVU5TUEVDSUZJRUQQABIVChFKT0JfU1RBVFVTX1FVRVVFRBABEhYKEkpPQl9TVEFUVVNfUlVOTklORxACEhgKFEpPQl9TVEFUVVNfU1VDQ0VFREVEEAMSFQoRSk9CX1NUQVRVU19GQUlMRUQQBBIYChRKT0JfU1RBVFVTX0NBTkNFTExFRBAFEhYKEkpPQl9TVEFUVVNfRVhQSVJFRBAGMr8CCgtKb2JzU2VydmljZRJKCglTdWJtaXRKb2ISHS5kbmMuam9icy52MS5TdWJtaXRKb2JSZXF1ZXN0Gh4uZG5jLmpvYnMudjEuU3VibWl0Sm9iUmVzcG9uc2USQQoGR2V0Sm9iEhouZG5jLmpvYnMudjEuR2V0Sm9iUmVxdWVzdBobLmRuYy5qb2JzLnYxLkdldEpvYlJlc3BvbnNlElUKDEdldEpvYlJlc3VsdBIgLmRuYy5qb2JzLnYxLkdldEpvYlJlc3VsdFJlcXVlc3QaIS5kbmMuam9icy52MS5HZXRKb2JSZXN1bHRSZXNwb25zZTABEkoKCUNhbmNlbEpvYhIdLmRuYy5qb2JzLnYxLkNhbmNlbEpvYlJlcXVlc3QaHi5kbmMuam9icy52MS5DYW5jZWxKb2JSZXNwb25zZTKRAgoQSm9ic0FkbWluU2VydmljZRJHCghMaXN0Sm9icxIcLmRuYy5qb2JzLnYxLkxpc3RKb2JzUmVxdWVzdBodLmRuYy5qb2JzLnYxLkxpc3RKb2JzUmVzcG9uc2USUwoMR2V0Sm9iRGV0YWlsEiAuZG5jLmpvYnMudjEuR2V0Sm9iRGV0YWlsUmVxdWVzdBohLmRuYy5qb2JzLnYxLkdldEpvYkRldGFpbFJlc3BvbnNlEl8KEEdldENsZWFudXBTdGF0dXMSJC5kbmMuam9icy52MS5HZXRDbGVhbnVwU3RhdHVzUmVxdWVzdBolLmRuYy5qb2JzLnYxLkdldENsZWFudXBTdGF0dXNSZXNwb25zZWIGcHJvdG8z',
+    'ChZkbmMvam9icy92MS9qb2JzLnByb3RvEgtkbmMuam9icy52MSJHCghKb2JFcnJvchINCgVlcnJvchgBIAEoCRIPCgdjb3VudHJ5GAIgASgJEhsKE3JldHJ5X2FmdGVyX3NlY29uZHMYAyABKA0ihwIKA0pvYhIOCgZqb2JfaWQYASABKAkSJgoGc3RhdHVzGAIgASgOMhYuZG5jLmpvYnMudjEuSm9iU3RhdHVzEg8KB2NvdW50cnkYAyABKAkSFwoPc3VibWl0dGVkX2NvdW50GAQgASgNEi4KCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiQKBWVycm9yGAcgASgLMhUuZG5jLmpvYnMudjEuSm9iRXJyb3ISGAoQY2FuY2VsX3JlcXVlc3RlZBgIIAEoCCKDAQoQU3VibWl0Sm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkSDgoGb3JnX2lkGAIgASgJEhYKDnJlc2VydmF0aW9uX2lkGAMgASgJEg8KB2NvdW50cnkYBCABKAkSGAoQY2Fub25pY2FsX3Bob25lcxgGIAEoDEoECAUQBlIGcGhvbmVzIi8KDUdldEpvYlJlcXVlc3QSDgoGb3JnX2lkGAEgASgJEg4KBmpvYl9pZBgCIAEoCSIhCg9GZW5jZUpvYlJlcXVlc3QSDgoGam9iX2lkGAEgASgJIkEKEEZlbmNlSm9iUmVzcG9uc2USDgoGZmVuY2VkGAEgASgIEh0KA2pvYhgCIAEoCzIQLmRuYy5qb2JzLnYxLkpvYiI1ChNHZXRKb2JSZXN1bHRSZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAkiYQoUR2V0Sm9iUmVzdWx0UmVzcG9uc2USDQoFY2h1bmsYASABKAwSOgoWcmVnaXN0cnlfc25hcHNob3RfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiMgoQQ2FuY2VsSm9iUmVxdWVzdBIOCgZvcmdfaWQYASABKAkSDgoGam9iX2lkGAIgASgJIkkKD0xpc3RKb2JzUmVxdWVzdBIOCgZvcmdfaWQYASABKAkSJgoGc3RhdHVzGAIgASgOMhYuZG5jLmpvYnMudjEuSm9iU3RhdHVzIjIKEExpc3RKb2JzUmVzcG9uc2USHgoEam9icxgBIAMoCzIQLmRuYy5qb2JzLnYxLkpvYiIlChNHZXRKb2JEZXRhaWxSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSJtCg1Kb2JUcmFuc2l0aW9uEiYKBnN0YXR1cxgBIAEoDjIWLmRuYy5qb2JzLnYxLkpvYlN0YXR1cxImCgJhdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDAoEbm90ZRgDIAEoCSKEAQoUR2V0Sm9iRGV0YWlsUmVzcG9uc2USHQoDam9iGAEgASgLMhAuZG5jLmpvYnMudjEuSm9iEg4KBm9yZ19pZBgCIAEoCRIrCgdoaXN0b3J5GAMgAygLMhouZG5jLmpvYnMudjEuSm9iVHJhbnNpdGlvbhIQCghhdHRlbXB0cxgEIAEoDSIZChdHZXRDbGVhbnVwU3RhdHVzUmVxdWVzdCJ/CgtDbGVhbnVwVGFzaxIOCgZqb2JfaWQYASABKAkSDgoGdGFyZ2V0GAIgASgJEhAKCGF0dGVtcHRzGAMgASgNEhIKCmxhc3RfZXJyb3IYBCABKAkSKgoGZHVlX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJkChhHZXRDbGVhbnVwU3RhdHVzUmVzcG9uc2USDwoHcGVuZGluZxgBIAEoBBIOCgZmYWlsZWQYAiABKAQSJwoFdGFza3MYAyADKAsyGC5kbmMuam9icy52MS5DbGVhbnVwVGFzayIyChFTdWJtaXRKb2JSZXNwb25zZRIdCgNqb2IYASABKAsyEC5kbmMuam9icy52MS5Kb2IiLwoOR2V0Sm9iUmVzcG9uc2USHQoDam9iGAEgASgLMhAuZG5jLmpvYnMudjEuSm9iIjIKEUNhbmNlbEpvYlJlc3BvbnNlEh0KA2pvYhgBIAEoCzIQLmRuYy5qb2JzLnYxLkpvYiq5AQoJSm9iU3RhdHVzEhoKFkpPQl9TVEFUVVNfVU5TUEVDSUZJRUQQABIVChFKT0JfU1RBVFVTX1FVRVVFRBABEhYKEkpPQl9TVEFUVVNfUlVOTklORxACEhgKFEpPQl9TVEFUVVNfU1VDQ0VFREVEEAMSFQoRSk9CX1NUQVRVU19GQUlMRUQQBBIYChRKT0JfU1RBVFVTX0NBTkNFTExFRBAFEhYKEkpPQl9TVEFUVVNfRVhQSVJFRBAGMogDCgtKb2JzU2VydmljZRJKCglTdWJtaXRKb2ISHS5kbmMuam9icy52MS5TdWJtaXRKb2JSZXF1ZXN0Gh4uZG5jLmpvYnMudjEuU3VibWl0Sm9iUmVzcG9uc2USQQoGR2V0Sm9iEhouZG5jLmpvYnMudjEuR2V0Sm9iUmVxdWVzdBobLmRuYy5qb2JzLnYxLkdldEpvYlJlc3BvbnNlElUKDEdldEpvYlJlc3VsdBIgLmRuYy5qb2JzLnYxLkdldEpvYlJlc3VsdFJlcXVlc3QaIS5kbmMuam9icy52MS5HZXRKb2JSZXN1bHRSZXNwb25zZTABEkoKCUNhbmNlbEpvYhIdLmRuYy5qb2JzLnYxLkNhbmNlbEpvYlJlcXVlc3QaHi5kbmMuam9icy52MS5DYW5jZWxKb2JSZXNwb25zZRJHCghGZW5jZUpvYhIcLmRuYy5qb2JzLnYxLkZlbmNlSm9iUmVxdWVzdBodLmRuYy5qb2JzLnYxLkZlbmNlSm9iUmVzcG9uc2UykQIKEEpvYnNBZG1pblNlcnZpY2USRwoITGlzdEpvYnMSHC5kbmMuam9icy52MS5MaXN0Sm9ic1JlcXVlc3QaHS5kbmMuam9icy52MS5MaXN0Sm9ic1Jlc3BvbnNlElMKDEdldEpvYkRldGFpbBIgLmRuYy5qb2JzLnYxLkdldEpvYkRldGFpbFJlcXVlc3QaIS5kbmMuam9icy52MS5HZXRKb2JEZXRhaWxSZXNwb25zZRJfChBHZXRDbGVhbnVwU3RhdHVzEiQuZG5jLmpvYnMudjEuR2V0Q2xlYW51cFN0YXR1c1JlcXVlc3QaJS5kbmMuam9icy52MS5HZXRDbGVhbnVwU3RhdHVzUmVzcG9uc2ViBnByb3RvMw',
     [file_google_protobuf_timestamp],
   );
 
@@ -169,6 +169,51 @@ export const GetJobRequestSchema: GenMessage<GetJobRequest> =
   messageDesc(file_dnc_jobs_v1_jobs, 3);
 
 /**
+ * @generated from message dnc.jobs.v1.FenceJobRequest
+ */
+export type FenceJobRequest = Message<'dnc.jobs.v1.FenceJobRequest'> & {
+  /**
+   * @generated from field: string job_id = 1;
+   */
+  jobId: string;
+};
+
+/**
+ * Describes the message dnc.jobs.v1.FenceJobRequest.
+ * Use `create(FenceJobRequestSchema)` to create a new message.
+ */
+export const FenceJobRequestSchema: GenMessage<FenceJobRequest> =
+  /*@__PURE__*/
+  messageDesc(file_dnc_jobs_v1_jobs, 4);
+
+/**
+ * @generated from message dnc.jobs.v1.FenceJobResponse
+ */
+export type FenceJobResponse = Message<'dnc.jobs.v1.FenceJobResponse'> & {
+  /**
+   * True when no job of this id was stored, and none ever will be.
+   *
+   * @generated from field: bool fenced = 1;
+   */
+  fenced: boolean;
+
+  /**
+   * The stored job, when `fenced` is false.
+   *
+   * @generated from field: dnc.jobs.v1.Job job = 2;
+   */
+  job?: Job | undefined;
+};
+
+/**
+ * Describes the message dnc.jobs.v1.FenceJobResponse.
+ * Use `create(FenceJobResponseSchema)` to create a new message.
+ */
+export const FenceJobResponseSchema: GenMessage<FenceJobResponse> =
+  /*@__PURE__*/
+  messageDesc(file_dnc_jobs_v1_jobs, 5);
+
+/**
  * @generated from message dnc.jobs.v1.GetJobResultRequest
  */
 export type GetJobResultRequest = Message<'dnc.jobs.v1.GetJobResultRequest'> & {
@@ -189,7 +234,7 @@ export type GetJobResultRequest = Message<'dnc.jobs.v1.GetJobResultRequest'> & {
  */
 export const GetJobResultRequestSchema: GenMessage<GetJobResultRequest> =
   /*@__PURE__*/
-  messageDesc(file_dnc_jobs_v1_jobs, 4);
+  messageDesc(file_dnc_jobs_v1_jobs, 6);
 
 /**
  * @generated from message dnc.jobs.v1.GetJobResultResponse
@@ -217,7 +262,7 @@ export type GetJobResultResponse = Message<'dnc.jobs.v1.GetJobResultResponse'> &
  */
 export const GetJobResultResponseSchema: GenMessage<GetJobResultResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_jobs_v1_jobs, 5);
+  messageDesc(file_dnc_jobs_v1_jobs, 7);
 
 /**
  * @generated from message dnc.jobs.v1.CancelJobRequest
@@ -240,7 +285,7 @@ export type CancelJobRequest = Message<'dnc.jobs.v1.CancelJobRequest'> & {
  */
 export const CancelJobRequestSchema: GenMessage<CancelJobRequest> =
   /*@__PURE__*/
-  messageDesc(file_dnc_jobs_v1_jobs, 6);
+  messageDesc(file_dnc_jobs_v1_jobs, 8);
 
 /**
  * @generated from message dnc.jobs.v1.ListJobsRequest
@@ -265,7 +310,7 @@ export type ListJobsRequest = Message<'dnc.jobs.v1.ListJobsRequest'> & {
  */
 export const ListJobsRequestSchema: GenMessage<ListJobsRequest> =
   /*@__PURE__*/
-  messageDesc(file_dnc_jobs_v1_jobs, 7);
+  messageDesc(file_dnc_jobs_v1_jobs, 9);
 
 /**
  * @generated from message dnc.jobs.v1.ListJobsResponse
@@ -283,7 +328,7 @@ export type ListJobsResponse = Message<'dnc.jobs.v1.ListJobsResponse'> & {
  */
 export const ListJobsResponseSchema: GenMessage<ListJobsResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_jobs_v1_jobs, 8);
+  messageDesc(file_dnc_jobs_v1_jobs, 10);
 
 /**
  * @generated from message dnc.jobs.v1.GetJobDetailRequest
@@ -301,7 +346,7 @@ export type GetJobDetailRequest = Message<'dnc.jobs.v1.GetJobDetailRequest'> & {
  */
 export const GetJobDetailRequestSchema: GenMessage<GetJobDetailRequest> =
   /*@__PURE__*/
-  messageDesc(file_dnc_jobs_v1_jobs, 9);
+  messageDesc(file_dnc_jobs_v1_jobs, 11);
 
 /**
  * @generated from message dnc.jobs.v1.JobTransition
@@ -329,7 +374,7 @@ export type JobTransition = Message<'dnc.jobs.v1.JobTransition'> & {
  */
 export const JobTransitionSchema: GenMessage<JobTransition> =
   /*@__PURE__*/
-  messageDesc(file_dnc_jobs_v1_jobs, 10);
+  messageDesc(file_dnc_jobs_v1_jobs, 12);
 
 /**
  * @generated from message dnc.jobs.v1.GetJobDetailResponse
@@ -362,7 +407,7 @@ export type GetJobDetailResponse = Message<'dnc.jobs.v1.GetJobDetailResponse'> &
  */
 export const GetJobDetailResponseSchema: GenMessage<GetJobDetailResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_jobs_v1_jobs, 11);
+  messageDesc(file_dnc_jobs_v1_jobs, 13);
 
 /**
  * @generated from message dnc.jobs.v1.GetCleanupStatusRequest
@@ -375,7 +420,7 @@ export type GetCleanupStatusRequest = Message<'dnc.jobs.v1.GetCleanupStatusReque
  */
 export const GetCleanupStatusRequestSchema: GenMessage<GetCleanupStatusRequest> =
   /*@__PURE__*/
-  messageDesc(file_dnc_jobs_v1_jobs, 12);
+  messageDesc(file_dnc_jobs_v1_jobs, 14);
 
 /**
  * @generated from message dnc.jobs.v1.CleanupTask
@@ -413,7 +458,7 @@ export type CleanupTask = Message<'dnc.jobs.v1.CleanupTask'> & {
  */
 export const CleanupTaskSchema: GenMessage<CleanupTask> =
   /*@__PURE__*/
-  messageDesc(file_dnc_jobs_v1_jobs, 13);
+  messageDesc(file_dnc_jobs_v1_jobs, 15);
 
 /**
  * @generated from message dnc.jobs.v1.GetCleanupStatusResponse
@@ -441,7 +486,7 @@ export type GetCleanupStatusResponse = Message<'dnc.jobs.v1.GetCleanupStatusResp
  */
 export const GetCleanupStatusResponseSchema: GenMessage<GetCleanupStatusResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_jobs_v1_jobs, 14);
+  messageDesc(file_dnc_jobs_v1_jobs, 16);
 
 /**
  * @generated from message dnc.jobs.v1.SubmitJobResponse
@@ -459,7 +504,7 @@ export type SubmitJobResponse = Message<'dnc.jobs.v1.SubmitJobResponse'> & {
  */
 export const SubmitJobResponseSchema: GenMessage<SubmitJobResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_jobs_v1_jobs, 15);
+  messageDesc(file_dnc_jobs_v1_jobs, 17);
 
 /**
  * @generated from message dnc.jobs.v1.GetJobResponse
@@ -477,7 +522,7 @@ export type GetJobResponse = Message<'dnc.jobs.v1.GetJobResponse'> & {
  */
 export const GetJobResponseSchema: GenMessage<GetJobResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_jobs_v1_jobs, 16);
+  messageDesc(file_dnc_jobs_v1_jobs, 18);
 
 /**
  * @generated from message dnc.jobs.v1.CancelJobResponse
@@ -495,7 +540,7 @@ export type CancelJobResponse = Message<'dnc.jobs.v1.CancelJobResponse'> & {
  */
 export const CancelJobResponseSchema: GenMessage<CancelJobResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_jobs_v1_jobs, 17);
+  messageDesc(file_dnc_jobs_v1_jobs, 19);
 
 /**
  * @generated from enum dnc.jobs.v1.JobStatus
@@ -585,6 +630,18 @@ export const JobsService: GenService<{
     methodKind: 'unary';
     input: typeof CancelJobRequestSchema;
     output: typeof CancelJobResponseSchema;
+  };
+  /**
+   * FenceJob settles the fate of a job whose admission was left unresolved (admission's claim
+   * reconciler, issue 14): the job when it is stored; otherwise its id is fenced for good — a later
+   * SubmitJob of it is refused (FAILED_PRECONDITION) — and `fenced` is true. Idempotent.
+   *
+   * @generated from rpc dnc.jobs.v1.JobsService.FenceJob
+   */
+  fenceJob: {
+    methodKind: 'unary';
+    input: typeof FenceJobRequestSchema;
+    output: typeof FenceJobResponseSchema;
   };
 }> = /*@__PURE__*/ serviceDesc(file_dnc_jobs_v1_jobs, 0);
 
