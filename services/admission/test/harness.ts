@@ -75,6 +75,8 @@ export class Harness {
         DNC_QUOTA_ADDR: `http://127.0.0.1:${this.quota.port}`,
         // No job-scheduler here: the claim reconciler's FenceJob fails and v2 claims stay as they are.
         DNC_JOBS_ADDR: 'http://127.0.0.1:9',
+        // Tests run the claim reconciler themselves (reconciler.reconcileOnce()), never behind their back.
+        DNC_CLAIM_RECONCILE_INTERVAL_MS: '600000',
         DNC_GRPC_PORT: '0',
         DNC_METRICS_PORT: '0',
         DNC_LOG_LEVEL: 'silent',
