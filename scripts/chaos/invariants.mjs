@@ -3,7 +3,7 @@
 // organization's quota as the answers account for it, and no registered number answered safe.
 import { checkInvariants, formatViolations, stackTarget } from '@dnc/devstack';
 import { quotaOf } from '../reliability/stack.mjs';
-import { CANARIES, drainJobs } from './traffic.mjs';
+import { CANARIES, drainJobs, retryUnanswered } from './traffic.mjs';
 import { COUNTRY } from './world.mjs';
 
 /** Quota as the answers account for it: exact, or (for `loose` organizations) at most that much. */
@@ -34,6 +34,10 @@ export async function finalInvariants(world, ledger) {
   const failures = [];
   const active = await drainJobs(world, ledger, 180_000);
   if (active.length) failures.push(`${active.length} accepted jobs not terminal after the drain`);
+  // v1 requests whose client got no 200, retried with their key: a completed one replays free.
+  const unanswered = ledger.unanswered.length;
+  const retried = await retryUnanswered(world, ledger);
+  failures.push(...retried.failures);
   // Abandoned v1 reservations are released by quota's sweeper after DNC_SYNC_RESERVATION_TTL_SECONDS.
   const violations = await checkInvariants(stackTarget(world.stack, CANARIES), { settleMs: 90_000 });
   if (violations.length) failures.push(...formatViolations(violations).split('\n'));
@@ -52,7 +56,7 @@ export async function finalInvariants(world, ledger) {
     requests: 0,
     jobs: ledger.jobs.size,
     pass: failures.length === 0,
-    figures: `${violations.length} store violations; ${quota.checked} organizations' quota; jobs ${Object.entries(
+    figures: `${violations.length} store violations; ${quota.checked} organizations' quota; ${unanswered} unanswered v1 retried (${retried.replayed} replayed: completed before); jobs ${Object.entries(
       byStatus,
     )
       .map(([k, v]) => `${v} ${k}`)

@@ -39,6 +39,13 @@ export class Ledger {
   v1 = new Map();
   /** Charges the suite cannot see (answers never read, S17): at most this much more per organization. */
   loose = new Map();
+  /**
+   * v1 requests whose client got no 200 (a 5xx, no answer). Each may have been completed all the same
+   * (Complete committed, the answer lost): after the scenarios each is retried with its key, as a
+   * client would, and counts once — a replay proves the first was completed (and charged), otherwise
+   * the retry itself is the charge (issue 14: one charge per completed logical request).
+   */
+  unanswered = [];
   wrong = [];
   charge(orgId, n) {
     this.v1.set(orgId, (this.v1.get(orgId) ?? 0) + n);
@@ -101,6 +108,43 @@ function pick() {
   return MIX[0][0];
 }
 
+/**
+ * Retry every v1 request that got no 200 with its own key until it answers 200 (409/429/503 wait as
+ * told): each logical request then counts once in the ledger. Returns the failures (a retry that never
+ * answered, or answered something else).
+ */
+export async function retryUnanswered(world, ledger, { concurrency = 8, timeoutMs = 60_000 } = {}) {
+  const failures = [];
+  const queue = ledger.unanswered.splice(0);
+  let replayed = 0;
+  const lane = async () => {
+    for (let r = queue.shift(); r; r = queue.shift()) {
+      const until = Date.now() + timeoutMs;
+      for (;;) {
+        const res = await api(world.publicBaseUrl, 'POST', '/v1/scrub', {
+          key: r.org.apiKey,
+          idem: r.idem,
+          json: { country: COUNTRY, phones: r.phones },
+        });
+        if (res.status === 200) {
+          ledger.verify(res.body, r.prohibited, `${r.kind} retry`);
+          ledger.charge(r.org.orgId, r.phones.length);
+          if (res.headers.get('idempotency-replayed') === 'true') replayed++;
+          break;
+        }
+        const wait = res.status === 409 || res.status === 429 || res.status >= 500 || res.status === 0;
+        if (!wait || Date.now() > until) {
+          failures.push(`a v1 retry answered ${res.status} ${res.body?.error ?? res.error ?? ''}`);
+          break;
+        }
+        await sleep(Math.max(250, Number(res.headers?.get('retry-after') ?? 1) * 1000));
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, lane));
+  return { failures: [...new Set(failures)], replayed };
+}
+
 /** One customer action; returns its kind and response. */
 async function act(world, ledger, tally, kind, org) {
   const base = world.publicBaseUrl;
@@ -110,15 +154,14 @@ async function act(world, ledger, tally, kind, org) {
   if ((kind === 'poll' || kind === 'result' || kind === 'cancel') && !someJob) kind = 'v1 small';
   if (kind === 'v1 small' || kind === 'v1 10k') {
     const { phones, prohibited } = phonesOf(kind === 'v1 small' ? 1 + Math.floor(Math.random() * 3) : 10_000);
-    const res = await api(base, 'POST', '/v1/scrub', {
-      key,
-      idem: randomUUID(),
-      json: { country: COUNTRY, phones },
-    });
+    const idem = randomUUID();
+    const res = await api(base, 'POST', '/v1/scrub', { key, idem, json: { country: COUNTRY, phones } });
     tally.add(kind, res);
     if (res.status === 200) {
       ledger.verify(res.body, prohibited, kind);
       if (res.headers.get('idempotency-replayed') !== 'true') ledger.charge(org.orgId, phones.length);
+    } else if (res.status >= 500 || res.status === 0) {
+      ledger.unanswered.push({ org, idem, phones, prohibited, kind });
     }
     return;
   }
