@@ -4,7 +4,13 @@ import { totpCode } from '@dnc/dashboard';
 import jsQRModule from 'jsqr';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { accessibilityViolations, artifactsDir, fitsWidth, launchChromium } from '../support/browser.js';
+import {
+  accessibilityViolations,
+  artifactsDir,
+  drawnPixels,
+  fitsWidth,
+  launchChromium,
+} from '../support/browser.js';
 import { call } from '../support/http.js';
 import { expectInvariants } from '../support/invariants.js';
 import { loadRegistry, type SeededOrg, seedOrg } from '../support/seed.js';
@@ -20,22 +26,6 @@ const jsQR = jsQRModule.default;
 // sideways scrolling at 360 px.
 const SHOTS = artifactsDir(ROOT, 'dashboard');
 const PASSWORD = 'a long and private passphrase';
-
-/** The pixels of an element's SVG as the browser draws them (onto a canvas), for a QR decoder. */
-async function drawnPixels(page: Page, selector: string): Promise<{ side: number; data: number[] }> {
-  return page.evaluate(`(async () => {
-    const svg = document.querySelector(${JSON.stringify(selector)});
-    const side = 400;
-    const img = new Image(side, side);
-    img.src = 'data:image/svg+xml;base64,' + btoa(new XMLSerializer().serializeToString(svg));
-    await img.decode();
-    const canvas = document.createElement('canvas');
-    canvas.width = canvas.height = side;
-    const ctx = canvas.getContext('2d');
-    ctx.drawImage(img, 0, 0, side, side);
-    return { side, data: Array.from(ctx.getImageData(0, 0, side, side).data) };
-  })()`);
-}
 
 describe('customer dashboard in Chromium (issue 16)', () => {
   let stack: TestStack;

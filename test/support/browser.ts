@@ -57,3 +57,19 @@ export function artifactsDir(root: string, name: string): string {
   mkdirSync(dir, { recursive: true });
   return dir;
 }
+
+/** The pixels of an element's SVG as the browser draws them (onto a canvas), for a QR decoder. */
+export async function drawnPixels(page: Page, selector: string): Promise<{ side: number; data: number[] }> {
+  return page.evaluate(`(async () => {
+    const svg = document.querySelector(${JSON.stringify(selector)});
+    const side = 400;
+    const img = new Image(side, side);
+    img.src = 'data:image/svg+xml;base64,' + btoa(new XMLSerializer().serializeToString(svg));
+    await img.decode();
+    const canvas = document.createElement('canvas');
+    canvas.width = canvas.height = side;
+    const ctx = canvas.getContext('2d');
+    ctx.drawImage(img, 0, 0, side, side);
+    return { side, data: Array.from(ctx.getImageData(0, 0, side, side).data) };
+  })()`);
+}
