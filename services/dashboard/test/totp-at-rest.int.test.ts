@@ -227,4 +227,53 @@ describe('TOTP seeds at rest', () => {
     const onlyNew = await dashboard(K2, 't2');
     expect((await signIn(onlyNew, legacy.email, legacy.seed, Date.now())).second.body.stage).toBe('full');
   });
+
+  it('turning on while a new set-up replaces the seed: the second factor stays off and the answer says so', async () => {
+    const base = `http://127.0.0.1:${running[0]!.port}`;
+    const admin = createClient(
+      dashboardv1.DashboardAdminService,
+      grpcTransport(`http://127.0.0.1:${running[0]!.grpcPort}`),
+    );
+    const email = `race-${randomUUID().slice(0, 8)}@example.com`;
+    const { link } = await admin.inviteUser({ orgId, email, role: dashboardv1.Role.OWNER });
+    const c = new DashboardClient(base);
+    expect((await c.accept(link, PASSWORD)).status).toBe(201);
+    expect((await c.signIn(email, PASSWORD)).body.stage).toBe('full');
+    const seed: string = (await c.post('/api/me/totp/setup')).body.secret;
+
+    // Hold the member's row: the turn-on reads the pending seed, checks the code, then waits to write.
+    const db = new pg.Client({ connectionString: h.databaseUrl });
+    await db.connect();
+    try {
+      await db.query('BEGIN');
+      await db.query('SELECT 1 FROM dashboard.members WHERE email = $1 FOR UPDATE', [email]);
+      const turningOn = c.post('/api/me/totp/enable', { code: totpCode(seed) });
+      await expect
+        .poll(async () => {
+          const r = await sql(
+            `SELECT count(*)::int AS n FROM pg_stat_activity
+             WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE dashboard.members SET totp_sealed%'`,
+          );
+          return r.rows[0].n;
+        })
+        .toBe(1);
+      // Meanwhile another set-up (another tab) replaced the pending seed.
+      await db.query(
+        `UPDATE dashboard.members SET totp_pending_sealed = totp_pending_sealed || '\\x00'::bytea WHERE email = $1`,
+        [email],
+      );
+      await db.query('COMMIT');
+      const answer = await turningOn;
+      expect(answer.status).toBe(409);
+      expect(answer.body.error).toBe('totp_not_set_up');
+    } finally {
+      await db.end();
+    }
+    expect((await c.get('/api/session')).body.member.totp_enabled).toBe(false);
+    const audit = await sql(
+      "SELECT count(*)::int AS n FROM dashboard.audit_events WHERE actor = $1 AND action = 'totp_enabled'",
+      [email],
+    );
+    expect(audit.rows[0].n).toBe(0);
+  });
 });

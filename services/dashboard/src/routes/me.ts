@@ -63,7 +63,12 @@ export function meRoutes(app: FastifyInstance, deps: RouteDeps): void {
       const step = totpStep(secret, (request.body as { code: string }).code);
       if (step === undefined)
         throw new HttpError(400, 'invalid_code', 'The code is wrong; try the current one.');
-      await deps.members.enableTotp(member.memberId, pending, step);
+      if (!(await deps.members.enableTotp(member.memberId, pending, step)))
+        throw new HttpError(
+          409,
+          'totp_not_set_up',
+          'The set-up was started again elsewhere; use the new one.',
+        );
       await deps.audit.record(member.orgId, member.email, 'totp_enabled');
       return reply.code(204).send();
     },

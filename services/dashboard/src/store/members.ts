@@ -126,17 +126,19 @@ export class MemberStore {
   }
 
   /**
-   * The pending seed (still the one that was read) becomes the second factor; `step` was just used.
+   * The pending seed, if it is still the one that was read, becomes the second factor; `step` was just used.
    * `totp_secret` gets the marker a replica of the previous release fails closed on (migration
    * 1764000000000).
    */
-  async enableTotp(memberId: string, pending: Sealed, step: number): Promise<void> {
-    await this.pool.query(
+  async enableTotp(memberId: string, pending: Sealed, step: number): Promise<boolean> {
+    const r = await this.pool.query(
       `UPDATE dashboard.members SET totp_sealed = totp_pending_sealed, totp_key_id = totp_pending_key_id,
          totp_pending_sealed = NULL, totp_pending_key_id = NULL, totp_last_step = $3, totp_secret = '!sealed'
        WHERE member_id = $1 AND totp_pending_sealed = $2`,
       [memberId, pending.sealed, step],
     );
+    // False when another set-up replaced the pending seed meanwhile: nothing was turned on.
+    return r.rowCount === 1;
   }
 
   async disableTotp(memberId: string): Promise<void> {
