@@ -37,6 +37,11 @@ export const jobsConfig = z.object({
   /** JetStream redelivers a message not acked (or heartbeated) within this time. */
   DNC_JOBS_ACK_WAIT_MS: z.coerce.number().int().min(1_000).max(600_000).default(30_000),
   DNC_JOBS_MAX_DELIVER: z.coerce.number().int().min(1).max(100).default(10),
+  /**
+   * V8 heap the jobs of one worker process may hold at once (worker/memory.ts estimates each job from
+   * its input). Unset: the heap limit (--max-old-space-size) less 128 MiB.
+   */
+  DNC_WORKER_MEMORY_BUDGET_MIB: z.coerce.number().int().min(16).max(65_536).optional(),
   /** A job claimed this many times without finishing fails with platform_failure. */
   DNC_JOB_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
 });

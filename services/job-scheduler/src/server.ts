@@ -27,6 +27,7 @@ import { QuotaSettlement } from './settlement.js';
 import { CleanupStore } from './store/cleanup.js';
 import { JobStore } from './store/jobs.js';
 import { Sweeper } from './sweeper.js';
+import { defaultMemoryBudget } from './worker/memory.js';
 import { JobWorker } from './worker/worker.js';
 
 const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
@@ -194,6 +195,9 @@ async function startWorker(core: Core): Promise<void> {
       ackWaitMs: config.DNC_JOBS_ACK_WAIT_MS,
       maxDeliver: config.DNC_JOBS_MAX_DELIVER,
       maxAttempts: config.DNC_JOB_MAX_ATTEMPTS,
+      memoryBudgetBytes: config.DNC_WORKER_MEMORY_BUDGET_MIB
+        ? config.DNC_WORKER_MEMORY_BUDGET_MIB * 1024 * 1024
+        : defaultMemoryBudget(),
     },
   );
   await worker.start();

@@ -284,6 +284,18 @@ export class JobStore {
       : { lost: true, cancelRequested: false };
   }
 
+  /** A job's input size (plaintext bytes, inputs), read before it is claimed: what running it costs. */
+  async inputSize(jobId: string): Promise<{ bytes: number; count: number } | undefined> {
+    if (!isJobId(jobId)) return undefined;
+    const r = await this.pool.query<{ submitted_count: number; byte_length: number | null }>(
+      `SELECT j.submitted_count, b.byte_length FROM jobs.jobs j
+       LEFT JOIN jobs.job_blobs b ON b.job_id = j.id AND b.kind = 'input' WHERE j.id = $1`,
+      [jobId],
+    );
+    const row = r.rows[0];
+    return row ? { count: row.submitted_count, bytes: Number(row.byte_length ?? 0) } : undefined;
+  }
+
   /** Before an adapter call: counted as in flight, unless the lease is gone or cancel was requested. */
   async beginExternalCall(jobId: string, token: string): Promise<boolean> {
     const r = await this.pool.query(

@@ -1,5 +1,5 @@
 import { timestampDate } from '@bufbuild/protobuf/wkt';
-import type { Client } from '@connectrpc/connect';
+import { type Client, Code, ConnectError } from '@connectrpc/connect';
 import type { AdapterDirectory } from '@dnc/kit';
 import { checkRequest } from '@dnc/kit';
 import type { registryv1 } from '@dnc/proto';
@@ -24,6 +24,8 @@ export interface ExecutionHooks {
   stopReason(): 'lease_lost' | 'shutdown';
   /** Just before each adapter call: which unit, which try of it (the invariant checker reads these). */
   onCall?(unit: number, attempt: number): void;
+  /** A call that failed: which unit and try, and the error's RPC code (no message: it may carry data). */
+  onCallFailed?(unit: number, attempt: number, code: string): void;
   /** Each unit's answer: when the registry snapshot it was read from was taken (unset when it says none). */
   onSnapshot?(snapshotTime: Date | undefined): void;
 }
@@ -115,6 +117,11 @@ export async function executeUnits(
         return;
       } catch (error) {
         if (signal.aborted) throw stopped();
+        hooks.onCallFailed?.(
+          Math.floor(from / options.unitSize),
+          attempt,
+          Code[ConnectError.from(error).code],
+        );
         const { cause, retryable } = classifyAdapterError(error);
         if (!retryable) throw new JobFailure(cause);
         lastCause = cause;

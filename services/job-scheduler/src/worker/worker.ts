@@ -12,14 +12,16 @@ import { AckPolicy, type Consumer, type JsMsg, jetstream, jetstreamManager } fro
 import { nanos } from '@nats-io/transport-node';
 import type { KeyRing } from '../crypto/envelope.js';
 import type { WorkMessage } from '../dispatch.js';
-import { backoffMs, JobFailure } from '../domain/failures.js';
+import { backoffMs } from '../domain/failures.js';
 import { renderResult } from '../domain/result.js';
 import type { JobMetrics } from '../metrics.js';
 import type { QuotaSettlement } from '../settlement.js';
-import { BlobMissing, readBlobWhole } from '../store/blobs.js';
+import { readBlobWhole } from '../store/blobs.js';
 import type { JobRow, JobStore } from '../store/jobs.js';
 import { type AdapterClients, ExecutionStopped, executeUnits } from './execute.js';
 import { LeaseKeeper } from './lease.js';
+import { jobMemoryCost, MemoryBudget } from './memory.js';
+import { AttemptOutcomes } from './outcome.js';
 
 export interface WorkerOptions {
   prefix: string;
@@ -33,6 +35,8 @@ export interface WorkerOptions {
   ackWaitMs: number;
   maxDeliver: number;
   maxAttempts: number;
+  /** Bytes of V8 heap the jobs of this process may hold at once (jobMemoryCost each). */
+  memoryBudgetBytes: number;
 }
 
 export interface WorkerDeps {
@@ -47,6 +51,15 @@ export interface WorkerDeps {
 }
 
 /**
+ * A job's inputs, parsed. The decrypted buffer and the decoded text are this function's alone, so
+ * they are garbage once it returns: a running job holds its phones only (see memory.ts).
+ */
+async function readPhones(store: JobStore, keys: KeyRing, job: JobRow): Promise<string[]> {
+  const input = await readBlobWhole(store.pool, keys, { jobId: job.id, orgId: job.orgId, kind: 'input' });
+  return JSON.parse(input.toString('utf8')) as string[];
+}
+
+/**
  * JetStream pull consumers, one durable per country, each with bounded job concurrency. A message
  * only says "job X is ready"; the worker claims the job in Postgres with a lease, heartbeats both the
  * lease and the message while it works, and acks after the outcome is written.
@@ -55,11 +68,16 @@ export class JobWorker {
   private stopping = false;
   private readonly loops: Promise<void>[] = [];
   private readonly inFlight = new Set<{ abort: AbortController; done: Promise<void> }>();
+  private readonly memory: MemoryBudget;
+  private readonly outcomes: AttemptOutcomes;
 
   constructor(
     private readonly deps: WorkerDeps,
     private readonly options: WorkerOptions,
-  ) {}
+  ) {
+    this.memory = new MemoryBudget(options.memoryBudgetBytes);
+    this.outcomes = new AttemptOutcomes(deps);
+  }
 
   /** Create (or update) the durable consumers and start pulling. */
   async start(): Promise<void> {
@@ -162,6 +180,47 @@ export class JobWorker {
       msg.term('malformed work message');
       return;
     }
+    // Memory first: a job that does not fit waits here, unclaimed, and burns no attempt.
+    let release: () => void;
+    try {
+      release = await this.admitMemory(jobId, msg, abort.signal);
+    } catch (error) {
+      if (abort.signal.aborted) msg.nak();
+      else {
+        this.deps.logger.warn({ job_id: jobId, err: error }, 'job size unknown; message will be redelivered');
+        msg.nak(2_000);
+      }
+      return;
+    }
+    try {
+      await this.claimAndRun(jobId, msg, abort);
+    } finally {
+      release();
+    }
+  }
+
+  /** Wait until the job's memory fits the budget, keeping its message alive meanwhile. */
+  private async admitMemory(jobId: string, msg: JsMsg, signal: AbortSignal): Promise<() => void> {
+    const size = await this.deps.store.inputSize(jobId);
+    const cost = size ? jobMemoryCost(size.bytes, size.count) : 0;
+    const keep = setInterval(
+      () => {
+        try {
+          msg.working();
+        } catch {
+          // NATS reconnecting: redelivery at worst.
+        }
+      },
+      Math.max(250, this.options.ackWaitMs / 3),
+    );
+    try {
+      return await this.memory.admit(cost, signal);
+    } finally {
+      clearInterval(keep);
+    }
+  }
+
+  private async claimAndRun(jobId: string, msg: JsMsg, abort: AbortController): Promise<void> {
     const { store, metrics, settlement } = this.deps;
     let claim: Awaited<ReturnType<JobStore['claim']>>;
     const grantedAt = performance.now();
@@ -182,7 +241,7 @@ export class JobWorker {
         msg.nak(claim.retryInMs + 500);
         return;
       case 'terminalized':
-        this.finished(claim.job);
+        this.outcomes.finished(claim.job);
         await settlement.settle(claim.job);
         msg.ack();
         return;
@@ -232,12 +291,7 @@ export class JobWorker {
     };
     try {
       const t0 = performance.now();
-      const input = await readBlobWhole(store.pool, this.deps.keys, {
-        jobId: job.id,
-        orgId: job.orgId,
-        kind: 'input',
-      });
-      const phones = JSON.parse(input.toString('utf8')) as string[];
+      const phones = await readPhones(store, this.deps.keys, job);
       const t1 = performance.now();
       // The oldest snapshot any unit was answered from: the result is only as fresh as that.
       let snapshotAt: Date | undefined;
@@ -260,6 +314,11 @@ export class JobWorker {
                 max_tries: this.options.retries + 1,
               },
               'adapter call',
+            ),
+          onCallFailed: (unit, attempt, code) =>
+            this.deps.logger.warn(
+              { job_id: job.id, attempt: job.attempts, unit, try: attempt + 1, code },
+              'adapter call failed',
             ),
           onSnapshot: (time) => {
             if (time && (!snapshotAt || time < snapshotAt)) snapshotAt = time;
@@ -291,84 +350,23 @@ export class JobWorker {
         'job executed',
       );
       if (done.kind !== 'lost') {
-        this.finished(done.job);
+        this.outcomes.finished(done.job);
         await settlement.settle(done.job);
       } else {
-        this.stale(job, 'result refused');
+        this.outcomes.stale(job, 'result refused');
       }
       msg.ack();
     } catch (error) {
       // Past a lease without a confirmed renewal, whatever went wrong (a call timed out while the
       // process was stopped) is not this attempt's to record.
-      await this.afterError(job, token, msg, lease.isLost ? new ExecutionStopped('lease_lost') : error);
+      await this.outcomes.afterError(
+        job,
+        token,
+        msg,
+        lease.isLost ? new ExecutionStopped('lease_lost') : error,
+      );
     } finally {
       lease.stop();
     }
-  }
-
-  /** This attempt lost its lease: whatever it still had to say was refused. */
-  private stale(job: JobRow, what: string): void {
-    this.deps.metrics.staleCompletions.inc();
-    this.deps.logger.warn({ job_id: job.id, attempt: job.attempts }, `stale attempt: lease lost, ${what}`);
-  }
-
-  private async afterError(job: JobRow, token: string, msg: JsMsg, error: unknown): Promise<void> {
-    const { store, settlement, logger } = this.deps;
-    try {
-      if (error instanceof ExecutionStopped) {
-        if (error.reason === 'cancel') {
-          const done = await store.finishCancelled(job.id, token);
-          if (done) {
-            this.finished(done);
-            await settlement.settle(done);
-          } else this.stale(job, 'cancellation refused');
-          msg.ack();
-        } else if (error.reason === 'shutdown') {
-          await store.releaseLease(job.id, token);
-          msg.nak();
-        } else {
-          // Another owner or a terminal state took the job (or may have: no renewal confirmed for a
-          // whole lease); nothing of this attempt is written. The lease is given back in case it is
-          // still ours, and the message redelivered: a live owner makes the delivery wait, a terminal
-          // job acks it.
-          this.stale(job, 'attempt stopped');
-          await store.releaseLease(job.id, token);
-          msg.nak(1_000);
-        }
-        return;
-      }
-      const cause =
-        error instanceof JobFailure
-          ? error.failure
-          : error instanceof BlobMissing
-            ? { kind: 'platform' as const }
-            : undefined;
-      if (cause) {
-        const done = await store.fail(job.id, token, cause);
-        if (done) {
-          logger.info({ job_id: job.id, error: done.error ?? 'cancelled' }, 'job ended without result');
-          this.finished(done);
-          await settlement.settle(done);
-        } else this.stale(job, 'failure refused');
-        msg.ack();
-        return;
-      }
-      // Storage or worker trouble: give the attempt back; attempts are bounded by the claim.
-      logger.warn({ job_id: job.id, attempt: job.attempts, err: error }, 'job attempt failed; will retry');
-      await store.releaseLease(job.id, token);
-      msg.nak(backoffMs(job.attempts, 1_000, 15_000));
-    } catch (second) {
-      // Postgres unreachable: the lease expires and the message is redelivered.
-      logger.warn(
-        { job_id: job.id, attempt: job.attempts, err: second },
-        'could not record the attempt; redelivery will resume it',
-      );
-      msg.nak(backoffMs(job.attempts, 1_000, 15_000));
-    }
-  }
-
-  private finished(job: JobRow): void {
-    this.deps.metrics.duration.observe({ state: job.status }, (Date.now() - job.createdAt.getTime()) / 1000);
-    this.deps.logger.info({ job_id: job.id, state: job.status }, 'job terminal');
   }
 }

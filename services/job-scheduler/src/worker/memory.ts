@@ -1,0 +1,85 @@
+import { getHeapStatistics } from 'node:v8';
+
+const MiB = 1024 * 1024;
+
+/**
+ * The V8 heap a running job holds: the array of its phones (an 8-byte slot and a string of its
+ * characters plus ~24 bytes of header and padding each). The decrypted input buffer and its decoded
+ * text live only while it is parsed, one synchronous step (no two jobs parse at once), and are
+ * dropped then: that one transient peak is kept out of the budget (PARSE_RESERVE). Measured for the
+ * largest admissible job (451,000 inputs, 22 MB of JSON, its result exactly 25 MiB): ~35 MB held;
+ * the estimate gives 22 MB + 40 x 451,000 + 2 MiB = 42 MB.
+ */
+export function jobMemoryCost(inputBytes: number, inputCount: number): number {
+  return inputBytes + 40 * inputCount + 2 * MiB;
+}
+
+/**
+ * Heap kept out of the job budget: the process itself (~40 MiB) and one parse at its peak (the
+ * largest input's text and array at once, ~60 MB), with room for the garbage collector.
+ */
+export const PARSE_RESERVE_BYTES = 128 * MiB;
+
+/**
+ * The default budget: the heap limit (--max-old-space-size) less PARSE_RESERVE_BYTES, at least 64 MiB.
+ * With the chart's 384 MiB heap that is ~270 MiB: six of the largest jobs (2 per country x 3).
+ */
+export function defaultMemoryBudget(): number {
+  return Math.max(64 * MiB, getHeapStatistics().heap_size_limit - PARSE_RESERVE_BYTES);
+}
+
+/**
+ * Admits jobs against a budget of bytes, first come first served. A job that does not fit waits (it
+ * has not been claimed, so it burns no attempt); one larger than the whole budget runs alone.
+ */
+export class MemoryBudget {
+  private used = 0;
+  private readonly waiting: { cost: number; grant: () => void }[] = [];
+
+  constructor(readonly budget: number) {}
+
+  get inUse(): number {
+    return this.used;
+  }
+
+  /** Resolves with a release function once `cost` fits; rejects if `signal` aborts first. */
+  admit(cost: number, signal: AbortSignal): Promise<() => void> {
+    const need = Math.min(cost, this.budget);
+    return new Promise((resolve, reject) => {
+      let released = false;
+      const release = () => {
+        if (released) return;
+        released = true;
+        this.used -= need;
+        this.drain();
+      };
+      const entry = {
+        cost: need,
+        grant: () => {
+          signal.removeEventListener('abort', onAbort);
+          this.used += need;
+          resolve(release);
+        },
+      };
+      const onAbort = () => {
+        const i = this.waiting.indexOf(entry);
+        if (i >= 0) this.waiting.splice(i, 1);
+        reject(signal.reason);
+        this.drain();
+      };
+      if (signal.aborted) return reject(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.waiting.push(entry);
+      this.drain();
+    });
+  }
+
+  private drain(): void {
+    while (this.waiting.length > 0) {
+      const head = this.waiting[0]!;
+      if (this.used > 0 && this.used + head.cost > this.budget) return;
+      this.waiting.shift();
+      head.grant();
+    }
+  }
+}
