@@ -4,6 +4,14 @@ import { createConnectTransport, createGrpcTransport } from '@connectrpc/connect
 import { propagateRequestId } from './request-context.js';
 import { traceClientCalls } from './tracing.js';
 
+/**
+ * Megabytes one HTTP/2 session may buffer before nghttp2 refuses new streams with ENHANCE_YOUR_CALM
+ * (Node's default is 10). A worker sends up to jobs x unit concurrency calls of up to 3.2 MB each
+ * (50,000 inputs of 64 characters) to one adapter over one session: 12 of them failed every call
+ * with NGHTTP2_ENHANCE_YOUR_CALM (test/e2e/worker-memory.e2e.test.ts). Set on clients and servers.
+ */
+export const HTTP2_SESSION_MEMORY_MB = 128;
+
 const HTTP2_OPTIONS: {
   readMaxBytes: number;
   writeMaxBytes: number;
@@ -12,6 +20,7 @@ const HTTP2_OPTIONS: {
   pingIdleConnection: boolean;
   idleConnectionTimeoutMs: number;
   acceptCompression: never[];
+  nodeOptions: { maxSessionMemory: number };
 } = {
   readMaxBytes: 64 * 1024 * 1024,
   writeMaxBytes: 64 * 1024 * 1024,
@@ -23,6 +32,7 @@ const HTTP2_OPTIONS: {
   // No compression inside the platform: on a local network gzip costs more CPU than it saves time
   // (the default asks servers to gzip every answer above 1 KiB, a batch answer or a result chunk).
   acceptCompression: [],
+  nodeOptions: { maxSessionMemory: HTTP2_SESSION_MEMORY_MB },
 };
 
 /**

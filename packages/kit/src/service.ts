@@ -7,6 +7,7 @@ import { Code, ConnectError, type ConnectRouter, type Interceptor } from '@conne
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import { healthv1, platformv1 } from '@dnc/proto';
 import type { Logger } from 'pino';
+import { HTTP2_SESSION_MEMORY_MB } from './clients.js';
 import { isDependencyOutage, publicError } from './errors.js';
 import { HealthState, healthService } from './health.js';
 import { createLogger } from './logger.js';
@@ -160,7 +161,7 @@ export class Service {
         opts.routes(router);
       },
     });
-    const server = http2.createServer(handler);
+    const server = http2.createServer({ maxSessionMemory: HTTP2_SESSION_MEMORY_MB }, handler);
     const sessions = new Set<http2.ServerHttp2Session>();
     server.on('session', (s) => {
       sessions.add(s);

@@ -10,6 +10,7 @@ import {
   type Interceptor,
 } from '@connectrpc/connect';
 import type { Logger } from 'pino';
+import { HTTP2_SESSION_MEMORY_MB } from '../clients.js';
 import { type Identity, identityFromAltNames, isIdentity } from './identity.js';
 import type { Security } from './security.js';
 
@@ -141,7 +142,8 @@ export function createRpcServer(
   handler: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
   logger?: Logger,
 ): http2.Http2Server | http2.Http2SecureServer {
-  if (security.mode === 'plaintext') return http2.createServer(handler);
+  if (security.mode === 'plaintext')
+    return http2.createServer({ maxSessionMemory: HTTP2_SESSION_MEMORY_MB }, handler);
   const { material } = security;
   const server = http2.createSecureServer(
     {
@@ -151,6 +153,7 @@ export function createRpcServer(
       minVersion: 'TLSv1.2',
       ALPNProtocols: ['h2'],
       allowHTTP1: false,
+      maxSessionMemory: HTTP2_SESSION_MEMORY_MB,
     },
     handler,
   );
