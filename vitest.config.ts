@@ -15,6 +15,9 @@ export default defineConfig({
           name: 'unit',
           include: ['{packages,services,scripts}/*/test/**/*.unit.test.ts'],
           environment: 'node',
+          // Property tests run thousands of cases; unit files share the cores with the integration
+          // project in `npm test`, where 5 s (vitest's default) was missed at 7 s under load.
+          testTimeout: 30_000,
         },
       },
       {
