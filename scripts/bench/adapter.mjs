@@ -1,6 +1,8 @@
 // The adapter's Check alone (the gateway's client and a pre-encoded gRPC request) and the quota
 // ledger alone (Reserve + Commit pairs on one account and on eight).
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { fromBinary } from '@bufbuild/protobuf';
 import { createClient } from '@connectrpc/connect';
 import { checkRequest, rpcTransport } from '@dnc/kit';
@@ -27,10 +29,29 @@ function encodeCheckRequest(country, phones) {
   return Buffer.concat(parts);
 }
 
+/** The stack's transport security for grpc-js as `identity` (mutual TLS unless the stack runs plaintext). */
+async function grpcCredentials(ctx, identity) {
+  const security = await ctx.stack.security(identity);
+  if (security.mode !== 'mtls') return grpc.credentials.createInsecure();
+  const dir = security.material.dir;
+  const read = (f) => readFileSync(path.join(dir, f));
+  return grpc.credentials.createSsl(read('ca.crt'), read('tls.key'), read('tls.crt'), {
+    checkServerIdentity: (_host, cert) =>
+      (cert.subjectaltname ?? '').includes(`/registry-adapter-${COUNTRY}`)
+        ? undefined
+        : new Error('not the adapter'),
+  });
+}
+
+/** The stack's internal transport to `address` as `identity`, the server proving `peer`. */
+export async function transportAs(ctx, identity, peer, address) {
+  return rpcTransport(address, [], { security: await ctx.stack.security(identity), peer });
+}
+
 /** Check with a pre-encoded request over @grpc/grpc-js: the adapter's handler, decode and transport. */
 async function benchAdapterCheckRaw(ctx, phones, expected) {
   const address = new URL(ctx.stack.addresses.adapters[COUNTRY]).host;
-  const client = new grpc.Client(address, grpc.credentials.createInsecure(), {
+  const client = new grpc.Client(address, await grpcCredentials(ctx, 'gateway'), {
     'grpc.max_receive_message_length': 64 << 20,
     'grpc.max_send_message_length': 64 << 20,
   });
@@ -68,7 +89,7 @@ async function benchAdapterCheckRaw(ctx, phones, expected) {
 export async function benchAdapterCheck(ctx) {
   const client = createClient(
     registryv1.RegistryAdapterService,
-    rpcTransport(ctx.stack.addresses.adapters[COUNTRY]),
+    await transportAs(ctx, 'gateway', `registry-adapter-${COUNTRY}`, ctx.stack.addresses.adapters[COUNTRY]),
   );
   const { phones, expected } = inputs(CONFIG.v1_batch, CONFIG.registry_size, 1);
   const before = histogram(
@@ -109,8 +130,9 @@ export async function benchAdapterCheck(ctx) {
  * serializes; the difference between the two figures is that lock.
  */
 export async function benchQuotaLock(ctx) {
-  const quota = createClient(quotav1.QuotaService, rpcTransport(ctx.stack.addresses.quota));
-  const admin = createClient(quotav1.QuotaAdminService, rpcTransport(ctx.stack.addresses.quota));
+  const quotaAt = ctx.stack.addresses.quota;
+  const quota = createClient(quotav1.QuotaService, await transportAs(ctx, 'admission', 'quota', quotaAt));
+  const admin = createClient(quotav1.QuotaAdminService, await transportAs(ctx, 'operator', 'quota', quotaAt));
   const accounts = Array.from({ length: 8 }, (_, i) => `bench-quota-${ctx.run}-${i}`);
   for (const orgId of accounts)
     await admin.setLimit({ orgId, country: COUNTRY, limit: 1_000_000_000_000n }, { timeoutMs: 5_000 });

@@ -2,8 +2,8 @@
 // split into its internal calls, and single-number requests under load.
 import { createHmac } from 'node:crypto';
 import { createClient } from '@connectrpc/connect';
-import { rpcTransport } from '@dnc/kit';
 import { admissionv1, registryv1 } from '@dnc/proto';
+import { transportAs } from './adapter.mjs';
 import { expectSummary, histogram, metricsText, scrubRequest } from './bench-stack.mjs';
 import { CONFIG, smoke } from './config.mjs';
 import { autocannonRun, loadFigures } from './load.mjs';
@@ -83,10 +83,13 @@ export function benchV1Lone(ctx) {
  * Check, each alone over gRPC, sequentially (the rest of a one-number request is the gateway's HTTP).
  */
 export async function benchV1FixedSplit(ctx) {
-  const admission = createClient(admissionv1.AdmissionService, rpcTransport(ctx.stack.addresses.admission));
+  const admission = createClient(
+    admissionv1.AdmissionService,
+    await transportAs(ctx, 'gateway', 'admission', ctx.stack.addresses.admission),
+  );
   const adapter = createClient(
     registryv1.RegistryAdapterService,
-    rpcTransport(ctx.stack.addresses.adapters[COUNTRY]),
+    await transportAs(ctx, 'gateway', `registry-adapter-${COUNTRY}`, ctx.stack.addresses.adapters[COUNTRY]),
   );
   const runs = smoke ? 20 : 100;
   const warmup = smoke ? 10 : 100;

@@ -123,6 +123,9 @@ const stack = await Stack.create({
   publicBaseUrl,
   logDir,
   echo,
+  // Mutual TLS between every process, certificates of a local CA made at start (in a temporary
+  // directory, removed at stop). DNC_INSECURE_PLAINTEXT=1 turns it off: each process says so loudly.
+  insecurePlaintext: env.DNC_INSECURE_PLAINTEXT === '1',
   env: {
     ...(env.DNC_FINGERPRINT_SECRET ? { DNC_FINGERPRINT_SECRET: env.DNC_FINGERPRINT_SECRET } : {}),
     ...(env.DNC_KEKS ? { DNC_KEKS: env.DNC_KEKS, DNC_KEK_ACTIVE_ID: env.DNC_KEK_ACTIVE_ID ?? '' } : {}),
@@ -170,8 +173,12 @@ Try it:
     -H "Idempotency-Key: $(uuidgen 2>/dev/null || date +%s%N)" \\
     -d '{"country":"co","phones":["+57 300 123 4567","3001234599","(601) 234 5678","12345","+52 55 1234 5678"]}'
 
-Operator CLI (same environment):
-  DNC_ADMISSION_ADDR=${a.admission} DNC_QUOTA_ADDR=${a.quota} DNC_JOBS_ADDR=${a.jobs} DNC_DASHBOARD_ADDR=${a.dashboardAdmin} npx dnc-admin status
+Internal calls are mutual TLS: each process has its own certificate of a local CA (${stack.pki.dir}).
+Operator CLI (as the operator identity, with its certificate):
+  ${Object.entries(stack.adminEnv())
+    .filter(([k]) => !k.startsWith('DNC_ADAPTER_ADDR_') && k !== 'DNC_GATEWAY_URL')
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ')} npx dnc-admin status
 
 Ctrl-C stops everything.
 `);

@@ -176,6 +176,11 @@ describe('registry adapters as processes: dnc-admin, discovery, restarts, confor
       'co',
       '--drills',
       '--json',
+      // Mutual TLS as the platform calls it: Check as a gateway, Describe/Load/drills as the operator.
+      '--tls-dir',
+      stack.pki.dirOf('gateway'),
+      '--operator-tls-dir',
+      stack.pki.dirOf('operator'),
     ]);
     const report = JSON.parse(r.out) as { passed: boolean; results: { ok: boolean; title: string }[] };
     expect(report.results.filter((x) => !x.ok)).toEqual([]);

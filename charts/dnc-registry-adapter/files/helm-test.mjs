@@ -6,13 +6,27 @@
 // Runs in the dnc-scrub image (cwd /app), whose production dependencies hold the Connect client and
 // the generated contracts.
 import { createClient } from '@connectrpc/connect';
-import { createGrpcTransport } from '@connectrpc/connect-node';
+import { adapterIdentity, grpcTransport, TlsMaterial } from '@dnc/kit';
 import { healthv1, registryv1 } from '@dnc/proto';
 
 const address = process.env.DNC_ADAPTER_ADDRESS;
 const country = process.env.DNC_TEST_COUNTRY;
-const transport = createGrpcTransport({ baseUrl: address });
+const trustDomain = process.env.DNC_TRUST_DOMAIN ?? 'dnc.internal';
 const options = { timeoutMs: 5000 };
+
+/**
+ * Mutual TLS as the platform calls the adapter: Check with a certificate allowed to Check
+ * (DNC_TLS_DIR), Describe with the operator's (DNC_OPERATOR_TLS_DIR); the server must prove it is
+ * registry-adapter-<country>. Both unset: plaintext (a development stack).
+ */
+function transportAs(dir) {
+  if (!dir) return grpcTransport(address);
+  const material = TlsMaterial.load(dir, trustDomain);
+  const security = { mode: 'mtls', identity: material.identity, trustDomain, material };
+  return grpcTransport(address, [], { security, peer: adapterIdentity(country) });
+}
+const transport = transportAs(process.env.DNC_TLS_DIR);
+const operatorTransport = transportAs(process.env.DNC_OPERATOR_TLS_DIR ?? process.env.DNC_TLS_DIR);
 
 function fail(message) {
   console.error(`FAIL ${message}`);
@@ -29,7 +43,9 @@ if (served.status !== healthv1.HealthCheckResponse_ServingStatus.SERVING) {
 console.log('ok health SERVING');
 
 const adapter = createClient(registryv1.RegistryAdapterService, transport);
-const described = await adapter.describe({}, options).catch((error) => fail(`Describe: ${error.message}`));
+const described = await createClient(registryv1.RegistryAdapterService, operatorTransport)
+  .describe({}, options)
+  .catch((error) => fail(`Describe: ${error.message}`));
 if (described.country !== country) fail(`Describe names country ${described.country}, expected ${country}`);
 if (described.status !== registryv1.AdapterStatus.SERVING) {
   fail(`Describe status is ${registryv1.AdapterStatus[described.status]} (a registry must be loaded)`);

@@ -1,21 +1,56 @@
 import { parseArgs } from 'node:util';
-import { readPublicReason } from '@dnc/kit';
+import type { Transport } from '@connectrpc/connect';
+import {
+  ConfigError,
+  createSecurity,
+  grpcTransport,
+  type Identity,
+  parseConfig,
+  readPublicReason,
+  type Security,
+  securityConfig,
+  z,
+} from '@dnc/kit';
 
-/** Where the services are: the same variables the services themselves use. */
+/** Where the services are (the same variables the services themselves use), and who is calling. */
 export interface AdminEnv {
   admission: string;
   quota: string;
   jobs: string;
   dashboard: string;
+  /** The operator's certificate (DNC_TLS_DIR), read when the first call is made. */
+  security(): Security;
 }
 
+/**
+ * dnc-admin authenticates as the `operator` identity: a certificate of the platform CA naming
+ * spiffe://<trust domain>/operator, in DNC_TLS_DIR (tls.crt, tls.key, ca.crt). Without one it
+ * refuses to run, unless DNC_INSECURE_PLAINTEXT=1 (development only, logged).
+ */
 export function adminEnv(env: NodeJS.ProcessEnv = process.env): AdminEnv {
+  let security: Security | undefined;
   return {
     admission: env['DNC_ADMISSION_ADDR'] ?? 'http://127.0.0.1:50051',
     quota: env['DNC_QUOTA_ADDR'] ?? 'http://127.0.0.1:50052',
     jobs: env['DNC_JOBS_ADDR'] ?? 'http://127.0.0.1:50053',
     dashboard: env['DNC_DASHBOARD_ADDR'] ?? 'http://127.0.0.1:50054',
+    security() {
+      if (!security) {
+        try {
+          security = createSecurity(parseConfig(z.object(securityConfig), env), 'operator');
+        } catch (error) {
+          if (error instanceof ConfigError) throw new UsageError(error.message);
+          throw new UsageError(`the operator certificate: ${(error as Error).message}`);
+        }
+      }
+      return security;
+    },
   };
+}
+
+/** A gRPC transport to `address`, as the operator, accepting only a server that proves `peer`. */
+export function operatorTransport(env: AdminEnv, address: string, peer: Identity): Transport {
+  return grpcTransport(address, [], { security: env.security(), peer });
 }
 
 /** A failure the operator can act on: printed as one line on stderr, exit code 1. */

@@ -1,3 +1,4 @@
+export * from './identities.js';
 export * from './invariants.js';
 export * from './leaks.js';
 export * from './nats-server.js';

@@ -2,11 +2,13 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import path from 'node:path';
-import { createClient } from '@connectrpc/connect';
+import type { DescService } from '@bufbuild/protobuf';
+import { type Client, createClient, type Transport } from '@connectrpc/connect';
 import { LIVE_COUNTRIES } from '@dnc/api-contract/limits';
-import { ensureDatabase, grpcTransport } from '@dnc/kit';
+import { ensureDatabase, grpcTransport, type Identity, rpcTransport, type Security } from '@dnc/kit';
 import { healthv1 } from '@dnc/proto';
 import { runAdmin } from './admin.js';
+import { processIdentity, StackPki } from './identities.js';
 import { freePort } from './ports.js';
 
 export { LIVE_COUNTRIES };
@@ -62,6 +64,11 @@ export interface StackOptions {
   /** Processes not to start (a test starts them itself later). */
   skip?: ProcessName[];
   replicas?: Replicas;
+  /**
+   * Development only: every process without TLS (DNC_INSECURE_PLAINTEXT=1, logged loudly by each).
+   * The default is mutual TLS with certificates of a local CA the stack creates.
+   */
+  insecurePlaintext?: boolean;
 }
 
 interface Managed {
@@ -103,6 +110,8 @@ export class Stack {
     readonly options: StackOptions,
     addresses: StackAddresses,
     readonly commonEnv: Record<string, string>,
+    /** The stack's local CA and certificates (one per process, the operator's, test callers'). */
+    readonly pki: StackPki,
   ) {
     this.addresses = addresses;
     this.baseUrl = addresses.gateway;
@@ -175,7 +184,9 @@ export class Stack {
       DNC_LOG_LEVEL: 'info',
       ...options.env,
     };
-    const stack = new Stack(options, addresses, commonEnv);
+    if (options.insecurePlaintext) commonEnv['DNC_INSECURE_PLAINTEXT'] = '1';
+    const pki = await StackPki.create();
+    const stack = new Stack(options, addresses, commonEnv, pki);
     const roleEnv: Partial<Record<ProcessName, Record<string, string>>> = {
       quota: { DNC_GRPC_PORT: String(grpc.quota) },
       'job-scheduler': { DNC_GRPC_PORT: String(grpc.jobs) },
@@ -208,16 +219,21 @@ export class Stack {
     for (const name of names) {
       const base = name.split('#')[0]!;
       const role = base.startsWith('adapter-') ? 'registry-adapter' : base;
+      // Each process its own certificate: its identity in a SPIFFE URI, signed by the stack's CA.
+      await pki.write(name, processIdentity(name));
       stack.processes.set(name, {
         name,
         role,
         env: {
           ...roleEnv[name],
           DNC_METRICS_PORT: String(metrics[name]),
+          ...(role === 'gateway' ? {} : { DNC_HEALTH_PORT: String(await port()) }),
+          ...pki.env(name),
           ...options.processEnv?.[name],
         },
       });
     }
+    await pki.write('operator', 'operator');
     if (options.logDir) mkdirSync(options.logDir, { recursive: true });
     return stack;
   }
@@ -289,9 +305,10 @@ export class Stack {
     const p = this.processes.get(name)!;
     const deadline = Date.now() + timeoutMs;
     const gateway = p.role === 'gateway';
+    // The plaintext health listener, as a kubelet probe asks (no client certificate).
     const health = gateway
       ? undefined
-      : createClient(healthv1.Health, grpcTransport(`http://127.0.0.1:${p.env['DNC_GRPC_PORT']}`));
+      : createClient(healthv1.Health, grpcTransport(`http://127.0.0.1:${p.env['DNC_HEALTH_PORT']}`));
     while (Date.now() < deadline) {
       if (p.child?.exitCode !== null && p.child?.exitCode !== undefined) {
         throw new Error(
@@ -357,9 +374,11 @@ export class Stack {
       .join('');
   }
 
-  /** Environment for `dnc-admin` against this stack. */
+  /** Environment for `dnc-admin` against this stack: the operator's certificate, the addresses. */
   adminEnv(): Record<string, string> {
     return {
+      ...this.pki.env('operator'),
+      ...(this.options.insecurePlaintext ? { DNC_INSECURE_PLAINTEXT: '1' } : {}),
       DNC_ADMISSION_ADDR: this.addresses.admission,
       DNC_QUOTA_ADDR: this.addresses.quota,
       DNC_JOBS_ADDR: this.addresses.jobs,
@@ -380,6 +399,29 @@ export class Stack {
     const names = [...this.processes.keys()].reverse();
     await Promise.all(names.map((n) => this.stop(n)));
     await Promise.all([...this.files.values()].map((f) => new Promise((r) => f.end(r))));
+    this.pki.close();
+  }
+
+  /** A caller of this stack with a fresh certificate of `identity` (tests, the benchmark). */
+  async security(identity: Identity): Promise<Security> {
+    if (this.options.insecurePlaintext)
+      return { mode: 'plaintext', identity, trustDomain: this.pki.trustDomain };
+    return this.pki.security(identity);
+  }
+
+  /** A Connect transport to `address` as `caller`, accepting only a server that proves `peer`. */
+  transport(caller: Security, peer: Identity, address: string): Transport {
+    return rpcTransport(address, [], { security: caller, peer });
+  }
+
+  /** A client of `service` at `address`, called as `caller`, the server proving `peer`. */
+  client<S extends DescService>(service: S, caller: Security, peer: Identity, address: string): Client<S> {
+    return createClient(service, this.transport(caller, peer, address));
+  }
+
+  /** Re-issue a process's certificate on disk (a rotation; the process picks it up on its own). */
+  async rotate(name: ProcessName): Promise<void> {
+    await this.pki.write(name, processIdentity(name));
   }
 }
 

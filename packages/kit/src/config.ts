@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { securityConfig } from './security/security.js';
 
 /**
  * Configuration is a schema parsed once at boot. A bad value stops the process with a message that
@@ -66,6 +67,13 @@ export const commonConfig = {
   DNC_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DNC_SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(20_000),
   DNC_METRICS_PORT: port(9464),
+  /**
+   * Plaintext grpc.health.v1 for probes (kubelet presents no client certificate): it answers health
+   * and nothing else. Unset: no such listener (health is still served, over mTLS, on the gRPC port).
+   */
+  DNC_HEALTH_PORT: z.coerce.number().int().min(0).max(65_535).optional(),
+  /** This process's certificate, trust domain and reload interval; or plaintext for development. */
+  ...securityConfig,
   /** Prefix for NATS stream, subject and bucket names, so test runs never share state. */
   /** Replicas of the stream and buckets this process creates (3 in production, 1 on one server). */
   DNC_JETSTREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),

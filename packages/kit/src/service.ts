@@ -20,6 +20,10 @@ import {
   startMetricsServer,
 } from './metrics.js';
 import { adoptRequestId } from './request-context.js';
+import { AuthorizationTable, authorizeInterceptor, type Refusal } from './security/authorization.js';
+import { type Identity, isIdentity } from './security/identity.js';
+import { closeSecurity, createSecurity, type Security, type SecurityConfig } from './security/security.js';
+import { callerContext, createRpcServer } from './security/transport.js';
 import { startTracing, traceServerCalls } from './tracing.js';
 
 export interface ServiceOptions {
@@ -29,8 +33,25 @@ export interface ServiceOptions {
   logLevel: string;
   shutdownTimeoutMs: number;
   metricsPort?: number;
+  /** Plaintext grpc.health.v1 only (probes); undefined: none. */
+  healthPort?: number;
   /** Registry adapters report their country in ServiceInfo. */
   country?: string;
+  /** This process's identity and certificate (kit security). */
+  security: Security;
+}
+
+/** One listener of a service: the data plane, or the admin plane (operator, audited). */
+export interface ListenerOptions {
+  port: number;
+  host?: string;
+  routes: (router: ConnectRouter) => void;
+  serviceNames: string[];
+  readMaxBytes?: number;
+  /** The service's own interceptors, inside the kit's (authorization, metrics, in-flight count, errors). */
+  interceptors?: Interceptor[];
+  /** Called for each refused call (the admin listener writes it to its audit log). */
+  onDenied?: (refusal: Refusal) => void;
 }
 
 type Closer = () => Promise<void> | void;
@@ -44,6 +65,14 @@ export class Service {
   readonly metrics: Registry;
   readonly health: HealthState;
   readonly startedAt = new Date();
+  readonly security: Security;
+  private readonly table = new AuthorizationTable();
+  private healthStarted = false;
+  /** The port of the plaintext health listener, once started. */
+  healthListenPort: number | undefined;
+  private rpcMetrics:
+    | { total: Counter; duration: Histogram; denied: Counter<'caller' | 'method'> }
+    | undefined;
   private readonly closers: { name: string; close: Closer }[] = [];
   private shuttingDown: Promise<void> | undefined;
   private inFlight = 0;
@@ -56,6 +85,11 @@ export class Service {
     const stopTracing = startTracing(options.name);
     if (stopTracing) this.onClose('tracing', stopTracing);
     this.health = new HealthState(this.logger);
+    this.security = options.security;
+  }
+
+  get identity(): Identity {
+    return this.security.identity;
   }
 
   /** Resources close in reverse order of registration (last opened, first closed). */
@@ -88,31 +122,66 @@ export class Service {
     return server;
   }
 
-  /**
-   * Connect server over HTTP/2 (h2c) speaking gRPC, gRPC-Web and Connect, with grpc.health.v1 and
-   * dnc.platform.v1.ServiceInfoService registered beside the service's own routes.
-   */
-  async startGrpcServer(opts: {
-    port: number;
-    host?: string;
-    routes: (router: ConnectRouter) => void;
-    serviceNames: string[];
-    readMaxBytes?: number;
-    /** The service's own interceptors, inside the kit's (metrics, in-flight count, error boundary). */
-    interceptors?: Interceptor[];
-  }): Promise<{ port: number }> {
-    const rpcTotal = new Counter({
-      name: 'dnc_rpc_requests_total',
-      help: 'RPCs served, by method and gRPC code.',
-      labelNames: ['method', 'code'],
-      registers: [this.metrics],
+  /** Plaintext grpc.health.v1 for probes, answering nothing else (no client certificate needed). */
+  async startHealthServer(serviceNames: string[]): Promise<number | undefined> {
+    if (this.options.healthPort === undefined) return undefined;
+    const handler = connectNodeAdapter({
+      routes: (router) => router.service(healthv1.Health, healthService(this.health, serviceNames)),
     });
-    const rpcDuration = new Histogram({
-      name: 'dnc_rpc_duration_seconds',
-      help: 'RPC handling time.',
-      labelNames: ['method'],
-      buckets: LATENCY_BUCKETS,
-      registers: [this.metrics],
+    const server = http2.createServer(handler);
+    const sessions = new Set<http2.ServerHttp2Session>();
+    server.on('session', (s: http2.ServerHttp2Session) => {
+      sessions.add(s);
+      s.on('close', () => sessions.delete(s));
+    });
+    await listen(server, this.options.healthPort, '0.0.0.0');
+    // A probe's idle connection must not hold the drain: closed at once (health answers NOT_SERVING
+    // from the start of the drain anyway).
+    this.onClose('health server', () => {
+      server.close();
+      for (const s of sessions) s.destroy();
+    });
+    this.healthListenPort = (server.address() as AddressInfo).port;
+    return this.healthListenPort;
+  }
+
+  private metricsOfRpcs() {
+    this.rpcMetrics ??= {
+      total: new Counter({
+        name: 'dnc_rpc_requests_total',
+        help: 'RPCs served, by method and gRPC code.',
+        labelNames: ['method', 'code'],
+        registers: [this.metrics],
+      }),
+      duration: new Histogram({
+        name: 'dnc_rpc_duration_seconds',
+        help: 'RPC handling time.',
+        labelNames: ['method'],
+        buckets: LATENCY_BUCKETS,
+        registers: [this.metrics],
+      }),
+      denied: new Counter({
+        name: 'dnc_rpc_denied_total',
+        help: 'RPCs refused with PERMISSION_DENIED: the caller identity may not call the method.',
+        labelNames: ['caller', 'method'],
+        registers: [this.metrics],
+      }),
+    };
+    return this.rpcMetrics;
+  }
+
+  /**
+   * A Connect server over HTTP/2 speaking gRPC, gRPC-Web and Connect: mutual TLS (a client certificate
+   * of the platform CA required at the handshake), THE authorization table on every call (default
+   * deny), grpc.health.v1 and dnc.platform.v1.ServiceInfoService beside the service's own routes.
+   */
+  async startGrpcServer(opts: ListenerOptions): Promise<{ port: number }> {
+    const { total: rpcTotal, duration: rpcDuration, denied } = this.metricsOfRpcs();
+    const authorize = authorizeInterceptor({
+      table: this.table,
+      logger: this.logger,
+      denied,
+      ...(opts.onDenied ? { onDenied: opts.onDenied } : {}),
     });
     const trackCalls: Interceptor = (next) => async (req) => {
       const method = `${req.service.typeName}/${req.method.name}`;
@@ -152,8 +221,10 @@ export class Service {
       country: this.options.country ?? '',
     });
     const handler = connectNodeAdapter({
-      // The caller's request id first, so the kit's own log lines carry it too.
-      interceptors: [adoptRequestId, traceServerCalls, trackCalls, ...(opts.interceptors ?? [])],
+      contextValues: callerContext(this.security),
+      // The caller's request id first, so the kit's own log lines carry it too; a refused call
+      // ends before it is counted as served or reaches any handler.
+      interceptors: [adoptRequestId, traceServerCalls, authorize, trackCalls, ...(opts.interceptors ?? [])],
       readMaxBytes: opts.readMaxBytes ?? 64 * 1024 * 1024,
       routes: (router) => {
         router.service(healthv1.Health, healthService(this.health, opts.serviceNames));
@@ -161,16 +232,18 @@ export class Service {
         opts.routes(router);
       },
     });
-    const server = http2.createServer({ maxSessionMemory: HTTP2_SESSION_MEMORY_MB }, handler);
+    const server = createRpcServer(this.security, handler, this.logger);
     const sessions = new Set<http2.ServerHttp2Session>();
-    server.on('session', (s) => {
+    server.on('session', (s: http2.ServerHttp2Session) => {
       sessions.add(s);
       s.on('close', () => sessions.delete(s));
     });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(opts.port, opts.host ?? '0.0.0.0', () => resolve());
-    });
+    await listen(server, opts.port, opts.host ?? '0.0.0.0');
+    // The probes' own listener comes with the first gRPC listener.
+    if (!this.healthStarted) {
+      this.healthStarted = true;
+      await this.startHealthServer(opts.serviceNames);
+    }
     this.onClose('grpc server', async () => {
       server.close();
       // GOAWAY to every client: they finish their streams and reconnect elsewhere.
@@ -241,6 +314,13 @@ export function failFast(name: string): void {
   process.on('uncaughtException', die('uncaught exception'));
 }
 
+function listen(server: http2.Http2Server | http2.Http2SecureServer, port: number, host: string) {
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+}
+
 /** Run a service's main: configuration and dependency errors end the process with one clear line. */
 export async function runMain(name: string, main: () => Promise<void>): Promise<void> {
   failFast(name);
@@ -254,10 +334,11 @@ export async function runMain(name: string, main: () => Promise<void>): Promise<
 }
 
 /** The part of every service's configuration the Service reads (kit `commonConfig`). */
-export interface ServiceConfig {
+export interface ServiceConfig extends SecurityConfig {
   DNC_LOG_LEVEL: string;
   DNC_SHUTDOWN_TIMEOUT_MS: number;
   DNC_METRICS_PORT: number;
+  DNC_HEALTH_PORT?: number | undefined;
 }
 
 /**
@@ -269,16 +350,24 @@ export async function startService<T>(
   name: string,
   config: ServiceConfig,
   wire: (service: Service) => Promise<T>,
-  options: { country?: string; version?: string } = {},
+  options: { country?: string; version?: string; identity?: Identity } = {},
 ): Promise<T> {
+  const identity = options.identity ?? name;
+  if (!isIdentity(identity)) throw new Error(`${identity} is not a platform identity`);
+  const logger = createLogger(name, config.DNC_LOG_LEVEL);
+  // Before anything opens: no certificate (and no explicit plaintext) is a failed start.
+  const security = createSecurity(config, identity, logger);
   const service = new Service({
     name,
     version: options.version ?? process.env['npm_package_version'] ?? '0.1.0',
     logLevel: config.DNC_LOG_LEVEL,
     shutdownTimeoutMs: config.DNC_SHUTDOWN_TIMEOUT_MS,
     metricsPort: config.DNC_METRICS_PORT,
+    ...(config.DNC_HEALTH_PORT !== undefined ? { healthPort: config.DNC_HEALTH_PORT } : {}),
     ...(options.country ? { country: options.country } : {}),
+    security,
   });
+  service.onClose('certificate reload', () => closeSecurity(security));
   try {
     return await wire(service);
   } catch (error) {

@@ -61,16 +61,19 @@ describe('grpc.health.v1 answers honestly (issue 2: service kit)', () => {
       version: '1.2.3',
       logLevel: 'silent',
       shutdownTimeoutMs: 2000,
+      healthPort: 0,
+      security: { mode: 'plaintext', identity: 'quota', trustDomain: 'dnc.internal' },
     });
     services.push(service);
     service.health.require('store', async () => dependencyUp.value);
     await service.health.start();
-    const { port } = await service.startGrpcServer({
+    await service.startGrpcServer({
       port: 0,
       routes: () => {},
       serviceNames: ['dnc.test.v1.Probe'],
     });
-    return { service, port };
+    // Probes use the plaintext health listener (no client certificate, health only).
+    return { service, port: service.healthListenPort! };
   }
 
   it('SERVING while every required dependency is up, NOT_SERVING while one is down', async () => {

@@ -206,13 +206,14 @@ async function openDiscovery(service: Service, config: AdmissionConfig) {
 
 /** Clients of the quota service; readiness requires it SERVING. */
 function quotaClients(service: Service, config: AdmissionConfig) {
-  const quotaHealth = createClient(healthv1.Health, rpcTransport(config.DNC_QUOTA_ADDR));
+  const tls = { security: service.security, peer: 'quota' as const };
+  const quotaHealth = createClient(healthv1.Health, rpcTransport(config.DNC_QUOTA_ADDR, [], tls));
   service.health.require('quota', async () => {
     const r = await quotaHealth.check({ service: '' }, { timeoutMs: 800 });
     return r.status === healthv1.HealthCheckResponse_ServingStatus.SERVING;
   });
   return {
-    quota: serviceClient(quotav1.QuotaService, config.DNC_QUOTA_ADDR, 3_000),
-    quotaAdmin: serviceClient(quotav1.QuotaAdminService, config.DNC_QUOTA_ADDR, 5_000),
+    quota: serviceClient(quotav1.QuotaService, config.DNC_QUOTA_ADDR, 3_000, tls),
+    quotaAdmin: serviceClient(quotav1.QuotaAdminService, config.DNC_QUOTA_ADDR, 5_000, tls),
   };
 }

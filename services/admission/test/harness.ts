@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type Client, createClient } from '@connectrpc/connect';
-import { uniqueSuffix } from '@dnc/devstack';
+import { StackPki, uniqueSuffix } from '@dnc/devstack';
 import {
   type AdapterEntry,
   announceAdapter,
@@ -12,6 +12,7 @@ import {
   openBucket,
   parseConfig,
   readPublicReason,
+  type Security,
 } from '@dnc/kit';
 import { admissionv1, quotav1 } from '@dnc/proto';
 import pg from 'pg';
@@ -44,19 +45,29 @@ export class Harness {
   private heartbeat: NodeJS.Timeout | undefined;
   readonly databaseUrl = uniqueDatabaseUrl('admission');
   readonly prefix = `T${uniqueSuffix()}_`;
+  /** Real mutual TLS: each service its certificate, the test calls as the gateway and the operator. */
+  pki!: StackPki;
+  private gateway!: Security;
+  private operator!: Security;
 
   async start(env: Record<string, string> = {}): Promise<this> {
+    this.pki = await StackPki.create();
+    await this.pki.write('quota', 'quota');
+    await this.pki.write('admission', 'admission');
+    this.gateway = await this.pki.security('gateway');
+    this.operator = await this.pki.security('operator');
     this.quota = await startQuota(
       parseConfig(quotaConfig, {
         DATABASE_URL: this.databaseUrl,
         DNC_GRPC_PORT: '0',
         DNC_METRICS_PORT: '0',
         DNC_LOG_LEVEL: 'silent',
+        ...this.pki.env('quota'),
       }),
     );
     this.quotaAdmin = createClient(
       quotav1.QuotaAdminService,
-      grpcTransport(`http://127.0.0.1:${this.quota.port}`),
+      grpcTransport(`http://127.0.0.1:${this.quota.port}`, [], { security: this.operator, peer: 'quota' }),
     );
     await this.addInstance(env);
     this.nc = await connectNats(TEST_NATS_URL, 'admission-test');
@@ -80,6 +91,7 @@ export class Harness {
         DNC_GRPC_PORT: '0',
         DNC_METRICS_PORT: '0',
         DNC_LOG_LEVEL: 'silent',
+        ...this.pki.env('admission'),
         ...env,
       }),
     );
@@ -88,11 +100,18 @@ export class Harness {
   }
 
   clients(index = 0): AdmissionClients {
-    const transport = grpcTransport(`http://127.0.0.1:${this.instances[index]!.port}`);
     return {
-      admission: createClient(admissionv1.AdmissionService, transport),
-      admin: createClient(admissionv1.AdmissionAdminService, transport),
+      admission: createClient(admissionv1.AdmissionService, this.transport(this.gateway, index)),
+      admin: createClient(admissionv1.AdmissionAdminService, this.transport(this.operator, index)),
     };
+  }
+
+  /** A transport to admission instance `index` as `caller`. */
+  transport(caller: Security, index = 0) {
+    return grpcTransport(`http://127.0.0.1:${this.instances[index]!.port}`, [], {
+      security: caller,
+      peer: 'admission',
+    });
   }
 
   /** Announce (and keep announcing) an adapter of the country in discovery. */
@@ -161,6 +180,7 @@ export class Harness {
     await this.nc?.close();
     await dropDatabase(this.databaseUrl);
     await dropNatsPrefix(this.prefix);
+    this.pki?.close();
     const redis = createRedis(process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379');
     if (redis.status !== 'ready') await new Promise((r) => redis.once('ready', r));
     const keys = await redis.keys(`${this.prefix}*`);

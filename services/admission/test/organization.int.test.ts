@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import { createClient } from '@connectrpc/connect';
-import { grpcTransport } from '@dnc/kit';
 import { admissionv1 } from '@dnc/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_ACTIVE_KEYS, MAX_KEY_NAME } from '../src/organization.js';
@@ -15,10 +14,7 @@ let org: ReturnType<typeof createClient<typeof admissionv1.OrganizationService>>
 beforeAll(async () => {
   await h.start({ DNC_KEY_USAGE_FLUSH_MS: '200' });
   await h.adapter('co');
-  org = createClient(
-    admissionv1.OrganizationService,
-    grpcTransport(`http://127.0.0.1:${h.instances[0]!.port}`),
-  );
+  org = createClient(admissionv1.OrganizationService, h.transport(await h.pki.security('dashboard')));
 });
 
 afterAll(async () => {

@@ -65,11 +65,14 @@ async function wire(service: Service, config: DashboardConfig): Promise<RunningD
     idleMinutes: config.DNC_SESSION_IDLE_MINUTES,
     absoluteHours: config.DNC_SESSION_ABSOLUTE_HOURS,
   });
-  const upstreams = createUpstreams({
-    admission: config.DNC_ADMISSION_ADDR,
-    quota: config.DNC_QUOTA_ADDR,
-    jobs: config.DNC_JOBS_ADDR,
-  });
+  const upstreams = createUpstreams(
+    {
+      admission: config.DNC_ADMISSION_ADDR,
+      quota: config.DNC_QUOTA_ADDR,
+      jobs: config.DNC_JOBS_ADDR,
+    },
+    service.security,
+  );
   const logN = config.DNC_SCRYPT_LOG_N;
   const deps: RouteDeps = {
     sessions,

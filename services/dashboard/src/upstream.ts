@@ -1,5 +1,5 @@
 import type { Client } from '@connectrpc/connect';
-import { Code, ConnectError, readPublicReason, serviceClient } from '@dnc/kit';
+import { Code, ConnectError, readPublicReason, type Security, serviceClient } from '@dnc/kit';
 import { admissionv1, jobsv1, quotav1 } from '@dnc/proto';
 
 /**
@@ -12,11 +12,21 @@ export interface Upstreams {
   jobs: Client<typeof jobsv1.OrganizationJobsService>;
 }
 
-export function createUpstreams(addr: { admission: string; quota: string; jobs: string }): Upstreams {
+/** Called with the dashboard's own certificate; each server must prove the identity it is meant to be. */
+export function createUpstreams(
+  addr: { admission: string; quota: string; jobs: string },
+  security: Security,
+): Upstreams {
   return {
-    organization: serviceClient(admissionv1.OrganizationService, addr.admission, 5_000),
-    quota: serviceClient(quotav1.OrganizationQuotaService, addr.quota, 5_000),
-    jobs: serviceClient(jobsv1.OrganizationJobsService, addr.jobs, 5_000),
+    organization: serviceClient(admissionv1.OrganizationService, addr.admission, 5_000, {
+      security,
+      peer: 'admission',
+    }),
+    quota: serviceClient(quotav1.OrganizationQuotaService, addr.quota, 5_000, { security, peer: 'quota' }),
+    jobs: serviceClient(jobsv1.OrganizationJobsService, addr.jobs, 5_000, {
+      security,
+      peer: 'job-scheduler',
+    }),
   };
 }
 

@@ -24,9 +24,16 @@ let orgId: string;
 
 beforeAll(async () => {
   await h.start();
+  await h.pki.write('dashboard', 'dashboard');
   dash = await startDashboard(config());
   base = `http://127.0.0.1:${dash.port}`;
-  admin = createClient(dashboardv1.DashboardAdminService, grpcTransport(`http://127.0.0.1:${dash.grpcPort}`));
+  admin = createClient(
+    dashboardv1.DashboardAdminService,
+    grpcTransport(`http://127.0.0.1:${dash.grpcPort}`, [], {
+      security: await h.pki.security('operator'),
+      peer: 'dashboard',
+    }),
+  );
   orgId = (await h.clients().admin.createOrganization({ name: 'Sign-in Org' })).orgId;
 });
 
@@ -47,6 +54,7 @@ function config(over: Record<string, string> = {}) {
     DNC_SIGN_IN_RATE_PER_MINUTE: '10000',
     DNC_TOTP_KEYS: `t1:${Buffer.alloc(32, 3).toString('base64')}`,
     DNC_TOTP_KEY_ACTIVE_ID: 't1',
+    ...h.pki.env('dashboard'),
     ...over,
   });
 }

@@ -4,6 +4,10 @@ export const gatewayConfig = z.object({
   DNC_LOG_LEVEL: commonConfig.DNC_LOG_LEVEL,
   DNC_SHUTDOWN_TIMEOUT_MS: commonConfig.DNC_SHUTDOWN_TIMEOUT_MS,
   DNC_METRICS_PORT: commonConfig.DNC_METRICS_PORT,
+  DNC_TLS_DIR: commonConfig.DNC_TLS_DIR,
+  DNC_TRUST_DOMAIN: commonConfig.DNC_TRUST_DOMAIN,
+  DNC_TLS_RELOAD_MS: commonConfig.DNC_TLS_RELOAD_MS,
+  DNC_INSECURE_PLAINTEXT: commonConfig.DNC_INSECURE_PLAINTEXT,
   DNC_GATEWAY_PORT: port(8080),
   DNC_GATEWAY_HOST: z.string().default('0.0.0.0'),
   /** Absolute base of status_url, result_url and cancel_url. */

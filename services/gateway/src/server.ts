@@ -16,7 +16,7 @@ export interface RunningGateway {
 /** Everything of the gateway process except signal handling: the public HTTP surface on its port. */
 export function startGateway(config: GatewayConfig): Promise<RunningGateway> {
   return startService('gateway', config, async (service) => {
-    const clients = connectUpstreams(config.DNC_ADMISSION_ADDR, config.DNC_JOBS_ADDR);
+    const clients = connectUpstreams(config.DNC_ADMISSION_ADDR, config.DNC_JOBS_ADDR, service.security);
     // Ready only while admission (and through it, Postgres) answers SERVING.
     service.health.require('admission', async () => {
       const r = await clients.admissionHealth.check({ service: '' }, { timeoutMs: 800 });

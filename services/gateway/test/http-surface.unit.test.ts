@@ -24,7 +24,9 @@ describe('gateway HTTP surface without its upstreams (spec: Endpoints / Common, 
     await health.start();
     app = await buildApp({
       config,
-      upstream: upstreamPort(connectUpstreams(DOWN, DOWN)),
+      upstream: upstreamPort(
+        connectUpstreams(DOWN, DOWN, { mode: 'plaintext', identity: 'gateway', trustDomain: 'dnc.internal' }),
+      ),
       health,
       logger,
       metrics: new Registry(),

@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import type { Client } from '@connectrpc/connect';
 import {
   AdapterDirectory,
+  adapterIdentity,
   connectNats,
   createPool,
   ensureDatabase,
@@ -122,6 +123,7 @@ async function openCore(service: Service, config: JobsConfig, keys: KeyRing): Pr
     quotav1.QuotaService,
     config.DNC_QUOTA_ADDR,
     5_000,
+    { security: service.security, peer: 'quota' },
   );
   return {
     config,
@@ -171,11 +173,17 @@ async function startWorker(core: Core): Promise<void> {
       store: core.store,
       keys: core.keys,
       directory,
-      clients: (address) => {
-        let c = adapterClients.get(address);
+      // A connection to the address discovery gave is used only if the server there proves it is
+      // the country's adapter (registry-adapter-<cc>): an impostor never receives a number.
+      clients: (address, country) => {
+        const key = `${country} ${address}`;
+        let c = adapterClients.get(key);
         if (!c) {
-          c = serviceClient(registryv1.RegistryAdapterService, address, config.DNC_ADAPTER_CALL_TIMEOUT_MS);
-          adapterClients.set(address, c);
+          c = serviceClient(registryv1.RegistryAdapterService, address, config.DNC_ADAPTER_CALL_TIMEOUT_MS, {
+            security: service.security,
+            peer: adapterIdentity(country),
+          });
+          adapterClients.set(key, c);
         }
         return c;
       },

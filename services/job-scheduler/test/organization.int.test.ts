@@ -24,7 +24,13 @@ async function reason(call: Promise<unknown>) {
 
 beforeAll(async () => {
   h = await startJobsHarness({ registry: ['+525581234567'] });
-  org = createClient(jobsv1.OrganizationJobsService, grpcTransport(h.stack.addresses.jobs));
+  org = createClient(
+    jobsv1.OrganizationJobsService,
+    grpcTransport(h.stack.addresses.jobs, [], {
+      security: await h.stack.security('dashboard'),
+      peer: 'job-scheduler',
+    }),
+  );
 }, 120_000);
 
 afterAll(async () => {

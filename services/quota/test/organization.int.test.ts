@@ -13,7 +13,13 @@ let org: ReturnType<typeof createClient<typeof quotav1.OrganizationQuotaService>
 
 beforeAll(async () => {
   q = await startTestQuota('quota_org');
-  org = createClient(quotav1.OrganizationQuotaService, grpcTransport(`http://127.0.0.1:${q.quota.port}`));
+  org = createClient(
+    quotav1.OrganizationQuotaService,
+    grpcTransport(`http://127.0.0.1:${q.quota.port}`, [], {
+      security: await q.pki.security('dashboard'),
+      peer: 'quota',
+    }),
+  );
 });
 
 afterAll(async () => {

@@ -1,4 +1,5 @@
 import { createClient } from '@connectrpc/connect';
+import { StackPki } from '@dnc/devstack';
 import { grpcTransport, parseConfig } from '@dnc/kit';
 import { quotav1 } from '@dnc/proto';
 import { dropDatabase, uniqueDatabaseUrl } from '../../../test/support/stack.js';
@@ -8,6 +9,7 @@ import { type RunningQuota, startQuota } from '../src/server.js';
 export interface TestQuota {
   quota: RunningQuota;
   databaseUrl: string;
+  pki: StackPki;
   client: ReturnType<typeof createClient<typeof quotav1.QuotaService>>;
   admin: ReturnType<typeof createClient<typeof quotav1.QuotaAdminService>>;
   /** The current month's figures of (org, country). */
@@ -18,6 +20,9 @@ export interface TestQuota {
 /** The quota service in this process on a database of its own, called over gRPC (sweeper idle). */
 export async function startTestQuota(label: string): Promise<TestQuota> {
   const databaseUrl = uniqueDatabaseUrl(label);
+  // Real mutual TLS: the service's certificate and its callers' (admission, the operator).
+  const pki = await StackPki.create();
+  await pki.write('quota', 'quota');
   const quota = await startQuota(
     parseConfig(quotaConfig, {
       DATABASE_URL: databaseUrl,
@@ -26,14 +31,18 @@ export async function startTestQuota(label: string): Promise<TestQuota> {
       DNC_LOG_LEVEL: 'silent',
       DNC_SYNC_RESERVATION_TTL_SECONDS: '30',
       DNC_RESERVATION_SWEEP_INTERVAL_MS: '3600000',
+      ...pki.env('quota'),
     }),
   );
-  const transport = grpcTransport(`http://127.0.0.1:${quota.port}`);
-  const admin = createClient(quotav1.QuotaAdminService, transport);
+  const address = `http://127.0.0.1:${quota.port}`;
+  const as = async (identity: 'admission' | 'operator') =>
+    grpcTransport(address, [], { security: await pki.security(identity), peer: 'quota' });
+  const admin = createClient(quotav1.QuotaAdminService, await as('operator'));
   return {
     quota,
     databaseUrl,
-    client: createClient(quotav1.QuotaService, transport),
+    pki,
+    client: createClient(quotav1.QuotaService, await as('admission')),
     admin,
     async account(orgId, country) {
       const { accounts } = await admin.getQuota({ orgId });
@@ -43,6 +52,7 @@ export async function startTestQuota(label: string): Promise<TestQuota> {
     async stop() {
       await quota.service.shutdown('test end');
       await dropDatabase(databaseUrl);
+      pki.close();
     },
   };
 }

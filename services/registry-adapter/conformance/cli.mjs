@@ -6,6 +6,9 @@
 //                              (test deployments only); default fixture: conformance/fixtures/<cc>.txt
 //   [--drills]                 the adapter runs with DNC_ENABLE_DRILLS=1: test deadlines and failures
 //   [--json]                   machine-readable report
+//   [--tls-dir DIR]            mutual TLS: a certificate allowed to Check (a gateway's or worker's),
+//   [--operator-tls-dir DIR]   and the operator's (Describe, Load, drills); tls.crt, tls.key, ca.crt.
+//                              Also DNC_CONFORMANCE_TLS_DIR / DNC_CONFORMANCE_OPERATOR_TLS_DIR.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -20,6 +23,8 @@ const { values } = parseArgs({
     'load-fixture': { type: 'boolean' },
     drills: { type: 'boolean' },
     json: { type: 'boolean' },
+    'tls-dir': { type: 'string' },
+    'operator-tls-dir': { type: 'string' },
   },
 });
 if (!values.address || !values.country || !/^[a-z]{2}$/.test(values.country)) {
@@ -40,8 +45,15 @@ const fixture =
   values.fixture ?? (registered.length === 0 && existsSync(defaultFixture) ? defaultFixture : undefined);
 if (fixture) registered = [...registered, ...readFixture(fixture)];
 
+const callerDir = values['tls-dir'] ?? process.env.DNC_CONFORMANCE_TLS_DIR;
+const operatorDir = values['operator-tls-dir'] ?? process.env.DNC_CONFORMANCE_OPERATOR_TLS_DIR;
+if (Boolean(callerDir) !== Boolean(operatorDir)) {
+  process.stderr.write('give both --tls-dir and --operator-tls-dir (or neither, for a plaintext stack)\n');
+  process.exit(2);
+}
 const results = await runConformance({
   address: values.address,
+  ...(callerDir ? { tls: { caller: callerDir, operator: operatorDir } } : {}),
   country,
   registered,
   drills: values.drills === true,

@@ -1,5 +1,7 @@
 // The conformance suite's connection to an adapter: plain gRPC (@grpc/grpc-js) with the contract's
 // protobuf messages, exactly as the platform calls it, and the public reason of an error.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { BinaryReader } from '@bufbuild/protobuf/wire';
 import { healthv1, platformv1, registryv1 } from '@dnc/proto';
@@ -63,17 +65,45 @@ export function errorReason(error) {
   return undefined;
 }
 
+/**
+ * Mutual TLS as the platform speaks it: the certificate in `dir` (tls.crt, tls.key, ca.crt), and the
+ * server accepted only if its certificate names spiffe://<trust domain>/registry-adapter-<country>.
+ */
+function tlsCredentials(dir, country) {
+  const read = (f) => readFileSync(path.join(dir, f));
+  const expected = `/registry-adapter-${country}`;
+  return grpc.credentials.createSsl(read('ca.crt'), read('tls.key'), read('tls.crt'), {
+    checkServerIdentity(_host, cert) {
+      const uris = (cert.subjectaltname ?? '')
+        .split(', ')
+        .filter((n) => n.startsWith('URI:spiffe://'))
+        .map((n) => n.slice(4));
+      const ok =
+        uris.length === 1 && uris[0].endsWith(expected) && !uris[0].slice(9, -expected.length).includes('/');
+      return ok ? undefined : new Error(`the server is not registry-adapter-${country}`);
+    },
+  });
+}
+
 export class AdapterConnection {
-  constructor(address) {
-    this.client = new grpc.Client(address.replace(/^https?:\/\//, ''), grpc.credentials.createInsecure(), {
+  /**
+   * `tls`: { caller: dir of a certificate allowed to Check (a gateway's or worker's), operator: dir of
+   * the operator's certificate (Describe, Load, drills) }; without it, plaintext (a development stack).
+   */
+  constructor(address, tls, country) {
+    const target = address.replace(/^https?:\/\//, '');
+    const options = {
       'grpc.max_receive_message_length': 64 * 1024 * 1024,
       'grpc.max_send_message_length': 64 * 1024 * 1024,
-    });
+    };
+    const credentials = (dir) => (tls ? tlsCredentials(dir, country) : grpc.credentials.createInsecure());
+    this.client = new grpc.Client(target, credentials(tls?.caller), options);
+    this.admin = tls ? new grpc.Client(target, credentials(tls.operator), options) : this.client;
   }
 
-  unary(m, request, timeoutMs = 10_000) {
+  unary(m, request, timeoutMs = 10_000, client = this.client) {
     return new Promise((resolve, reject) => {
-      this.client.makeUnaryRequest(
+      client.makeUnaryRequest(
         m.path,
         m.serialize,
         m.deserialize,
@@ -90,7 +120,7 @@ export class AdapterConnection {
   }
 
   describe() {
-    return this.unary(M.describe, {});
+    return this.unary(M.describe, {}, 10_000, this.admin);
   }
 
   health() {
@@ -98,13 +128,13 @@ export class AdapterConnection {
   }
 
   setDrill(request) {
-    return this.unary(M.setDrill, request);
+    return this.unary(M.setDrill, request, 10_000, this.admin);
   }
 
   /** Client-streaming Load: header, then chunks of lines. */
   load(country, mode, lines) {
     return new Promise((resolve, reject) => {
-      const call = this.client.makeClientStreamRequest(
+      const call = this.admin.makeClientStreamRequest(
         M.load.path,
         M.load.serialize,
         M.load.deserialize,
@@ -122,5 +152,6 @@ export class AdapterConnection {
 
   close() {
     this.client.close();
+    if (this.admin !== this.client) this.admin.close();
   }
 }

@@ -3,6 +3,7 @@ import { createReadStream, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import {
+  adapterIdentity,
   connectNats,
   createPool,
   ensureDatabase,
@@ -119,7 +120,7 @@ export function startAdapter(config: AdapterConfig): Promise<RunningAdapter> {
         shutdown: () => service.shutdown(),
       };
     },
-    { country, version },
+    { country, version, identity: adapterIdentity(country) },
   );
 }
 

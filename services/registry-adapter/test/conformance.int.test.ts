@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error no declaration file for the .mjs kit
 import { readFixture, runConformance } from '../conformance/suite.mjs';
 import type { RunningAdapter } from '../src/index.js';
-import { isolatedEnv, loadLines, startTestAdapter } from './support/adapter.js';
+import { conformanceTls, isolatedEnv, loadLines, startTestAdapter } from './support/adapter.js';
 
 interface Result {
   title: string;
@@ -41,6 +41,7 @@ describe.each(['mx', 'ar', 'co'])('conformance kit against the %s adapter', (cou
       registered,
       drills: true,
       loadFixture: true,
+      tls: conformanceTls(),
     });
     expect(results.filter((r) => !r.ok)).toEqual([]);
     expect(results.length).toBeGreaterThanOrEqual(12);
@@ -51,6 +52,7 @@ describe.each(['mx', 'ar', 'co'])('conformance kit against the %s adapter', (cou
       address: adapter.address,
       country,
       registered: readFixture(new URL(`${country}.txt`, FIXTURES)),
+      tls: conformanceTls(),
     });
     expect(results.find((r) => r.title === 'registered numbers are prohibited')?.ok).toBe(false);
   });

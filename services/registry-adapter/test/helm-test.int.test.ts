@@ -5,7 +5,7 @@ import { registryv1 } from '@dnc/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT } from '../../../test/support/stack.js';
 import type { RunningAdapter } from '../src/index.js';
-import { isolatedEnv, loadLines, startTestAdapter } from './support/adapter.js';
+import { conformanceTls, isolatedEnv, loadLines, startTestAdapter } from './support/adapter.js';
 
 const run = promisify(execFile);
 const SCRIPT = readFileSync(`${ROOT}/charts/dnc-registry-adapter/files/helm-test.mjs`, 'utf8');
@@ -15,7 +15,14 @@ async function helmTest(address: string, country: string): Promise<{ code: numbe
   try {
     const { stdout, stderr } = await run(process.execPath, ['--input-type=module', '-e', SCRIPT], {
       cwd: ROOT,
-      env: { ...process.env, DNC_ADAPTER_ADDRESS: address, DNC_TEST_COUNTRY: country },
+      env: {
+        ...process.env,
+        DNC_ADAPTER_ADDRESS: address,
+        DNC_TEST_COUNTRY: country,
+        // Mutual TLS: a Check caller's certificate and the operator's (Describe).
+        DNC_TLS_DIR: conformanceTls().caller,
+        DNC_OPERATOR_TLS_DIR: conformanceTls().operator,
+      },
     });
     return { code: 0, out: stdout + stderr };
   } catch (error) {
@@ -59,9 +66,9 @@ describe('the adapter chart helm test script against a real adapter', () => {
     expect(result.out).not.toContain('555');
   });
 
-  it('fails against the adapter of another country', async () => {
+  it('fails against the adapter of another country: its certificate is not registry-adapter-mx', async () => {
     const result = await helmTest(adapter.address, 'mx');
     expect(result.code).toBe(1);
-    expect(result.out).toContain('FAIL Describe names country co, expected mx');
+    expect(result.out).toMatch(/FAIL health check: .*not the expected registry-adapter-mx/);
   });
 });

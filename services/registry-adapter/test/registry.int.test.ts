@@ -42,11 +42,15 @@ describe('registry adapter (mx) against PostgreSQL and NATS', () => {
     expect(err).toBeInstanceOf(ConnectError);
     expect(err.code).toBe(Code.Unavailable);
     expect(readPublicReason(err)?.reason).toBe('country_service_temporarily_unavailable');
-    const d = await client.describe({});
+    const d = await adapterClients(adapter.address).inspect.describe({});
     expect(d.status).toBe(registryv1.AdapterStatus.UNAVAILABLE);
     // gRPC health stays SERVING (the pod must take the admin Load that brings the first snapshot);
     // callers choose adapters by the discovery status, which is `unavailable` here.
-    const health = createClient(healthv1.Health, grpcTransport(adapter.address));
+    // The plaintext health listener, as a kubelet probe asks it (no client certificate).
+    const health = createClient(
+      healthv1.Health,
+      grpcTransport(`http://127.0.0.1:${adapter.service.healthListenPort}`),
+    );
     const h = await health.check({ service: '' });
     expect(h.status).toBe(healthv1.HealthCheckResponse_ServingStatus.SERVING);
   });
@@ -89,7 +93,7 @@ describe('registry adapter (mx) against PostgreSQL and NATS', () => {
 
     const status = await admin.getRegistryStatus({});
     expect(status).toMatchObject({ country: 'mx', snapshotId: res.snapshotId, registrySize: 2n });
-    const d = await client.describe({});
+    const d = await adapterClients(adapter.address).inspect.describe({});
     expect(d).toMatchObject({ country: 'mx', status: registryv1.AdapterStatus.SERVING, registrySize: 2n });
     expect(d.snapshotTime).toBeDefined();
   });
@@ -164,14 +168,18 @@ describe('registry adapter (mx) against PostgreSQL and NATS', () => {
     const down = await client.check({ country: 'mx', phones: ['55 1234 5678'] }).catch((e) => e);
     expect(down.code).toBe(Code.Unavailable);
     expect(readPublicReason(down)?.reason).toBe('country_service_temporarily_unavailable');
-    expect((await client.describe({})).status).toBe(registryv1.AdapterStatus.UNAVAILABLE);
+    expect((await adapterClients(adapter.address).inspect.describe({})).status).toBe(
+      registryv1.AdapterStatus.UNAVAILABLE,
+    );
 
     await admin.setDrill({ failure: registryv1.DrillFailure.MAINTENANCE });
     const maint = await client.check({ country: 'mx', phones: ['55 1234 5678'] }).catch((e) => e);
     expect(maint.code).toBe(Code.Unavailable);
     expect(readPublicReason(maint)?.reason).toBe('country_service_maintenance');
     expect(String(maint.message)).not.toMatch(/drill|provider|local/i);
-    expect((await client.describe({})).status).toBe(registryv1.AdapterStatus.MAINTENANCE);
+    expect((await adapterClients(adapter.address).inspect.describe({})).status).toBe(
+      registryv1.AdapterStatus.MAINTENANCE,
+    );
 
     const cleared = await admin.setDrill({ clear: true });
     expect(cleared).toMatchObject({ latencyMs: 0, failure: registryv1.DrillFailure.UNSPECIFIED });

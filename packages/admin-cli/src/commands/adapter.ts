@@ -1,7 +1,7 @@
 import { createClient } from '@connectrpc/connect';
-import { grpcTransport } from '@dnc/kit';
+import { adapterIdentity } from '@dnc/kit';
 import { registryv1 } from '@dnc/proto';
-import { type Command, intFlag, UsageError } from '../cli.js';
+import { type Command, intFlag, operatorTransport, UsageError } from '../cli.js';
 import { adapterAddress, countryFlag } from './registry.js';
 
 const FAILURES: Record<string, registryv1.DrillFailure> = {
@@ -36,7 +36,10 @@ export const adapterDrillCommand: Command = {
       throw new UsageError('--clear takes no other drill option');
     }
     const address = await adapterAddress(flags, country, env);
-    const admin = createClient(registryv1.RegistryAdminService, grpcTransport(address));
+    const admin = createClient(
+      registryv1.RegistryAdminService,
+      operatorTransport(env, address, adapterIdentity(country)),
+    );
     const res = await admin.setDrill(
       {
         clear,

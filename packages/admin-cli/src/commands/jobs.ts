@@ -1,8 +1,8 @@
 import { createClient } from '@connectrpc/connect';
 import { isJobStatus, isTerminalJobStatus, JOB_STATUSES } from '@dnc/api-contract/limits';
-import { grpcTransport, jobStatusOf, protoJobStatus } from '@dnc/kit';
+import { jobStatusOf, protoJobStatus } from '@dnc/kit';
 import { jobsv1 } from '@dnc/proto';
-import { type AdminEnv, type Command, requireFlag, UsageError } from '../cli.js';
+import { type AdminEnv, type Command, operatorTransport, requireFlag, UsageError } from '../cli.js';
 
 // Operator view of v2 jobs: identity, state, timings and history. Never numbers, never results.
 
@@ -24,7 +24,8 @@ function jobView(job: jobsv1.Job | undefined) {
   };
 }
 
-const admin = (env: AdminEnv) => createClient(jobsv1.JobsAdminService, grpcTransport(env.jobs));
+const admin = (env: AdminEnv) =>
+  createClient(jobsv1.JobsAdminService, operatorTransport(env, env.jobs, 'job-scheduler'));
 
 export const jobsListCommand: Command = {
   name: 'jobs list',

@@ -1,11 +1,10 @@
 import { createClient } from '@connectrpc/connect';
 import { LIMITS } from '@dnc/api-contract/limits';
-import { grpcTransport } from '@dnc/kit';
 import { admissionv1 } from '@dnc/proto';
-import { type AdminEnv, type Command, intFlag, requireFlag, UsageError } from '../cli.js';
+import { type AdminEnv, type Command, intFlag, operatorTransport, requireFlag, UsageError } from '../cli.js';
 
 export function admissionAdmin(env: AdminEnv) {
-  return createClient(admissionv1.AdmissionAdminService, grpcTransport(env.admission));
+  return createClient(admissionv1.AdmissionAdminService, operatorTransport(env, env.admission, 'admission'));
 }
 
 const CALL = { timeoutMs: 10_000 };

@@ -1,12 +1,11 @@
 import { createClient } from '@connectrpc/connect';
-import { grpcTransport } from '@dnc/kit';
 import { quotav1 } from '@dnc/proto';
-import { type AdminEnv, type Command, intFlag, requireFlag } from '../cli.js';
+import { type AdminEnv, type Command, intFlag, operatorTransport, requireFlag } from '../cli.js';
 
 const CALL = { timeoutMs: 10_000 };
 
 export function quotaAdmin(env: AdminEnv) {
-  return createClient(quotav1.QuotaAdminService, grpcTransport(env.quota));
+  return createClient(quotav1.QuotaAdminService, operatorTransport(env, env.quota, 'quota'));
 }
 
 function account(a: quotav1.QuotaAccount | undefined) {

@@ -2,9 +2,16 @@ import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import { createClient } from '@connectrpc/connect';
-import { grpcTransport } from '@dnc/kit';
+import { adapterIdentity } from '@dnc/kit';
 import { admissionv1, registryv1 } from '@dnc/proto';
-import { type AdminEnv, type Command, type Flags, requireFlag, UsageError } from '../cli.js';
+import {
+  type AdminEnv,
+  type Command,
+  type Flags,
+  operatorTransport,
+  requireFlag,
+  UsageError,
+} from '../cli.js';
 
 /** Lines per Load message: small enough to stream, large enough to keep the RPC overhead low. */
 const CHUNK_LINES = 10_000;
@@ -27,7 +34,10 @@ export async function adapterAddress(flags: Flags, country: string, env: AdminEn
   if (raw) return raw.includes('://') ? raw : `http://${raw}`;
   let countries: admissionv1.CountryStatus[];
   try {
-    const admin = createClient(admissionv1.AdmissionAdminService, grpcTransport(env.admission));
+    const admin = createClient(
+      admissionv1.AdmissionAdminService,
+      operatorTransport(env, env.admission, 'admission'),
+    );
     ({ countries } = await admin.listCountries({}, { timeoutMs: 3_000 }));
   } catch {
     throw new UsageError(
@@ -95,7 +105,10 @@ export const registryLoadCommand: Command = {
       });
     }
     const address = await adapterAddress(flags, country, env);
-    const admin = createClient(registryv1.RegistryAdminService, grpcTransport(address));
+    const admin = createClient(
+      registryv1.RegistryAdminService,
+      operatorTransport(env, address, adapterIdentity(country)),
+    );
     let sent = 0;
     let nextProgress = PROGRESS_EVERY;
     const started = Date.now();
@@ -132,8 +145,8 @@ export const registryLoadCommand: Command = {
 };
 
 /** One adapter's registry: snapshot, age against the country's maximum age, and what the adapter serves. */
-async function registryStatus(country: string, address: string) {
-  const transport = grpcTransport(address);
+async function registryStatus(env: AdminEnv, country: string, address: string) {
+  const transport = operatorTransport(env, address, adapterIdentity(country));
   const admin = createClient(registryv1.RegistryAdminService, transport);
   const adapter = createClient(registryv1.RegistryAdapterService, transport);
   const [status, described] = await Promise.all([
@@ -169,14 +182,17 @@ export const registryStatusCommand: Command = {
   async run(flags, env) {
     if (flags['country'] !== undefined || flags['address'] !== undefined) {
       const country = countryFlag(flags);
-      return registryStatus(country, await adapterAddress(flags, country, env));
+      return registryStatus(env, country, await adapterAddress(flags, country, env));
     }
     // Every country with an announced adapter, each with its snapshot's age.
-    const admin = createClient(admissionv1.AdmissionAdminService, grpcTransport(env.admission));
+    const admin = createClient(
+      admissionv1.AdmissionAdminService,
+      operatorTransport(env, env.admission, 'admission'),
+    );
     const { countries } = await admin.listCountries({}, { timeoutMs: 3_000 });
     const announced = countries.filter((c) => c.adapterAddress);
     return {
-      countries: await Promise.all(announced.map((c) => registryStatus(c.country, c.adapterAddress))),
+      countries: await Promise.all(announced.map((c) => registryStatus(env, c.country, c.adapterAddress))),
     };
   },
 };

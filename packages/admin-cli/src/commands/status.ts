@@ -1,11 +1,11 @@
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import { createClient } from '@connectrpc/connect';
-import { grpcTransport } from '@dnc/kit';
+import { adapterIdentity, type Identity } from '@dnc/kit';
 import { admissionv1, healthv1, platformv1 } from '@dnc/proto';
-import type { Command } from '../cli.js';
+import { type AdminEnv, type Command, operatorTransport } from '../cli.js';
 
-async function probe(name: string, address: string) {
-  const transport = grpcTransport(address);
+async function probe(env: AdminEnv, name: Identity, address: string) {
+  const transport = operatorTransport(env, address, name);
   const health = createClient(healthv1.Health, transport);
   const info = createClient(platformv1.ServiceInfoService, transport);
   try {
@@ -32,20 +32,23 @@ export const statusCommand: Command = {
   options: {},
   async run(_flags, env) {
     const services = await Promise.all([
-      probe('admission', env.admission),
-      probe('quota', env.quota),
-      probe('job-scheduler', env.jobs),
-      probe('dashboard', env.dashboard),
+      probe(env, 'admission', env.admission),
+      probe(env, 'quota', env.quota),
+      probe(env, 'job-scheduler', env.jobs),
+      probe(env, 'dashboard', env.dashboard),
     ]);
     // Adapters are found through discovery, as every other caller finds them.
     let adapters: Awaited<ReturnType<typeof probe>>[] = [];
     try {
-      const admin = createClient(admissionv1.AdmissionAdminService, grpcTransport(env.admission));
+      const admin = createClient(
+        admissionv1.AdmissionAdminService,
+        operatorTransport(env, env.admission, 'admission'),
+      );
       const { countries } = await admin.listCountries({}, { timeoutMs: 3000 });
       adapters = await Promise.all(
         countries
           .filter((c) => c.adapterAddress)
-          .map((c) => probe(`registry-adapter-${c.country}`, c.adapterAddress)),
+          .map((c) => probe(env, adapterIdentity(c.country), c.adapterAddress)),
       );
     } catch {
       // admission unreachable: already reported above

@@ -1,8 +1,7 @@
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import { createClient } from '@connectrpc/connect';
-import { grpcTransport } from '@dnc/kit';
 import { dashboardv1 } from '@dnc/proto';
-import { type Command, requireFlag, UsageError } from '../cli.js';
+import { type Command, operatorTransport, requireFlag, UsageError } from '../cli.js';
 
 const ROLES: Record<string, dashboardv1.Role> = {
   owner: dashboardv1.Role.OWNER,
@@ -17,7 +16,10 @@ export const userInviteCommand: Command = {
   async run(flags, env) {
     const role = ROLES[requireFlag(flags, 'role')];
     if (role === undefined) throw new UsageError('--role must be owner or member');
-    const client = createClient(dashboardv1.DashboardAdminService, grpcTransport(env.dashboard));
+    const client = createClient(
+      dashboardv1.DashboardAdminService,
+      operatorTransport(env, env.dashboard, 'dashboard'),
+    );
     const r = await client.inviteUser(
       { orgId: requireFlag(flags, 'org'), email: requireFlag(flags, 'email'), role },
       { timeoutMs: 10_000 },

@@ -1,5 +1,5 @@
 import { type Client, createClient, type Transport } from '@connectrpc/connect';
-import { rpcTransport } from '@dnc/kit';
+import { adapterIdentity, rpcTransport, type Security } from '@dnc/kit';
 import { admissionv1, healthv1, jobsv1, registryv1 } from '@dnc/proto';
 
 export type AdmissionClient = Client<typeof admissionv1.AdmissionService>;
@@ -10,8 +10,11 @@ export type AdapterClient = Client<typeof registryv1.RegistryAdapterService>;
 export interface UpstreamClients {
   admission: AdmissionClient;
   jobs: JobsClient;
-  /** Adapter client for an address chosen by admission from discovery (connections are reused). */
-  adapter(address: string): AdapterClient;
+  /**
+   * Adapter client for an address chosen by admission from discovery (connections are reused); the
+   * server there must prove it is the country's adapter before it receives a number.
+   */
+  adapter(address: string, country: string): AdapterClient;
   /** grpc.health.v1 of admission, for readiness. */
   admissionHealth: Client<typeof healthv1.Health>;
 }
@@ -19,7 +22,7 @@ export interface UpstreamClients {
 export interface UpstreamTransports {
   admission: Transport;
   jobs: Transport;
-  adapter(address: string): Transport;
+  adapter(address: string, country: string): Transport;
 }
 
 /** Clients over the given transports (tests pass Connect's in-memory router transport). */
@@ -29,11 +32,12 @@ export function upstreamClients(transports: UpstreamTransports): UpstreamClients
     admission: createClient(admissionv1.AdmissionService, transports.admission),
     jobs: createClient(jobsv1.JobsService, transports.jobs),
     admissionHealth: createClient(healthv1.Health, transports.admission),
-    adapter(address) {
-      let client = adapters.get(address);
+    adapter(address, country) {
+      const key = `${country} ${address}`;
+      let client = adapters.get(key);
       if (!client) {
-        client = createClient(registryv1.RegistryAdapterService, transports.adapter(address));
-        adapters.set(address, client);
+        client = createClient(registryv1.RegistryAdapterService, transports.adapter(address, country));
+        adapters.set(key, client);
       }
       return client;
     },
@@ -41,10 +45,14 @@ export function upstreamClients(transports: UpstreamTransports): UpstreamClients
 }
 
 /** Clients over the platform's internal transport (Connect protocol, HTTP/2) to the given addresses. */
-export function connectUpstreams(admissionAddr: string, jobsAddr: string): UpstreamClients {
+export function connectUpstreams(
+  admissionAddr: string,
+  jobsAddr: string,
+  security: Security,
+): UpstreamClients {
   return upstreamClients({
-    admission: rpcTransport(admissionAddr),
-    jobs: rpcTransport(jobsAddr),
-    adapter: (address) => rpcTransport(address),
+    admission: rpcTransport(admissionAddr, [], { security, peer: 'admission' }),
+    jobs: rpcTransport(jobsAddr, [], { security, peer: 'job-scheduler' }),
+    adapter: (address, country) => rpcTransport(address, [], { security, peer: adapterIdentity(country) }),
   });
 }

@@ -38,7 +38,11 @@ export interface ExecutionOptions {
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
-export type AdapterClients = (address: string) => Client<typeof registryv1.RegistryAdapterService>;
+/** The adapter client for an address discovery gave, which must prove it serves `country`. */
+export type AdapterClients = (
+  address: string,
+  country: string,
+) => Client<typeof registryv1.RegistryAdapterService>;
 
 const defaultSleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
@@ -105,9 +109,12 @@ export async function executeUnits(
       try {
         const callSignal = AbortSignal.any([signal, AbortSignal.timeout(options.callTimeoutMs)]);
         hooks.onCall?.(Math.floor(from / options.unitSize), attempt);
-        const res = await clients(adapter.address).check(checkRequest(country, phones.slice(from, to)), {
-          signal: callSignal,
-        });
+        const res = await clients(adapter.address, country).check(
+          checkRequest(country, phones.slice(from, to)),
+          {
+            signal: callSignal,
+          },
+        );
         if (res.outcomes.length !== to - from || !res.outcomes.every(isConclusive)) {
           lastCause = { kind: 'inconclusive' };
           continue;

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { create } from '@bufbuild/protobuf';
 import { type Client, createClient } from '@connectrpc/connect';
-import { grpcTransport } from '@dnc/kit';
+import { grpcTransport, type Identity, type Security } from '@dnc/kit';
 import { jobsv1, quotav1, registryv1 } from '@dnc/proto';
 import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
@@ -61,12 +61,22 @@ export async function startJobsHarness(
       'adapter-mx': { DNC_REGISTRY_SEED_FILE: seedFile, ...options.processEnv?.['adapter-mx'] },
     },
   });
-  const t = (addr: string) => grpcTransport(addr);
-  const jobs = createClient(jobsv1.JobsService, t(stack.addresses.jobs));
-  const admin = createClient(jobsv1.JobsAdminService, t(stack.addresses.jobs));
-  const quota = createClient(quotav1.QuotaService, t(stack.addresses.quota));
-  const quotaAdmin = createClient(quotav1.QuotaAdminService, t(stack.addresses.quota));
-  const registry = createClient(registryv1.RegistryAdminService, t(stack.addresses.adapters['mx']!));
+  // Real mutual TLS: the test calls as the gateway (jobs), admission (quota) and the operator (admin).
+  const [gateway, admission, operator] = await Promise.all([
+    stack.security('gateway'),
+    stack.security('admission'),
+    stack.security('operator'),
+  ]);
+  const t = (caller: Security, peer: Identity, addr: string) =>
+    grpcTransport(addr, [], { security: caller, peer });
+  const jobs = createClient(jobsv1.JobsService, t(gateway, 'job-scheduler', stack.addresses.jobs));
+  const admin = createClient(jobsv1.JobsAdminService, t(operator, 'job-scheduler', stack.addresses.jobs));
+  const quota = createClient(quotav1.QuotaService, t(admission, 'quota', stack.addresses.quota));
+  const quotaAdmin = createClient(quotav1.QuotaAdminService, t(operator, 'quota', stack.addresses.quota));
+  const registry = createClient(
+    registryv1.RegistryAdminService,
+    t(operator, 'registry-adapter-mx', stack.addresses.adapters['mx']!),
+  );
   const db = new pg.Pool({ connectionString: stack.databaseUrl, max: 2 });
   const org = `org_${randomUUID().slice(0, 8)}`;
   await quotaAdmin.setLimit({ orgId: org, country: 'mx', limit: 10_000_000n });

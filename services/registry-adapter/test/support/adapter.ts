@@ -1,5 +1,6 @@
 import { createClient } from '@connectrpc/connect';
-import { grpcTransport, parseConfig } from '@dnc/kit';
+import { StackPki } from '@dnc/devstack';
+import { adapterIdentity, grpcTransport, parseConfig, type Security } from '@dnc/kit';
 import { registryv1 } from '@dnc/proto';
 import {
   dropDatabase,
@@ -29,18 +30,41 @@ export function isolatedEnv(label: string): AdapterEnv & { drop(): Promise<void>
   };
 }
 
+/**
+ * The certificates of this test file (real mutual TLS): each adapter its own, the test calls Check as
+ * the gateway and the admin methods (and Describe) as the operator.
+ */
+let pki: { ca: StackPki; gateway: MtlsSecurity; operator: MtlsSecurity } | undefined;
+type MtlsSecurity = Security & { mode: 'mtls' };
+const countryAt = new Map<string, string>();
+let adapters = 0;
+
+async function testPki() {
+  if (!pki) {
+    const ca = await StackPki.create();
+    pki = { ca, gateway: await ca.security('gateway'), operator: await ca.security('operator') };
+    process.once('exit', () => ca.close());
+  }
+  return pki;
+}
+
 /** One adapter in this process on free ports, against the real PostgreSQL and NATS. */
 export async function startTestAdapter(
   env: AdapterEnv,
   country: string,
   extra: Record<string, string> = {},
 ): Promise<RunningAdapter> {
+  const { ca } = await testPki();
+  const name = `adapter-${country}-${++adapters}`;
+  await ca.write(name, adapterIdentity(country));
   const config = parseConfig(adapterConfig, {
+    ...ca.env(name),
     COUNTRY: country,
     DATABASE_URL: env.databaseUrl,
     NATS_URL: TEST_NATS_URL,
     DNC_NATS_PREFIX: env.natsPrefix,
     DNC_GRPC_PORT: '0',
+    DNC_HEALTH_PORT: '0',
     DNC_METRICS_PORT: '0',
     DNC_LOG_LEVEL: 'silent',
     DNC_SNAPSHOT_POLL_MS: '200',
@@ -48,14 +72,28 @@ export async function startTestAdapter(
     DNC_SHUTDOWN_TIMEOUT_MS: '5000',
     ...extra,
   });
-  return startAdapter(config);
+  const running = await startAdapter(config);
+  countryAt.set(running.address, country);
+  return running;
 }
 
+/** Certificate directories for the conformance kit: a Check caller's (the gateway's) and the operator's. */
+export function conformanceTls(): { caller: string; operator: string } {
+  if (!pki) throw new Error('no test adapter started');
+  return { caller: pki.gateway.material.dir, operator: pki.operator.material.dir };
+}
+
+/** Clients of a test adapter: Check as the gateway, Describe (`inspect`) and the admin service as the operator. */
 export function adapterClients(address: string) {
-  const transport = grpcTransport(address);
+  const country = countryAt.get(address);
+  if (!pki || !country) throw new Error(`no test adapter at ${address}`);
+  const peer = adapterIdentity(country);
+  const asGateway = grpcTransport(address, [], { security: pki.gateway, peer });
+  const asOperator = grpcTransport(address, [], { security: pki.operator, peer });
   return {
-    adapter: createClient(registryv1.RegistryAdapterService, transport),
-    admin: createClient(registryv1.RegistryAdminService, transport),
+    adapter: createClient(registryv1.RegistryAdapterService, asGateway),
+    inspect: createClient(registryv1.RegistryAdapterService, asOperator),
+    admin: createClient(registryv1.RegistryAdminService, asOperator),
   };
 }
 
