@@ -44,6 +44,7 @@ function config(keys: string, active: string) {
     DNC_SIGN_IN_RATE_PER_MINUTE: '10000',
     DNC_TOTP_KEYS: keys,
     DNC_TOTP_KEY_ACTIVE_ID: active,
+    ...h.pki.env('dashboard'),
   });
 }
 
@@ -90,6 +91,7 @@ async function signIn(base: string, email: string, seed: string, at = Date.now()
 
 beforeAll(async () => {
   await h.start();
+  await h.pki.write('dashboard', 'dashboard');
   orgId = (await h.clients().admin.createOrganization({ name: 'Sealed Org' })).orgId;
 }, 120_000);
 
@@ -165,7 +167,10 @@ describe('TOTP seeds at rest', () => {
     const base = `http://127.0.0.1:${running[0]!.port}`;
     const admin = createClient(
       dashboardv1.DashboardAdminService,
-      grpcTransport(`http://127.0.0.1:${running[0]!.grpcPort}`),
+      grpcTransport(`http://127.0.0.1:${running[0]!.grpcPort}`, [], {
+        security: await h.pki.security('operator'),
+        peer: 'dashboard',
+      }),
     );
     const email = `new-${randomUUID().slice(0, 8)}@example.com`;
     const { link } = await admin.inviteUser({ orgId, email, role: dashboardv1.Role.OWNER });
