@@ -267,6 +267,8 @@ describe('admission and quota end to end (issue 3)', () => {
       env: {
         ...process.env,
         ...stack.commonEnv,
+        // The gateway's certificate (a second replica of the same identity).
+        ...stack.pki.env('gateway'),
         DNC_GATEWAY_PORT: String(port),
         DNC_METRICS_PORT: String(await freePort()),
         DNC_LOG_LEVEL: 'warn',

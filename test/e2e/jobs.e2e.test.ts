@@ -98,7 +98,8 @@ describe('v2 durable scrub jobs end to end (issue 6)', () => {
   });
 
   it('replays: same key and body -> same job (202 active, 200 terminal, Idempotency-Replayed); other body -> 409', async () => {
-    await drill('--latency-ms', '2500');
+    // Long enough that the job is still running after two dnc-admin reads on a loaded machine.
+    await drill('--latency-ms', '8000');
     const key = api.key();
     const phones = ['55 3322 1100'];
     const first = await api.submit(phones, { idempotencyKey: key });

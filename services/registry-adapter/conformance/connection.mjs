@@ -95,6 +95,9 @@ export class AdapterConnection {
     const options = {
       'grpc.max_receive_message_length': 64 * 1024 * 1024,
       'grpc.max_send_message_length': 64 * 1024 * 1024,
+      // A name for TLS (SNI) when the address is an IP: the server's identity is checked by its
+      // SPIFFE name above, never by host name.
+      ...(tls ? { 'grpc.ssl_target_name_override': 'localhost' } : {}),
     };
     const credentials = (dir) => (tls ? tlsCredentials(dir, country) : grpc.credentials.createInsecure());
     this.client = new grpc.Client(target, credentials(tls?.caller), options);
