@@ -127,7 +127,10 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
     {
       claims: stores.claims,
       reservations,
-      jobs: serviceClient(jobsv1.JobsService, config.DNC_JOBS_ADDR, 3_000),
+      jobs: serviceClient(jobsv1.JobsService, config.DNC_JOBS_ADDR, 3_000, {
+        security: service.security,
+        peer: 'job-scheduler',
+      }),
       logger,
       timeouts,
     },

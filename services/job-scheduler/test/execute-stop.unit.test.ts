@@ -84,8 +84,8 @@ describe('executeUnits when a runner stops the attempt', () => {
   it('a unit that fails for good stops the sibling call in flight too', async () => {
     const { log, clients } = slowAdapter(400);
     let calls = 0;
-    const failing = ((address: string) => {
-      const inner = clients(address);
+    const failing = ((address: string, country: string) => {
+      const inner = clients(address, country);
       return {
         check: (req: unknown, opts: { signal: AbortSignal }) =>
           ++calls === 2

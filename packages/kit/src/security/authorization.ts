@@ -62,6 +62,8 @@ export const AUTHORIZATION: Readonly<Record<string, readonly MethodName[]>> = {
   admission: [
     ...only(quotav1.QuotaService, 'reserve', 'reserveMany', 'commit', 'commitMany', 'release'),
     ...only(quotav1.QuotaAdminService, 'setLimit'),
+    // The claim reconciler resolves a v2 admission whose SubmitJob outcome was lost (issue 14).
+    ...only(jobsv1.JobsService, 'fenceJob'),
   ],
   // Calls no other service.
   quota: [],
