@@ -7,7 +7,6 @@ import { Code, ConnectError, type ConnectRouter, type Interceptor } from '@conne
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import { healthv1, platformv1 } from '@dnc/proto';
 import type { Logger } from 'pino';
-import { HTTP2_SESSION_MEMORY_MB } from './clients.js';
 import { isDependencyOutage, publicError } from './errors.js';
 import { HealthState, healthService } from './health.js';
 import { createLogger } from './logger.js';
