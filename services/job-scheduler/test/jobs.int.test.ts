@@ -99,14 +99,14 @@ describe('job scheduler through its gRPC API (real quota, adapter, Postgres, NAT
 
   it('FenceJob (issue 14): a stored job is returned, never fenced; a fenced id is refused by a late SubmitJob', async () => {
     const stored = await h.submit(['55 1111 3333']);
-    const seen = await h.jobs.fenceJob({ jobId: stored.jobId });
+    const seen = await h.admissionJobs.fenceJob({ jobId: stored.jobId });
     expect(seen.fenced).toBe(false);
     expect(seen.job?.jobId).toBe(stored.jobId);
     await h.waitFor(stored.jobId, (j) => j.status === status.SUCCEEDED);
 
     const id = randomUUID();
-    expect((await h.jobs.fenceJob({ jobId: id })).fenced).toBe(true);
-    expect((await h.jobs.fenceJob({ jobId: id })).fenced).toBe(true);
+    expect((await h.admissionJobs.fenceJob({ jobId: id })).fenced).toBe(true);
+    expect((await h.admissionJobs.fenceJob({ jobId: id })).fenced).toBe(true);
     const late = h.jobs.submitJob({
       jobId: id,
       orgId: h.org,

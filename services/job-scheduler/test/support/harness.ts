@@ -24,6 +24,8 @@ import {
 export interface JobsHarness {
   stack: TestStack;
   jobs: Client<typeof jobsv1.JobsService>;
+  /** JobsService as admission calls it (FenceJob, the claim reconciler's one method). */
+  admissionJobs: Client<typeof jobsv1.JobsService>;
   admin: Client<typeof jobsv1.JobsAdminService>;
   quota: Client<typeof quotav1.QuotaService>;
   quotaAdmin: Client<typeof quotav1.QuotaAdminService>;
@@ -70,6 +72,7 @@ export async function startJobsHarness(
   const t = (caller: Security, peer: Identity, addr: string) =>
     grpcTransport(addr, [], { security: caller, peer });
   const jobs = createClient(jobsv1.JobsService, t(gateway, 'job-scheduler', stack.addresses.jobs));
+  const admissionJobs = createClient(jobsv1.JobsService, t(admission, 'job-scheduler', stack.addresses.jobs));
   const admin = createClient(jobsv1.JobsAdminService, t(operator, 'job-scheduler', stack.addresses.jobs));
   const quota = createClient(quotav1.QuotaService, t(admission, 'quota', stack.addresses.quota));
   const quotaAdmin = createClient(quotav1.QuotaAdminService, t(operator, 'quota', stack.addresses.quota));
@@ -84,6 +87,7 @@ export async function startJobsHarness(
   const h: JobsHarness = {
     stack,
     jobs,
+    admissionJobs,
     admin,
     quota,
     quotaAdmin,
