@@ -237,7 +237,10 @@ describe('TOTP seeds at rest', () => {
     const base = `http://127.0.0.1:${running[0]!.port}`;
     const admin = createClient(
       dashboardv1.DashboardAdminService,
-      grpcTransport(`http://127.0.0.1:${running[0]!.grpcPort}`),
+      grpcTransport(`http://127.0.0.1:${running[0]!.grpcPort}`, [], {
+        security: await h.pki.security('operator'),
+        peer: 'dashboard',
+      }),
     );
     const email = `race-${randomUUID().slice(0, 8)}@example.com`;
     const { link } = await admin.inviteUser({ orgId, email, role: dashboardv1.Role.OWNER });
