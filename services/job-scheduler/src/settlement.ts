@@ -22,7 +22,7 @@ export class QuotaSettlement {
     try {
       if (job.quotaSettlement === 'commit') await this.quota.commit({ reservationId: job.reservationId });
       else await this.quota.release({ reservationId: job.reservationId });
-      await this.store.markSettled(job.id);
+      await this.store.sweeps.markSettled(job.id);
       return true;
     } catch (error) {
       const code = ConnectError.from(error).code;
@@ -33,7 +33,7 @@ export class QuotaSettlement {
           { job_id: job.id, code: Code[code] },
           'reservation cannot be settled; recorded as final',
         );
-        await this.store.markSettled(job.id);
+        await this.store.sweeps.markSettled(job.id);
         return true;
       }
       this.metrics.quotaSettleFailures.inc();

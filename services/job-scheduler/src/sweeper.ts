@@ -89,7 +89,7 @@ export class Sweeper {
   }
 
   private async expire(): Promise<void> {
-    const expired = await this.deps.store.expireOverdue();
+    const expired = await this.deps.store.sweeps.expireOverdue();
     this.observeTerminal(expired);
     for (const job of expired) {
       this.deps.logger.info({ job_id: job.id }, 'job expired at the hard cap');
@@ -98,14 +98,14 @@ export class Sweeper {
   }
 
   private async staleCancels(): Promise<void> {
-    const done = await this.deps.store.reconcileStaleCancels();
+    const done = await this.deps.store.sweeps.reconcileStaleCancels();
     this.observeTerminal(done);
     for (const job of done) await this.deps.settlement.settle(job);
   }
 
   private async redispatch(): Promise<void> {
     const idle = new Map<string, boolean>();
-    for (const job of await this.deps.store.dispatchCandidates(this.deps.redispatchAfterMs)) {
+    for (const job of await this.deps.store.sweeps.dispatchCandidates(this.deps.redispatchAfterMs)) {
       // A queued job whose publish was confirmed is normally just waiting its turn: publish it again
       // only when its country's queue is empty, i.e. its message was lost.
       if (job.status === 'queued' && job.dispatchedAt) {
@@ -117,7 +117,7 @@ export class Sweeper {
   }
 
   private async settle(): Promise<void> {
-    for (const job of await this.deps.store.unsettled()) await this.deps.settlement.settle(job);
+    for (const job of await this.deps.store.sweeps.unsettled()) await this.deps.settlement.settle(job);
   }
 
   private async cleanupDue(): Promise<void> {
@@ -141,7 +141,7 @@ export class Sweeper {
   }
 
   private async gauges(): Promise<void> {
-    const { states, nearHardCap } = await this.deps.store.countsByState();
+    const { states, nearHardCap } = await this.deps.store.sweeps.countsByState();
     for (const s of JOB_STATUSES) this.deps.metrics.jobs.set({ state: s }, states[s] ?? 0);
     this.deps.metrics.nearHardCap.set(nearHardCap);
     const status = await this.deps.cleanup.status(1);

@@ -1,107 +1,31 @@
 import { randomUUID } from 'node:crypto';
-import {
-  isTerminalJobStatus,
-  type JobErrorCode,
-  type JobStatus,
-  type TerminalJobStatus,
-  UUID_REGEXP,
-} from '@dnc/api-contract/limits';
-import { inTransaction, type Pool, type PoolClient } from '@dnc/kit';
+import { isTerminalJobStatus, type JobStatus } from '@dnc/api-contract/limits';
+import { inTransaction, type Pool } from '@dnc/kit';
 import type { KeyRing } from '../crypto/envelope.js';
 import { type FailureCause, publicJobError } from '../domain/failures.js';
-import {
-  type CancelDecision,
-  decideCancel,
-  quotaSettlementFor,
-  type RetentionPolicy,
-} from '../domain/states.js';
-import { purgeBlob, writeBlob } from './blobs.js';
+import { type CancelDecision, decideCancel, type RetentionPolicy } from '../domain/states.js';
+import { writeBlob } from './blobs.js';
+import { isJobId, JobFenced, type JobRow, type Raw, type Terminalization, toRow } from './job-row.js';
+import { JobSweeps } from './sweeps.js';
+import { lockLeased, terminalizeLocked } from './terminalize.js';
 
-export interface JobRow {
-  id: string;
-  orgId: string;
-  country: string;
-  status: JobStatus;
-  submittedCount: number;
-  reservationId: string;
-  createdAt: Date;
-  hardCapAt: Date;
-  startedAt: Date | null;
-  terminalAt: Date | null;
-  error: JobErrorCode | null;
-  errorRetryAfter: number | null;
-  cancelRequested: boolean;
-  externalCalls: number;
-  leaseToken: string | null;
-  attempts: number;
-  dispatchedAt: Date | null;
-  dispatchCount: number;
-  quotaSettlement: 'commit' | 'release' | null;
-  quotaSettledAt: Date | null;
-  inputPurgedAt: Date | null;
-  resultPurgedAt: Date | null;
-  /** The oldest registry snapshot the result was read from (succeeded jobs). */
-  registrySnapshotAt: Date | null;
-}
-
-export type Raw = Record<string, unknown>;
-
-export function toRow(r: Raw): JobRow {
-  return {
-    id: r['id'] as string,
-    orgId: r['org_id'] as string,
-    country: r['country'] as string,
-    status: r['status'] as JobStatus,
-    submittedCount: r['submitted_count'] as number,
-    reservationId: r['reservation_id'] as string,
-    createdAt: r['created_at'] as Date,
-    hardCapAt: r['hard_cap_at'] as Date,
-    startedAt: (r['started_at'] as Date | null) ?? null,
-    terminalAt: (r['terminal_at'] as Date | null) ?? null,
-    error: (r['error'] as JobErrorCode | null) ?? null,
-    errorRetryAfter: (r['error_retry_after'] as number | null) ?? null,
-    cancelRequested: r['cancel_requested'] as boolean,
-    externalCalls: r['external_calls'] as number,
-    leaseToken: (r['lease_token'] as string | null) ?? null,
-    attempts: r['attempts'] as number,
-    dispatchedAt: (r['dispatched_at'] as Date | null) ?? null,
-    dispatchCount: r['dispatch_count'] as number,
-    quotaSettlement: (r['quota_settlement'] as 'commit' | 'release' | null) ?? null,
-    quotaSettledAt: (r['quota_settled_at'] as Date | null) ?? null,
-    inputPurgedAt: (r['input_purged_at'] as Date | null) ?? null,
-    resultPurgedAt: (r['result_purged_at'] as Date | null) ?? null,
-    registrySnapshotAt: (r['registry_snapshot_at'] as Date | null) ?? null,
-  };
-}
-
-export function isJobId(value: string): boolean {
-  return UUID_REGEXP.test(value);
-}
-
-export interface Terminalization {
-  to: TerminalJobStatus;
-  error?: JobErrorCode;
-  retryAfterSeconds?: number;
-  note: string;
-}
-
-/** Every read and write of job state. Worker writes are guarded by the lease token. */
-/** SubmitJob of an id admission's reconciler fenced (FenceJob): no job of it will ever be stored. */
-export class JobFenced extends Error {
-  constructor() {
-    super('this job id was fenced: its admission was given up');
-  }
-}
+export { isJobId, JobFenced, type JobRow, type Raw, type Terminalization, toRow };
 
 /** FenceJob and SubmitJob of one id hold this lock, so a late submit and the fence cannot both win. */
 const LOCK_ID = 'SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))';
 
+/** Every read and write of job state. Worker writes are guarded by the lease token. */
 export class JobStore {
+  /** The sweeper's queries over many jobs. */
+  readonly sweeps: JobSweeps;
+
   constructor(
     readonly pool: Pool,
     private readonly keys: KeyRing,
     readonly policy: RetentionPolicy,
-  ) {}
+  ) {
+    this.sweeps = new JobSweeps(pool, policy);
+  }
 
   /**
    * Store a new job (`queued`) and its encrypted input in one transaction. Idempotent by job id: a
@@ -237,14 +161,14 @@ export class JobStore {
       const leaseLeft = (raw['lease_left_ms'] as number | null) ?? 0;
       if (job.status === 'running' && leaseLeft > 0) return { kind: 'held' as const, retryInMs: leaseLeft };
       if (job.status === 'running' && job.cancelRequested) {
-        const done = await this.terminalizeLocked(client, job, {
+        const done = await terminalizeLocked(client, this.policy, job, {
           to: 'cancelled',
           note: 'cancel reconciled after the worker was lost',
         });
         return { kind: 'terminalized' as const, job: done };
       }
       if (job.attempts >= maxAttempts) {
-        const done = await this.terminalizeLocked(client, job, {
+        const done = await terminalizeLocked(client, this.policy, job, {
           to: 'failed',
           error: 'platform_failure',
           note: 'too many execution attempts',
@@ -339,10 +263,10 @@ export class JobStore {
     registrySnapshotAt?: Date,
   ): Promise<{ kind: 'succeeded' | 'cancelled'; job: JobRow } | { kind: 'lost' }> {
     return inTransaction(this.pool, async (client) => {
-      const job = await this.lockLeased(client, jobId, token);
+      const job = await lockLeased(client, jobId, token);
       if (!job) return { kind: 'lost' as const };
       if (job.cancelRequested) {
-        const done = await this.terminalizeLocked(client, job, {
+        const done = await terminalizeLocked(client, this.policy, job, {
           to: 'cancelled',
           note: 'cancelled; result discarded',
         });
@@ -355,7 +279,7 @@ export class JobStore {
           registrySnapshotAt,
         ]);
       }
-      const done = await this.terminalizeLocked(client, job, {
+      const done = await terminalizeLocked(client, this.policy, job, {
         to: 'succeeded',
         note: 'every unit completed',
       });
@@ -366,13 +290,16 @@ export class JobStore {
   /** The worker's failure step, under the current lease. A requested cancel still ends as `cancelled`. */
   async fail(jobId: string, token: string, cause: FailureCause): Promise<JobRow | undefined> {
     return inTransaction(this.pool, async (client) => {
-      const job = await this.lockLeased(client, jobId, token);
+      const job = await lockLeased(client, jobId, token);
       if (!job) return undefined;
       if (job.cancelRequested)
-        return this.terminalizeLocked(client, job, { to: 'cancelled', note: 'cancelled; attempt discarded' });
+        return terminalizeLocked(client, this.policy, job, {
+          to: 'cancelled',
+          note: 'cancelled; attempt discarded',
+        });
       const retryAfterSeconds =
         cause.kind === 'maintenance' || cause.kind === 'country_unavailable' ? cause.retryAfterSeconds : 0;
-      return this.terminalizeLocked(client, job, {
+      return terminalizeLocked(client, this.policy, job, {
         to: 'failed',
         error: publicJobError(cause),
         retryAfterSeconds,
@@ -384,9 +311,9 @@ export class JobStore {
   /** The worker saw the cancel request once its in-flight calls returned. */
   async finishCancelled(jobId: string, token: string): Promise<JobRow | undefined> {
     return inTransaction(this.pool, async (client) => {
-      const job = await this.lockLeased(client, jobId, token);
+      const job = await lockLeased(client, jobId, token);
       if (!job) return undefined;
-      return this.terminalizeLocked(client, job, {
+      return terminalizeLocked(client, this.policy, job, {
         to: 'cancelled',
         note: 'cancelled after the in-flight registry call was reconciled',
       });
@@ -408,7 +335,7 @@ export class JobStore {
       const decision = decideCancel(job.status, calls);
       if (decision.kind === 'keep_terminal') return { decision, job };
       if (decision.kind === 'cancel_now') {
-        const done = await this.terminalizeLocked(client, job, {
+        const done = await terminalizeLocked(client, this.policy, job, {
           to: 'cancelled',
           note: 'cancelled by the client',
         });
@@ -425,148 +352,5 @@ export class JobStore {
       );
       return { decision, job: toRow(u.rows[0] as Raw) };
     });
-  }
-
-  /** Active jobs past the hard cap become `expired` (job_expired). Returns the expired jobs. */
-  async expireOverdue(limit = 100): Promise<JobRow[]> {
-    return inTransaction(this.pool, async (client) => {
-      const r = await client.query(
-        `SELECT * FROM jobs.jobs WHERE status IN ('queued', 'running') AND hard_cap_at <= now()
-         ORDER BY hard_cap_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
-        [limit],
-      );
-      const out: JobRow[] = [];
-      for (const raw of r.rows) {
-        out.push(
-          await this.terminalizeLocked(client, toRow(raw as Raw), {
-            to: 'expired',
-            error: 'job_expired',
-            note: 'hard cap reached',
-          }),
-        );
-      }
-      return out;
-    });
-  }
-
-  /** Running jobs whose worker vanished while a cancel was pending: the cancel completes now. */
-  async reconcileStaleCancels(limit = 100): Promise<JobRow[]> {
-    return inTransaction(this.pool, async (client) => {
-      const r = await client.query(
-        `SELECT * FROM jobs.jobs WHERE status = 'running' AND cancel_requested AND lease_expires_at < now()
-         LIMIT $1 FOR UPDATE SKIP LOCKED`,
-        [limit],
-      );
-      const out: JobRow[] = [];
-      for (const raw of r.rows) {
-        out.push(
-          await this.terminalizeLocked(client, toRow(raw as Raw), {
-            to: 'cancelled',
-            note: 'cancel reconciled after the worker was lost',
-          }),
-        );
-      }
-      return out;
-    });
-  }
-
-  /**
-   * Jobs whose work message may be missing: queued and never confirmed as published, queued with a
-   * dispatch older than `afterMs`, or running under a lease expired for longer than `afterMs`.
-   */
-  async dispatchCandidates(afterMs: number, limit = 200): Promise<JobRow[]> {
-    const r = await this.pool.query(
-      `SELECT * FROM jobs.jobs
-       WHERE (status = 'queued' AND dispatched_at IS NULL AND created_at < now() - interval '1 second')
-          OR (status = 'queued' AND dispatched_at < now() - make_interval(secs => $1))
-          OR (status = 'running' AND lease_expires_at < now() - make_interval(secs => $1)
-              AND (dispatched_at IS NULL OR dispatched_at < now() - make_interval(secs => $1)))
-       ORDER BY created_at LIMIT $2`,
-      [afterMs / 1000, limit],
-    );
-    return r.rows.map((x) => toRow(x as Raw));
-  }
-
-  async unsettled(limit = 100): Promise<JobRow[]> {
-    const r = await this.pool.query(
-      `SELECT * FROM jobs.jobs WHERE quota_settlement IS NOT NULL AND quota_settled_at IS NULL
-       AND terminal_at < now() - interval '2 seconds' ORDER BY terminal_at LIMIT $1`,
-      [limit],
-    );
-    return r.rows.map((x) => toRow(x as Raw));
-  }
-
-  async markSettled(jobId: string): Promise<void> {
-    await this.pool.query(
-      'UPDATE jobs.jobs SET quota_settled_at = now() WHERE id = $1 AND quota_settled_at IS NULL',
-      [jobId],
-    );
-  }
-
-  async countsByState(): Promise<{ states: Record<string, number>; nearHardCap: number }> {
-    const r = await this.pool.query<{ status: string; n: number }>(
-      'SELECT status, count(*)::int AS n FROM jobs.jobs GROUP BY status',
-    );
-    const near = await this.pool.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM jobs.jobs WHERE status IN ('queued', 'running')
-       AND hard_cap_at < now() + make_interval(secs => $1)`,
-      [Math.max(1, Math.floor(this.policy.hardCapSeconds / 12))],
-    );
-    return {
-      states: Object.fromEntries(r.rows.map((x) => [x.status, x.n])),
-      nearHardCap: near.rows[0]?.n ?? 0,
-    };
-  }
-
-  private async lockLeased(client: PoolClient, jobId: string, token: string): Promise<JobRow | undefined> {
-    const r = await client.query(
-      `SELECT * FROM jobs.jobs WHERE id = $1 AND lease_token = $2 AND status = 'running' FOR UPDATE`,
-      [jobId, token],
-    );
-    return r.rows[0] ? toRow(r.rows[0] as Raw) : undefined;
-  }
-
-  /**
-   * Move a locked active job to a terminal state: JobError only for failed/expired, lease cleared,
-   * reservation marked for commit or release, input purged in the same transaction, and the
-   * retention tasks scheduled (input verification now, result and metadata at their TTLs).
-   */
-  private async terminalizeLocked(client: PoolClient, job: JobRow, t: Terminalization): Promise<JobRow> {
-    const u = await client.query(
-      `UPDATE jobs.jobs SET status = $2, terminal_at = now(), error = $3, error_retry_after = $4,
-         lease_token = NULL, lease_expires_at = NULL, external_calls = 0,
-         cancel_requested = (cancel_requested OR $2 = 'cancelled'),
-         quota_settlement = $5, input_purged_at = now()
-       WHERE id = $1 AND status IN ('queued', 'running') RETURNING *`,
-      [
-        job.id,
-        t.to,
-        t.to === 'failed' || t.to === 'expired' ? (t.error ?? 'platform_failure') : null,
-        t.retryAfterSeconds || null,
-        quotaSettlementFor(t.to),
-      ],
-    );
-    if (u.rowCount !== 1) throw new Error('terminalize: job is not active');
-    await client.query('INSERT INTO jobs.job_transitions (job_id, status, note) VALUES ($1, $2, $3)', [
-      job.id,
-      t.to,
-      t.note,
-    ]);
-    await purgeBlob(client, job.id, 'input');
-    await client.query(
-      `INSERT INTO jobs.cleanup_tasks (job_id, target, due_at) VALUES
-         ($1, 'input', now()),
-         ($1, 'metadata', now() + make_interval(secs => $2))
-       ON CONFLICT DO NOTHING`,
-      [job.id, this.policy.metadataTtlSeconds],
-    );
-    if (t.to === 'succeeded') {
-      await client.query(
-        `INSERT INTO jobs.cleanup_tasks (job_id, target, due_at)
-         VALUES ($1, 'result', now() + make_interval(secs => $2)) ON CONFLICT DO NOTHING`,
-        [job.id, this.policy.resultTtlSeconds],
-      );
-    }
-    return toRow(u.rows[0] as Raw);
   }
 }

@@ -1,0 +1,106 @@
+import { inTransaction, type Pool } from '@dnc/kit';
+import type { RetentionPolicy } from '../domain/states.js';
+import { type JobRow, type Raw, toRow } from './job-row.js';
+import { terminalizeLocked } from './terminalize.js';
+
+/**
+ * The sweeper's reads and writes over many jobs: hard cap, cancels whose worker vanished, work messages
+ * that may be missing, quota settlements still to make, and the counts the metrics show.
+ */
+export class JobSweeps {
+  constructor(
+    private readonly pool: Pool,
+    private readonly policy: RetentionPolicy,
+  ) {}
+
+  /** Active jobs past the hard cap become `expired` (job_expired). Returns the expired jobs. */
+  async expireOverdue(limit = 100): Promise<JobRow[]> {
+    return inTransaction(this.pool, async (client) => {
+      const r = await client.query(
+        `SELECT * FROM jobs.jobs WHERE status IN ('queued', 'running') AND hard_cap_at <= now()
+         ORDER BY hard_cap_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
+        [limit],
+      );
+      const out: JobRow[] = [];
+      for (const raw of r.rows) {
+        out.push(
+          await terminalizeLocked(client, this.policy, toRow(raw as Raw), {
+            to: 'expired',
+            error: 'job_expired',
+            note: 'hard cap reached',
+          }),
+        );
+      }
+      return out;
+    });
+  }
+
+  /** Running jobs whose worker vanished while a cancel was pending: the cancel completes now. */
+  async reconcileStaleCancels(limit = 100): Promise<JobRow[]> {
+    return inTransaction(this.pool, async (client) => {
+      const r = await client.query(
+        `SELECT * FROM jobs.jobs WHERE status = 'running' AND cancel_requested AND lease_expires_at < now()
+         LIMIT $1 FOR UPDATE SKIP LOCKED`,
+        [limit],
+      );
+      const out: JobRow[] = [];
+      for (const raw of r.rows) {
+        out.push(
+          await terminalizeLocked(client, this.policy, toRow(raw as Raw), {
+            to: 'cancelled',
+            note: 'cancel reconciled after the worker was lost',
+          }),
+        );
+      }
+      return out;
+    });
+  }
+
+  /**
+   * Jobs whose work message may be missing: queued and never confirmed as published, queued with a
+   * dispatch older than `afterMs`, or running under a lease expired for longer than `afterMs`.
+   */
+  async dispatchCandidates(afterMs: number, limit = 200): Promise<JobRow[]> {
+    const r = await this.pool.query(
+      `SELECT * FROM jobs.jobs
+       WHERE (status = 'queued' AND dispatched_at IS NULL AND created_at < now() - interval '1 second')
+          OR (status = 'queued' AND dispatched_at < now() - make_interval(secs => $1))
+          OR (status = 'running' AND lease_expires_at < now() - make_interval(secs => $1)
+              AND (dispatched_at IS NULL OR dispatched_at < now() - make_interval(secs => $1)))
+       ORDER BY created_at LIMIT $2`,
+      [afterMs / 1000, limit],
+    );
+    return r.rows.map((x) => toRow(x as Raw));
+  }
+
+  async unsettled(limit = 100): Promise<JobRow[]> {
+    const r = await this.pool.query(
+      `SELECT * FROM jobs.jobs WHERE quota_settlement IS NOT NULL AND quota_settled_at IS NULL
+       AND terminal_at < now() - interval '2 seconds' ORDER BY terminal_at LIMIT $1`,
+      [limit],
+    );
+    return r.rows.map((x) => toRow(x as Raw));
+  }
+
+  async markSettled(jobId: string): Promise<void> {
+    await this.pool.query(
+      'UPDATE jobs.jobs SET quota_settled_at = now() WHERE id = $1 AND quota_settled_at IS NULL',
+      [jobId],
+    );
+  }
+
+  async countsByState(): Promise<{ states: Record<string, number>; nearHardCap: number }> {
+    const r = await this.pool.query<{ status: string; n: number }>(
+      'SELECT status, count(*)::int AS n FROM jobs.jobs GROUP BY status',
+    );
+    const near = await this.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM jobs.jobs WHERE status IN ('queued', 'running')
+       AND hard_cap_at < now() + make_interval(secs => $1)`,
+      [Math.max(1, Math.floor(this.policy.hardCapSeconds / 12))],
+    );
+    return {
+      states: Object.fromEntries(r.rows.map((x) => [x.status, x.n])),
+      nearHardCap: near.rows[0]?.n ?? 0,
+    };
+  }
+}

@@ -1,0 +1,68 @@
+import type { PoolClient } from '@dnc/kit';
+import { quotaSettlementFor, type RetentionPolicy } from '../domain/states.js';
+import { purgeBlob } from './blobs.js';
+import { type JobRow, type Raw, type Terminalization, toRow } from './job-row.js';
+
+// The two steps every ending of a job shares: lock the job a worker holds the lease of, and move a
+// locked active job to its terminal state with everything that goes with it, in the caller's transaction.
+
+export async function lockLeased(
+  client: PoolClient,
+  jobId: string,
+  token: string,
+): Promise<JobRow | undefined> {
+  const r = await client.query(
+    `SELECT * FROM jobs.jobs WHERE id = $1 AND lease_token = $2 AND status = 'running' FOR UPDATE`,
+    [jobId, token],
+  );
+  return r.rows[0] ? toRow(r.rows[0] as Raw) : undefined;
+}
+
+/**
+ * Move a locked active job to a terminal state: JobError only for failed/expired, lease cleared,
+ * reservation marked for commit or release, input purged in the same transaction, and the
+ * retention tasks scheduled (input verification now, result and metadata at their TTLs).
+ */
+export async function terminalizeLocked(
+  client: PoolClient,
+  policy: RetentionPolicy,
+  job: JobRow,
+  t: Terminalization,
+): Promise<JobRow> {
+  const u = await client.query(
+    `UPDATE jobs.jobs SET status = $2, terminal_at = now(), error = $3, error_retry_after = $4,
+       lease_token = NULL, lease_expires_at = NULL, external_calls = 0,
+       cancel_requested = (cancel_requested OR $2 = 'cancelled'),
+       quota_settlement = $5, input_purged_at = now()
+     WHERE id = $1 AND status IN ('queued', 'running') RETURNING *`,
+    [
+      job.id,
+      t.to,
+      t.to === 'failed' || t.to === 'expired' ? (t.error ?? 'platform_failure') : null,
+      t.retryAfterSeconds || null,
+      quotaSettlementFor(t.to),
+    ],
+  );
+  if (u.rowCount !== 1) throw new Error('terminalize: job is not active');
+  await client.query('INSERT INTO jobs.job_transitions (job_id, status, note) VALUES ($1, $2, $3)', [
+    job.id,
+    t.to,
+    t.note,
+  ]);
+  await purgeBlob(client, job.id, 'input');
+  await client.query(
+    `INSERT INTO jobs.cleanup_tasks (job_id, target, due_at) VALUES
+       ($1, 'input', now()),
+       ($1, 'metadata', now() + make_interval(secs => $2))
+     ON CONFLICT DO NOTHING`,
+    [job.id, policy.metadataTtlSeconds],
+  );
+  if (t.to === 'succeeded') {
+    await client.query(
+      `INSERT INTO jobs.cleanup_tasks (job_id, target, due_at)
+       VALUES ($1, 'result', now() + make_interval(secs => $2)) ON CONFLICT DO NOTHING`,
+      [job.id, policy.resultTtlSeconds],
+    );
+  }
+  return toRow(u.rows[0] as Raw);
+}
