@@ -1,7 +1,52 @@
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 
 /** Ports already handed out by this process, so two processes of any stack never get the same one. */
 const allocated = new Set<number>();
+
+/**
+ * Ports handed out by every process on this machine that uses devstack (parallel test runs, the
+ * benchmark, the chaos suite): a file per port, created exclusively, holding the owner's pid. A port
+ * picked by one run is never picked by another between its pick and its service's bind; the files of
+ * a process that ended (or older than a day) are taken over.
+ */
+const RESERVATIONS = path.join(tmpdir(), 'dnc-devstack-ports');
+const STALE_MS = 24 * 3_600_000;
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function reserve(port: number): boolean {
+  const file = path.join(RESERVATIONS, String(port));
+  try {
+    mkdirSync(RESERVATIONS, { recursive: true });
+    const fd = openSync(file, 'wx');
+    writeSync(fd, String(process.pid));
+    closeSync(fd);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return true;
+  }
+  try {
+    const owner = Number(readFileSync(file, 'utf8'));
+    const old = Date.now() - statSync(file).mtimeMs > STALE_MS;
+    if (owner !== process.pid && (old || !Number.isInteger(owner) || !alive(owner))) {
+      rmSync(file, { force: true });
+      return reserve(port);
+    }
+  } catch {
+    // removed meanwhile by its owner's taker: try another port
+  }
+  return false;
+}
 
 function canBind(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -17,9 +62,10 @@ function canBind(port: number): Promise<boolean> {
  * socket before the service binds it.
  */
 export async function freePort(): Promise<number> {
-  for (let attempt = 0; attempt < 200; attempt++) {
+  for (let attempt = 0; attempt < 400; attempt++) {
     const port = 20_000 + Math.floor(Math.random() * 12_000);
     if (allocated.has(port)) continue;
+    if (!reserve(port)) continue;
     if (await canBind(port)) {
       allocated.add(port);
       return port;
