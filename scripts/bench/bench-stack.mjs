@@ -49,7 +49,8 @@ async function dropRedisPrefix(prefix) {
  * A bench stack: `ctx` carries what every phase needs; `cleanup()` stops every process and removes
  * the database, the NATS streams and buckets and the Redis keys of the prefix.
  */
-export async function createBenchStack() {
+/** `options`: extra Stack options (the TLS-cost run: `{ insecurePlaintext: true }`). */
+export async function createBenchStack(options = {}) {
   const suffix = uniqueSuffix();
   const dbUrl = new URL(DATABASE);
   dbUrl.pathname = `/dnc_bench_${suffix}`;
@@ -66,6 +67,7 @@ export async function createBenchStack() {
     countries: [COUNTRY],
     logDir,
     env: { DNC_REDIS_PREFIX: natsPrefix },
+    ...options,
   });
   let stopping = false;
   const ctx = {
