@@ -130,9 +130,12 @@ export async function benchAdapterCheck(ctx) {
  * serializes; the difference between the two figures is that lock.
  */
 export async function benchQuotaLock(ctx) {
-  const quotaAt = ctx.stack.addresses.quota;
+  const { quota: quotaAt, quotaAdmin: quotaAdminAt } = ctx.stack.addresses;
   const quota = createClient(quotav1.QuotaService, await transportAs(ctx, 'admission', 'quota', quotaAt));
-  const admin = createClient(quotav1.QuotaAdminService, await transportAs(ctx, 'operator', 'quota', quotaAt));
+  const admin = createClient(
+    quotav1.QuotaAdminService,
+    await transportAs(ctx, 'operator', 'quota', quotaAdminAt),
+  );
   const accounts = Array.from({ length: 8 }, (_, i) => `bench-quota-${ctx.run}-${i}`);
   for (const orgId of accounts)
     await admin.setLimit({ orgId, country: COUNTRY, limit: 1_000_000_000_000n }, { timeoutMs: 5_000 });

@@ -6,13 +6,16 @@ import { mkdirSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { LIVE_COUNTRIES, Stack } from '@dnc/devstack';
+import { LIVE_COUNTRIES, natsServerBinary, Stack } from '@dnc/devstack';
 
 const root = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const env = process.env;
 const databaseUrl = env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/dnc';
 const redisUrl = env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const natsUrl = env.NATS_URL ?? 'nats://127.0.0.1:4222';
+// The stack's own nats-server (per-service users and permissions) when the binary is there and no
+// NATS_URL was given; otherwise the server at NATS_URL, unauthenticated.
+const privateNats = !env.NATS_URL && natsServerBinary() !== undefined;
 const gatewayPort = Number(env.DNC_GATEWAY_PORT ?? 8080);
 const publicBaseUrl = env.DNC_PUBLIC_BASE_URL ?? `http://127.0.0.1:${gatewayPort}`;
 const dashboardPort = Number(env.DNC_DASHBOARD_PORT ?? 8090);
@@ -44,7 +47,7 @@ async function checkDependencies() {
   const deps = [
     ['PostgreSQL', 'DATABASE_URL', databaseUrl, 5432],
     ['Redis', 'REDIS_URL', redisUrl, 6379],
-    ['NATS', 'NATS_URL', natsUrl.split(',')[0], 4222],
+    ...(privateNats ? [] : [['NATS', 'NATS_URL', natsUrl.split(',')[0], 4222]]),
   ];
   let ok = true;
   for (const [name, variable, url, port] of deps) {
@@ -126,6 +129,9 @@ const stack = await Stack.create({
   // Mutual TLS between every process, certificates of a local CA made at start (in a temporary
   // directory, removed at stop). DNC_INSECURE_PLAINTEXT=1 turns it off: each process says so loudly.
   insecurePlaintext: env.DNC_INSECURE_PLAINTEXT === '1',
+  // The stack's own nats-server, one user per service with only the subjects it needs; NATS_URL
+  // given: that server instead (unauthenticated, as before).
+  privateNats,
   env: {
     ...(env.DNC_FINGERPRINT_SECRET ? { DNC_FINGERPRINT_SECRET: env.DNC_FINGERPRINT_SECRET } : {}),
     ...(env.DNC_KEKS ? { DNC_KEKS: env.DNC_KEKS, DNC_KEK_ACTIVE_ID: env.DNC_KEK_ACTIVE_ID ?? '' } : {}),

@@ -177,6 +177,8 @@ describe('registry adapters as processes: dnc-admin, discovery, restarts, confor
       '--drills',
       '--json',
       // Mutual TLS as the platform calls it: Check as a gateway, Describe/Load/drills as the operator.
+      '--admin-address',
+      stack.addresses.adapterAdmins['co']!.replace('http://', ''),
       '--tls-dir',
       stack.pki.dirOf('gateway'),
       '--operator-tls-dir',

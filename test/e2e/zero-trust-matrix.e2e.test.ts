@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack } from '../support/stack.js';
 
 // Issue 13, tests: every (identity, method) pair outside THE table is refused with PERMISSION_DENIED by
-// the real services (separate processes, real mutual TLS); a connection without a client certificate,
+// the real services, on their data and admin listeners (separate processes, real mutual TLS); a connection without a client certificate,
 // with an expired one or one of another CA never gets to send a request.
 
 const CALLERS: Identity[] = [
@@ -31,36 +31,53 @@ interface Served {
 }
 
 const COMMON = [healthv1.Health, platformv1.ServiceInfoService];
+/** Each admin listener also serves the audit log. */
+const ADMIN = [platformv1.AuditService, ...COMMON];
 const SERVED: Served[] = [
   {
     peer: 'admission',
     address: (s) => s.addresses.admission,
-    services: [
-      admissionv1.AdmissionService,
-      admissionv1.AdmissionAdminService,
-      admissionv1.OrganizationService,
-      ...COMMON,
-    ],
+    services: [admissionv1.AdmissionService, admissionv1.OrganizationService, ...COMMON],
+  },
+  {
+    peer: 'admission',
+    address: (s) => s.addresses.admissionAdmin,
+    services: [admissionv1.AdmissionAdminService, ...ADMIN],
   },
   {
     peer: 'quota',
     address: (s) => s.addresses.quota,
-    services: [quotav1.QuotaService, quotav1.QuotaAdminService, quotav1.OrganizationQuotaService, ...COMMON],
+    services: [quotav1.QuotaService, quotav1.OrganizationQuotaService, ...COMMON],
+  },
+  {
+    peer: 'quota',
+    address: (s) => s.addresses.quotaAdmin,
+    services: [quotav1.QuotaAdminService, ...ADMIN],
   },
   {
     peer: 'job-scheduler',
     address: (s) => s.addresses.jobs,
-    services: [jobsv1.JobsService, jobsv1.JobsAdminService, jobsv1.OrganizationJobsService, ...COMMON],
+    services: [jobsv1.JobsService, jobsv1.OrganizationJobsService, ...COMMON],
+  },
+  {
+    peer: 'job-scheduler',
+    address: (s) => s.addresses.jobsAdmin,
+    services: [jobsv1.JobsAdminService, ...ADMIN],
   },
   {
     peer: 'dashboard',
     address: (s) => s.addresses.dashboardAdmin,
-    services: [dashboardv1.DashboardAdminService, ...COMMON],
+    services: [dashboardv1.DashboardAdminService, ...ADMIN],
   },
   {
     peer: 'registry-adapter-co',
     address: (s) => s.addresses.adapters['co']!,
-    services: [registryv1.RegistryAdapterService, registryv1.RegistryAdminService, ...COMMON],
+    services: [registryv1.RegistryAdapterService, ...COMMON],
+  },
+  {
+    peer: 'registry-adapter-co',
+    address: (s) => s.addresses.adapterAdmins['co']!,
+    services: [registryv1.RegistryAdminService, ...ADMIN],
   },
 ];
 

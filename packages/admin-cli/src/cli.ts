@@ -12,7 +12,7 @@ import {
   z,
 } from '@dnc/kit';
 
-/** Where the services are (the same variables the services themselves use), and who is calling. */
+/** Where the services' admin listeners are, and who is calling. */
 export interface AdminEnv {
   admission: string;
   quota: string;
@@ -30,9 +30,10 @@ export interface AdminEnv {
 export function adminEnv(env: NodeJS.ProcessEnv = process.env): AdminEnv {
   let security: Security | undefined;
   return {
-    admission: env['DNC_ADMISSION_ADDR'] ?? 'http://127.0.0.1:50051',
-    quota: env['DNC_QUOTA_ADDR'] ?? 'http://127.0.0.1:50052',
-    jobs: env['DNC_JOBS_ADDR'] ?? 'http://127.0.0.1:50053',
+    // The admin listeners (administrative services, audit log); the data-plane address as a fallback.
+    admission: env['DNC_ADMISSION_ADMIN_ADDR'] ?? env['DNC_ADMISSION_ADDR'] ?? 'http://127.0.0.1:50051',
+    quota: env['DNC_QUOTA_ADMIN_ADDR'] ?? env['DNC_QUOTA_ADDR'] ?? 'http://127.0.0.1:50052',
+    jobs: env['DNC_JOBS_ADMIN_ADDR'] ?? env['DNC_JOBS_ADDR'] ?? 'http://127.0.0.1:50053',
     dashboard: env['DNC_DASHBOARD_ADDR'] ?? 'http://127.0.0.1:50054',
     security() {
       if (!security) {

@@ -5,10 +5,20 @@ import path from 'node:path';
 import type { DescService } from '@bufbuild/protobuf';
 import { type Client, createClient, type Transport } from '@connectrpc/connect';
 import { LIVE_COUNTRIES } from '@dnc/api-contract/limits';
-import { ensureDatabase, grpcTransport, type Identity, rpcTransport, type Security } from '@dnc/kit';
+import {
+  connectNats,
+  ensureDatabase,
+  grpcTransport,
+  type Identity,
+  NATS_PROVISIONER,
+  provisionJetStream,
+  rpcTransport,
+  type Security,
+} from '@dnc/kit';
 import { healthv1 } from '@dnc/proto';
 import { runAdmin } from './admin.js';
 import { processIdentity, StackPki } from './identities.js';
+import { LocalNatsServer } from './nats-server.js';
 import { freePort } from './ports.js';
 
 export { LIVE_COUNTRIES };
@@ -69,6 +79,11 @@ export interface StackOptions {
    * The default is mutual TLS with certificates of a local CA the stack creates.
    */
   insecurePlaintext?: boolean;
+  /**
+   * Run the stack's own nats-server with one user per service identity and the narrowest subject
+   * permissions (kit natsPermissions), instead of `natsUrl`: what `npm start` does.
+   */
+  privateNats?: boolean;
 }
 
 interface Managed {
@@ -87,6 +102,11 @@ export interface StackAddresses {
   /** The customer dashboard (browser) and its internal admin port (DashboardAdminService). */
   dashboard: string;
   dashboardAdmin: string;
+  /** The admin listeners (administrative services and the audit log; operator only). */
+  admissionAdmin: string;
+  quotaAdmin: string;
+  jobsAdmin: string;
+  adapterAdmins: Record<string, string>;
   adapters: Record<string, string>;
   metrics: Record<string, number>;
   /** Every gateway replica's own address (`gateway` is the public one, a balancer's with replicas). */
@@ -112,6 +132,8 @@ export class Stack {
     readonly commonEnv: Record<string, string>,
     /** The stack's local CA and certificates (one per process, the operator's, test callers'). */
     readonly pki: StackPki,
+    /** The stack's own nats-server with per-service users (privateNats). */
+    readonly nats?: LocalNatsServer,
   ) {
     this.addresses = addresses;
     this.baseUrl = addresses.gateway;
@@ -151,6 +173,10 @@ export class Stack {
     const ownPort: Partial<Record<ProcessName, number>> = { gateway: gatewayPort, admission: grpc.admission };
     for (const c of countries) ownPort[`adapter-${c}`] = adapterPorts[c]!;
     for (const n of names) if (n.includes('#')) ownPort[n] = await port();
+    // The admin listener of each process that has one (operator only, audited).
+    const adminPort: Partial<Record<ProcessName, number>> = {};
+    for (const n of names)
+      if (/^(admission|quota|job-scheduler|dashboard|adapter-)/.test(n)) adminPort[n] = await port();
     const url = (p: number) => `http://127.0.0.1:${p}`;
     const addresses: StackAddresses = {
       gateway: options.publicBaseUrl ?? url(gatewayPort),
@@ -158,7 +184,11 @@ export class Stack {
       quota: url(grpc.quota),
       jobs: url(grpc.jobs),
       dashboard: url(dashboardPort),
-      dashboardAdmin: url(grpc.dashboard),
+      dashboardAdmin: url(adminPort.dashboard!),
+      admissionAdmin: url(adminPort.admission!),
+      quotaAdmin: url(adminPort.quota!),
+      jobsAdmin: url(adminPort['job-scheduler']!),
+      adapterAdmins: Object.fromEntries(countries.map((c) => [c, url(adminPort[`adapter-${c}`]!)])),
       adapters: Object.fromEntries(countries.map((c) => [c, url(adapterPorts[c]!)])),
       metrics,
       gateways: gateways.map((n) => url(ownPort[n]!)),
@@ -173,6 +203,7 @@ export class Stack {
       DNC_NATS_PREFIX: options.natsPrefix ?? '',
       DNC_ADMISSION_ADDR: addresses.admission,
       DNC_QUOTA_ADDR: addresses.quota,
+      DNC_QUOTA_ADMIN_ADDR: addresses.quotaAdmin,
       DNC_JOBS_ADDR: addresses.jobs,
       DNC_PUBLIC_BASE_URL: addresses.gateway,
       DNC_GATEWAY_PORT: String(gatewayPort),
@@ -186,7 +217,9 @@ export class Stack {
     };
     if (options.insecurePlaintext) commonEnv['DNC_INSECURE_PLAINTEXT'] = '1';
     const pki = await StackPki.create();
-    const stack = new Stack(options, addresses, commonEnv, pki);
+    const nats = options.privateNats ? await privateNatsOf(pki, options, countries) : undefined;
+    if (nats) commonEnv['NATS_URL'] = nats.url;
+    const stack = new Stack(options, addresses, commonEnv, pki, nats);
     const roleEnv: Partial<Record<ProcessName, Record<string, string>>> = {
       quota: { DNC_GRPC_PORT: String(grpc.quota) },
       'job-scheduler': { DNC_GRPC_PORT: String(grpc.jobs) },
@@ -214,6 +247,7 @@ export class Stack {
         COUNTRY: n.slice('adapter-'.length).split('#')[0]!,
         DNC_GRPC_PORT: String(ownPort[n]),
         DNC_ADVERTISE_ADDR: url(ownPort[n]!),
+        DNC_ADVERTISE_ADMIN_ADDR: url(adminPort[n]!),
       };
     }
     for (const name of names) {
@@ -228,7 +262,9 @@ export class Stack {
           ...roleEnv[name],
           DNC_METRICS_PORT: String(metrics[name]),
           ...(role === 'gateway' ? {} : { DNC_HEALTH_PORT: String(await port()) }),
+          ...(adminPort[name] ? { DNC_ADMIN_PORT: String(adminPort[name]) } : {}),
           ...pki.env(name),
+          ...(nats && NATS_USERS.test(processIdentity(name)) ? nats.env(processIdentity(name)) : {}),
           ...options.processEnv?.[name],
         },
       });
@@ -379,13 +415,16 @@ export class Stack {
     return {
       ...this.pki.env('operator'),
       ...(this.options.insecurePlaintext ? { DNC_INSECURE_PLAINTEXT: '1' } : {}),
-      DNC_ADMISSION_ADDR: this.addresses.admission,
-      DNC_QUOTA_ADDR: this.addresses.quota,
-      DNC_JOBS_ADDR: this.addresses.jobs,
+      DNC_ADMISSION_ADMIN_ADDR: this.addresses.admissionAdmin,
+      DNC_QUOTA_ADMIN_ADDR: this.addresses.quotaAdmin,
+      DNC_JOBS_ADMIN_ADDR: this.addresses.jobsAdmin,
       DNC_DASHBOARD_ADDR: this.addresses.dashboardAdmin,
       DNC_GATEWAY_URL: this.addresses.gateway,
       ...Object.fromEntries(
-        Object.entries(this.addresses.adapters).map(([c, a]) => [`DNC_ADAPTER_ADDR_${c.toUpperCase()}`, a]),
+        Object.entries(this.addresses.adapterAdmins).map(([c, a]) => [
+          `DNC_ADAPTER_ADDR_${c.toUpperCase()}`,
+          a,
+        ]),
       ),
     };
   }
@@ -399,6 +438,7 @@ export class Stack {
     const names = [...this.processes.keys()].reverse();
     await Promise.all(names.map((n) => this.stop(n)));
     await Promise.all([...this.files.values()].map((f) => new Promise((r) => f.end(r))));
+    await this.nats?.stop();
     this.pki.close();
   }
 
@@ -423,6 +463,37 @@ export class Stack {
   async rotate(name: ProcessName): Promise<void> {
     await this.pki.write(name, processIdentity(name));
   }
+}
+
+/** The identities that use NATS, each with its own user. */
+const NATS_USERS = /^(admission|job-scheduler|job-worker|registry-adapter-[a-z]{2})$/;
+
+/** The stack's own nats-server: a user per identity, the stream and buckets made by the provisioner. */
+async function privateNatsOf(
+  pki: StackPki,
+  options: StackOptions,
+  countries: readonly string[],
+): Promise<LocalNatsServer> {
+  const prefix = options.natsPrefix ?? '';
+  const users = [
+    'admission',
+    'job-scheduler',
+    'job-worker',
+    ...countries.map((c) => `registry-adapter-${c}`),
+  ];
+  const nats = await LocalNatsServer.start({ dir: path.join(pki.dir, 'nats'), prefix, users });
+  try {
+    const nc = await connectNats(nats.url, NATS_PROVISIONER, nats.credentials(NATS_PROVISIONER));
+    try {
+      await provisionJetStream(nc, prefix, 1);
+    } finally {
+      await nc.close();
+    }
+  } catch (error) {
+    await nats.stop();
+    throw error;
+  }
+  return nats;
 }
 
 /** A unique, valid identifier for per-test resources (database name, NATS prefix). */

@@ -72,6 +72,11 @@ export const commonConfig = {
    * and nothing else. Unset: no such listener (health is still served, over mTLS, on the gRPC port).
    */
   DNC_HEALTH_PORT: z.coerce.number().int().min(0).max(65_535).optional(),
+  /**
+   * The admin listener (administrative services and the audit log, operator only): apart from the
+   * data plane. 0: a free port (local tests); the charts and the local stack give it explicitly.
+   */
+  DNC_ADMIN_PORT: port(0),
   /** This process's certificate, trust domain and reload interval; or plaintext for development. */
   ...securityConfig,
   /** Prefix for NATS stream, subject and bucket names, so test runs never share state. */

@@ -1,4 +1,7 @@
+import http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
 import { Code, ConnectError, type ServiceImpl } from '@connectrpc/connect';
+import { connectNodeAdapter } from '@connectrpc/connect-node';
 import { healthv1 } from '@dnc/proto';
 import type { Logger } from 'pino';
 
@@ -113,6 +116,37 @@ export function healthService(
         }
         await new Promise((r) => setTimeout(r, 500));
       }
+    },
+  };
+}
+
+/**
+ * A plaintext HTTP/2 listener serving grpc.health.v1 and nothing else, for probes that present no
+ * client certificate (kubelet, grpc_health_probe). `close()` also drops idle probe connections.
+ */
+export async function startHealthListener(
+  state: HealthState,
+  serviceNames: string[],
+  port: number,
+): Promise<{ port: number; close: () => void }> {
+  const handler = connectNodeAdapter({
+    routes: (router) => router.service(healthv1.Health, healthService(state, serviceNames)),
+  });
+  const server = http2.createServer(handler);
+  const sessions = new Set<http2.ServerHttp2Session>();
+  server.on('session', (s) => {
+    sessions.add(s);
+    s.on('close', () => sessions.delete(s));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '0.0.0.0', () => resolve());
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    close() {
+      server.close();
+      for (const s of sessions) s.destroy();
     },
   };
 }

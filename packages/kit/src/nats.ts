@@ -8,7 +8,7 @@ import {
 } from '@nats-io/jetstream';
 import { type KV, Kvm } from '@nats-io/kv';
 import { connect, type NatsConnection, nanos } from '@nats-io/transport-node';
-import { natsInboxPrefix } from './security/nats-permissions.js';
+import { NATS_PROVISIONER, natsInboxPrefix } from './security/nats-permissions.js';
 
 export type { KV, NatsConnection };
 
@@ -28,6 +28,14 @@ export function natsNames(prefix = '') {
 export interface NatsCredentials {
   user?: string | undefined;
   password?: string | undefined;
+}
+
+/** This process's NATS user from its configuration (DNC_NATS_USER / DNC_NATS_PASSWORD), if any. */
+export function natsCredentials(config: {
+  DNC_NATS_USER?: string | undefined;
+  DNC_NATS_PASSWORD?: string | undefined;
+}): NatsCredentials {
+  return { user: config.DNC_NATS_USER, password: config.DNC_NATS_PASSWORD };
 }
 
 export async function connectNats(
@@ -53,7 +61,14 @@ export const ADAPTER_ENTRY_TTL_MS = 10_000;
  * Create the stream and buckets idempotently: every service may call this at start. The stream is a
  * work queue (a message leaves when acked); Postgres stays the source of truth for job state.
  */
-export async function provisionJetStream(nc: NatsConnection, prefix = '', replicas = 1): Promise<void> {
+export async function provisionJetStream(
+  nc: NatsConnection,
+  prefix = '',
+  replicas = 1,
+  /** A service with its own NATS user may not create streams: the provisioner did (devstack, charts). */
+  service: { DNC_NATS_USER?: string | undefined } = {},
+): Promise<void> {
+  if (service.DNC_NATS_USER && service.DNC_NATS_USER !== NATS_PROVISIONER) return;
   const names = natsNames(prefix);
   const jsm: JetStreamManager = await jetstreamManager(nc);
   const config = {

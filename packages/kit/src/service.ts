@@ -1,5 +1,5 @@
 import type { Server as HttpServer } from 'node:http';
-import http2 from 'node:http2';
+import type http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
@@ -8,7 +8,7 @@ import { connectNodeAdapter } from '@connectrpc/connect-node';
 import { healthv1, platformv1 } from '@dnc/proto';
 import type { Logger } from 'pino';
 import { isDependencyOutage, publicError } from './errors.js';
-import { HealthState, healthService } from './health.js';
+import { HealthState, healthService, startHealthListener } from './health.js';
 import { createLogger } from './logger.js';
 import {
   Counter,
@@ -19,6 +19,7 @@ import {
   startMetricsServer,
 } from './metrics.js';
 import { adoptRequestId } from './request-context.js';
+import { type AuditSink, auditDenied, auditInterceptor, auditService } from './security/audit.js';
 import { AuthorizationTable, authorizeInterceptor, type Refusal } from './security/authorization.js';
 import { type Identity, isIdentity } from './security/identity.js';
 import { closeSecurity, createSecurity, type Security, type SecurityConfig } from './security/security.js';
@@ -124,24 +125,12 @@ export class Service {
   /** Plaintext grpc.health.v1 for probes, answering nothing else (no client certificate needed). */
   async startHealthServer(serviceNames: string[]): Promise<number | undefined> {
     if (this.options.healthPort === undefined) return undefined;
-    const handler = connectNodeAdapter({
-      routes: (router) => router.service(healthv1.Health, healthService(this.health, serviceNames)),
-    });
-    const server = http2.createServer(handler);
-    const sessions = new Set<http2.ServerHttp2Session>();
-    server.on('session', (s: http2.ServerHttp2Session) => {
-      sessions.add(s);
-      s.on('close', () => sessions.delete(s));
-    });
-    await listen(server, this.options.healthPort, '0.0.0.0');
+    const listener = await startHealthListener(this.health, serviceNames, this.options.healthPort);
     // A probe's idle connection must not hold the drain: closed at once (health answers NOT_SERVING
     // from the start of the drain anyway).
-    this.onClose('health server', () => {
-      server.close();
-      for (const s of sessions) s.destroy();
-    });
-    this.healthListenPort = (server.address() as AddressInfo).port;
-    return this.healthListenPort;
+    this.onClose('health server', () => listener.close());
+    this.healthListenPort = listener.port;
+    return listener.port;
   }
 
   private metricsOfRpcs() {
@@ -251,6 +240,29 @@ export class Service {
       for (const s of sessions) s.destroy();
     });
     return { port: (server.address() as AddressInfo).port };
+  }
+
+  /**
+   * The admin listener: the service's administrative services on their own port (operator only by
+   * THE table, apart from the data plane so no data-plane NetworkPolicy reaches it), every call written
+   * to the service's append-only audit log before it runs and when it ends (a refused call too), and
+   * dnc.platform.v1.AuditService to read that log.
+   */
+  startAdminServer(
+    opts: ListenerOptions & { audit: AuditSink; targets?: Record<string, string> },
+  ): Promise<{ port: number }> {
+    const { audit, targets, routes, ...listener } = opts;
+    const denied = auditDenied(audit, this.logger);
+    return this.startGrpcServer({
+      ...listener,
+      serviceNames: [...opts.serviceNames, platformv1.AuditService.typeName],
+      routes: (router) => {
+        routes(router);
+        router.service(platformv1.AuditService, auditService(audit));
+      },
+      interceptors: [auditInterceptor(audit, this.logger, targets), ...(opts.interceptors ?? [])],
+      onDenied: (refusal) => denied({ ...refusal, targets: targets ?? {} }),
+    });
   }
 
   /** Bounded graceful shutdown; resolves when every resource is closed or the bound is reached. */

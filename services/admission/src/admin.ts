@@ -247,6 +247,7 @@ function countryMethods(deps: AdminDeps): Methods<'setMaintenance' | 'clearMaint
       ...(until && until.getTime() > Date.now() ? { maintenanceUntil: timestampFromDate(until) } : {}),
       adapterServing: serving.length > 0,
       adapterAddress: any?.address ?? '',
+      adapterAdminAddress: any?.admin_address ?? '',
       adapterVersion: any?.version ?? '',
     });
   }

@@ -10,6 +10,11 @@ export const admissionConfig = z.object({
   DNC_QUOTA_ADDR: serviceAddress('http://127.0.0.1:50052'),
   /** The job-scheduler, asked by the claim reconciler whether an unresolved v2 admission's job exists. */
   DNC_JOBS_ADDR: serviceAddress('http://127.0.0.1:50053'),
+  /** Quota's admin listener (SetLimit for a purchase); unset: the same address as DNC_QUOTA_ADDR. */
+  DNC_QUOTA_ADMIN_ADDR: z
+    .string()
+    .refine((v) => /^https?:\/\/[^/\s]+$/.test(v), 'must be http://host:port or https://host:port')
+    .optional(),
   /** Prefix of every Redis key, so parallel stacks never share counters. */
   DNC_REDIS_PREFIX: z
     .string()

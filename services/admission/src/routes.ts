@@ -155,10 +155,14 @@ function batchCalls(
   };
 }
 
-/** Every service admission serves, on one router. */
+/** The services admission serves: the data plane, and the admin plane on its own listener. */
 export function admissionRoutes(deps: { service: AdmissionServiceDeps; admin: AdminDeps }) {
-  return (router: ConnectRouter) => {
-    router.service(admissionv1.AdmissionService, admissionService(deps.service));
-    router.service(admissionv1.AdmissionAdminService, admissionAdminService(deps.admin));
+  return {
+    data: (router: ConnectRouter) => {
+      router.service(admissionv1.AdmissionService, admissionService(deps.service));
+    },
+    admin: (router: ConnectRouter) => {
+      router.service(admissionv1.AdmissionAdminService, admissionAdminService(deps.admin));
+    },
   };
 }

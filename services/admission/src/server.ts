@@ -3,14 +3,17 @@ import { createClient } from '@connectrpc/connect';
 import { LIVE_COUNTRIES } from '@dnc/api-contract/limits';
 import {
   AdapterDirectory,
+  adapterEntryVerifier,
   connectNats,
   createPool,
   createRedis,
   ensureDatabase,
   Gauge,
   migrateSchema,
+  natsCredentials,
   natsNames,
   openBucket,
+  PostgresAuditLog,
   probePostgres,
   provisionJetStream,
   rpcTransport,
@@ -38,6 +41,8 @@ const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
 export interface RunningAdmission {
   service: Service;
   port: number;
+  /** The admin listener: AdmissionAdminService and the audit log (operator). */
+  adminPort: number;
   stores: AdmissionStores;
   limiter: RequestLimiter;
   directory: AdapterDirectory;
@@ -103,13 +108,9 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
   });
   const { port } = await service.startGrpcServer({
     port: config.DNC_GRPC_PORT,
-    serviceNames: [
-      'dnc.admission.v1.AdmissionService',
-      'dnc.admission.v1.AdmissionAdminService',
-      'dnc.admission.v1.OrganizationService',
-    ],
+    serviceNames: ['dnc.admission.v1.AdmissionService', 'dnc.admission.v1.OrganizationService'],
     routes: (router) => {
-      routes(router);
+      routes.data(router);
       router.service(
         admissionv1.OrganizationService,
         organizationService({
@@ -138,6 +139,12 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
   );
   reconciler.start();
   service.onClose('claim reconciler', () => reconciler.stop());
+  const { port: adminPort } = await service.startAdminServer({
+    port: config.DNC_ADMIN_PORT,
+    serviceNames: ['dnc.admission.v1.AdmissionAdminService'],
+    routes: routes.admin,
+    audit: new PostgresAuditLog(pool, 'admission', 'admission'),
+  });
   const purge = new IdempotencyPurge(
     stores.claims,
     logger,
@@ -148,8 +155,8 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
   service.onClose('idempotency purge', () => purge.stop());
   keyUsage.start();
   service.onClose('key usage', () => keyUsage.stop());
-  logger.info({ port }, 'admission listening');
-  return { service, port, stores, limiter, directory, purge, reconciler };
+  logger.info({ port, adminPort }, 'admission listening');
+  return { service, port, adminPort, stores, limiter, directory, purge, reconciler };
 }
 
 async function openPostgres(service: Service, config: AdmissionConfig) {
@@ -185,11 +192,16 @@ function openLimiter(service: Service, config: AdmissionConfig): RequestLimiter 
 
 /** Discovery of the country adapters (NATS KV dnc_adapters), kept current by a watch. */
 async function openDiscovery(service: Service, config: AdmissionConfig) {
-  const nc = await connectNats(config.NATS_URL, 'admission');
+  const nc = await connectNats(config.NATS_URL, 'admission', natsCredentials(config));
   service.onClose('nats', () => nc.drain());
-  await provisionJetStream(nc, config.DNC_NATS_PREFIX, config.DNC_JETSTREAM_REPLICAS);
+  await provisionJetStream(nc, config.DNC_NATS_PREFIX, config.DNC_JETSTREAM_REPLICAS, config);
   const names = natsNames(config.DNC_NATS_PREFIX);
-  const directory = new AdapterDirectory(await openBucket(nc, names.adaptersBucket), service.logger);
+  // An entry is used only if the country's adapter signed it (its certificate key, the platform CA).
+  const directory = new AdapterDirectory(
+    await openBucket(nc, names.adaptersBucket),
+    service.logger,
+    adapterEntryVerifier(service.security, service.logger),
+  );
   directory.followConnection(nc);
   await directory.start();
   service.onClose('adapter directory', () => directory.stop());
@@ -217,6 +229,12 @@ function quotaClients(service: Service, config: AdmissionConfig) {
   });
   return {
     quota: serviceClient(quotav1.QuotaService, config.DNC_QUOTA_ADDR, 3_000, tls),
-    quotaAdmin: serviceClient(quotav1.QuotaAdminService, config.DNC_QUOTA_ADDR, 5_000, tls),
+    // SetLimit on behalf of an operator's `purchase create`: quota's admin listener, audited there too.
+    quotaAdmin: serviceClient(
+      quotav1.QuotaAdminService,
+      config.DNC_QUOTA_ADMIN_ADDR ?? config.DNC_QUOTA_ADDR,
+      5_000,
+      tls,
+    ),
   };
 }

@@ -3,6 +3,7 @@ import { type Client, createClient } from '@connectrpc/connect';
 import { StackPki, uniqueSuffix } from '@dnc/devstack';
 import {
   type AdapterEntry,
+  adapterIdentity,
   announceAdapter,
   connectNats,
   createRedis,
@@ -13,6 +14,7 @@ import {
   parseConfig,
   readPublicReason,
   type Security,
+  signAdapterEntry,
 } from '@dnc/kit';
 import { admissionv1, quotav1 } from '@dnc/proto';
 import pg from 'pg';
@@ -67,7 +69,10 @@ export class Harness {
     );
     this.quotaAdmin = createClient(
       quotav1.QuotaAdminService,
-      grpcTransport(`http://127.0.0.1:${this.quota.port}`, [], { security: this.operator, peer: 'quota' }),
+      grpcTransport(`http://127.0.0.1:${this.quota.adminPort}`, [], {
+        security: this.operator,
+        peer: 'quota',
+      }),
     );
     await this.addInstance(env);
     this.nc = await connectNats(TEST_NATS_URL, 'admission-test');
@@ -88,6 +93,7 @@ export class Harness {
         DNC_JOBS_ADDR: 'http://127.0.0.1:9',
         // Tests run the claim reconciler themselves (reconciler.reconcileOnce()), never behind their back.
         DNC_CLAIM_RECONCILE_INTERVAL_MS: '600000',
+        DNC_QUOTA_ADMIN_ADDR: `http://127.0.0.1:${this.quota.adminPort}`,
         DNC_GRPC_PORT: '0',
         DNC_METRICS_PORT: '0',
         DNC_LOG_LEVEL: 'silent',
@@ -102,13 +108,14 @@ export class Harness {
   clients(index = 0): AdmissionClients {
     return {
       admission: createClient(admissionv1.AdmissionService, this.transport(this.gateway, index)),
-      admin: createClient(admissionv1.AdmissionAdminService, this.transport(this.operator, index)),
+      admin: createClient(admissionv1.AdmissionAdminService, this.transport(this.operator, index, 'admin')),
     };
   }
 
-  /** A transport to admission instance `index` as `caller`. */
-  transport(caller: Security, index = 0) {
-    return grpcTransport(`http://127.0.0.1:${this.instances[index]!.port}`, [], {
+  /** A transport to admission instance `index` (its data or admin listener) as `caller`. */
+  transport(caller: Security, index = 0, listener: 'data' | 'admin' = 'data') {
+    const i = this.instances[index]!;
+    return grpcTransport(`http://127.0.0.1:${listener === 'admin' ? i.adminPort : i.port}`, [], {
       security: caller,
       peer: 'admission',
     });
@@ -138,11 +145,25 @@ export class Harness {
     await new Promise((r) => setTimeout(r, 300));
   }
 
+  /** Entries signed as each country's adapter signs its own (admission uses no unsigned entry). */
   private async announceAll(): Promise<void> {
     if (this.adapters.size === 0) return;
     const kv = await openBucket(this.nc, natsNames(this.prefix).adaptersBucket);
-    for (const e of this.adapters.values())
-      await announceAdapter(kv, { ...e, updated_at: new Date().toISOString() });
+    for (const e of this.adapters.values()) {
+      const signer = await this.adapterSecurity(e.country);
+      await announceAdapter(kv, signAdapterEntry(signer, { ...e, updated_at: new Date().toISOString() }));
+    }
+  }
+
+  private readonly signers = new Map<string, Promise<Security>>();
+
+  private adapterSecurity(country: string): Promise<Security> {
+    let signer = this.signers.get(country);
+    if (!signer) {
+      signer = this.pki.security(adapterIdentity(country));
+      this.signers.set(country, signer);
+    }
+    return signer;
   }
 
   /** Organization with one key and an active, activated purchase of each country given. */

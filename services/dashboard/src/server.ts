@@ -4,6 +4,7 @@ import {
   createRedis,
   ensureDatabase,
   migrateSchema,
+  PostgresAuditLog,
   probePostgres,
   type Service,
   startService,
@@ -31,8 +32,10 @@ export interface RunningDashboard {
   app: FastifyInstance;
   /** Browser-facing HTTP port. */
   port: number;
-  /** DashboardAdminService and grpc.health.v1. */
+  /** grpc.health.v1 and service info (mutual TLS). */
   grpcPort: number;
+  /** The admin listener: DashboardAdminService (dnc-admin user invite) and the audit log. */
+  adminPort: number;
 }
 
 /** The dashboard process except signal handling: tests start it in-process on port 0. */
@@ -101,12 +104,19 @@ async function wire(service: Service, config: DashboardConfig): Promise<RunningD
   purge.unref();
   service.onClose('session purge', () => clearInterval(purge));
 
+  // The gRPC listener serves health and service info; DashboardAdminService is on the admin listener.
   const { port: grpcPort } = await service.startGrpcServer({
     port: config.DNC_GRPC_PORT,
+    serviceNames: [],
+    routes: () => {},
+  });
+  const { port: adminPort } = await service.startAdminServer({
+    port: config.DNC_ADMIN_PORT,
     serviceNames: ['dnc.dashboard.v1.DashboardAdminService'],
     routes: (router) => {
       router.service(dashboardv1.DashboardAdminService, dashboardAdminService({ ...deps, logger }));
     },
+    audit: new PostgresAuditLog(pool, 'dashboard', 'dashboard'),
   });
 
   const app = await buildApp({
@@ -128,6 +138,6 @@ async function wire(service: Service, config: DashboardConfig): Promise<RunningD
     }
   });
   const port = (app.server.address() as { port: number }).port;
-  logger.info({ port, grpcPort }, 'dashboard listening');
-  return { service, app, port, grpcPort };
+  logger.info({ port, grpcPort, adminPort }, 'dashboard listening');
+  return { service, app, port, grpcPort, adminPort };
 }

@@ -29,7 +29,7 @@ beforeAll(async () => {
   base = `http://127.0.0.1:${dash.port}`;
   admin = createClient(
     dashboardv1.DashboardAdminService,
-    grpcTransport(`http://127.0.0.1:${dash.grpcPort}`, [], {
+    grpcTransport(`http://127.0.0.1:${dash.adminPort}`, [], {
       security: await h.pki.security('operator'),
       peer: 'dashboard',
     }),

@@ -215,9 +215,14 @@ export function jobsAdminService(deps: RouteDeps): ServiceImpl<typeof jobsv1.Job
   };
 }
 
-export function jobsRoutes(deps: RouteDeps): (router: ConnectRouter) => void {
-  return (router) => {
-    router.service(jobsv1.JobsService, jobsService(deps));
-    router.service(jobsv1.JobsAdminService, jobsAdminService(deps));
+/** JobsService on the data plane; JobsAdminService on the admin listener (operator, audited). */
+export function jobsRoutes(deps: RouteDeps) {
+  return {
+    data: (router: ConnectRouter) => {
+      router.service(jobsv1.JobsService, jobsService(deps));
+    },
+    admin: (router: ConnectRouter) => {
+      router.service(jobsv1.JobsAdminService, jobsAdminService(deps));
+    },
   };
 }

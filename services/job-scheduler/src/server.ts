@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import type { Client } from '@connectrpc/connect';
 import {
   AdapterDirectory,
+  adapterEntryVerifier,
   adapterIdentity,
   connectNats,
   createPool,
@@ -9,8 +10,10 @@ import {
   type Logger,
   migrateSchema,
   type NatsConnection,
+  natsCredentials,
   natsNames,
   openBucket,
+  PostgresAuditLog,
   probePostgres,
   provisionJetStream,
   type Service,
@@ -36,6 +39,8 @@ const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
 export interface RunningJobScheduler {
   service: Service;
   port: number;
+  /** The API role's admin listener: JobsAdminService and the audit log. */
+  adminPort?: number;
 }
 
 /** What the API role and the worker role share: stores, keys, quota settlement, dispatch. */
@@ -68,36 +73,41 @@ export function startJobScheduler(config: JobsConfig): Promise<RunningJobSchedul
     await service.health.start();
     await service.startMetrics();
     const { store, cleanup, dispatcher, settlement, metrics, logger } = core;
+    const deps = {
+      store,
+      cleanup,
+      keys,
+      dispatcher,
+      settlement,
+      metrics,
+      logger,
+      track: <T>(p: Promise<T>) => service.track(p),
+    };
+    const routes = jobsRoutes(deps);
+    const api = role !== 'worker';
+    // The worker serves no API: its gRPC listener answers health and service info only.
     const { port } = await service.startGrpcServer({
       port: config.DNC_GRPC_PORT,
-      serviceNames:
-        role === 'worker'
-          ? []
-          : [
-              'dnc.jobs.v1.JobsService',
-              'dnc.jobs.v1.JobsAdminService',
-              'dnc.jobs.v1.OrganizationJobsService',
-            ],
-      routes:
-        role === 'worker'
-          ? () => {}
-          : (router) => {
-              const deps = {
-                store,
-                cleanup,
-                keys,
-                dispatcher,
-                settlement,
-                metrics,
-                logger,
-                track: <T>(p: Promise<T>) => service.track(p),
-              };
-              jobsRoutes(deps)(router);
-              router.service(jobsv1.OrganizationJobsService, organizationJobsService(deps));
-            },
+      serviceNames: api ? ['dnc.jobs.v1.JobsService', 'dnc.jobs.v1.OrganizationJobsService'] : [],
+      routes: api
+        ? (router) => {
+            routes.data(router);
+            router.service(jobsv1.OrganizationJobsService, organizationJobsService(deps));
+          }
+        : () => {},
     });
-    logger.info({ port, role }, 'job scheduler listening');
-    return { service, port };
+    const adminPort = api
+      ? (
+          await service.startAdminServer({
+            port: config.DNC_ADMIN_PORT,
+            serviceNames: ['dnc.jobs.v1.JobsAdminService'],
+            routes: routes.admin,
+            audit: new PostgresAuditLog(core.pool, 'jobs', 'job-scheduler'),
+          })
+        ).port
+      : undefined;
+    logger.info({ port, adminPort, role }, 'job scheduler listening');
+    return { service, port, ...(adminPort !== undefined ? { adminPort } : {}) };
   });
 }
 
@@ -107,10 +117,10 @@ async function openCore(service: Service, config: JobsConfig, keys: KeyRing): Pr
   const pool = createPool(config.DATABASE_URL, config.DNC_ROLE === 'worker' ? 6 : 10);
   service.onClose('postgres', () => pool.end());
   service.health.require('postgres', () => probePostgres(pool));
-  const nc = await connectNats(config.NATS_URL, service.options.name);
+  const nc = await connectNats(config.NATS_URL, service.options.name, natsCredentials(config));
   service.onClose('nats', () => nc.drain());
   service.health.require('nats', async () => !nc.isClosed() && nc.info !== undefined);
-  await provisionJetStream(nc, config.DNC_NATS_PREFIX, config.DNC_JETSTREAM_REPLICAS);
+  await provisionJetStream(nc, config.DNC_NATS_PREFIX, config.DNC_JETSTREAM_REPLICAS, config);
 
   const metrics = jobMetrics(service.metrics);
   const logger = service.logger;
@@ -162,7 +172,12 @@ function startSweeper(core: Core): void {
 async function startWorker(core: Core): Promise<void> {
   const { config, service, nc } = core;
   const kv = await openBucket(nc, natsNames(config.DNC_NATS_PREFIX).adaptersBucket);
-  const directory = new AdapterDirectory(kv, core.logger);
+  // An entry is used only if the country's adapter signed it (its certificate key, the platform CA).
+  const directory = new AdapterDirectory(
+    kv,
+    core.logger,
+    adapterEntryVerifier(service.security, core.logger),
+  );
   directory.followConnection(nc);
   await directory.start();
   service.onClose('adapter directory', () => directory.stop());

@@ -173,8 +173,13 @@ export function quotaAdminService(deps: QuotaDeps): ServiceImpl<typeof quotav1.Q
 }
 
 export function quotaRoutes(deps: QuotaDeps) {
-  return (router: ConnectRouter) => {
-    router.service(quotav1.QuotaService, quotaService(deps));
-    router.service(quotav1.QuotaAdminService, quotaAdminService(deps));
+  return {
+    data: (router: ConnectRouter) => {
+      router.service(quotav1.QuotaService, quotaService(deps));
+    },
+    /** On the admin listener: operator (and admission's SetLimit for a purchase), audited. */
+    admin: (router: ConnectRouter) => {
+      router.service(quotav1.QuotaAdminService, quotaAdminService(deps));
+    },
   };
 }

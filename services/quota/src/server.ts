@@ -3,6 +3,7 @@ import {
   createPool,
   ensureDatabase,
   migrateSchema,
+  PostgresAuditLog,
   probePostgres,
   type Service,
   startService,
@@ -20,6 +21,8 @@ const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
 export interface RunningQuota {
   service: Service;
   port: number;
+  /** The admin listener: QuotaAdminService and the audit log. */
+  adminPort: number;
   ledger: Ledger;
   sweeper: ReservationSweeper;
 }
@@ -42,21 +45,24 @@ export function startQuota(config: QuotaConfig): Promise<RunningQuota> {
       config.DNC_SYNC_RESERVATION_TTL_SECONDS,
       config.DNC_RESERVATION_SWEEP_INTERVAL_MS,
     );
+    const routes = quotaRoutes({ ledger, logger: service.logger, metrics: service.metrics });
     const { port } = await service.startGrpcServer({
       port: config.DNC_GRPC_PORT,
-      serviceNames: [
-        'dnc.quota.v1.QuotaService',
-        'dnc.quota.v1.QuotaAdminService',
-        'dnc.quota.v1.OrganizationQuotaService',
-      ],
+      serviceNames: ['dnc.quota.v1.QuotaService', 'dnc.quota.v1.OrganizationQuotaService'],
       routes: (router) => {
-        quotaRoutes({ ledger, logger: service.logger, metrics: service.metrics })(router);
+        routes.data(router);
         router.service(quotav1.OrganizationQuotaService, organizationQuotaService({ ledger, pool }));
       },
     });
+    const { port: adminPort } = await service.startAdminServer({
+      port: config.DNC_ADMIN_PORT,
+      serviceNames: ['dnc.quota.v1.QuotaAdminService'],
+      routes: routes.admin,
+      audit: new PostgresAuditLog(pool, 'quota', 'quota'),
+    });
     sweeper.start();
     service.onClose('reservation sweeper', () => sweeper.stop());
-    service.logger.info({ port }, 'quota listening');
-    return { service, port, ledger, sweeper };
+    service.logger.info({ port, adminPort }, 'quota listening');
+    return { service, port, adminPort, ledger, sweeper };
   });
 }

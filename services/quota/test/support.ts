@@ -34,15 +34,15 @@ export async function startTestQuota(label: string): Promise<TestQuota> {
       ...pki.env('quota'),
     }),
   );
-  const address = `http://127.0.0.1:${quota.port}`;
-  const as = async (identity: 'admission' | 'operator') =>
-    grpcTransport(address, [], { security: await pki.security(identity), peer: 'quota' });
-  const admin = createClient(quotav1.QuotaAdminService, await as('operator'));
+  const as = async (identity: 'admission' | 'operator', port: number) =>
+    grpcTransport(`http://127.0.0.1:${port}`, [], { security: await pki.security(identity), peer: 'quota' });
+  // QuotaAdminService is on the admin listener.
+  const admin = createClient(quotav1.QuotaAdminService, await as('operator', quota.adminPort));
   return {
     quota,
     databaseUrl,
     pki,
-    client: createClient(quotav1.QuotaService, await as('admission')),
+    client: createClient(quotav1.QuotaService, await as('admission', quota.port)),
     admin,
     async account(orgId, country) {
       const { accounts } = await admin.getQuota({ orgId });

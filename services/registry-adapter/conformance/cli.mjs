@@ -6,6 +6,7 @@
 //                              (test deployments only); default fixture: conformance/fixtures/<cc>.txt
 //   [--drills]                 the adapter runs with DNC_ENABLE_DRILLS=1: test deadlines and failures
 //   [--json]                   machine-readable report
+//   [--admin-address HOST:PORT] the adapter's admin listener (Load, drills, Describe), if apart
 //   [--tls-dir DIR]            mutual TLS: a certificate allowed to Check (a gateway's or worker's),
 //   [--operator-tls-dir DIR]   and the operator's (Describe, Load, drills); tls.crt, tls.key, ca.crt.
 //                              Also DNC_CONFORMANCE_TLS_DIR / DNC_CONFORMANCE_OPERATOR_TLS_DIR.
@@ -24,6 +25,7 @@ const { values } = parseArgs({
     drills: { type: 'boolean' },
     json: { type: 'boolean' },
     'tls-dir': { type: 'string' },
+    'admin-address': { type: 'string' },
     'operator-tls-dir': { type: 'string' },
   },
 });
@@ -53,6 +55,7 @@ if (Boolean(callerDir) !== Boolean(operatorDir)) {
 }
 const results = await runConformance({
   address: values.address,
+  ...(values['admin-address'] ? { adminAddress: values['admin-address'] } : {}),
   ...(callerDir ? { tls: { caller: callerDir, operator: operatorDir } } : {}),
   country,
   registered,

@@ -89,9 +89,11 @@ export class AdapterConnection {
   /**
    * `tls`: { caller: dir of a certificate allowed to Check (a gateway's or worker's), operator: dir of
    * the operator's certificate (Describe, Load, drills) }; without it, plaintext (a development stack).
+   * `adminAddress`: the adapter's admin listener (Load, drills, Describe), when apart from `address`.
    */
-  constructor(address, tls, country) {
+  constructor(address, tls, country, adminAddress = address) {
     const target = address.replace(/^https?:\/\//, '');
+    const adminTarget = adminAddress.replace(/^https?:\/\//, '');
     const options = {
       'grpc.max_receive_message_length': 64 * 1024 * 1024,
       'grpc.max_send_message_length': 64 * 1024 * 1024,
@@ -101,7 +103,10 @@ export class AdapterConnection {
     };
     const credentials = (dir) => (tls ? tlsCredentials(dir, country) : grpc.credentials.createInsecure());
     this.client = new grpc.Client(target, credentials(tls?.caller), options);
-    this.admin = tls ? new grpc.Client(target, credentials(tls.operator), options) : this.client;
+    this.admin =
+      tls || adminTarget !== target
+        ? new grpc.Client(adminTarget, credentials(tls?.operator), options)
+        : this.client;
   }
 
   unary(m, request, timeoutMs = 10_000, client = this.client) {

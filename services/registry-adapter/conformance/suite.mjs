@@ -320,12 +320,12 @@ const TESTS = [
  * registry, as the adapter's country writes them), drills (the adapter runs with drills enabled: the
  * deadline test adds latency), loadFixture (add `registered` through the admin Load first and remove
  * them at the end; test deployments only), tls ({ caller, operator }: certificate directories for mutual
- * TLS). Returns one result per test; never throws for a failed test.
+ * TLS), adminAddress (the admin listener, when apart from address). Returns one result per test; never throws for a failed test.
  */
 export async function runConformance(options) {
   const { address, country } = options;
   const registered = options.registered ?? [];
-  const conn = new AdapterConnection(address, options.tls, country);
+  const conn = new AdapterConnection(address, options.tls, country, options.adminAddress);
   const results = [];
   try {
     for (const { title, when, run } of TESTS) {

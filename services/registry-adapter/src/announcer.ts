@@ -1,4 +1,12 @@
-import { type AdapterEntry, adapterKey, announceAdapter, type KV, withdrawAdapter } from '@dnc/kit';
+import {
+  type AdapterEntry,
+  adapterKey,
+  announceAdapter,
+  type KV,
+  type Security,
+  signAdapterEntry,
+  withdrawAdapter,
+} from '@dnc/kit';
 import type { Logger } from 'pino';
 import type { ProviderState } from './providers/provider.js';
 
@@ -17,6 +25,8 @@ export class AdapterAnnouncer {
       country: string;
       instanceId: string;
       address: string;
+      /** The admin listener (Load, status, drills), for dnc-admin. */
+      adminAddress?: string;
       version: string;
       /** The numbering rules its Check answers invalid by (see AdapterEntry.numbering_rules). */
       numberingRules?: string;
@@ -24,6 +34,8 @@ export class AdapterAnnouncer {
     private readonly state: () => ProviderState,
     private readonly heartbeatMs: number,
     private readonly logger: Logger,
+    /** Signs every announcement with this adapter's certificate key; callers check it before use. */
+    private readonly security?: Security,
   ) {}
 
   get key(): string {
@@ -36,6 +48,7 @@ export class AdapterAnnouncer {
       country: this.identity.country,
       instance_id: this.identity.instanceId,
       address: this.identity.address,
+      ...(this.identity.adminAddress ? { admin_address: this.identity.adminAddress } : {}),
       version: this.identity.version,
       status: s.status,
       ...(s.maintenanceUntil ? { maintenance_until: s.maintenanceUntil.toISOString() } : {}),
@@ -69,7 +82,7 @@ export class AdapterAnnouncer {
     const e = this.entry();
     this.last = `${e.status}|${e.snapshot_id}|${e.maintenance_until ?? ''}`;
     try {
-      await announceAdapter(this.kv, e);
+      await announceAdapter(this.kv, this.security ? signAdapterEntry(this.security, e) : e);
       if (this.failing) this.logger.info('discovery entry refreshed again');
       this.failing = false;
     } catch (error) {

@@ -11,6 +11,8 @@ export const adapterConfig = z
     DNC_GRPC_PORT: port(50061),
     /** Address other services use to reach this instance; defaults to http://127.0.0.1:<port>. */
     DNC_ADVERTISE_ADDR: serviceAddress('http://127.0.0.1:0').optional(),
+    /** The admin listener's address as announced in discovery (dnc-admin finds it there). */
+    DNC_ADVERTISE_ADMIN_ADDR: serviceAddress('http://127.0.0.1:0').optional(),
     DNC_ENABLE_DRILLS: flag(false),
     /** `local` (registry copy in Postgres, default) or `remote` (the registry's own API). */
     DNC_REGISTRY_PROVIDER: z.enum(['local', 'remote']).default('local'),

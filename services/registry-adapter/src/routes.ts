@@ -236,9 +236,19 @@ export function registryAdminService(deps: AdapterDeps): ServiceImpl<typeof regi
   };
 }
 
-export function adapterRoutes(deps: AdapterDeps): (router: ConnectRouter) => void {
-  return (router) => {
-    router.service(registryv1.RegistryAdapterService, registryAdapterService(deps));
-    router.service(registryv1.RegistryAdminService, registryAdminService(deps));
+/**
+ * The data plane (Check and Describe, for the gateway and the workers) and the admin listener
+ * (Load, status, drills, and Describe for `dnc-admin registry status`: operator only, audited).
+ */
+export function adapterRoutes(deps: AdapterDeps) {
+  const adapter = registryAdapterService(deps);
+  return {
+    data: (router: ConnectRouter) => {
+      router.service(registryv1.RegistryAdapterService, adapter);
+    },
+    admin: (router: ConnectRouter) => {
+      router.service(registryv1.RegistryAdminService, registryAdminService(deps));
+      router.service(registryv1.RegistryAdapterService, { describe: adapter.describe });
+    },
   };
 }

@@ -9,13 +9,16 @@ import {
   ensureDatabase,
   type Logger,
   migrateSchema,
+  natsCredentials,
   natsNames,
   openBucket,
+  PostgresAuditLog,
   probePostgres,
   provisionJetStream,
   type Service,
   startService,
 } from '@dnc/kit';
+import type pg from 'pg';
 import { AdapterAnnouncer } from './announcer.js';
 import type { AdapterConfig } from './config.js';
 import { SnapshotWatcher } from './index/snapshot-watcher.js';
@@ -36,11 +39,19 @@ export interface RunningAdapter {
   service: Service;
   port: number;
   address: string;
+  /** The admin listener (Load, status, drills, Describe; operator only, audited). */
+  adminPort: number;
+  adminAddress: string;
   instanceId: string;
   watcher?: SnapshotWatcher;
   announcer: AdapterAnnouncer;
   provider: DrillProvider;
   shutdown(): Promise<void>;
+}
+
+/** The address to announce: the configured one, else this host's port. */
+function advertised(configured: string | undefined, port: number): string {
+  return configured && configured !== 'http://127.0.0.1:0' ? configured : `http://127.0.0.1:${port}`;
 }
 
 /**
@@ -68,51 +79,60 @@ export function startAdapter(config: AdapterConfig): Promise<RunningAdapter> {
       await service.health.start();
       await service.startMetrics();
 
-      const nc = await connectNats(config.NATS_URL, `registry-adapter-${country}`);
+      const nc = await connectNats(config.NATS_URL, `registry-adapter-${country}`, natsCredentials(config));
       service.onClose('nats', () => nc.drain());
-      await provisionJetStream(nc, config.DNC_NATS_PREFIX, config.DNC_JETSTREAM_REPLICAS);
+      await provisionJetStream(nc, config.DNC_NATS_PREFIX, config.DNC_JETSTREAM_REPLICAS, config);
       const kv = await openBucket(nc, natsNames(config.DNC_NATS_PREFIX).adaptersBucket);
 
+      const routes = adapterRoutes({
+        country,
+        version,
+        normalizer,
+        provider,
+        ...(store ? { store } : {}),
+        ...(watcher ? { onSnapshotCommitted: () => watcher.refresh() } : {}),
+        drillsEnabled: config.DNC_ENABLE_DRILLS,
+        maxAgeSeconds,
+        metrics,
+        logger,
+      });
       const { port } = await service.startGrpcServer({
         port: config.DNC_GRPC_PORT,
-        serviceNames: ['dnc.registry.v1.RegistryAdapterService', 'dnc.registry.v1.RegistryAdminService'],
-        routes: adapterRoutes({
-          country,
-          version,
-          normalizer,
-          provider,
-          ...(store ? { store } : {}),
-          ...(watcher ? { onSnapshotCommitted: () => watcher.refresh() } : {}),
-          drillsEnabled: config.DNC_ENABLE_DRILLS,
-          maxAgeSeconds,
-          metrics,
-          logger,
-        }),
+        serviceNames: ['dnc.registry.v1.RegistryAdapterService'],
+        routes: routes.data,
       });
-      const address =
-        config.DNC_ADVERTISE_ADDR && config.DNC_ADVERTISE_ADDR !== 'http://127.0.0.1:0'
-          ? config.DNC_ADVERTISE_ADDR
-          : `http://127.0.0.1:${port}`;
+      const { port: adminPort } = await service.startAdminServer({
+        port: config.DNC_ADMIN_PORT,
+        serviceNames: ['dnc.registry.v1.RegistryAdminService'],
+        routes: routes.admin,
+        audit: new PostgresAuditLog(registry.pool, registry.schema, adapterIdentity(country)),
+        targets: { country },
+      });
+      const address = advertised(config.DNC_ADVERTISE_ADDR, port);
+      const adminAddress = advertised(config.DNC_ADVERTISE_ADMIN_ADDR, adminPort);
       const instanceId = randomUUID().slice(0, 8);
       const announcer = new AdapterAnnouncer(
         kv,
         // Check answers invalid exactly as the shared rules do, never rejecting a valid number (check.ts).
-        { country, instanceId, address, version, numberingRules: NUMBERING_RULES },
+        { country, instanceId, address, adminAddress, version, numberingRules: NUMBERING_RULES },
         () => provider.state(),
         config.ADAPTER_HEARTBEAT_MS,
         logger,
+        service.security,
       );
       await announcer.start();
       // Registered last, so it runs first on shutdown: callers stop choosing this instance before it drains.
       service.onClose('discovery entry', () => announcer.stop());
       logger.info(
-        { port, address, provider: registry.provider.kind, instance_id: instanceId },
+        { port, adminPort, address, provider: registry.provider.kind, instance_id: instanceId },
         'registry adapter listening',
       );
       return {
         service,
         port,
+        adminPort,
         address,
+        adminAddress,
         instanceId,
         ...(watcher ? { watcher } : {}),
         announcer,
@@ -139,8 +159,17 @@ async function openRegistry(
   maxAgeSeconds: number;
   store?: RegistryStore;
   watcher?: SnapshotWatcher;
+  /** The adapter's own schema: the registry copy (local provider) and the audit log (always). */
+  pool: pg.Pool;
+  schema: string;
 }> {
   const country = config.COUNTRY;
+  await ensureDatabase(config.DATABASE_URL);
+  const pool = createPool(config.DATABASE_URL);
+  service.onClose('postgres', () => pool.end());
+  service.health.require('postgres', () => probePostgres(pool));
+  const store = new RegistryStore(pool, country);
+  await migrateSchema(config.DATABASE_URL, store.schema, MIGRATIONS);
   if (config.DNC_REGISTRY_PROVIDER !== 'local') {
     const provider = new RemoteProvider({
       baseUrl: config.DNC_REMOTE_REGISTRY_URL!,
@@ -155,14 +184,8 @@ async function openRegistry(
       logger,
     });
     service.onClose('remote registry connections', () => provider.close());
-    return { provider, maxAgeSeconds: 0 };
+    return { provider, maxAgeSeconds: 0, pool, schema: store.schema };
   }
-  await ensureDatabase(config.DATABASE_URL);
-  const pool = createPool(config.DATABASE_URL);
-  service.onClose('postgres', () => pool.end());
-  service.health.require('postgres', () => probePostgres(pool));
-  const store = new RegistryStore(pool, country);
-  await migrateSchema(config.DATABASE_URL, store.schema, MIGRATIONS);
   if (config.DNC_REGISTRY_SEED_FILE) await seed(store, normalizer, config.DNC_REGISTRY_SEED_FILE);
   const watcher = new SnapshotWatcher(store, logger, config.DNC_SNAPSHOT_POLL_MS);
   await watcher.start();
@@ -174,6 +197,8 @@ async function openRegistry(
     maxAgeSeconds,
     store,
     watcher,
+    pool,
+    schema: store.schema,
   };
 }
 

@@ -41,6 +41,7 @@ describe.each(['mx', 'ar', 'co'])('conformance kit against the %s adapter', (cou
       registered,
       drills: true,
       loadFixture: true,
+      adminAddress: adapter.adminAddress,
       tls: conformanceTls(),
     });
     expect(results.filter((r) => !r.ok)).toEqual([]);
@@ -52,6 +53,7 @@ describe.each(['mx', 'ar', 'co'])('conformance kit against the %s adapter', (cou
       address: adapter.address,
       country,
       registered: readFixture(new URL(`${country}.txt`, FIXTURES)),
+      adminAddress: adapter.adminAddress,
       tls: conformanceTls(),
     });
     expect(results.find((r) => r.title === 'registered numbers are prohibited')?.ok).toBe(false);

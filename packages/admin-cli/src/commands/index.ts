@@ -1,5 +1,6 @@
 import type { Command } from '../cli.js';
 import { adapterDrillCommand } from './adapter.js';
+import { auditCommand } from './audit.js';
 import { countryCommands } from './country.js';
 import { jobsCommands } from './jobs.js';
 import { keyCommands } from './key.js';
@@ -25,4 +26,5 @@ export const commands: Command[] = [
   adapterDrillCommand,
   ...jobsCommands,
   userInviteCommand,
+  auditCommand,
 ];

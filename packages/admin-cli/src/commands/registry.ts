@@ -44,13 +44,14 @@ export async function adapterAddress(flags: Flags, country: string, env: AdminEn
       `cannot find the ${country} adapter: admission is unreachable; pass --address or DNC_ADAPTER_ADDR_${country.toUpperCase()}`,
     );
   }
-  const found = countries.find((c) => c.country === country && c.adapterAddress);
+  const found = countries.find((c) => c.country === country && (c.adapterAdminAddress || c.adapterAddress));
   if (!found) {
     throw new UsageError(
       `no ${country} adapter is announced; pass --address or DNC_ADAPTER_ADDR_${country.toUpperCase()}`,
     );
   }
-  return found.adapterAddress;
+  // The adapter's admin listener (Load, status, drills, Describe).
+  return found.adapterAdminAddress || found.adapterAddress;
 }
 
 const MODES: Record<string, registryv1.LoadMode> = {
@@ -190,9 +191,11 @@ export const registryStatusCommand: Command = {
       operatorTransport(env, env.admission, 'admission'),
     );
     const { countries } = await admin.listCountries({}, { timeoutMs: 3_000 });
-    const announced = countries.filter((c) => c.adapterAddress);
+    const announced = countries.filter((c) => c.adapterAdminAddress || c.adapterAddress);
     return {
-      countries: await Promise.all(announced.map((c) => registryStatus(env, c.country, c.adapterAddress))),
+      countries: await Promise.all(
+        announced.map((c) => registryStatus(env, c.country, c.adapterAdminAddress || c.adapterAddress)),
+      ),
     };
   },
 };

@@ -47,8 +47,8 @@ export const statusCommand: Command = {
       const { countries } = await admin.listCountries({}, { timeoutMs: 3000 });
       adapters = await Promise.all(
         countries
-          .filter((c) => c.adapterAddress)
-          .map((c) => probe(env, adapterIdentity(c.country), c.adapterAddress)),
+          .filter((c) => c.adapterAdminAddress || c.adapterAddress)
+          .map((c) => probe(env, adapterIdentity(c.country), c.adapterAdminAddress || c.adapterAddress)),
       );
     } catch {
       // admission unreachable: already reported above

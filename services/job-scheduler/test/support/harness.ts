@@ -73,12 +73,18 @@ export async function startJobsHarness(
     grpcTransport(addr, [], { security: caller, peer });
   const jobs = createClient(jobsv1.JobsService, t(gateway, 'job-scheduler', stack.addresses.jobs));
   const admissionJobs = createClient(jobsv1.JobsService, t(admission, 'job-scheduler', stack.addresses.jobs));
-  const admin = createClient(jobsv1.JobsAdminService, t(operator, 'job-scheduler', stack.addresses.jobs));
+  const admin = createClient(
+    jobsv1.JobsAdminService,
+    t(operator, 'job-scheduler', stack.addresses.jobsAdmin),
+  );
   const quota = createClient(quotav1.QuotaService, t(admission, 'quota', stack.addresses.quota));
-  const quotaAdmin = createClient(quotav1.QuotaAdminService, t(operator, 'quota', stack.addresses.quota));
+  const quotaAdmin = createClient(
+    quotav1.QuotaAdminService,
+    t(operator, 'quota', stack.addresses.quotaAdmin),
+  );
   const registry = createClient(
     registryv1.RegistryAdminService,
-    t(operator, 'registry-adapter-mx', stack.addresses.adapters['mx']!),
+    t(operator, 'registry-adapter-mx', stack.addresses.adapterAdmins['mx']!),
   );
   const db = new pg.Pool({ connectionString: stack.databaseUrl, max: 2 });
   const org = `org_${randomUUID().slice(0, 8)}`;

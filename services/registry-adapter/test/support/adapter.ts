@@ -36,7 +36,7 @@ export function isolatedEnv(label: string): AdapterEnv & { drop(): Promise<void>
  */
 let pki: { ca: StackPki; gateway: MtlsSecurity; operator: MtlsSecurity } | undefined;
 type MtlsSecurity = Security & { mode: 'mtls' };
-const countryAt = new Map<string, string>();
+const adapterAt = new Map<string, { country: string; adminAddress: string }>();
 let adapters = 0;
 
 async function testPki() {
@@ -65,6 +65,7 @@ export async function startTestAdapter(
     DNC_NATS_PREFIX: env.natsPrefix,
     DNC_GRPC_PORT: '0',
     DNC_HEALTH_PORT: '0',
+    DNC_ADMIN_PORT: '0',
     DNC_METRICS_PORT: '0',
     DNC_LOG_LEVEL: 'silent',
     DNC_SNAPSHOT_POLL_MS: '200',
@@ -73,7 +74,7 @@ export async function startTestAdapter(
     ...extra,
   });
   const running = await startAdapter(config);
-  countryAt.set(running.address, country);
+  adapterAt.set(running.address, { country, adminAddress: running.adminAddress });
   return running;
 }
 
@@ -85,11 +86,12 @@ export function conformanceTls(): { caller: string; operator: string } {
 
 /** Clients of a test adapter: Check as the gateway, Describe (`inspect`) and the admin service as the operator. */
 export function adapterClients(address: string) {
-  const country = countryAt.get(address);
-  if (!pki || !country) throw new Error(`no test adapter at ${address}`);
-  const peer = adapterIdentity(country);
+  const found = adapterAt.get(address);
+  if (!pki || !found) throw new Error(`no test adapter at ${address}`);
+  const peer = adapterIdentity(found.country);
   const asGateway = grpcTransport(address, [], { security: pki.gateway, peer });
-  const asOperator = grpcTransport(address, [], { security: pki.operator, peer });
+  // The admin listener: RegistryAdminService and Describe, as the operator.
+  const asOperator = grpcTransport(found.adminAddress, [], { security: pki.operator, peer });
   return {
     adapter: createClient(registryv1.RegistryAdapterService, asGateway),
     inspect: createClient(registryv1.RegistryAdapterService, asOperator),
