@@ -68,6 +68,8 @@ describe('registry adapters as processes: dnc-admin, discovery, restarts, confor
   });
 
   const mx = () => stack.addresses.adapters['mx']!;
+  /** The adapter's admin listener: Load, status, drills (operator, audited). */
+  const mxAdmin = () => stack.addresses.adapterAdmins['mx']!;
 
   it('an adapter without a registry announces itself unavailable; a load makes it serving', async () => {
     await until('mx entry', () => directory.instances('mx').find((e) => e.status === 'unavailable'));
@@ -79,7 +81,7 @@ describe('registry adapters as processes: dnc-admin, discovery, restarts, confor
       '55 1234 5678',
     ].join('\n');
     const loaded = (await stack.admin(
-      ['registry', 'load', '--country', 'mx', '--file', '-', '--address', mx()],
+      ['registry', 'load', '--country', 'mx', '--file', '-', '--address', mxAdmin()],
       file,
     )) as Record<string, unknown>;
     expect(loaded).toMatchObject({
@@ -104,7 +106,7 @@ describe('registry adapters as processes: dnc-admin, discovery, restarts, confor
       '--country',
       'mx',
       '--address',
-      mx(),
+      mxAdmin(),
     ])) as Record<string, unknown>;
     expect(status).toMatchObject({ country: 'mx', registry_size: 2, snapshot_id: loaded['snapshot_id'] });
     expect(typeof status['snapshot_time']).toBe('string');
@@ -112,12 +114,12 @@ describe('registry adapters as processes: dnc-admin, discovery, restarts, confor
 
   it('dnc-admin adds and removes through the same normalization', async () => {
     const added = (await stack.admin(
-      ['registry', 'load', '--country', 'mx', '--mode', 'add', '--file', '-', '--address', mx()],
+      ['registry', 'load', '--country', 'mx', '--mode', 'add', '--file', '-', '--address', mxAdmin()],
       '+52 1 33 3123 4567\n',
     )) as Record<string, unknown>;
     expect(added['registry_size']).toBe(3);
     const removed = (await stack.admin(
-      ['registry', 'load', '--country', 'mx', '--mode', 'remove', '--file', '-', '--address', mx()],
+      ['registry', 'load', '--country', 'mx', '--mode', 'remove', '--file', '-', '--address', mxAdmin()],
       '(55) 1234-5678\n',
     )) as Record<string, unknown>;
     expect(removed['registry_size']).toBe(2);
@@ -132,7 +134,7 @@ describe('registry adapters as processes: dnc-admin, discovery, restarts, confor
       '--fail',
       'maintenance',
       '--address',
-      mx(),
+      mxAdmin(),
     ]);
     expect(drill).toMatchObject({ country: 'mx', failure: 'maintenance' });
     await until(
@@ -141,11 +143,11 @@ describe('registry adapters as processes: dnc-admin, discovery, restarts, confor
       5_000,
     );
     expect(directory.pick('mx')).toBeUndefined();
-    await stack.admin(['adapter', 'drill', '--country', 'mx', '--clear', '--address', mx()]);
+    await stack.admin(['adapter', 'drill', '--country', 'mx', '--clear', '--address', mxAdmin()]);
     await until('mx serving again', () => directory.pick('mx'), 5_000);
-    await expect(stack.admin(['adapter', 'drill', '--country', 'mx', '--address', mx()])).rejects.toThrow(
-      /--latency-ms|--fail|--clear/,
-    );
+    await expect(
+      stack.admin(['adapter', 'drill', '--country', 'mx', '--address', mxAdmin()]),
+    ).rejects.toThrow(/--latency-ms|--fail|--clear/);
   });
 
   it('a killed adapter goes stale, a stopped one withdraws at once, and a restart serves the stored snapshot', async () => {

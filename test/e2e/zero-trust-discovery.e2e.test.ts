@@ -5,7 +5,6 @@ import {
   type AdapterEntry,
   announceAdapter,
   connectNats,
-  NATS_PROVISIONER,
   type NatsConnection,
   natsNames,
   openBucket,
@@ -64,8 +63,8 @@ describe('zero trust: discovery that cannot be spoofed, certificates that rotate
     });
     org = await seedOrg(stack, ['co'], { quota: 1_000_000 });
     await loadRegistry(stack, 'co', [REGISTERED]);
-    // Someone who got the provisioner's NATS password (the most the bucket's ACL can leak).
-    nc = await connectNats(stack.nats!.url, 'forger', stack.nats!.credentials(NATS_PROVISIONER));
+    // Someone who stole the co adapter's NATS password (it may write co.* keys), not its certificate key.
+    nc = await connectNats(stack.nats!.url, 'forger', stack.nats!.credentials('registry-adapter-co'));
   });
   afterAll(async () => {
     if (forging) clearInterval(forging);
