@@ -237,7 +237,7 @@ describe('TOTP seeds at rest', () => {
     const base = `http://127.0.0.1:${running[0]!.port}`;
     const admin = createClient(
       dashboardv1.DashboardAdminService,
-      grpcTransport(`http://127.0.0.1:${running[0]!.grpcPort}`, [], {
+      grpcTransport(`http://127.0.0.1:${running[0]!.adminPort}`, [], {
         security: await h.pki.security('operator'),
         peer: 'dashboard',
       }),
