@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Code, ConnectError, createClient } from '@connectrpc/connect';
+import { Code, ConnectError } from '@connectrpc/connect';
 import type { Security } from '@dnc/kit';
 import { admissionv1, jobsv1, quotav1, registryv1 } from '@dnc/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
