@@ -62,6 +62,8 @@ describe('zero trust: discovery that cannot be spoofed, certificates that rotate
       env: { DNC_TLS_RELOAD_MS: '300' },
     });
     org = await seedOrg(stack, ['co'], { quota: 1_000_000 });
+    // The rotation test scrubs in a loop for seconds: on a quiet machine that passes the default rate limit.
+    await stack.admin(['org', 'set-rate-limit', '--org', org.orgId, '--limit', '60000']);
     await loadRegistry(stack, 'co', [REGISTERED]);
     // Someone who stole the co adapter's NATS password (it may write co.* keys), not its certificate key.
     nc = await connectNats(stack.nats!.url, 'forger', stack.nats!.credentials('registry-adapter-co'));
