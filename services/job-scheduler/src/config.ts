@@ -14,6 +14,11 @@ export const jobsConfig = z.object({
   DNC_JOB_HARD_CAP_SECONDS: seconds(86_400),
   DNC_RESULT_TTL_SECONDS: seconds(604_800),
   DNC_METADATA_TTL_SECONDS: seconds(2_592_000),
+  /**
+   * Admission's idempotency retention (same setting, same bounds): a job id fenced by its claim
+   * reconciler (FenceJob) is kept this long, then purged by the sweeper.
+   */
+  DNC_IDEMPOTENCY_RETENTION_SECONDS: z.coerce.number().int().min(604_800).max(31_536_000).default(691_200),
   /** How often the sweepers (dispatch reconciliation, hard cap, retention, cleanup retries) run. */
   DNC_SWEEP_INTERVAL_MS: z.coerce.number().int().min(50).max(600_000).default(5_000),
   /** A queued job whose dispatch is not confirmed within this time is published again. */

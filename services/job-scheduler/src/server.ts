@@ -163,6 +163,7 @@ function startSweeper(core: Core): void {
     logger: core.logger,
     intervalMs: config.DNC_SWEEP_INTERVAL_MS,
     redispatchAfterMs: config.DNC_REDISPATCH_AFTER_MS,
+    fenceRetentionSeconds: config.DNC_IDEMPOTENCY_RETENTION_SECONDS,
   });
   sweeper.start();
   service.onClose('sweeper', () => sweeper.stop());

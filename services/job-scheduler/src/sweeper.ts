@@ -19,12 +19,14 @@ export interface SweeperDeps {
   logger: Logger;
   intervalMs: number;
   redispatchAfterMs: number;
+  /** Fenced job ids are kept this long (the idempotency retention), then purged. */
+  fenceRetentionSeconds: number;
 }
 
 /**
  * The API role's background work, each tick: expire jobs past the hard cap, complete cancels whose
  * worker vanished, re-dispatch jobs whose work message may be missing, retry quota settlements and
- * retention tasks, and refresh the gauges. Every step is idempotent; a failed step is logged and
+ * retention tasks, purge fences past the idempotency retention, and refresh the gauges. Every step is idempotent; a failed step is logged and
  * retried on the next tick.
  */
 export class Sweeper {
@@ -63,6 +65,7 @@ export class Sweeper {
         await this.step('dispatch', () => this.redispatch());
         await this.step('quota settlement', () => this.settle());
         await this.step('cleanup', () => this.cleanupDue());
+        await this.step('fences', () => this.purgeFences());
         await this.step('gauges', () => this.gauges());
       } finally {
         await client.query('SELECT pg_advisory_unlock($1)', [SWEEP_LOCK]).catch(() => {});
@@ -138,6 +141,11 @@ export class Sweeper {
         await this.deps.cleanup.recordFailure(task, errorClass).catch(() => {});
       }
     }
+  }
+
+  private async purgeFences(): Promise<void> {
+    const purged = await this.deps.store.sweeps.purgeFences(this.deps.fenceRetentionSeconds);
+    if (purged > 0) this.deps.logger.info({ purged }, 'fenced job ids past the idempotency retention purged');
   }
 
   private async gauges(): Promise<void> {

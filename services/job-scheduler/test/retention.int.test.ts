@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { ConnectError } from '@connectrpc/connect';
 import { readPublicReason } from '@dnc/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,6 +34,8 @@ describe('hard cap and retention (periods shortened by configuration)', () => {
         DNC_JOB_HARD_CAP_SECONDS: '3',
         DNC_RESULT_TTL_SECONDS: '4',
         DNC_METADATA_TTL_SECONDS: '8',
+        // Its minimum (7 days): the fences below are aged around it.
+        DNC_IDEMPOTENCY_RETENTION_SECONDS: '604800',
       },
     });
   }, 120_000);
@@ -143,6 +146,44 @@ describe('hard cap and retention (periods shortened by configuration)', () => {
     } finally {
       await h.db.query('DROP TRIGGER IF EXISTS test_refuse_result_purge ON jobs.job_blobs');
     }
+  });
+
+  it('fenced job ids are purged once past the idempotency retention, and refuse a late SubmitJob until then', async () => {
+    // Two ids fenced by admission's claim reconciler (FenceJob as admission calls it); one is aged past
+    // the 7-day retention, the other just inside it. Nothing else deletes a fence: before the sweeper
+    // purged them, jobs.fenced_jobs only grew.
+    const old = randomUUID();
+    const recent = randomUUID();
+    for (const id of [old, recent]) expect((await h.admissionJobs.fenceJob({ jobId: id })).fenced).toBe(true);
+    await h.db.query(
+      `UPDATE jobs.fenced_jobs SET fenced_at = now() - make_interval(secs => $2) WHERE job_id = $1`,
+      [old, 604_800 + 60],
+    );
+    await h.db.query(
+      `UPDATE jobs.fenced_jobs SET fenced_at = now() - make_interval(secs => $2) WHERE job_id = $1`,
+      [recent, 604_800 - 3_600],
+    );
+    const fenced = async () =>
+      (
+        await h.db.query<{ job_id: string }>('SELECT job_id FROM jobs.fenced_jobs WHERE job_id = ANY($1)', [
+          [old, recent],
+        ])
+      ).rows
+        .map((r) => r.job_id)
+        .sort();
+    await expect.poll(fenced, { timeout: 10_000, interval: 200 }).toEqual([recent]);
+    // Several sweeps later the fence inside the retention is still there and still refuses its id.
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(await fenced()).toEqual([recent]);
+    const late = h.jobs.submitJob({
+      jobId: recent,
+      orgId: h.org,
+      reservationId: `res_${recent}`,
+      country: 'mx',
+      canonicalPhones: Buffer.from(JSON.stringify(['55 1111 4444'])),
+    });
+    expect(await reason(late)).toBe('platform_failure');
+    expect((await h.db.query('SELECT 1 FROM jobs.jobs WHERE id = $1', [recent])).rowCount).toBe(0);
   });
 
   it('no plaintext number in Postgres or in any log; no reservation left behind', async () => {

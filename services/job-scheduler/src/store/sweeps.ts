@@ -5,7 +5,8 @@ import { terminalizeLocked } from './terminalize.js';
 
 /**
  * The sweeper's reads and writes over many jobs: hard cap, cancels whose worker vanished, work messages
- * that may be missing, quota settlements still to make, and the counts the metrics show.
+ * that may be missing, quota settlements still to make, fences past their retention, and the counts the
+ * metrics show.
  */
 export class JobSweeps {
   constructor(
@@ -87,6 +88,21 @@ export class JobSweeps {
       'UPDATE jobs.jobs SET quota_settled_at = now() WHERE id = $1 AND quota_settled_at IS NULL',
       [jobId],
     );
+  }
+
+  /**
+   * Fences older than `retentionSeconds` (the idempotency retention, DNC_IDEMPOTENCY_RETENTION_SECONDS):
+   * a fenced id was an admission's job id, and no SubmitJob of it can still arrive once no idempotency
+   * record could name it. A batch per tick; returns how many were purged.
+   */
+  async purgeFences(retentionSeconds: number, limit = 1_000): Promise<number> {
+    const r = await this.pool.query(
+      `DELETE FROM jobs.fenced_jobs WHERE job_id IN (
+         SELECT job_id FROM jobs.fenced_jobs WHERE fenced_at < now() - make_interval(secs => $1)
+         ORDER BY fenced_at LIMIT $2)`,
+      [retentionSeconds, limit],
+    );
+    return r.rowCount ?? 0;
   }
 
   async countsByState(): Promise<{ states: Record<string, number>; nearHardCap: number }> {
