@@ -15,9 +15,10 @@ const trustDomain = process.env.DNC_TRUST_DOMAIN ?? 'dnc.internal';
 const options = { timeoutMs: 5000 };
 
 /**
- * Mutual TLS as the platform calls the adapter: Check with a certificate allowed to Check
- * (DNC_TLS_DIR), Describe with the operator's (DNC_OPERATOR_TLS_DIR); the server must prove it is
- * registry-adapter-<country>. Both unset: plaintext (a development stack).
+ * Mutual TLS as the platform calls the adapter, with the certificate the chart mounts (DNC_TLS_DIR):
+ * the `conformance` identity, which the authorization table allows Check and Describe on the data
+ * plane and nothing else. The server must prove it is registry-adapter-<country>. Unset: plaintext
+ * (a development stack).
  */
 function transportAs(dir) {
   if (!dir) return grpcTransport(address);
@@ -26,7 +27,6 @@ function transportAs(dir) {
   return grpcTransport(address, [], { security, peer: adapterIdentity(country) });
 }
 const transport = transportAs(process.env.DNC_TLS_DIR);
-const operatorTransport = transportAs(process.env.DNC_OPERATOR_TLS_DIR ?? process.env.DNC_TLS_DIR);
 
 function fail(message) {
   console.error(`FAIL ${message}`);
@@ -43,9 +43,7 @@ if (served.status !== healthv1.HealthCheckResponse_ServingStatus.SERVING) {
 console.log('ok health SERVING');
 
 const adapter = createClient(registryv1.RegistryAdapterService, transport);
-const described = await createClient(registryv1.RegistryAdapterService, operatorTransport)
-  .describe({}, options)
-  .catch((error) => fail(`Describe: ${error.message}`));
+const described = await adapter.describe({}, options).catch((error) => fail(`Describe: ${error.message}`));
 if (described.country !== country) fail(`Describe names country ${described.country}, expected ${country}`);
 if (described.status !== registryv1.AdapterStatus.SERVING) {
   fail(`Describe status is ${registryv1.AdapterStatus[described.status]} (a registry must be loaded)`);

@@ -81,3 +81,14 @@ dnc-scrub/country: {{ include "dnc-registry-adapter.country" . }}
 {{- fail "tls: the adapter has no certificate: enable tls.certManager or set tls.existingSecret" }}
 {{- end }}
 {{- end }}
+
+{{/* The certificate Secret of the `helm test` Pod (identity `conformance`). */}}
+{{- define "dnc-registry-adapter.testTlsSecretName" -}}
+{{- if .Values.tests.existingTlsSecret }}
+{{- .Values.tests.existingTlsSecret }}
+{{- else if .Values.tls.certManager.enabled }}
+{{- printf "%s-helm-test-tls" (include "dnc-registry-adapter.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- fail "tests: the helm test Pod has no certificate: enable tls.certManager or set tests.existingTlsSecret (identity conformance), or disable tests" }}
+{{- end }}
+{{- end }}

@@ -82,6 +82,16 @@ describe('the authorization table (default deny)', () => {
     expect(table.allows('dashboard', 'dnc.jobs.v1.JobsService/GetJobResult')).toBe(false);
   });
 
+  it("lets the adapter chart's helm test (conformance) read an adapter and nothing else", () => {
+    const mine = new Set([
+      'dnc.registry.v1.RegistryAdapterService/Check',
+      'dnc.registry.v1.RegistryAdapterService/Describe',
+      ...EVERY_IDENTITY,
+    ]);
+    for (const method of ALL_METHODS)
+      expect(table.allows('conformance', method), method).toBe(mine.has(method));
+  });
+
   it('refuses a caller without an identity everything, health included', () => {
     for (const method of ALL_METHODS) expect(table.allows(undefined, method)).toBe(false);
   });

@@ -11,7 +11,11 @@ const run = promisify(execFile);
 const SCRIPT = readFileSync(`${ROOT}/charts/dnc-registry-adapter/files/helm-test.mjs`, 'utf8');
 
 /** The chart's `helm test` script, run as its Pod runs it (node -e, from the root of the installed tree). */
-async function helmTest(address: string, country: string): Promise<{ code: number; out: string }> {
+async function helmTest(
+  address: string,
+  country: string,
+  tlsDir = conformanceTls().conformance,
+): Promise<{ code: number; out: string }> {
   try {
     const { stdout, stderr } = await run(process.execPath, ['--input-type=module', '-e', SCRIPT], {
       cwd: ROOT,
@@ -19,9 +23,9 @@ async function helmTest(address: string, country: string): Promise<{ code: numbe
         ...process.env,
         DNC_ADAPTER_ADDRESS: address,
         DNC_TEST_COUNTRY: country,
-        // Mutual TLS: a Check caller's certificate and the operator's (Describe).
-        DNC_TLS_DIR: conformanceTls().caller,
-        DNC_OPERATOR_TLS_DIR: conformanceTls().operator,
+        // Mutual TLS with the one certificate the chart mounts: the `conformance` identity, which the
+        // authorization table allows Check and Describe on the data plane.
+        DNC_TLS_DIR: tlsDir,
       },
     });
     return { code: 0, out: stdout + stderr };
@@ -64,6 +68,14 @@ describe('the adapter chart helm test script against a real adapter', () => {
       /ok health SERVING\nok Describe co SERVING, snapshot \d{4}-\d\d-\d\dT[\d:.]+Z, 1 numbers\nok Check unparseable/,
     );
     expect(result.out).not.toContain('555');
+  });
+
+  it('is refused with a certificate the table does not allow to Check and Describe (the operator)', async () => {
+    const result = await helmTest(adapter.address, 'co', conformanceTls().operator);
+    expect(result.code).toBe(1);
+    expect(result.out).toMatch(
+      /FAIL Check: .*operator may not call dnc.registry.v1.RegistryAdapterService\/Check/,
+    );
   });
 
   it('fails against the adapter of another country: its certificate is not registry-adapter-mx', async () => {

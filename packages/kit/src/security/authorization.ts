@@ -86,6 +86,10 @@ export const AUTHORIZATION: Readonly<Record<string, readonly MethodName[]>> = {
     // `dnc-admin user invite`: the first owner of an organization's dashboard.
     ...all(dashboardv1.DashboardAdminService),
   ],
+  // The adapter chart's `helm test` Pod (the conformance of one release): an adapter's Check of an
+  // unparseable input and its Describe, both reads, on the data plane. Nothing else, nothing of the
+  // platform's services.
+  conformance: [...only(registryv1.RegistryAdapterService, 'check', 'describe')],
   // The customer dashboard: the organization-scoped methods only, which take the organization of the
   // signed-in person's session (keys of that organization, its plan, quota, usage and jobs). Never the
   // data plane, never an administrative service.

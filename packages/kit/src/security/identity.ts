@@ -3,7 +3,8 @@ import type { X509Certificate } from 'node:crypto';
 /**
  * Workload identities. Every process of the platform has exactly one, carried as a SPIFFE-style
  * URI in its certificate's subject alternative names: `spiffe://<trust domain>/<identity>`.
- * A country adapter is `registry-adapter-<cc>`; the person at `dnc-admin` is `operator`.
+ * A country adapter is `registry-adapter-<cc>`; the person at `dnc-admin` is `operator`;
+ * `conformance` is the adapter chart's `helm test` Pod (and the conformance kit), which only reads.
  */
 export const PLATFORM_IDENTITIES = [
   'gateway',
@@ -13,6 +14,7 @@ export const PLATFORM_IDENTITIES = [
   'job-worker',
   'operator',
   'dashboard',
+  'conformance',
 ] as const;
 
 export type PlatformIdentity = (typeof PLATFORM_IDENTITIES)[number];

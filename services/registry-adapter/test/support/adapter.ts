@@ -34,7 +34,9 @@ export function isolatedEnv(label: string): AdapterEnv & { drop(): Promise<void>
  * The certificates of this test file (real mutual TLS): each adapter its own, the test calls Check as
  * the gateway and the admin methods (and Describe) as the operator.
  */
-let pki: { ca: StackPki; gateway: MtlsSecurity; operator: MtlsSecurity } | undefined;
+let pki:
+  | { ca: StackPki; gateway: MtlsSecurity; operator: MtlsSecurity; conformance: MtlsSecurity }
+  | undefined;
 type MtlsSecurity = Security & { mode: 'mtls' };
 const adapterAt = new Map<string, { country: string; adminAddress: string }>();
 let adapters = 0;
@@ -42,7 +44,12 @@ let adapters = 0;
 async function testPki() {
   if (!pki) {
     const ca = await StackPki.create();
-    pki = { ca, gateway: await ca.security('gateway'), operator: await ca.security('operator') };
+    pki = {
+      ca,
+      gateway: await ca.security('gateway'),
+      operator: await ca.security('operator'),
+      conformance: await ca.security('conformance'),
+    };
     process.once('exit', () => ca.close());
   }
   return pki;
@@ -78,10 +85,17 @@ export async function startTestAdapter(
   return running;
 }
 
-/** Certificate directories for the conformance kit: a Check caller's (the gateway's) and the operator's. */
-export function conformanceTls(): { caller: string; operator: string } {
+/**
+ * Certificate directories for the conformance kit: a Check caller's (the gateway's) and the operator's;
+ * `conformance` is the identity the adapter chart's helm test Pod runs as (Check and Describe only).
+ */
+export function conformanceTls(): { caller: string; operator: string; conformance: string } {
   if (!pki) throw new Error('no test adapter started');
-  return { caller: pki.gateway.material.dir, operator: pki.operator.material.dir };
+  return {
+    caller: pki.gateway.material.dir,
+    operator: pki.operator.material.dir,
+    conformance: pki.conformance.material.dir,
+  };
 }
 
 /** Clients of a test adapter: Check as the gateway, Describe (`inspect`) and the admin service as the operator. */
