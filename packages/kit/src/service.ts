@@ -3,22 +3,15 @@ import type http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import { Code, ConnectError, type ConnectRouter, type Interceptor } from '@connectrpc/connect';
+import type { ConnectRouter, Interceptor } from '@connectrpc/connect';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import { healthv1, platformv1 } from '@dnc/proto';
 import type { Logger } from 'pino';
-import { isDependencyOutage, publicError } from './errors.js';
 import { HealthState, healthService, startHealthListener } from './health.js';
 import { createLogger } from './logger.js';
-import {
-  Counter,
-  createMetricsRegistry,
-  Histogram,
-  LATENCY_BUCKETS,
-  type Registry,
-  startMetricsServer,
-} from './metrics.js';
+import { createMetricsRegistry, type Registry, startMetricsServer } from './metrics.js';
 import { adoptRequestId } from './request-context.js';
+import { InFlight, type RpcMetrics, rpcMetrics, trackCalls } from './rpc-calls.js';
 import { type AuditSink, auditDenied, auditInterceptor, auditService } from './security/audit.js';
 import { AuthorizationTable, authorizeInterceptor, type Refusal } from './security/authorization.js';
 import { type Identity, isIdentity } from './security/identity.js';
@@ -70,13 +63,10 @@ export class Service {
   private healthStarted = false;
   /** The port of the plaintext health listener, once started. */
   healthListenPort: number | undefined;
-  private rpcMetrics:
-    | { total: Counter; duration: Histogram; denied: Counter<'caller' | 'method'> }
-    | undefined;
+  private rpcMetrics: RpcMetrics | undefined;
   private readonly closers: { name: string; close: Closer }[] = [];
   private shuttingDown: Promise<void> | undefined;
-  private inFlight = 0;
-  private idleWaiters: (() => void)[] = [];
+  private readonly inFlight = new InFlight();
 
   constructor(readonly options: ServiceOptions) {
     this.logger = createLogger(options.name, options.logLevel);
@@ -99,20 +89,15 @@ export class Service {
 
   /** Count in-flight work that shutdown must wait for (RPCs are counted by the server interceptor). */
   track<T>(work: Promise<T>): Promise<T> {
-    this.inFlight++;
-    return work.finally(() => {
-      this.inFlight--;
-      if (this.inFlight === 0) for (const w of this.idleWaiters.splice(0)) w();
-    });
+    return this.inFlight.track(work);
   }
 
   get inFlightCount(): number {
-    return this.inFlight;
+    return this.inFlight.size;
   }
 
   waitIdle(): Promise<void> {
-    if (this.inFlight === 0) return Promise.resolve();
-    return new Promise((resolve) => this.idleWaiters.push(resolve));
+    return this.inFlight.waitIdle();
   }
 
   async startMetrics(): Promise<HttpServer | undefined> {
@@ -133,28 +118,8 @@ export class Service {
     return listener.port;
   }
 
-  private metricsOfRpcs() {
-    this.rpcMetrics ??= {
-      total: new Counter({
-        name: 'dnc_rpc_requests_total',
-        help: 'RPCs served, by method and gRPC code.',
-        labelNames: ['method', 'code'],
-        registers: [this.metrics],
-      }),
-      duration: new Histogram({
-        name: 'dnc_rpc_duration_seconds',
-        help: 'RPC handling time.',
-        labelNames: ['method'],
-        buckets: LATENCY_BUCKETS,
-        registers: [this.metrics],
-      }),
-      denied: new Counter({
-        name: 'dnc_rpc_denied_total',
-        help: 'RPCs refused with PERMISSION_DENIED: the caller identity may not call the method.',
-        labelNames: ['caller', 'method'],
-        registers: [this.metrics],
-      }),
-    };
+  private metricsOfRpcs(): RpcMetrics {
+    this.rpcMetrics ??= rpcMetrics(this.metrics);
     return this.rpcMetrics;
   }
 
@@ -164,44 +129,13 @@ export class Service {
    * deny), grpc.health.v1 and dnc.platform.v1.ServiceInfoService beside the service's own routes.
    */
   async startGrpcServer(opts: ListenerOptions): Promise<{ port: number }> {
-    const { total: rpcTotal, duration: rpcDuration, denied } = this.metricsOfRpcs();
+    const metrics = this.metricsOfRpcs();
     const authorize = authorizeInterceptor({
       table: this.table,
       logger: this.logger,
-      denied,
+      denied: metrics.denied,
       ...(opts.onDenied ? { onDenied: opts.onDenied } : {}),
     });
-    const trackCalls: Interceptor = (next) => async (req) => {
-      const method = `${req.service.typeName}/${req.method.name}`;
-      const end = rpcDuration.startTimer({ method });
-      this.inFlight++;
-      try {
-        const res = await next(req);
-        rpcTotal.inc({ method, code: 'ok' });
-        // One line per call at debug level (with the caller's request id): follow one request hop by hop.
-        this.logger.debug({ method }, 'rpc served');
-        return res;
-      } catch (error) {
-        const ce = ConnectError.from(error);
-        rpcTotal.inc({ method, code: Code[ce.code] ?? String(ce.code) });
-        // A dependency that is down or dropped the connection is an outage the caller can retry.
-        if (!(error instanceof ConnectError) && isDependencyOutage(error)) {
-          this.logger.warn({ method, err: error }, 'rpc failed: dependency unavailable');
-          throw publicError(Code.Unavailable, 'platform_failure', { retryAfterSeconds: 1 });
-        }
-        if (ce.findDetails(platformv1.ErrorInfoSchema).length === 0 && ce.code !== Code.Canceled) {
-          // Unexpected: log the class only; internal causes never cross the boundary.
-          this.logger.error({ method, err: ce.cause instanceof Error ? ce.cause : ce }, 'rpc failed');
-          if (ce.code === Code.Internal || ce.code === Code.Unknown)
-            throw new ConnectError('internal error', Code.Internal);
-        }
-        throw ce;
-      } finally {
-        end();
-        this.inFlight--;
-        if (this.inFlight === 0) for (const w of this.idleWaiters.splice(0)) w();
-      }
-    };
     const info = create(platformv1.GetServiceInfoResponseSchema, {
       service: this.options.name,
       version: this.options.version,
@@ -212,7 +146,13 @@ export class Service {
       contextValues: callerContext(this.security),
       // The caller's request id first, so the kit's own log lines carry it too; a refused call
       // ends before it is counted as served or reaches any handler.
-      interceptors: [adoptRequestId, traceServerCalls, authorize, trackCalls, ...(opts.interceptors ?? [])],
+      interceptors: [
+        adoptRequestId,
+        traceServerCalls,
+        authorize,
+        trackCalls(metrics, this.logger, this.inFlight),
+        ...(opts.interceptors ?? []),
+      ],
       readMaxBytes: opts.readMaxBytes ?? 64 * 1024 * 1024,
       routes: (router) => {
         router.service(healthv1.Health, healthService(this.health, opts.serviceNames));
@@ -268,7 +208,7 @@ export class Service {
   /** Bounded graceful shutdown; resolves when every resource is closed or the bound is reached. */
   shutdown(reason = 'shutdown'): Promise<void> {
     if (this.shuttingDown) return this.shuttingDown;
-    this.logger.info({ reason, inFlight: this.inFlight }, 'draining');
+    this.logger.info({ reason, inFlight: this.inFlight.size }, 'draining');
     this.health.setDraining();
     const work = (async () => {
       for (const { name, close } of [...this.closers].reverse()) {
@@ -282,7 +222,7 @@ export class Service {
     })();
     const bound = new Promise<void>((resolve) => {
       const t = setTimeout(() => {
-        this.logger.warn({ inFlight: this.inFlight }, 'shutdown bound reached');
+        this.logger.warn({ inFlight: this.inFlight.size }, 'shutdown bound reached');
         resolve();
       }, this.options.shutdownTimeoutMs);
       t.unref();
@@ -307,41 +247,11 @@ export class Service {
   }
 }
 
-/**
- * A rejection nobody handles or an exception nobody catches means a loop or a callback lost its error
- * path: the process state is unknown, so it ends at once (exit 1) with one line, its error's name and
- * code only (no message, no stack: they may carry data), and the orchestrator restarts it. Every
- * long-lived loop handles its own transient errors (with backoff) and never gets here.
- */
-export function failFast(name: string): void {
-  const die = (what: string) => (error: unknown) => {
-    const kind = error instanceof Error ? error.name : typeof error;
-    const code = (error as { code?: unknown } | undefined)?.code;
-    const suffix = typeof code === 'string' || typeof code === 'number' ? ` (${code})` : '';
-    process.stderr.write(`${name}: ${what}: ${kind}${suffix}; exiting\n`);
-    process.exit(1);
-  };
-  process.on('unhandledRejection', die('unhandled rejection'));
-  process.on('uncaughtException', die('uncaught exception'));
-}
-
 function listen(server: http2.Http2Server | http2.Http2SecureServer, port: number, host: string) {
   return new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());
   });
-}
-
-/** Run a service's main: configuration and dependency errors end the process with one clear line. */
-export async function runMain(name: string, main: () => Promise<void>): Promise<void> {
-  failFast(name);
-  try {
-    await main();
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    process.stderr.write(`${name}: failed to start: ${message}\n`);
-    process.exit(1);
-  }
 }
 
 /** The part of every service's configuration the Service reads (kit `commonConfig`). */
