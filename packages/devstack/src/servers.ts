@@ -28,6 +28,11 @@ async function waitPort(port: number, timeoutMs = 15_000): Promise<void> {
 export interface PrivateServer {
   url: string;
   restart(downMs?: number): Promise<void>;
+  /**
+   * Signal the server process (servers run as this process's child: NATS, Redis). SIGSTOP freezes it:
+   * its connections stay open and nothing answers; SIGCONT resumes it.
+   */
+  signal?(signal: NodeJS.Signals): void;
   stop(): Promise<void>;
 }
 
@@ -47,6 +52,8 @@ async function childServer(
   const halt = async () => {
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((r) => child!.once('exit', r));
+    // A stopped (SIGSTOP) server would not act on SIGTERM until continued.
+    child.kill('SIGCONT');
     child.kill('SIGTERM');
     await exited;
   };
@@ -57,6 +64,9 @@ async function childServer(
       await halt();
       await new Promise((r) => setTimeout(r, downMs));
       await start();
+    },
+    signal(signal) {
+      if (child && child.exitCode === null && child.signalCode === null) child.kill(signal);
     },
     async stop() {
       await halt();
