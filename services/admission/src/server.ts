@@ -22,8 +22,10 @@ import {
   startService,
 } from '@dnc/kit';
 import { admissionv1, healthv1, jobsv1, quotav1 } from '@dnc/proto';
+import type { AdminDeps } from './admin.js';
 import { Completion } from './completion.js';
 import type { AdmissionConfig } from './config.js';
+import type { Timeouts } from './domain/idempotency.js';
 import { KeyUsage } from './key-usage.js';
 import { RequestLimiter } from './limiter.js';
 import { OpenAdmissions } from './open-admissions.js';
@@ -67,13 +69,81 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
 
   const refusals = new Refusals(metrics, logger);
   const reservations = new Reservations(quota.quota, refusals);
-  const open = new OpenAdmissions(config.DNC_SYNC_CLAIM_TIMEOUT_SECONDS * 1000);
   const timeouts = {
     syncClaimMs: config.DNC_SYNC_CLAIM_TIMEOUT_SECONDS * 1000,
     jobClaimMs: config.DNC_JOB_CLAIM_TIMEOUT_SECONDS * 1000,
   };
   const keyUsage = new KeyUsage(pool, logger, config.DNC_KEY_USAGE_FLUSH_MS);
-  const routes = admissionRoutes({
+  const routes = routesOf(service, config, {
+    stores,
+    limiter,
+    directory,
+    countryStatus,
+    quotaAdmin: quota.quotaAdmin,
+    refusals,
+    reservations,
+    timeouts,
+    keyUsage,
+  });
+  const { port } = await service.startGrpcServer({
+    port: config.DNC_GRPC_PORT,
+    serviceNames: ['dnc.admission.v1.AdmissionService', 'dnc.admission.v1.OrganizationService'],
+    routes: (router) => {
+      routes.data(router);
+      router.service(
+        admissionv1.OrganizationService,
+        organizationService({
+          accounts: stores.accounts,
+          maintenance: stores.maintenance,
+          organizations: new OrganizationStore(pool),
+          logger,
+        }),
+      );
+    },
+    // A dependency failing is a platform failure for the callers of AdmissionService.
+    interceptors: [refusals.interceptor(admissionv1.AdmissionService.typeName)],
+  });
+  const reconciler = startReconciler(service, config, { claims: stores.claims, reservations, timeouts });
+  const { port: adminPort } = await service.startAdminServer({
+    port: config.DNC_ADMIN_PORT,
+    serviceNames: ['dnc.admission.v1.AdmissionAdminService'],
+    routes: routes.admin,
+    audit: new PostgresAuditLog(pool, 'admission', 'admission'),
+  });
+  const purge = new IdempotencyPurge(
+    stores.claims,
+    logger,
+    config.DNC_IDEMPOTENCY_RETENTION_SECONDS,
+    config.DNC_IDEMPOTENCY_PURGE_INTERVAL_MS,
+  );
+  purge.start();
+  service.onClose('idempotency purge', () => purge.stop());
+  keyUsage.start();
+  service.onClose('key usage', () => keyUsage.stop());
+  logger.info({ port, adminPort }, 'admission listening');
+  return { service, port, adminPort, stores, limiter, directory, purge, reconciler };
+}
+
+/** AdmissionService (authentication, admission, completion) and AdmissionAdminService over their parts. */
+function routesOf(
+  service: Service,
+  config: AdmissionConfig,
+  parts: {
+    stores: AdmissionStores;
+    limiter: RequestLimiter;
+    directory: AdapterDirectory;
+    countryStatus: Awaited<ReturnType<typeof openBucket>>;
+    quotaAdmin: AdminDeps['quotaAdmin'];
+    refusals: Refusals;
+    reservations: Reservations;
+    timeouts: Timeouts;
+    keyUsage: KeyUsage;
+  },
+) {
+  const { stores, limiter, directory, countryStatus, refusals, reservations, timeouts, keyUsage } = parts;
+  const { logger } = service;
+  const open = new OpenAdmissions(config.DNC_SYNC_CLAIM_TIMEOUT_SECONDS * 1000);
+  return admissionRoutes({
     service: {
       accounts: stores.accounts,
       authentication: { limiter, refusals, defaultRateLimit: config.DNC_DEFAULT_RATE_LIMIT, keyUsage },
@@ -95,7 +165,7 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
       purchases: stores.purchases,
       maintenance: stores.maintenance,
       directory,
-      quotaAdmin: quota.quotaAdmin,
+      quotaAdmin: parts.quotaAdmin,
       logger,
       defaultMonthlyQuota: config.DNC_DEFAULT_MONTHLY_QUOTA,
       async publishCountryStatus(country, until) {
@@ -106,57 +176,28 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
       },
     },
   });
-  const { port } = await service.startGrpcServer({
-    port: config.DNC_GRPC_PORT,
-    serviceNames: ['dnc.admission.v1.AdmissionService', 'dnc.admission.v1.OrganizationService'],
-    routes: (router) => {
-      routes.data(router);
-      router.service(
-        admissionv1.OrganizationService,
-        organizationService({
-          accounts: stores.accounts,
-          maintenance: stores.maintenance,
-          organizations: new OrganizationStore(pool),
-          logger,
-        }),
-      );
-    },
-    // A dependency failing is a platform failure for the callers of AdmissionService.
-    interceptors: [refusals.interceptor(admissionv1.AdmissionService.typeName)],
-  });
+}
+
+/** The claim reconciler: resolves claims left open past their timeout (FenceJob on the job scheduler). */
+function startReconciler(
+  service: Service,
+  config: AdmissionConfig,
+  parts: { claims: AdmissionStores['claims']; reservations: Reservations; timeouts: Timeouts },
+): ClaimReconciler {
   const reconciler = new ClaimReconciler(
     {
-      claims: stores.claims,
-      reservations,
+      ...parts,
       jobs: serviceClient(jobsv1.JobsService, config.DNC_JOBS_ADDR, 3_000, {
         security: service.security,
         peer: 'job-scheduler',
       }),
-      logger,
-      timeouts,
+      logger: service.logger,
     },
     config.DNC_CLAIM_RECONCILE_INTERVAL_MS,
   );
   reconciler.start();
   service.onClose('claim reconciler', () => reconciler.stop());
-  const { port: adminPort } = await service.startAdminServer({
-    port: config.DNC_ADMIN_PORT,
-    serviceNames: ['dnc.admission.v1.AdmissionAdminService'],
-    routes: routes.admin,
-    audit: new PostgresAuditLog(pool, 'admission', 'admission'),
-  });
-  const purge = new IdempotencyPurge(
-    stores.claims,
-    logger,
-    config.DNC_IDEMPOTENCY_RETENTION_SECONDS,
-    config.DNC_IDEMPOTENCY_PURGE_INTERVAL_MS,
-  );
-  purge.start();
-  service.onClose('idempotency purge', () => purge.stop());
-  keyUsage.start();
-  service.onClose('key usage', () => keyUsage.stop());
-  logger.info({ port, adminPort }, 'admission listening');
-  return { service, port, adminPort, stores, limiter, directory, purge, reconciler };
+  return reconciler;
 }
 
 async function openPostgres(service: Service, config: AdmissionConfig) {
