@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
-import { isTerminalJobStatus, type JobStatus } from '@dnc/api-contract/limits';
+import type { JobStatus } from '@dnc/api-contract/limits';
 import { inTransaction, type Pool } from '@dnc/kit';
 import type { KeyRing } from '../crypto/envelope.js';
 import { type FailureCause, publicJobError } from '../domain/failures.js';
 import { type CancelDecision, decideCancel, type RetentionPolicy } from '../domain/states.js';
 import { writeBlob } from './blobs.js';
+import { type Claim, claimLocked } from './claim.js';
 import { isJobId, JobFenced, type JobRow, type Raw, type Terminalization, toRow } from './job-row.js';
 import { JobSweeps } from './sweeps.js';
 import { lockLeased, terminalizeLocked } from './terminalize.js';
@@ -132,63 +132,12 @@ export class JobStore {
     );
   }
 
-  /**
-   * Claim a job for one execution attempt with a new lease token. Possible when the job is queued,
-   * or running under a lease that expired (its worker died). A job claimed too often fails with
-   * platform_failure; a stale job whose cancel was requested becomes cancelled.
-   */
-  async claim(
-    jobId: string,
-    leaseMs: number,
-    maxAttempts: number,
-  ): Promise<
-    | { kind: 'claimed'; job: JobRow; token: string }
-    | { kind: 'terminal' | 'gone' }
-    | { kind: 'held'; retryInMs: number }
-    | { kind: 'terminalized'; job: JobRow }
-  > {
+  /** Claim a job for one execution attempt with a new lease token (claim.ts says when it can). */
+  async claim(jobId: string, leaseMs: number, maxAttempts: number): Promise<Claim> {
     if (!isJobId(jobId)) return { kind: 'gone' };
-    return inTransaction(this.pool, async (client) => {
-      const r = await client.query(
-        `SELECT *, GREATEST(0, EXTRACT(EPOCH FROM (lease_expires_at - now())) * 1000)::int AS lease_left_ms
-         FROM jobs.jobs WHERE id = $1 FOR UPDATE`,
-        [jobId],
-      );
-      const raw = r.rows[0] as Raw | undefined;
-      if (!raw) return { kind: 'gone' as const };
-      const job = toRow(raw);
-      if (isTerminalJobStatus(job.status)) return { kind: 'terminal' as const };
-      const leaseLeft = (raw['lease_left_ms'] as number | null) ?? 0;
-      if (job.status === 'running' && leaseLeft > 0) return { kind: 'held' as const, retryInMs: leaseLeft };
-      if (job.status === 'running' && job.cancelRequested) {
-        const done = await terminalizeLocked(client, this.policy, job, {
-          to: 'cancelled',
-          note: 'cancel reconciled after the worker was lost',
-        });
-        return { kind: 'terminalized' as const, job: done };
-      }
-      if (job.attempts >= maxAttempts) {
-        const done = await terminalizeLocked(client, this.policy, job, {
-          to: 'failed',
-          error: 'platform_failure',
-          note: 'too many execution attempts',
-        });
-        return { kind: 'terminalized' as const, job: done };
-      }
-      const token = randomUUID();
-      const u = await client.query(
-        `UPDATE jobs.jobs SET status = 'running', lease_token = $2,
-           lease_expires_at = now() + make_interval(secs => $3), started_at = COALESCE(started_at, now()),
-           attempts = attempts + 1, external_calls = 0
-         WHERE id = $1 RETURNING *`,
-        [jobId, token, leaseMs / 1000],
-      );
-      await client.query(
-        `INSERT INTO jobs.job_transitions (job_id, status, note) VALUES ($1, 'running', $2)`,
-        [jobId, job.status === 'queued' ? 'execution started' : 'execution resumed after a lost lease'],
-      );
-      return { kind: 'claimed' as const, job: toRow(u.rows[0] as Raw), token };
-    });
+    return inTransaction(this.pool, (client) =>
+      claimLocked(client, this.policy, jobId, leaseMs, maxAttempts),
+    );
   }
 
   /** Extend the lease; `lost` when another owner or a terminal state took the job. */
