@@ -2,6 +2,8 @@
 // (test/numbering/differential.unit.test.ts) and the benchmark (bench-numbering.mjs). Plain JavaScript so
 // the benchmark runs on the compiled code with plain node. Synthetic inputs only: no real subscriber data.
 
+import { FOREIGN, JUNK, PLANS, SEPARATORS } from './written-forms-tables.mjs';
+
 /** mulberry32: small, fast, reproducible. */
 /** @param {number} seed @returns {() => number} */
 export function prng(seed) {
@@ -23,142 +25,6 @@ const digits = (r, n) => {
   for (let i = 0; i < n; i++) s += String(Math.floor(r() * 10));
   return s;
 };
-
-// cc: calling code; leads: leading digits of real ranges (area codes, mobile prefixes), a line is a
-// lead + random digits; length: national number length.
-const PLANS = {
-  mx: {
-    cc: '52',
-    leads: [
-      '55',
-      '56',
-      '33',
-      '81',
-      '222',
-      '229',
-      '442',
-      '477',
-      '614',
-      '662',
-      '664',
-      '686',
-      '722',
-      '744',
-      '998',
-      '999',
-      '800',
-      '900',
-      '200',
-      '133',
-    ],
-    length: 10,
-  },
-  ar: {
-    cc: '54',
-    leads: [
-      '11',
-      '221',
-      '223',
-      '261',
-      '264',
-      '291',
-      '341',
-      '342',
-      '351',
-      '381',
-      '387',
-      '2944',
-      '2966',
-      '3543',
-      '3794',
-      '800',
-      '810',
-      '600',
-      '2202',
-      '3329',
-    ],
-    length: 10,
-  },
-  co: {
-    cc: '57',
-    leads: [
-      '300',
-      '301',
-      '310',
-      '311',
-      '315',
-      '320',
-      '321',
-      '350',
-      '601',
-      '602',
-      '604',
-      '605',
-      '607',
-      '608',
-      '1800',
-      '19',
-      '3333',
-      '46',
-      '9408',
-      '601055',
-    ],
-    length: 10,
-  },
-};
-
-const FOREIGN = [
-  '+1 212 555 0123',
-  '+34 612 345 678',
-  '+44 20 7946 0958',
-  '+7 912 345 67 89',
-  '+49 30 123456',
-  '+55 11 91234 5678',
-  '+56 9 6123 4567',
-  '+51 912 345 678',
-  '+593 99 123 4567',
-];
-const SEPARATORS = [
-  ' ',
-  ' ',
-  ' ',
-  '-',
-  '-',
-  '.',
-  '/',
-  '\u00a0',
-  '\u2010',
-  '\u2212',
-  '\u3000',
-  '\u200b',
-  '\uff0d',
-  '',
-  '',
-  '',
-];
-const JUNK = [
-  'a',
-  'x',
-  'X',
-  '+',
-  '#',
-  ';',
-  '~',
-  '*',
-  ',',
-  '\t',
-  '\n',
-  '_',
-  '\u00e9',
-  '\uff0b',
-  'e',
-  'ext',
-  '(',
-  ')',
-  '[',
-  ':',
-  '0',
-];
 
 /** The national digits of a line, either in a real range or random (near-valid, garbage). */
 function nationalDigits(r, plan) {
