@@ -28,6 +28,12 @@ export interface AdapterEntry {
    * inputs with the same rules (admission checks it); without it, every input counts at its worst.
    */
   numbering_rules?: string;
+  /**
+   * Where its Check looks numbers up: `local`, its own copy of the registry (a lookup costs nothing
+   * beyond the call), or `remote`, the registry's API (which may bill every lookup). Absent (an older
+   * adapter): taken as `remote`.
+   */
+  provider?: 'local' | 'remote';
   /** ISO timestamp of the last refresh. */
   updated_at: string;
   /** The adapter's signature over every other field (security/discovery-signature.ts). */

@@ -37,7 +37,16 @@ export interface AdmitDeps {
 }
 
 /** Admit's answer (without the rate-limit figures, which authentication adds). */
-export type Admitted = Pick<admissionv1.AdmitResponse, 'admissionId' | 'replay' | 'jobId' | 'adapterAddress'>;
+export type Admitted = Pick<
+  admissionv1.AdmitResponse,
+  'admissionId' | 'replay' | 'jobId' | 'adapterAddress' | 'adapterLookupsFree'
+>;
+
+/** The adapter a v1 request goes to, and whether its lookups cost nothing (AdmitResponse). */
+interface ChosenAdapter {
+  adapterAddress: string;
+  adapterLookupsFree: boolean;
+}
 
 const KIND: Record<number, Kind | undefined> = {
   [admissionv1.RequestKind.SYNC]: 'sync',
@@ -100,8 +109,8 @@ export async function admit(
 ): Promise<Admitted> {
   const request = parse(req);
   checkResultRules(deps, request);
-  const adapterAddress = await passGate(deps, request, known);
-  const claimed = await claimKey(deps, request, adapterAddress);
+  const adapter = await passGate(deps, request, known);
+  const claimed = await claimKey(deps, request, adapter);
   if ('answer' in claimed) return claimed.answer;
   await reserveQuota(deps, request, claimed.admissionId);
   if (signal?.aborted) {
@@ -110,7 +119,7 @@ export async function admit(
     throw new ConnectError('the caller gave up before the admission was answered', Code.Canceled);
   }
   if (request.kind === 'sync') deps.open.add(claimed.admissionId);
-  return { admissionId: claimed.admissionId, replay: false, jobId: claimed.jobId ?? '', adapterAddress };
+  return { admissionId: claimed.admissionId, replay: false, jobId: claimed.jobId ?? '', ...adapter };
 }
 
 /**
@@ -128,8 +137,16 @@ function checkResultRules(deps: AdmitDeps, request: Request): void {
   );
 }
 
-/** 5-7: organization, purchase, activation and availability; the adapter a v1 request goes to. */
-async function passGate(deps: AdmitDeps, request: Request, known: GateFacts | undefined): Promise<string> {
+/**
+ * 5-7: organization, purchase, activation and availability; the adapter a v1 request goes to, and
+ * whether its lookups are free (its discovery entry announces the `local` provider: an entry without
+ * one, or a remote registry's adapter, is not).
+ */
+async function passGate(
+  deps: AdmitDeps,
+  request: Request,
+  known: GateFacts | undefined,
+): Promise<ChosenAdapter> {
   const { country, kind } = request;
   const facts = known ?? (await deps.gate.gateFacts(request.orgId, country));
   const nowMs = Date.now();
@@ -145,7 +162,8 @@ async function passGate(deps: AdmitDeps, request: Request, known: GateFacts | un
     nowMs,
   });
   if (rejection) throw deps.refusals.fromRejection(rejection, country);
-  const adapterAddress = kind === 'sync' ? (deps.directory.pick(country)?.address ?? '') : '';
+  const picked = kind === 'sync' ? deps.directory.pick(country) : undefined;
+  const adapterAddress = picked?.address ?? '';
   if (kind === 'sync' && !adapterAddress) {
     // The adapter went away between the gate and the pick.
     throw deps.refusals.reject(
@@ -156,7 +174,7 @@ async function passGate(deps: AdmitDeps, request: Request, known: GateFacts | un
       }),
     );
   }
-  return adapterAddress;
+  return { adapterAddress, adapterLookupsFree: picked?.provider === 'local' };
 }
 
 type Claimed = { admissionId: string; jobId: string | null } | { answer: Admitted };
@@ -172,7 +190,7 @@ const inProgress = (retryAfterSeconds: number) =>
  * so a request refused here or by quota does not consume its Idempotency-Key. Either the admission to
  * reserve for, or the answer when the key is already taken (a replay, a resumed v2 job).
  */
-async function claimKey(deps: AdmitDeps, request: Request, adapterAddress: string): Promise<Claimed> {
+async function claimKey(deps: AdmitDeps, request: Request, adapter: ChosenAdapter): Promise<Claimed> {
   const { keyId, kind } = request;
   const keyHash = hashIdempotencyKey(request.idempotencyKey);
   const admissionId = randomUUID();
@@ -200,13 +218,13 @@ async function claimKey(deps: AdmitDeps, request: Request, adapterAddress: strin
           admissionId: existing.admissionId,
           replay: true,
           jobId: existing.jobId ?? '',
-          adapterAddress,
+          ...adapter,
         },
       };
     case 'reclaim':
-      return reclaim(deps, request, existing, keyHash, admissionId, adapterAddress);
+      return reclaim(deps, request, existing, keyHash, admissionId, adapter);
     case 'resume':
-      return { answer: await resume(deps, request, existing, adapterAddress) };
+      return { answer: await resume(deps, request, existing, adapter) };
   }
 }
 
@@ -221,12 +239,12 @@ async function reclaim(
   existing: StoredClaim,
   keyHash: Buffer,
   admissionId: string,
-  adapterAddress: string,
+  adapter: ChosenAdapter,
 ): Promise<Claimed> {
   const released = await deps.reservations.release(existing.admissionId);
   if (released.committed) {
     await deps.claims.markClaim(existing.admissionId, 'completed');
-    return { answer: { admissionId: existing.admissionId, replay: true, jobId: '', adapterAddress } };
+    return { answer: { admissionId: existing.admissionId, replay: true, jobId: '', ...adapter } };
   }
   if (!(await deps.claims.takeOver(request.keyId, keyHash, existing.admissionId, admissionId))) {
     throw deps.refusals.reject(inProgress(1));
@@ -242,7 +260,7 @@ async function resume(
   deps: AdmitDeps,
   request: Request,
   existing: StoredClaim,
-  adapterAddress: string,
+  adapter: ChosenAdapter,
 ): Promise<Admitted> {
   try {
     await deps.reservations.reserve(
@@ -258,7 +276,7 @@ async function resume(
     // its job may be stored, so the key must not be freed for a second job (issue 14 item 2).
     if (ConnectError.from(error).code !== Code.FailedPrecondition) throw error;
   }
-  return { admissionId: existing.admissionId, replay: false, jobId: existing.jobId ?? '', adapterAddress };
+  return { admissionId: existing.admissionId, replay: false, jobId: existing.jobId ?? '', ...adapter };
 }
 
 /**

@@ -192,6 +192,30 @@ describe('a v2 result estimate that rests on the numbering rules (spec: v2 limit
   });
 });
 
+describe('whether the chosen adapter bills its lookups (the gateway sends early Checks only where free)', () => {
+  it('adapter_lookups_free only for an adapter announcing its own registry copy (provider local)', async () => {
+    const { admission } = h.clients();
+    const c = await h.customer(['co']);
+    const sync = () => admission.admit(admitReq(c, { country: 'co' }));
+    try {
+      // No provider announced (an older adapter): taken as a remote registry that may bill.
+      expect((await sync()).adapterLookupsFree).toBe(false);
+      await h.adapter('co', 'serving', undefined, { provider: 'remote' });
+      expect((await sync()).adapterLookupsFree).toBe(false);
+      await h.adapter('co', 'serving', undefined, { provider: 'local' });
+      const admitted = await sync();
+      expect(admitted.adapterLookupsFree).toBe(true);
+      expect(admitted.adapterAddress).toMatch(/^http:\/\//);
+      // A v2 job goes to no adapter from here: nothing to say.
+      expect((await admission.admit(admitReq(c, { country: 'co', kind: JOB }))).adapterLookupsFree).toBe(
+        false,
+      );
+    } finally {
+      await h.adapter('co');
+    }
+  });
+});
+
 describe('authentication, rate limit and abuse guard (issue 3 items 2, 5, 6)', () => {
   it('missing, malformed, unknown or revoked keys -> invalid_key with no rate-limit figures', async () => {
     const { admission, admin } = h.clients();

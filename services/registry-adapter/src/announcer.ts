@@ -30,6 +30,8 @@ export class AdapterAnnouncer {
       version: string;
       /** The numbering rules its Check answers invalid by (see AdapterEntry.numbering_rules). */
       numberingRules?: string;
+      /** Where its Check looks numbers up (AdapterEntry.provider). */
+      provider?: 'local' | 'remote';
     },
     private readonly state: () => ProviderState,
     private readonly heartbeatMs: number,
@@ -56,6 +58,7 @@ export class AdapterAnnouncer {
       ...(s.snapshotTime ? { snapshot_time: s.snapshotTime.toISOString() } : {}),
       registry_size: s.registrySize,
       ...(this.identity.numberingRules ? { numbering_rules: this.identity.numberingRules } : {}),
+      ...(this.identity.provider ? { provider: this.identity.provider } : {}),
       updated_at: new Date().toISOString(),
     };
   }

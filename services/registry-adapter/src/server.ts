@@ -114,7 +114,15 @@ export function startAdapter(config: AdapterConfig): Promise<RunningAdapter> {
       const announcer = new AdapterAnnouncer(
         kv,
         // Check answers invalid exactly as the shared rules do, never rejecting a valid number (check.ts).
-        { country, instanceId, address, adminAddress, version, numberingRules: NUMBERING_RULES },
+        {
+          country,
+          instanceId,
+          address,
+          adminAddress,
+          version,
+          numberingRules: NUMBERING_RULES,
+          provider: registry.provider.kind === 'local' ? 'local' : 'remote',
+        },
         () => provider.state(),
         config.ADAPTER_HEARTBEAT_MS,
         logger,

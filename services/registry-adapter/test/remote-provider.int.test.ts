@@ -339,5 +339,7 @@ describe('an adapter for a technical country served by the remote provider', () 
 
     const load = await admin.getRegistryStatus({});
     expect(load.country).toBe('es');
+    // Announced as a remote registry: lookups may be billed, so no gateway Checks before Admit.
+    expect(adapter.announcer.entry()).toMatchObject({ country: 'es', provider: 'remote' });
   });
 });

@@ -7,14 +7,18 @@ import type { ScrubRequest } from './admit.js';
  * runs beside Admit instead of after it, one internal call less on the request's critical path).
  *
  * Only for a caller whose previous request was admitted moment ago, to the serving adapter admission
- * chose for the country then: a key that was never admitted, or whose last request was refused (401,
- * 402, 403, 429, ...), waits for Admit as before, so an unknown or refused key cannot make adapters
- * work, and a refused key stops at once. The early answer is only read once Admit admitted the
+ * chose for the country then, and only when admission said that adapter's lookups are free (it answers
+ * from its own copy of the registry: AdmitResponse.adapter_lookups_free). An adapter backed by a
+ * registry's remote API, which may bill every lookup, is only asked for admitted requests, after Admit:
+ * an early Check of a request admission then refuses would be a lookup paid for nothing (and numbers
+ * sent to a third party for a refused request). A key that was never admitted, or whose last request
+ * was refused (401, 402, 403, 429, ...), waits for Admit as before, so an unknown or refused key cannot
+ * make adapters work, and a refused key stops at once. The early answer is only read once Admit admitted the
  * request; for any refusal it is dropped unread, and the answer is Admit's refusal as before (the check
  * order and every rule are unchanged: nothing is charged, stored or answered before Admit). A failed
  * early Check is ignored: the request checks again at the adapter admission chose, as without it.
- * What it may cost: an adapter lookup for a request refused right after an admitted one of the same
- * key, at most `maxInFlight` per key at a time. DNC_EARLY_CHECK=false turns it off.
+ * What it may cost: a local lookup for a request refused right after an admitted one of the same key,
+ * at most `maxInFlight` per key at a time. DNC_EARLY_CHECK=false turns it off.
  */
 export interface EarlyCheckOptions {
   /** How long an admission of a key (and admission's adapter for a country) is trusted for this. */
@@ -79,10 +83,15 @@ export class EarlyChecks {
     };
   }
 
-  /** Admit admitted the request (the adapter it chose is `adapterAddress`). */
-  admitted(request: ScrubRequest, adapterAddress: string): void {
+  /**
+   * Admit admitted the request: the adapter it chose is `adapterAddress`, and `lookupsFree` says whether
+   * its lookups cost nothing. A country whose chosen adapter bills lookups gets no early Check.
+   */
+  admitted(request: ScrubRequest, adapterAddress: string, lookupsFree: boolean): void {
     const now = this.now();
-    if (adapterAddress) this.adapters.set(request.country, { address: adapterAddress, seenAt: now });
+    if (adapterAddress && lookupsFree)
+      this.adapters.set(request.country, { address: adapterAddress, seenAt: now });
+    else this.adapters.delete(request.country);
     const key = callerKey(request);
     const state = this.keys.get(key);
     this.keys.delete(key);

@@ -39,8 +39,9 @@ type CompleteOutcome = { outcome: 'completed' } | CallFailure;
 
 /**
  * POST /v1/scrub: admission.Admit -> adapter.Check -> admission.Complete, inside one deadline (15 s).
- * For a key admitted a moment ago, the Check is sent beside Admit and its answer read only once Admit
- * admitted the request (early-check.ts); otherwise, or when that early Check failed, after Admit.
+ * For a key admitted a moment ago, to a country whose adapter's lookups are free (a local registry copy),
+ * the Check is sent beside Admit and its answer read only once Admit admitted the request
+ * (early-check.ts); otherwise, or when that early Check failed, after Admit.
  * Any failure after admission aborts it (reservation released, idempotency claim removed) and answers
  * the public error only: never a partial result, never a charge. An exact retry of a completed request
  * is recalculated and not completed again (nothing reserved, nothing to undo).
@@ -68,7 +69,7 @@ export async function scrubV1(deps: V1Deps, request: ScrubRequest, deadline: Dea
     return { ok: false, error: fromRpcError(admitted.error), rateLimit };
   }
   const { admission } = admitted;
-  deps.early?.admitted(request, admission.adapterAddress);
+  deps.early?.admitted(request, admission.adapterAddress, admission.adapterLookupsFree);
   const abort = async () => {
     if (!admission.replay) {
       await abortAdmission(
