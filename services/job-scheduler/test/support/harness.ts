@@ -45,10 +45,8 @@ export interface JobsHarness {
   close(): Promise<void>;
 }
 
-export async function startJobsHarness(
-  options: TestStackOptions & { registry?: string[] } = {},
-): Promise<JobsHarness> {
-  // The adapter serves once it has a snapshot: it seeds from a file at start.
+/** The scheduler's processes, quota, the mx adapter seeded from `registry` (it serves with a snapshot). */
+async function startJobsStack(options: TestStackOptions & { registry?: string[] }) {
   const dir = mkdtempSync(path.join(tmpdir(), 'dnc-jobs-'));
   const seedFile = path.join(dir, 'registry.txt');
   writeFileSync(seedFile, `${(options.registry ?? []).join('\n')}\n`);
@@ -63,7 +61,11 @@ export async function startJobsHarness(
       'adapter-mx': { DNC_REGISTRY_SEED_FILE: seedFile, ...options.processEnv?.['adapter-mx'] },
     },
   });
-  // Real mutual TLS: the test calls as the gateway (jobs), admission (quota) and the operator (admin).
+  return { stack, dir };
+}
+
+/** Real mutual TLS: the test calls as the gateway (jobs), admission (quota) and the operator (admin). */
+async function clientsOf(stack: TestStack) {
   const [gateway, admission, operator] = await Promise.all([
     stack.security('gateway'),
     stack.security('admission'),
@@ -71,33 +73,32 @@ export async function startJobsHarness(
   ]);
   const t = (caller: Security, peer: Identity, addr: string) =>
     grpcTransport(addr, [], { security: caller, peer });
-  const jobs = createClient(jobsv1.JobsService, t(gateway, 'job-scheduler', stack.addresses.jobs));
-  const admissionJobs = createClient(jobsv1.JobsService, t(admission, 'job-scheduler', stack.addresses.jobs));
-  const admin = createClient(
-    jobsv1.JobsAdminService,
-    t(operator, 'job-scheduler', stack.addresses.jobsAdmin),
-  );
-  const quota = createClient(quotav1.QuotaService, t(admission, 'quota', stack.addresses.quota));
-  const quotaAdmin = createClient(
-    quotav1.QuotaAdminService,
-    t(operator, 'quota', stack.addresses.quotaAdmin),
-  );
-  const registry = createClient(
-    registryv1.RegistryAdminService,
-    t(operator, 'registry-adapter-mx', stack.addresses.adapterAdmins['mx']!),
-  );
+  return {
+    jobs: createClient(jobsv1.JobsService, t(gateway, 'job-scheduler', stack.addresses.jobs)),
+    admissionJobs: createClient(jobsv1.JobsService, t(admission, 'job-scheduler', stack.addresses.jobs)),
+    admin: createClient(jobsv1.JobsAdminService, t(operator, 'job-scheduler', stack.addresses.jobsAdmin)),
+    quota: createClient(quotav1.QuotaService, t(admission, 'quota', stack.addresses.quota)),
+    quotaAdmin: createClient(quotav1.QuotaAdminService, t(operator, 'quota', stack.addresses.quotaAdmin)),
+    registry: createClient(
+      registryv1.RegistryAdminService,
+      t(operator, 'registry-adapter-mx', stack.addresses.adapterAdmins['mx']!),
+    ),
+  };
+}
+
+export async function startJobsHarness(
+  options: TestStackOptions & { registry?: string[] } = {},
+): Promise<JobsHarness> {
+  const { stack, dir } = await startJobsStack(options);
+  const clients = await clientsOf(stack);
+  const { jobs, quota, quotaAdmin } = clients;
   const db = new pg.Pool({ connectionString: stack.databaseUrl, max: 2 });
   const org = `org_${randomUUID().slice(0, 8)}`;
   await quotaAdmin.setLimit({ orgId: org, country: 'mx', limit: 10_000_000n });
 
   const h: JobsHarness = {
     stack,
-    jobs,
-    admissionJobs,
-    admin,
-    quota,
-    quotaAdmin,
-    registry,
+    ...clients,
     db,
     org,
     async submit(phones, opts = {}) {
