@@ -118,63 +118,60 @@ describe('a worker stopped mid-call past its lease, then continued', () => {
     await expectInvariants(stack, { canaries: ['7788 9900', '77889900', '7788 9901', '77889901'] });
   });
 
-  it('a PostgreSQL connection reset between adapter calls: the attempt ends, its sibling calls stop, the job completes once', async () => {
-    // One number per adapter call, two calls at a time, each call held 250 ms by the proxy.
-    for (const w of WORKERS) {
-      await stack.stop(w);
-      const p = stack.processes.get(w)!;
-      p.env['DNC_WORKER_UNIT_SIZE'] = '1';
-      p.env['DNC_WORKER_UNIT_CONCURRENCY'] = '2';
-    }
-    for (const w of WORKERS) await stack.start(w);
-    proxy.setFault({ kind: 'slow', delayMs: 250 });
+  it("PostgreSQL reset for longer than the lease while the worker's adapter calls hang: the attempt presumes its lease lost and ends", async () => {
+    // The LeaseKeeper's second case (the first is the SIGSTOP above): the process runs, but no renewal
+    // of its lease is confirmed because every PostgreSQL connection of the worker is reset, while its
+    // adapter calls hang (they need no PostgreSQL). Before the LeaseKeeper the failed renewals were
+    // swallowed and the attempt waited for its calls, its lease long gone (here until the 20 s call
+    // timeout), free to be taken over meanwhile. Now, a lease after the last confirmed renewal, the
+    // attempt is aborted: its calls in flight end, no further call is made, the stale attempt counted.
+    const worker = WORKERS[0]!;
+    await stack.stop(WORKERS[1]!);
+    await stack.stop(worker);
+    const p = stack.processes.get(worker)!;
+    p.env['DNC_WORKER_UNIT_SIZE'] = '1';
+    p.env['DNC_WORKER_UNIT_CONCURRENCY'] = '2';
+    p.env['DNC_ADAPTER_CALL_TIMEOUT_MS'] = '20000';
+    await stack.start(worker);
+    const staleBefore = await metric(stack, worker, 'dnc_job_stale_completions_total');
+    proxy.setFault({ kind: 'hang' });
+    let id = '';
     try {
-      const phones = Array.from({ length: 24 }, (_, i) => `55 7788 ${String(9900 + i).padStart(4, '0')}`);
-      const job = await api.submit(phones);
+      const job = await api.submit(['55 7788 9900', '55 7788 9901', '55 7788 9902']);
       expect(job.status).toBe(202);
-      const id = job.body.job_id as string;
-      const calls = (w: ProcessName) =>
+      id = job.body.job_id as string;
+      const lines = (what: RegExp) =>
         stack
-          .logsOf(w)
+          .logsOf(worker)
           .split('\n')
-          .filter((l) => l.includes('"adapter call"') && l.includes(id));
-      let runner: ProcessName | undefined;
-      await expect
-        .poll(
-          () => {
-            runner = WORKERS.find((w) => calls(w).length >= 3);
-            return runner;
-          },
-          { timeout: 20_000 },
-        )
-        .toBeDefined();
-      // Every PostgreSQL connection of the workers is reset, and new ones for a moment too.
+          .filter((l) => l.includes(id) && l.includes('"attempt":1,') && what.test(l))
+          .map((l) => Date.parse((JSON.parse(l) as { time: string }).time));
+      await expect.poll(() => lines(/"adapter call"/).length, { timeout: 20_000 }).toBe(2);
       pgProxy.setFault({ kind: 'reset' });
-      await new Promise((r) => setTimeout(r, 1_500));
-      pgProxy.setFault({ kind: 'pass' });
-      const done = await api.waitFor(id, (s) => s === 'succeeded' || s === 'failed', 90_000);
-      expect(done.body.status).toBe('succeeded');
-      // Both workers are still up (no unhandled rejection ended one).
-      for (const w of WORKERS) expect(stack.child(w)!.exitCode).toBeNull();
-      // The first attempt ended (given back or refused); no call of it was made after that.
-      const lines = stack.logsOf(runner!).split('\n');
-      const ended = lines.findIndex(
-        (l) =>
-          l.includes(id) &&
-          /"msg":"(job attempt failed; will retry|stale attempt[^"]*|could not record the attempt[^"]*)"/.test(
-            l,
-          ) &&
-          l.includes('"attempt":1'),
+      const resetAt = Date.now();
+      // Presumed lost a lease after the last confirmed renewal (at most one renewal interval, 1 s, before
+      // the reset), seen at the next tick: within LEASE_MS + 1 s, and 1.5 s more for a loaded machine.
+      const deadline = resetAt + LEASE_MS + 2_500;
+      const ended =
+        /"msg":"(stale attempt[^"]*|job attempt failed; will retry|could not record the attempt[^"]*)"/;
+      await expect.poll(() => lines(ended).length, { timeout: 30_000, interval: 200 }).toBeGreaterThan(0);
+      expect(lines(ended)[0]! - resetAt, 'the attempt ended, ms after the reset').toBeLessThanOrEqual(
+        deadline - resetAt,
       );
-      expect(ended).toBeGreaterThan(-1);
-      const after = lines
-        .slice(ended + 1)
-        .filter((l) => l.includes('"adapter call"') && l.includes(id) && l.includes('"attempt":1,'));
-      expect(after).toEqual([]);
-      expect((await api.result(id)).status).toBe(200);
-      await expectInvariants(stack, { canaries: ['7788 9900', '77889900'] });
+      expect(lines(/stale attempt: lease lost/).length).toBeGreaterThan(0);
+      expect(await metric(stack, worker, 'dnc_job_stale_completions_total')).toBeGreaterThan(staleBefore);
+      // No call of the attempt after it ended (its two calls were made before the reset).
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect(lines(/"adapter call"/).filter((t) => t > resetAt)).toEqual([]);
+      expect(stack.child(worker)!.exitCode).toBeNull();
     } finally {
+      pgProxy.setFault({ kind: 'pass' });
       proxy.setFault({ kind: 'pass' });
     }
+    // PostgreSQL back: the job is claimed again (attempt 2) and completes once.
+    const done = await api.waitFor(id, (s) => s === 'succeeded' || s === 'failed', 90_000);
+    expect(done.body.status).toBe('succeeded');
+    expect((await api.result(id)).body.prohibited_numbers_to_call).toEqual(['55 7788 9900']);
+    await expectInvariants(stack, { canaries: ['7788 9900', '77889900', '7788 9901', '77889901'] });
   });
 });
