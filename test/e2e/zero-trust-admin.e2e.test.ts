@@ -85,14 +85,15 @@ describe('zero trust: the admin plane (issue 13)', () => {
       Code.PermissionDenied,
     );
     expect(await codeOf(jobsAdmin(gateway).getJobDetail({ jobId }))).toBe(Code.PermissionDenied);
-    // Its data-plane job calls are scoped by the organization it names: another one's job is not found.
+    // Its data-plane job calls act for an organization only with admission's assertion of it: naming
+    // the job's own organization without one is refused (zero-trust-org-assertion.e2e covers the rest).
     const jobs = stack.client(jobsv1.JobsService, gateway, 'job-scheduler', stack.addresses.jobs);
-    expect(await codeOf(jobs.getJob({ orgId: b.orgId, jobId }))).toBe(Code.NotFound);
+    expect(await codeOf(jobs.getJob({ orgId: a.orgId, jobId }))).toBe(Code.PermissionDenied);
     const firstChunk = async () => {
-      for await (const chunk of jobs.getJobResult({ orgId: b.orgId, jobId })) return chunk;
+      for await (const chunk of jobs.getJobResult({ orgId: a.orgId, jobId })) return chunk;
       return undefined;
     };
-    expect(await codeOf(firstChunk())).toBe(Code.NotFound);
+    expect(await codeOf(firstChunk())).toBe(Code.PermissionDenied);
     // The registry still holds what the operator loaded: the refused Load changed nothing.
     const res = await call(stack.baseUrl, 'POST', '/v1/scrub', {
       apiKey: a.apiKey,

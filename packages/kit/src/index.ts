@@ -21,6 +21,7 @@ export * from './security/certificates.js';
 export * from './security/discovery-signature.js';
 export * from './security/identity.js';
 export * from './security/nats-permissions.js';
+export * from './security/org-assertion.js';
 export * from './security/security.js';
 export * from './security/signatures.js';
 export * from './security/tls-material.js';

@@ -1,7 +1,7 @@
 import { create } from '@bufbuild/protobuf';
 import type { ConnectRouter, ServiceImpl } from '@connectrpc/connect';
 import { isCountryCode } from '@dnc/api-contract/limits';
-import { rpcStatusOf, validationError } from '@dnc/kit';
+import { CALLER, type OrgAssertionIssuer, rpcStatusOf, validationError } from '@dnc/kit';
 import { admissionv1, type platformv1 } from '@dnc/proto';
 import { type AdminDeps, admissionAdminService } from './admin.js';
 import { type AdmitDeps, admit } from './admit.js';
@@ -16,7 +16,15 @@ export interface AdmissionServiceDeps {
   admission: AdmitDeps;
   completion: Completion;
   refusals: Refusals;
+  /**
+   * Signs the organization assertion an Authenticate answer carries (docs/security.md, "Organization
+   * assertions"): what the job scheduler requires before it acts for an organization.
+   */
+  assertions?: OrgAssertionIssuer;
 }
+
+/** The service an organization assertion is for: the job scheduler's JobsService. */
+export const ORG_ASSERTION_AUDIENCE = 'job-scheduler';
 
 /** Requests per AdmitMany / CompleteMany call. */
 const MAX_BATCH = 1_000;
@@ -52,10 +60,10 @@ async function eachOf<I, O>(
 export function admissionService(
   deps: AdmissionServiceDeps,
 ): ServiceImpl<typeof admissionv1.AdmissionService> {
-  const { accounts, authentication, admission, completion, refusals } = deps;
+  const { accounts, authentication, admission, completion, refusals, assertions } = deps;
 
   const impl: ServiceImpl<typeof admissionv1.AdmissionService> = {
-    async authenticate(req) {
+    async authenticate(req, ctx) {
       const { found, rate } = await authenticateKey(
         authentication,
         req.apiKey,
@@ -65,11 +73,12 @@ export function admissionService(
           return credential ? { credential } : undefined;
         },
       );
-      return {
-        orgId: found.credential.orgId,
-        keyId: found.credential.keyId,
-        rateLimit: rateInfo(rate).value,
-      };
+      const { orgId, keyId } = found.credential;
+      // Issued to the caller that presented the key (the gateway), for the job scheduler only.
+      const caller = ctx.values.get(CALLER);
+      const orgAssertion =
+        assertions && caller ? assertions.issue(orgId, caller, ORG_ASSERTION_AUDIENCE) : '';
+      return { orgId, keyId, rateLimit: rateInfo(rate).value, orgAssertion };
     },
 
     /**

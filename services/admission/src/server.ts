@@ -12,6 +12,7 @@ import {
   migrateSchema,
   natsCredentials,
   natsNames,
+  OrgAssertionIssuer,
   openBucket,
   PostgresAuditLog,
   probePostgres,
@@ -159,6 +160,7 @@ function routesOf(
       },
       completion: new Completion({ claims: stores.claims, reservations, open }),
       refusals,
+      assertions: new OrgAssertionIssuer(service.security),
     },
     admin: {
       accounts: stores.accounts,

@@ -10,6 +10,11 @@ export interface AuthenticatedCaller {
   readonly kind: 'authenticated';
   readonly orgId: string;
   readonly keyId: string;
+  /**
+   * Admission's signed assertion that this request acts for `orgId`, sent with every job-scheduler
+   * call: the scheduler acts for no organization without it (docs/security.md).
+   */
+  readonly orgAssertion: string;
 }
 
 /** A small scrub whose key travels with admission.Admit (steps 0-3 run at the start of Admit). */
@@ -110,7 +115,12 @@ async function authenticateNow(
 ): Promise<boolean> {
   try {
     const res = await upstream.authenticate(credentials, 3_000);
-    request.caller = { kind: 'authenticated', orgId: res.orgId, keyId: res.keyId };
+    request.caller = {
+      kind: 'authenticated',
+      orgId: res.orgId,
+      keyId: res.keyId,
+      orgAssertion: res.orgAssertion,
+    };
     setRateLimitHeaders(reply, res.rateLimit);
     return true;
   } catch (error) {

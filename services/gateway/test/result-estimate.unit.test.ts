@@ -179,7 +179,12 @@ describe('a job whose real result is exactly 25 MiB (spec: v2 limits, at the lim
     expect(durableInput('co', atLimit.phones).resultBytes).toBe(LIMIT);
     const untouched = inMemoryUpstream({});
     const request = (phones: string[]) => ({
-      caller: { kind: 'authenticated', orgId: '0b0b0b0b-0000-4000-8000-000000000001', keyId: 'k' } as const,
+      caller: {
+        kind: 'authenticated',
+        orgId: '0b0b0b0b-0000-4000-8000-000000000001',
+        keyId: 'k',
+        orgAssertion: 'a',
+      } as const,
       idempotencyKey: 'k',
       country: 'co',
       phones,

@@ -15,7 +15,7 @@ import {
   unavailable,
 } from './support/upstream.js';
 
-const caller = { kind: 'authenticated', orgId: 'org', keyId: 'key' } as const;
+const caller = { kind: 'authenticated', orgId: 'org', keyId: 'key', orgAssertion: '' } as const;
 
 function request(key: string, phones = ['5512345678', '5587654321']): ScrubRequest {
   return { caller, idempotencyKey: key, country: 'mx', phones };

@@ -17,6 +17,7 @@ const caller = {
   kind: 'authenticated',
   orgId: '0b0b0b0b-0000-4000-8000-000000000001',
   keyId: 'key',
+  orgAssertion: 'assertion-of-org-1',
 } as const;
 
 function request(key: string, phones = ['5512345678']): V2Request {
@@ -32,17 +33,20 @@ async function run(script: Script, req = request('k2'), deadline = budget(5_000)
 describe('v2 submit flow over the in-memory upstream (spec: v2 submit, exactly one job per key, no charge for a job never stored)', () => {
   it('admits, stores and confirms the job, with its reservation and organization', async () => {
     let stored: jobsv1.SubmitJobRequest | undefined;
-    const { outcome, calls, admissionId } = await run({
+    const u = await run({
       submitJob: (req) => {
         stored = req;
         return job(req.jobId);
       },
     });
+    const { outcome, calls, admissionId } = u;
     expect(outcome).toMatchObject({ ok: true, replayed: false });
     const jobId = (outcome as { job: jobsv1.Job }).job.jobId;
     expect(stored).toMatchObject({ orgId: caller.orgId, reservationId: admissionId, country: 'mx' });
     expect(Buffer.from(stored!.canonicalPhones).toString()).toBe('["5512345678"]');
     expect(calls).toEqual(['admit k2', `submit ${jobId} ${admissionId}`, `confirm ${admissionId} ${jobId}`]);
+    // The job scheduler acts for the organization only with admission's assertion of it.
+    expect(u.assertions).toEqual(['assertion-of-org-1']);
   });
 
   it('a body over the durable limits is 413 before anything is admitted', async () => {

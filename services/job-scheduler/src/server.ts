@@ -8,11 +8,15 @@ import {
   createPool,
   ensureDatabase,
   type Logger,
+  methodName,
   migrateSchema,
   type NatsConnection,
   natsCredentials,
   natsNames,
+  OrgAssertionVerifier,
   openBucket,
+  orgAssertionInterceptor,
+  orgAssertionRefusals,
   PostgresAuditLog,
   probePostgres,
   provisionJetStream,
@@ -33,6 +37,11 @@ import { JobStore } from './store/jobs.js';
 import { Sweeper } from './sweeper.js';
 import { defaultMemoryBudget } from './worker/memory.js';
 import { JobWorker } from './worker/worker.js';
+
+/** JobsService methods that act for the organization the request names (its `orgId`). */
+const ORG_SCOPED_METHODS = (['submitJob', 'getJob', 'getJobResult', 'cancelJob'] as const).map((m) =>
+  methodName(jobsv1.JobsService, jobsv1.JobsService.method[m]),
+);
 
 const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
 
@@ -89,6 +98,19 @@ export function startJobScheduler(config: JobsConfig): Promise<RunningJobSchedul
     const { port } = await service.startGrpcServer({
       port: config.DNC_GRPC_PORT,
       serviceNames: api ? ['dnc.jobs.v1.JobsService', 'dnc.jobs.v1.OrganizationJobsService'] : [],
+      // JobsService acts for the organization a request names only with admission's assertion of it
+      // (docs/security.md, "Organization assertions"). The dashboard's OrganizationJobsService acts on
+      // the dashboard's own authority (it signs people in), FenceJob names no organization.
+      interceptors: api
+        ? [
+            orgAssertionInterceptor({
+              verifier: new OrgAssertionVerifier(service.security, 'job-scheduler'),
+              methods: ORG_SCOPED_METHODS,
+              logger,
+              refused: orgAssertionRefusals(service.metrics),
+            }),
+          ]
+        : [],
       routes: api
         ? (router) => {
             routes.data(router);

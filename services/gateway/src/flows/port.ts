@@ -10,6 +10,12 @@ export interface PresentedCredentials {
 
 export type AdmitRequest = MessageInitShape<typeof admissionv1.AdmitRequestSchema>;
 
+/** The organization a job call acts for, and admission's assertion of it (AuthenticateResponse). */
+export interface OrgScope {
+  orgId: string;
+  orgAssertion: string;
+}
+
 export interface SubmitJobRequest {
   jobId: string;
   orgId: string;
@@ -46,14 +52,14 @@ export interface Upstream {
   /** An admission undone: reservation released, idempotency claim dropped. */
   abort(admissionId: string, timeoutMs: number): Promise<void>;
   /** A v2 job stored and dispatched (idempotent by job id); the stored job. */
-  submitJob(request: SubmitJobRequest, timeoutMs: number): Promise<jobsv1.Job>;
+  submitJob(request: SubmitJobRequest, orgAssertion: string, timeoutMs: number): Promise<jobsv1.Job>;
   /** The v2 idempotency claim marked accepted once its job is stored. */
   confirmJob(admissionId: string, jobId: string, timeoutMs: number): Promise<void>;
-  getJob(orgId: string, jobId: string, timeoutMs: number): Promise<jobsv1.Job>;
-  cancelJob(orgId: string, jobId: string, timeoutMs: number): Promise<jobsv1.Job>;
+  getJob(org: OrgScope, jobId: string, timeoutMs: number): Promise<jobsv1.Job>;
+  cancelJob(org: OrgScope, jobId: string, timeoutMs: number): Promise<jobsv1.Job>;
   /** The complete result of a succeeded job, streamed in chunks. */
   jobResult(
-    orgId: string,
+    org: OrgScope,
     jobId: string,
     options: { signal: AbortSignal; timeoutMs: number },
   ): AsyncIterable<jobsv1.GetJobResultResponse>;

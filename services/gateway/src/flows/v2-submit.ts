@@ -79,7 +79,7 @@ export async function submitV2(
   if (admission.replay) {
     // Spec: an exact retry returns the same job (202 while active, 200 with the status once terminal).
     try {
-      const job = await deps.upstream.getJob(request.caller.orgId, admission.jobId, deadline.remaining());
+      const job = await deps.upstream.getJob(request.caller, admission.jobId, deadline.remaining());
       return { ok: true, job, replayed: true, rateLimit };
     } catch (error) {
       return { ok: false, error: fromRpcError(error), rateLimit };
@@ -127,6 +127,7 @@ async function submit(
         // One bytes field instead of up to 500,000 strings: far cheaper to encode and decode.
         canonicalPhones,
       },
+      request.caller.orgAssertion,
       deadline.remaining(),
     );
     return { outcome: 'stored', job };

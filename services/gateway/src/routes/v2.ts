@@ -8,7 +8,7 @@ import type { GatewayConfig } from '../config.js';
 import { deadlineOf } from '../deadline.js';
 import { fromRpcError, sendMapped, toHttp } from '../errors.js';
 import type { Fingerprints, ScrubBody } from '../flows/admit.js';
-import type { Upstream } from '../flows/port.js';
+import type { OrgScope, Upstream } from '../flows/port.js';
 import { submitV2 } from '../flows/v2-submit.js';
 import { idempotencyKeyOf } from '../idempotency-key.js';
 import { isTerminal, jobResource } from '../job-resource.js';
@@ -36,12 +36,12 @@ const notFound = (reply: FastifyReply) => sendMapped(reply, toHttp('job_not_foun
 /** The body of a job read: the first chunk (or the error) decides the status before any byte is sent. */
 async function resultBody(
   upstream: Pick<Upstream, 'jobResult'>,
-  orgId: string,
+  org: OrgScope,
   jobId: string,
   signal: AbortSignal,
 ): Promise<{ body: Readable; snapshotAt: Date | undefined }> {
   const stream = upstream
-    .jobResult(orgId, jobId, { signal, timeoutMs: RESULT_TIMEOUT_MS })
+    .jobResult(org, jobId, { signal, timeoutMs: RESULT_TIMEOUT_MS })
     [Symbol.asyncIterator]();
   const first = await stream.next();
   async function* chunks(): AsyncGenerator<Buffer> {
@@ -103,7 +103,7 @@ function jobReadRoutes(upstream: Pick<Upstream, 'getJob' | 'jobResult' | 'cancel
         const jobId = jobIdOf(request);
         if (!jobId) return notFound(reply);
         try {
-          const job = await upstream.getJob(authenticatedCaller(request).orgId, jobId, READ_TIMEOUT_MS);
+          const job = await upstream.getJob(authenticatedCaller(request), jobId, READ_TIMEOUT_MS);
           return reply.code(200).send(jobResource(job, baseUrl));
         } catch (error) {
           return sendMapped(reply, fromRpcError(error));
@@ -120,7 +120,7 @@ function jobReadRoutes(upstream: Pick<Upstream, 'getJob' | 'jobResult' | 'cancel
         const abort = new AbortController();
         let body: Readable;
         try {
-          const result = await resultBody(upstream, authenticatedCaller(request).orgId, jobId, abort.signal);
+          const result = await resultBody(upstream, authenticatedCaller(request), jobId, abort.signal);
           body = result.body;
           if (result.snapshotAt) reply.header(REGISTRY_SNAPSHOT_HEADER, result.snapshotAt.toISOString());
         } catch (error) {
@@ -141,7 +141,7 @@ function jobReadRoutes(upstream: Pick<Upstream, 'getJob' | 'jobResult' | 'cancel
         const jobId = jobIdOf(request);
         if (!jobId) return notFound(reply);
         try {
-          const job = await upstream.cancelJob(authenticatedCaller(request).orgId, jobId, READ_TIMEOUT_MS);
+          const job = await upstream.cancelJob(authenticatedCaller(request), jobId, READ_TIMEOUT_MS);
           // 200 once terminal (now or already); 202 while the in-flight call is reconciled.
           return reply.code(isTerminal(job) ? 200 : 202).send(jobResource(job, baseUrl));
         } catch (error) {

@@ -1,8 +1,11 @@
-import { Code, ConnectError, type Registry } from '@dnc/kit';
+import { Code, ConnectError, ORG_ASSERTION_HEADER, type Registry } from '@dnc/kit';
 import type { jobsv1 } from '@dnc/proto';
 import type { Upstream } from '../flows/port.js';
 import { batchedCalls } from './batching.js';
 import type { UpstreamClients } from './clients.js';
+
+/** The header that carries admission's organization assertion to the job scheduler. */
+const asserting = (orgAssertion: string) => ({ [ORG_ASSERTION_HEADER]: orgAssertion });
 
 function present(job: jobsv1.Job | undefined): jobsv1.Job {
   if (!job) throw new ConnectError('the scheduler answered without a job', Code.Internal);
@@ -24,18 +27,21 @@ export function upstreamPort(clients: UpstreamClients, metrics?: Registry): Upst
     async abort(admissionId, timeoutMs) {
       await admission.abort({ admissionId }, { timeoutMs });
     },
-    async submitJob(request, timeoutMs) {
-      return present((await jobs.submitJob(request, { timeoutMs })).job);
+    async submitJob(request, orgAssertion, timeoutMs) {
+      return present((await jobs.submitJob(request, { timeoutMs, headers: asserting(orgAssertion) })).job);
     },
     async confirmJob(admissionId, jobId, timeoutMs) {
       await admission.confirmJob({ admissionId, jobId }, { timeoutMs });
     },
-    async getJob(orgId, jobId, timeoutMs) {
-      return present((await jobs.getJob({ orgId, jobId }, { timeoutMs })).job);
+    async getJob({ orgId, orgAssertion }, jobId, timeoutMs) {
+      const headers = asserting(orgAssertion);
+      return present((await jobs.getJob({ orgId, jobId }, { timeoutMs, headers })).job);
     },
-    async cancelJob(orgId, jobId, timeoutMs) {
-      return present((await jobs.cancelJob({ orgId, jobId }, { timeoutMs })).job);
+    async cancelJob({ orgId, orgAssertion }, jobId, timeoutMs) {
+      const headers = asserting(orgAssertion);
+      return present((await jobs.cancelJob({ orgId, jobId }, { timeoutMs, headers })).job);
     },
-    jobResult: (orgId, jobId, options) => jobs.getJobResult({ orgId, jobId }, options),
+    jobResult: ({ orgId, orgAssertion }, jobId, options) =>
+      jobs.getJobResult({ orgId, jobId }, { ...options, headers: asserting(orgAssertion) }),
   };
 }

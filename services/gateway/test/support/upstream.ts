@@ -58,6 +58,8 @@ export const unavailable = () => new ConnectError('connection refused', Code.Una
  */
 export function inMemoryUpstream(script: Script = {}) {
   const calls: string[] = [];
+  /** The organization assertion each job call carried (header dnc-org-assertion). */
+  const assertions: string[] = [];
   /** One entry per internal call of a batched kind, with its size. */
   const batches: string[] = [];
   const admissionIds: string[] = [];
@@ -121,12 +123,14 @@ export function inMemoryUpstream(script: Script = {}) {
       },
     });
     router.service(jobsv1.JobsService, {
-      async submitJob(req) {
+      async submitJob(req, ctx) {
         calls.push(`submit ${req.jobId} ${req.reservationId}`);
+        assertions.push(ctx.requestHeader.get('dnc-org-assertion') ?? '');
         return { job: await answer(script.submitJob?.(req), job(req.jobId)) };
       },
-      async getJob(req) {
+      async getJob(req, ctx) {
         calls.push(`get ${req.jobId}`);
+        assertions.push(ctx.requestHeader.get('dnc-org-assertion') ?? '');
         return { job: await answer(script.getJob?.(), job(req.jobId, jobsv1.JobStatus.SUCCEEDED)) };
       },
     });
@@ -146,7 +150,7 @@ export function inMemoryUpstream(script: Script = {}) {
   const warnings: string[] = [];
   const errors: string[] = [];
   const log: FlowLog = { warn: (m) => warnings.push(m), error: (m) => errors.push(m) };
-  return { upstream, calls, batches, admissionIds, log, warnings, errors };
+  return { upstream, calls, batches, admissionIds, log, warnings, errors, assertions };
 }
 
 export const fingerprint = (country: string, phones: readonly string[]) =>

@@ -3,8 +3,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { create } from '@bufbuild/protobuf';
-import { type Client, createClient } from '@connectrpc/connect';
-import { grpcTransport, type Identity, type Security } from '@dnc/kit';
+import { type Client, createClient, type Interceptor } from '@connectrpc/connect';
+import {
+  grpcTransport,
+  type Identity,
+  ORG_ASSERTION_HEADER,
+  OrgAssertionIssuer,
+  type Security,
+} from '@dnc/kit';
 import { jobsv1, quotav1, registryv1 } from '@dnc/proto';
 import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
@@ -71,10 +77,15 @@ async function clientsOf(stack: TestStack) {
     stack.security('admission'),
     stack.security('operator'),
   ]);
-  const t = (caller: Security, peer: Identity, addr: string) =>
-    grpcTransport(addr, [], { security: caller, peer });
+  const t = (caller: Security, peer: Identity, addr: string, interceptors: Interceptor[] = []) =>
+    grpcTransport(addr, interceptors, { security: caller, peer });
   return {
-    jobs: createClient(jobsv1.JobsService, t(gateway, 'job-scheduler', stack.addresses.jobs)),
+    // As the gateway calls it: each call carries admission's assertion of the organization it names
+    // (signed with an admission certificate of the stack's CA, as Authenticate would answer).
+    jobs: createClient(
+      jobsv1.JobsService,
+      t(gateway, 'job-scheduler', stack.addresses.jobs, [asserting(new OrgAssertionIssuer(admission))]),
+    ),
     admissionJobs: createClient(jobsv1.JobsService, t(admission, 'job-scheduler', stack.addresses.jobs)),
     admin: createClient(jobsv1.JobsAdminService, t(operator, 'job-scheduler', stack.addresses.jobsAdmin)),
     quota: createClient(quotav1.QuotaService, t(admission, 'quota', stack.addresses.quota)),
@@ -162,6 +173,32 @@ export async function loadRegistry(h: JobsHarness, lines: string[]): Promise<voi
       });
   }
   await h.registry.load(requests(), { timeoutMs: 120_000 });
+}
+
+/** A client interceptor that attaches admission's assertion of the organization the request names. */
+function asserting(issuer: OrgAssertionIssuer): Interceptor {
+  const sign = (message: unknown) => {
+    const org = (message as { orgId?: string }).orgId;
+    return org ? issuer.issue(org, 'gateway', 'job-scheduler') : '';
+  };
+  return (next) => async (req) => {
+    if (!req.stream) {
+      const token = sign(req.message);
+      if (token) req.header.set(ORG_ASSERTION_HEADER, token);
+      return next(req);
+    }
+    // GetJobResult (server-streaming): its one request message, read and passed on.
+    const messages: unknown[] = [];
+    for await (const m of req.message) messages.push(m);
+    const token = sign(messages[0]);
+    if (token) req.header.set(ORG_ASSERTION_HEADER, token);
+    return next({
+      ...req,
+      message: (async function* () {
+        yield* messages;
+      })() as typeof req.message,
+    });
+  };
 }
 
 /** Every value stored in the jobs schema, searched for plaintext: text as is, bytea as raw bytes. */
