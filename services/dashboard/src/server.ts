@@ -4,8 +4,10 @@ import {
   createRedis,
   ensureDatabase,
   migrateSchema,
+  type Pool,
   PostgresAuditLog,
   probePostgres,
+  type Redis,
   type Service,
   startService,
 } from '@dnc/kit';
@@ -46,60 +48,19 @@ export function startDashboard(config: DashboardConfig): Promise<RunningDashboar
 async function wire(service: Service, config: DashboardConfig): Promise<RunningDashboard> {
   const { logger } = service;
   const totpKeys = SealingKeys.parse(config.DNC_TOTP_KEYS, config.DNC_TOTP_KEY_ACTIVE_ID);
-  await ensureDatabase(config.DATABASE_URL);
-  await migrateSchema(config.DATABASE_URL, 'dashboard', MIGRATIONS);
-  const pool = createPool(config.DATABASE_URL, 5);
-  service.onClose('postgres', () => pool.end());
-  // Before anything is served: no seed stays in plaintext, none under a retired key.
-  const sealing = await sealStoredSecrets(pool, totpKeys);
-  if (sealing.sealed || sealing.resealed) logger.info({ ...sealing }, 'TOTP seeds sealed');
-  if (sealing.unopenable.length)
-    logger.warn(
-      { keyIds: sealing.unopenable },
-      'TOTP seeds under these keys cannot be opened: those members cannot sign in until the key is configured',
-    );
+  const pool = await openPostgres(service, config, totpKeys);
   const redis = createRedis(config.REDIS_URL);
   service.onClose('redis', () => {
     redis.disconnect();
   });
-
-  const members = new MemberStore(pool);
-  const sessions = new SessionStore(pool, {
-    idleMinutes: config.DNC_SESSION_IDLE_MINUTES,
-    absoluteHours: config.DNC_SESSION_ABSOLUTE_HOURS,
-  });
-  const upstreams = createUpstreams(
-    {
-      admission: config.DNC_ADMISSION_ADDR,
-      quota: config.DNC_QUOTA_ADDR,
-      jobs: config.DNC_JOBS_ADDR,
-    },
-    service.security,
-  );
-  const logN = config.DNC_SCRYPT_LOG_N;
-  const deps: RouteDeps = {
-    sessions,
-    members,
-    invitations: new InvitationStore(pool),
-    audit: new AuditLog(pool),
-    upstreams,
-    origin: config.DNC_DASHBOARD_PUBLIC_URL,
-    publicUrl: config.DNC_DASHBOARD_PUBLIC_URL,
-    ttlHours: config.DNC_INVITATION_TTL_HOURS,
-    lockout: { limit: config.DNC_LOCKOUT_FAILURES, lockMinutes: config.DNC_LOCKOUT_MINUTES },
-    signInRatePerMinute: config.DNC_SIGN_IN_RATE_PER_MINUTE,
-    hash: (password) => hashPassword(password, logN),
-    verify: verifyPassword,
-    decoyHash: await decoyHash(logN),
-    totpKeys,
-  };
+  const deps = await routeDeps(service, config, pool, totpKeys);
 
   service.health.require('postgres', () => probePostgres(pool));
   await service.health.start();
   await service.startMetrics();
 
   const purge = setInterval(() => {
-    sessions.purgeExpired().catch((err) => logger.warn({ err }, 'expired sessions not purged'));
+    deps.sessions.purgeExpired().catch((err) => logger.warn({ err }, 'expired sessions not purged'));
   }, 600_000);
   purge.unref();
   service.onClose('session purge', () => clearInterval(purge));
@@ -118,10 +79,71 @@ async function wire(service: Service, config: DashboardConfig): Promise<RunningD
     },
     audit: new PostgresAuditLog(pool, 'dashboard', 'dashboard'),
   });
+  const { app, port } = await startHttp(service, config, deps, redis);
+  logger.info({ port, grpcPort, adminPort }, 'dashboard listening');
+  return { service, app, port, grpcPort, adminPort };
+}
 
+/** The dashboard's schema migrated, every stored TOTP seed sealed under the active key. */
+async function openPostgres(service: Service, config: DashboardConfig, totpKeys: SealingKeys) {
+  const { logger } = service;
+  await ensureDatabase(config.DATABASE_URL);
+  await migrateSchema(config.DATABASE_URL, 'dashboard', MIGRATIONS);
+  const pool = createPool(config.DATABASE_URL, 5);
+  service.onClose('postgres', () => pool.end());
+  // Before anything is served: no seed stays in plaintext, none under a retired key.
+  const sealing = await sealStoredSecrets(pool, totpKeys);
+  if (sealing.sealed || sealing.resealed) logger.info({ ...sealing }, 'TOTP seeds sealed');
+  if (sealing.unopenable.length)
+    logger.warn(
+      { keyIds: sealing.unopenable },
+      'TOTP seeds under these keys cannot be opened: those members cannot sign in until the key is configured',
+    );
+  return pool;
+}
+
+/** What the routes work with: the stores, the upstream services, the sign-in rules. */
+async function routeDeps(
+  service: Service,
+  config: DashboardConfig,
+  pool: Pool,
+  totpKeys: SealingKeys,
+): Promise<RouteDeps> {
+  const upstreams = createUpstreams(
+    {
+      admission: config.DNC_ADMISSION_ADDR,
+      quota: config.DNC_QUOTA_ADDR,
+      jobs: config.DNC_JOBS_ADDR,
+    },
+    service.security,
+  );
+  const logN = config.DNC_SCRYPT_LOG_N;
+  return {
+    sessions: new SessionStore(pool, {
+      idleMinutes: config.DNC_SESSION_IDLE_MINUTES,
+      absoluteHours: config.DNC_SESSION_ABSOLUTE_HOURS,
+    }),
+    members: new MemberStore(pool),
+    invitations: new InvitationStore(pool),
+    audit: new AuditLog(pool),
+    upstreams,
+    origin: config.DNC_DASHBOARD_PUBLIC_URL,
+    publicUrl: config.DNC_DASHBOARD_PUBLIC_URL,
+    ttlHours: config.DNC_INVITATION_TTL_HOURS,
+    lockout: { limit: config.DNC_LOCKOUT_FAILURES, lockMinutes: config.DNC_LOCKOUT_MINUTES },
+    signInRatePerMinute: config.DNC_SIGN_IN_RATE_PER_MINUTE,
+    hash: (password) => hashPassword(password, logN),
+    verify: verifyPassword,
+    decoyHash: await decoyHash(logN),
+    totpKeys,
+  };
+}
+
+/** The browser-facing HTTP server (fastify), closed with the service, idle keep-alive connections first. */
+async function startHttp(service: Service, config: DashboardConfig, deps: RouteDeps, redis: Redis) {
   const app = await buildApp({
     deps,
-    logger,
+    logger: service.logger,
     assetsDir: config.DNC_DASHBOARD_ASSETS ?? ASSETS,
     redis,
     redisPrefix: config.DNC_REDIS_PREFIX,
@@ -137,7 +159,5 @@ async function wire(service: Service, config: DashboardConfig): Promise<RunningD
       clearInterval(idle);
     }
   });
-  const port = (app.server.address() as { port: number }).port;
-  logger.info({ port, grpcPort, adminPort }, 'dashboard listening');
-  return { service, app, port, grpcPort, adminPort };
+  return { app, port: (app.server.address() as { port: number }).port };
 }
