@@ -79,10 +79,7 @@ export function startAdapter(config: AdapterConfig): Promise<RunningAdapter> {
       await service.health.start();
       await service.startMetrics();
 
-      const nc = await connectNats(config.NATS_URL, `registry-adapter-${country}`, natsCredentials(config));
-      service.onClose('nats', () => nc.drain());
-      await provisionJetStream(nc, config.DNC_NATS_PREFIX, config.DNC_JETSTREAM_REPLICAS, config);
-      const kv = await openBucket(nc, natsNames(config.DNC_NATS_PREFIX).adaptersBucket);
+      const kv = await openDiscoveryBucket(service, config);
 
       const routes = adapterRoutes({
         country,
@@ -110,25 +107,14 @@ export function startAdapter(config: AdapterConfig): Promise<RunningAdapter> {
       });
       const address = advertised(config.DNC_ADVERTISE_ADDR, port);
       const adminAddress = advertised(config.DNC_ADVERTISE_ADMIN_ADDR, adminPort);
-      const instanceId = randomUUID().slice(0, 8);
-      const announcer = new AdapterAnnouncer(
-        kv,
-        // Check answers invalid exactly as the shared rules do, never rejecting a valid number (check.ts).
-        {
-          country,
-          instanceId,
-          address,
-          adminAddress,
-          version,
-          numberingRules: NUMBERING_RULES,
-          provider: registry.provider.kind === 'local' ? 'local' : 'remote',
-        },
-        () => provider.state(),
-        config.ADAPTER_HEARTBEAT_MS,
+      const { announcer, instanceId } = await startAnnouncer(service, config, kv, {
+        address,
+        adminAddress,
+        version,
+        provider,
+        kind: registry.provider.kind === 'local' ? 'local' : 'remote',
         logger,
-        service.security,
-      );
-      await announcer.start();
+      });
       // Registered last, so it runs first on shutdown: callers stop choosing this instance before it drains.
       service.onClose('discovery entry', () => announcer.stop());
       logger.info(
@@ -150,6 +136,54 @@ export function startAdapter(config: AdapterConfig): Promise<RunningAdapter> {
     },
     { country, version, identity: adapterIdentity(country) },
   );
+}
+
+/** The discovery bucket (NATS KV dnc_adapters) this adapter announces itself in. */
+async function openDiscoveryBucket(service: Service, config: AdapterConfig) {
+  const nc = await connectNats(
+    config.NATS_URL,
+    `registry-adapter-${config.COUNTRY}`,
+    natsCredentials(config),
+  );
+  service.onClose('nats', () => nc.drain());
+  await provisionJetStream(nc, config.DNC_NATS_PREFIX, config.DNC_JETSTREAM_REPLICAS, config);
+  return openBucket(nc, natsNames(config.DNC_NATS_PREFIX).adaptersBucket);
+}
+
+/** Announce this instance in discovery (signed, refreshed every heartbeat) as a new instance id. */
+async function startAnnouncer(
+  service: Service,
+  config: AdapterConfig,
+  kv: Awaited<ReturnType<typeof openDiscoveryBucket>>,
+  self: {
+    address: string;
+    adminAddress: string;
+    version: string;
+    provider: DrillProvider;
+    kind: 'local' | 'remote';
+    logger: Logger;
+  },
+) {
+  const instanceId = randomUUID().slice(0, 8);
+  const announcer = new AdapterAnnouncer(
+    kv,
+    // Check answers invalid exactly as the shared rules do, never rejecting a valid number (check.ts).
+    {
+      country: config.COUNTRY,
+      instanceId,
+      address: self.address,
+      adminAddress: self.adminAddress,
+      version: self.version,
+      numberingRules: NUMBERING_RULES,
+      provider: self.kind,
+    },
+    () => self.provider.state(),
+    config.ADAPTER_HEARTBEAT_MS,
+    self.logger,
+    service.security,
+  );
+  await announcer.start();
+  return { announcer, instanceId };
 }
 
 /**
