@@ -66,38 +66,84 @@ export interface RouteDeps {
   track: <T>(p: Promise<T>) => Promise<T>;
 }
 
+/** SubmitJob: the job stored with its input (idempotent by job id) and dispatched when new. */
+async function submitJob(deps: RouteDeps, req: jobsv1.SubmitJobRequest): Promise<{ job: jobsv1.Job }> {
+  const { store, dispatcher } = deps;
+  if (!isJobId(req.jobId)) throw publicError(Code.InvalidArgument, 'validation_error', { message: 'job_id' });
+  if (!req.orgId || !req.reservationId)
+    throw publicError(Code.InvalidArgument, 'validation_error', { message: 'org_id and reservation_id' });
+  if (!isCountryCode(req.country))
+    throw publicError(Code.InvalidArgument, 'validation_error', { message: 'country' });
+  const input = durableInput(req);
+  const { job, created } = await store
+    .submit({
+      jobId: req.jobId,
+      orgId: req.orgId,
+      country: req.country,
+      reservationId: req.reservationId,
+      count: input.count,
+      input: input.pieces,
+    })
+    .catch((error: unknown) => {
+      // Its admission was given up by the reconciler (reservation released): never stored.
+      if (error instanceof JobFenced) throw publicError(Code.FailedPrecondition, 'platform_failure');
+      throw error;
+    });
+  // The id names another organization's job (never expected: ids are random): refuse.
+  if (job.orgId !== req.orgId || job.reservationId !== req.reservationId)
+    throw publicError(Code.AlreadyExists, 'platform_failure');
+  if (created) await dispatcher.dispatch(job);
+  return { job: jobMessage(job, store.policy) };
+}
+
+/** GetJobResult: the stored result streamed in its segments once it is there and not expired. */
+async function* jobResult(deps: RouteDeps, req: jobsv1.GetJobResultRequest) {
+  const { store, keys } = deps;
+  const policy = store.policy;
+  const job = await store.findForOrg(req.orgId, req.jobId);
+  if (!job) throw notFound();
+  const availability = resultAvailability(
+    { status: job.status, terminalAt: job.terminalAt, resultPurged: job.resultPurgedAt !== null },
+    policy,
+    new Date(),
+  );
+  switch (availability.kind) {
+    case 'not_ready':
+      throw publicError(Code.FailedPrecondition, 'job_result_not_ready', {
+        retryAfterSeconds: availability.retryAfterSeconds,
+      });
+    case 'job_expired':
+      throw publicError(Code.FailedPrecondition, 'job_expired');
+    case 'result_expired':
+      throw publicError(Code.FailedPrecondition, 'job_result_expired');
+    case 'ready':
+      break;
+  }
+  try {
+    // The first message also says how fresh the registry was (X-Registry-Snapshot-At).
+    let head = job.registrySnapshotAt
+      ? { registrySnapshotTime: timestampFromDate(job.registrySnapshotAt) }
+      : {};
+    for await (const chunk of readBlob(store.pool, keys, {
+      jobId: job.id,
+      orgId: job.orgId,
+      kind: 'result',
+    })) {
+      yield { chunk, ...head };
+      head = {};
+    }
+  } catch (error) {
+    // Purged between the state read and the first segment: retention passed.
+    if (error instanceof BlobMissing) throw publicError(Code.FailedPrecondition, 'job_result_expired');
+    throw error;
+  }
+}
+
 export function jobsService(deps: RouteDeps): ServiceImpl<typeof jobsv1.JobsService> {
-  const { store, keys, dispatcher, settlement } = deps;
+  const { store, settlement } = deps;
   const policy = store.policy;
   return {
-    async submitJob(req) {
-      if (!isJobId(req.jobId))
-        throw publicError(Code.InvalidArgument, 'validation_error', { message: 'job_id' });
-      if (!req.orgId || !req.reservationId)
-        throw publicError(Code.InvalidArgument, 'validation_error', { message: 'org_id and reservation_id' });
-      if (!isCountryCode(req.country))
-        throw publicError(Code.InvalidArgument, 'validation_error', { message: 'country' });
-      const input = durableInput(req);
-      const { job, created } = await store
-        .submit({
-          jobId: req.jobId,
-          orgId: req.orgId,
-          country: req.country,
-          reservationId: req.reservationId,
-          count: input.count,
-          input: input.pieces,
-        })
-        .catch((error: unknown) => {
-          // Its admission was given up by the reconciler (reservation released): never stored.
-          if (error instanceof JobFenced) throw publicError(Code.FailedPrecondition, 'platform_failure');
-          throw error;
-        });
-      // The id names another organization's job (never expected: ids are random): refuse.
-      if (job.orgId !== req.orgId || job.reservationId !== req.reservationId)
-        throw publicError(Code.AlreadyExists, 'platform_failure');
-      if (created) await dispatcher.dispatch(job);
-      return { job: jobMessage(job, policy) };
-    },
+    submitJob: (req) => submitJob(deps, req),
 
     async fenceJob(req) {
       if (!isJobId(req.jobId))
@@ -112,45 +158,7 @@ export function jobsService(deps: RouteDeps): ServiceImpl<typeof jobsv1.JobsServ
       return { job: jobMessage(job, policy) };
     },
 
-    async *getJobResult(req) {
-      const job = await store.findForOrg(req.orgId, req.jobId);
-      if (!job) throw notFound();
-      const availability = resultAvailability(
-        { status: job.status, terminalAt: job.terminalAt, resultPurged: job.resultPurgedAt !== null },
-        policy,
-        new Date(),
-      );
-      switch (availability.kind) {
-        case 'not_ready':
-          throw publicError(Code.FailedPrecondition, 'job_result_not_ready', {
-            retryAfterSeconds: availability.retryAfterSeconds,
-          });
-        case 'job_expired':
-          throw publicError(Code.FailedPrecondition, 'job_expired');
-        case 'result_expired':
-          throw publicError(Code.FailedPrecondition, 'job_result_expired');
-        case 'ready':
-          break;
-      }
-      try {
-        // The first message also says how fresh the registry was (X-Registry-Snapshot-At).
-        let head = job.registrySnapshotAt
-          ? { registrySnapshotTime: timestampFromDate(job.registrySnapshotAt) }
-          : {};
-        for await (const chunk of readBlob(store.pool, keys, {
-          jobId: job.id,
-          orgId: job.orgId,
-          kind: 'result',
-        })) {
-          yield { chunk, ...head };
-          head = {};
-        }
-      } catch (error) {
-        // Purged between the state read and the first segment: retention passed.
-        if (error instanceof BlobMissing) throw publicError(Code.FailedPrecondition, 'job_result_expired');
-        throw error;
-      }
-    },
+    getJobResult: (req) => jobResult(deps, req),
 
     async cancelJob(req) {
       const outcome = await store.cancel(req.orgId, req.jobId);
