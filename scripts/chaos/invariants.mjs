@@ -1,7 +1,9 @@
 // After every scenario: drain (every accepted job terminal), then the invariant checker of issue 14
 // (packages/devstack/src/invariants.ts: the stores themselves) and what the customers saw: each
 // organization's quota as the answers account for it, and no registered number answered safe.
+import { createHash } from 'node:crypto';
 import { checkInvariants, formatViolations, stackTarget } from '@dnc/devstack';
+import pg from 'pg';
 import { quotaOf } from '../reliability/stack.mjs';
 import { CANARIES, drainJobs, retryUnanswered } from './traffic.mjs';
 import { COUNTRY } from './world.mjs';
@@ -27,7 +29,77 @@ async function answeredQuota(world, ledger) {
         `org ${name}: used ${q.used}, the answers account for ${expected}${most > expected ? ` to ${most}` : ''}`,
       );
   }
-  return { failures, checked: orgs.size };
+  return { failures, checked: orgs.size, wrongOrgs: failures.map((f) => f.split(':')[0].slice(4)) };
+}
+
+const keyHash = (idem) => createHash('sha256').update(idem, 'utf8').digest('hex');
+const at = (ms) => new Date(ms).toISOString().slice(11, 23);
+
+/** One ledger entry as a trace reads it (the key's first 8 characters; no numbers). */
+const entryText = (e) =>
+  `${e.how} ${e.kind} ${e.n} number(s) at ${at(e.at)}: ${e.status}${e.error ? ` ${e.error}` : ''}${e.replayed ? ' replayed' : ''}${e.retried ? ' (after the transport retried on a reused socket)' : ''}${e.charged ? ', charged' : ', not charged'}`;
+
+/**
+ * Where an organization's quota and the answers part: its usage records (admission id = reservation
+ * id) with their idempotency claims, set against the ledger's v1 requests (by key hash) and succeeded
+ * jobs (by job id). Names request keys by their first 8 characters, reservations by id; no numbers.
+ */
+export async function traceOrg(world, ledger, orgId) {
+  const db = new pg.Client({ connectionString: world.stack.options.databaseUrl });
+  await db.connect();
+  try {
+    const { rows } = await db.query(
+      `SELECT u.reservation_id, u.count::int AS count, u.kind, u.created_at,
+              encode(c.key_hash, 'hex') AS key_hash, c.state AS claim, c.job_id
+       FROM quota.usage_records u
+       LEFT JOIN admission.idempotency_records c ON c.admission_id::text = u.reservation_id
+       WHERE u.org_id = $1 AND u.country = $2`,
+      [orgId, COUNTRY],
+    );
+    const entries = ledger.requests.get(orgId) ?? [];
+    const byHash = new Map();
+    for (const e of entries) {
+      const h = keyHash(e.idem);
+      if (!byHash.has(h)) byHash.set(h, []);
+      byHash.get(h).push(e);
+    }
+    const out = [];
+    const recorded = new Set();
+    for (const r of rows) {
+      const where = `usage record ${r.reservation_id} (${r.count} at ${r.created_at.toISOString().slice(11, 23)}, claim ${r.claim ?? 'missing'})`;
+      if (r.kind === 2) {
+        const job = r.job_id ? ledger.jobs.get(r.job_id) : undefined;
+        if (!job) out.push(`${where}: job ${r.job_id ?? '?'} is not in the ledger`);
+        else if (job.status !== 'succeeded' || job.count !== r.count)
+          out.push(`${where}: the ledger has job ${r.job_id} ${job.status}, ${job.count} submitted`);
+        continue;
+      }
+      if (!r.key_hash) {
+        out.push(`${where}: no idempotency claim to name its request`);
+        continue;
+      }
+      recorded.add(r.key_hash);
+      const seen = byHash.get(r.key_hash) ?? [];
+      const charged = seen.filter((e) => e.charged);
+      if (charged.length === 1 && charged[0].n === r.count) continue;
+      out.push(
+        `${where}: the ledger ${seen.length ? `has key ${seen[0].idem.slice(0, 8)}: ${seen.map(entryText).join(' -> ')}` : 'has no request with its key (not one of the traffic)'}`,
+      );
+    }
+    for (const [h, seen] of byHash) {
+      if (!recorded.has(h) && seen.some((e) => e.charged))
+        out.push(
+          `key ${seen[0].idem.slice(0, 8)} charged in the ledger, no usage record: ${seen.map(entryText).join(' -> ')}`,
+        );
+    }
+    const unusual = entries.filter((e) => e.replayed || e.retried || e.status !== 200).length;
+    out.push(
+      `${entries.length} v1 requests in the ledger (${unusual} replayed, retried by the transport or not answered 200), ${rows.length} usage records`,
+    );
+    return out.map((line) => `org ${orgId.slice(0, 8)} trace: ${line}`);
+  } finally {
+    await db.end();
+  }
 }
 
 export async function finalInvariants(world, ledger) {
@@ -48,6 +120,20 @@ export async function finalInvariants(world, ledger) {
     quota = await answeredQuota(world, ledger);
   }
   failures.push(...quota.failures, ...ledger.wrong);
+  for (const org of quota.wrongOrgs) {
+    const orgId = [...ledger.requests.keys(), ...world.orgs.map((o) => o.orgId)].find((id) =>
+      id.startsWith(org),
+    );
+    if (!orgId) continue;
+    failures.push(
+      ...(await traceOrg(world, ledger, orgId).catch((e) => [`org ${org}: no trace (${e.message})`])),
+    );
+  }
+  // What the transport's retry on a reused socket met (the first attempt may have reached a gateway).
+  const retriedEntries = [...ledger.requests.values()].flat().filter((e) => e.retried && e.how === 'traffic');
+  const retriedText = retriedEntries.length
+    ? `; ${retriedEntries.length} v1 answered after a transport retry (${retriedEntries.filter((e) => e.replayed).length} replayed, ${retriedEntries.filter((e) => e.status !== 200).length} not 200)`
+    : '';
   const byStatus = {};
   for (const j of ledger.jobs.values()) byStatus[j.status] = (byStatus[j.status] ?? 0) + 1;
   return {
@@ -60,7 +146,7 @@ export async function finalInvariants(world, ledger) {
       byStatus,
     )
       .map(([k, v]) => `${v} ${k}`)
-      .join(', ')}`,
+      .join(', ')}${retriedText}`,
     failures,
   };
 }

@@ -47,8 +47,19 @@ export class Ledger {
    */
   unanswered = [];
   wrong = [];
+  /**
+   * Every v1 request of the traffic by organization, as the client saw it, so a quota discrepancy can
+   * be traced to requests and to their claims and usage records: `{ idem, n, kind, status, replayed,
+   * retried (the transport's one retry on a reused socket), charged, how }`. No phone numbers.
+   */
+  requests = new Map();
   charge(orgId, n) {
     this.v1.set(orgId, (this.v1.get(orgId) ?? 0) + n);
+  }
+  /** Note one v1 answer (`how`: 'traffic' or 'retry'); `charged` when it went into `v1`. */
+  note(orgId, entry) {
+    if (!this.requests.has(orgId)) this.requests.set(orgId, []);
+    this.requests.get(orgId).push({ ...entry, at: Date.now() });
   }
   accept(org, body, key) {
     if (!this.jobs.has(body.job_id))
@@ -62,11 +73,48 @@ export class Ledger {
   }
 }
 
+/** A request without an answer, described: the error, when, on which socket, after which retry. */
+function lostOf(res) {
+  return {
+    error: res.error ?? 'unknown',
+    code: res.code,
+    phase: res.phase,
+    reused: res.reused,
+    afterMs: res.afterMs ?? Math.round(res.ms ?? 0),
+    retried: res.retried,
+  };
+}
+
+/** One line for a list of lost requests: each distinct failure once, with its count. */
+export function describeLost(lost) {
+  const seen = new Map();
+  for (const l of lost) {
+    const socket = l.reused ? 'reused socket' : 'new socket';
+    const when =
+      l.phase === 'response' ? 'while reading the answer' : l.phase === 'script' ? '' : 'before any answer';
+    const first = l.retried
+      ? `; the first attempt: ${l.retried.error}${l.retried.code ? ` (${l.retried.code})` : ''} after ${l.retried.afterMs} ms`
+      : '';
+    const text = `${l.kind}: ${l.error}${l.code ? ` (${l.code})` : ''}${when ? ` ${when}` : ''}, ${socket}${first}`;
+    const s = seen.get(text) ?? { n: 0, after: [] };
+    s.n++;
+    s.after.push(l.afterMs);
+    seen.set(text, s);
+  }
+  return [...seen]
+    .map(([text, s]) => `${s.n} x ${text}, after ${s.after.slice(0, 5).join('/')} ms`)
+    .join('; ');
+}
+
 /** Per-kind figures of a stretch of traffic. */
 export class Tally {
   kinds = new Map();
   fivexx = [];
   noAnswer = 0;
+  /** What each request without an answer met (no phone numbers, no keys). */
+  lost = [];
+  /** Requests answered only by the transport's retry (the first attempt failed on a reused socket). */
+  retried = 0;
   requests = 0;
   add(kind, res) {
     this.requests++;
@@ -77,9 +125,18 @@ export class Tally {
     }
     k.ms.push(res.ms);
     k.statuses.set(res.status, (k.statuses.get(res.status) ?? 0) + 1);
-    if (res.status === 0) this.noAnswer++;
+    if (res.retried) this.retried++;
+    if (res.status === 0) {
+      this.noAnswer++;
+      this.lost.push({ at: Date.now(), kind, ...lostOf(res) });
+    }
     if (res.status >= 500)
       this.fivexx.push({ at: Date.now(), kind, status: res.status, code: res.body?.error });
+  }
+  /** `N requests got no answer: <what each met>` (empty when every request was answered). */
+  noAnswerLine(prefix = '') {
+    if (!this.noAnswer) return [];
+    return [`${prefix}${this.noAnswer} requests got no answer: ${describeLost(this.lost)}`];
   }
   p(kind, q) {
     const ms = [...(this.kinds.get(kind)?.ms ?? [])].sort((a, b) => a - b);
@@ -129,7 +186,18 @@ export async function retryUnanswered(world, ledger, { concurrency = 8, timeoutM
         if (res.status === 200) {
           ledger.verify(res.body, r.prohibited, `${r.kind} retry`);
           ledger.charge(r.org.orgId, r.phones.length);
-          if (res.headers.get('idempotency-replayed') === 'true') replayed++;
+          const wasReplay = res.headers.get('idempotency-replayed') === 'true';
+          if (wasReplay) replayed++;
+          ledger.note(r.org.orgId, {
+            idem: r.idem,
+            n: r.phones.length,
+            kind: r.kind,
+            status: 200,
+            replayed: wasReplay,
+            retried: Boolean(res.retried),
+            charged: true,
+            how: 'retry',
+          });
           break;
         }
         const wait = res.status === 409 || res.status === 429 || res.status >= 500 || res.status === 0;
@@ -157,12 +225,24 @@ async function act(world, ledger, tally, kind, org) {
     const idem = randomUUID();
     const res = await api(base, 'POST', '/v1/scrub', { key, idem, json: { country: COUNTRY, phones } });
     tally.add(kind, res);
+    const replayed = res.status === 200 && res.headers.get('idempotency-replayed') === 'true';
     if (res.status === 200) {
       ledger.verify(res.body, prohibited, kind);
-      if (res.headers.get('idempotency-replayed') !== 'true') ledger.charge(org.orgId, phones.length);
+      if (!replayed) ledger.charge(org.orgId, phones.length);
     } else if (res.status >= 500 || res.status === 0) {
       ledger.unanswered.push({ org, idem, phones, prohibited, kind });
     }
+    ledger.note(org.orgId, {
+      idem,
+      n: phones.length,
+      kind,
+      status: res.status,
+      error: res.status === 0 ? res.error : res.body?.error,
+      replayed,
+      retried: Boolean(res.retried),
+      charged: res.status === 200 && !replayed,
+      how: 'traffic',
+    });
     return;
   }
   if (kind === 'v2 job') {
@@ -199,7 +279,13 @@ export function startTraffic(world, ledger, { orgs = world.orgs, concurrency = 8
       try {
         await act(world, ledger, tally, kind, org);
       } catch (error) {
-        tally.add(kind, { status: 0, ms: 0, error: String(error) });
+        // The script's own failure, not the stack's: named as such.
+        tally.add(kind, {
+          status: 0,
+          ms: 0,
+          error: `the script threw: ${error?.message ?? error}`,
+          phase: 'script',
+        });
       }
       await sleep(pace);
     }

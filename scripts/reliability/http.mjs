@@ -10,15 +10,37 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 32 });
  */
 export async function send(baseUrl, req, timeoutMs = 30_000) {
   const res = await sendOnce(baseUrl, req, timeoutMs);
-  // A keep-alive socket the server closed as we reused it: Node's documented case for one retry.
-  if (res.retry) return sendOnce(baseUrl, req, timeoutMs);
+  // A keep-alive socket the server closed as we reused it: Node's documented case for one retry. The
+  // first attempt is kept (`retried`): the server may have received it all the same.
+  if (res.retry) {
+    const { error, code, phase, afterMs } = res;
+    return { ...(await sendOnce(baseUrl, req, timeoutMs)), retried: { error, code, phase, afterMs } };
+  }
   return res;
 }
 
+/**
+ * One attempt. A failure says what it was (`error`, `code`), whether it came before the answer's
+ * headers or while its body was read (`phase`), how long after sending (`afterMs`) and whether the
+ * socket was a reused keep-alive one (`reused`).
+ */
 function sendOnce(baseUrl, req, timeoutMs) {
   const url = new URL(baseUrl);
+  const t0 = performance.now();
   return new Promise((resolveP) => {
     let r;
+    let phase = 'request';
+    const failed = (error, extra = {}) =>
+      resolveP({
+        sent: true,
+        status: 0,
+        error: String(error?.message ?? error),
+        code: error?.code,
+        phase,
+        reused: Boolean(r?.reusedSocket),
+        afterMs: Math.round(performance.now() - t0),
+        ...extra,
+      });
     try {
       // Headers as a raw list keep duplicates; Node then adds neither Host nor Content-Length itself.
       const flat = ['host', url.host];
@@ -28,6 +50,7 @@ function sendOnce(baseUrl, req, timeoutMs) {
       r = http.request(
         { host: url.hostname, port: url.port, method: req.method, path: req.path, headers: flat, agent },
         (res) => {
+          phase = 'response';
           const chunks = [];
           res.on('data', (c) => chunks.push(c));
           res.on('end', () =>
@@ -40,7 +63,7 @@ function sendOnce(baseUrl, req, timeoutMs) {
               text: Buffer.concat(chunks).toString('utf8'),
             }),
           );
-          res.on('error', (error) => resolveP({ sent: true, status: 0, error: String(error) }));
+          res.on('error', (error) => failed(error));
         },
       );
     } catch (error) {
@@ -48,12 +71,7 @@ function sendOnce(baseUrl, req, timeoutMs) {
     }
     r.setTimeout(timeoutMs, () => r.destroy(new Error(`no answer within ${timeoutMs} ms`)));
     r.on('error', (error) =>
-      resolveP({
-        sent: true,
-        status: 0,
-        error: String(error),
-        retry: r.reusedSocket && error.code === 'ECONNRESET',
-      }),
+      failed(error, { retry: phase === 'request' && r.reusedSocket && error.code === 'ECONNRESET' }),
     );
     r.end(req.body);
   });
@@ -87,5 +105,11 @@ export async function api(baseUrl, method, path, { key, idem, json, timeoutMs } 
     text: res.text ?? '',
     ms,
     error: res.error,
+    // No answer: what the failure was. `retried`: a first attempt failed on a reused socket.
+    code: res.code,
+    phase: res.phase,
+    reused: res.reused,
+    afterMs: res.afterMs,
+    retried: res.retried,
   };
 }

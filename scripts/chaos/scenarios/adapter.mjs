@@ -37,7 +37,7 @@ export async function s10AdapterFaults(world, ledger, { phaseS }) {
     for (const f of t.fivexx)
       if (!(f.status === 503 && COUNTRY_ERRORS.has(f.code)))
         failures.push(`${fault.kind}: ${f.kind} answered ${f.status} ${f.code ?? ''}`);
-    if (t.noAnswer) failures.push(`${fault.kind}: ${t.noAnswer} requests got no answer`);
+    failures.push(...t.noAnswerLine(`${fault.kind}: `));
     if (worst > 17_000) failures.push(`${fault.kind}: a v1 request took ${ms(worst)} (budget 15 s)`);
     figures.push(`${fault.kind}: ${t.fivexx.length} 503, v1 max ${ms(worst)}`);
   }

@@ -14,7 +14,7 @@ const undocumented = (t) => t.fivexx.filter((f) => !(f.status === 503 && OUTAGE.
 function outcome(scenario, faults, t, extra, figures) {
   const failures = [
     ...undocumented(t).map((f) => `${f.kind} answered ${f.status} ${f.code ?? ''}`),
-    ...(t.noAnswer ? [`${t.noAnswer} requests got no answer`] : []),
+    ...t.noAnswerLine(),
     ...extra,
   ];
   return {

@@ -37,7 +37,7 @@ export async function s1Load(world, ledger, { durationS, enforceLatency }) {
   const v2 = t.p('v2 job', 0.99);
   const failures = [
     ...t.fivexx.map((f) => `${f.kind} answered ${f.status} ${f.code ?? ''}`),
-    ...(t.noAnswer ? [`${t.noAnswer} requests got no answer`] : []),
+    ...t.noAnswerLine(),
     ...(enforceLatency && p99 > TARGETS.singleP99Ms
       ? [`single-number p99 ${ms(p99)} > ${TARGETS.singleP99Ms} ms`]
       : []),
@@ -55,7 +55,7 @@ export async function s1Load(world, ledger, { durationS, enforceLatency }) {
     requests: t.requests,
     jobs: t.count('v2 job'),
     pass: failures.length === 0,
-    figures: `${Math.round(t.requests / durationS)} req/s; v1 p50/p99 ${ms(t.p('v1 small', 0.5))}/${ms(p99)} (target ${TARGETS.singleP99Ms}${enforceLatency ? '' : ', not enforced in smoke'}); v1 10k p50 ${ms(t.p('v1 10k', 0.5))}; v2 admit p99 ${ms(v2)}; gateway RSS ${gwRss.join('/')} MiB`,
+    figures: `${Math.round(t.requests / durationS)} req/s; v1 p50/p99 ${ms(t.p('v1 small', 0.5))}/${ms(p99)} (target ${TARGETS.singleP99Ms}${enforceLatency ? '' : ', not enforced in smoke'}); v1 10k p50 ${ms(t.p('v1 10k', 0.5))}; v2 admit p99 ${ms(v2)}; gateway RSS ${gwRss.join('/')} MiB; ${t.retried} answered after a transport retry`,
     failures: [...new Set(failures)],
   };
 }
