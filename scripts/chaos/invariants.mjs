@@ -132,7 +132,16 @@ export async function finalInvariants(world, ledger) {
   // What the transport's retry on a reused socket met (the first attempt may have reached a gateway).
   const retriedEntries = [...ledger.requests.values()].flat().filter((e) => e.retried && e.how === 'traffic');
   const retriedText = retriedEntries.length
-    ? `; ${retriedEntries.length} v1 answered after a transport retry (${retriedEntries.filter((e) => e.replayed).length} replayed, ${retriedEntries.filter((e) => e.status !== 200).length} not 200)`
+    ? `; ${retriedEntries.length} v1 answered after a transport retry (${[
+        ...retriedEntries
+          .reduce((m, e) => {
+            const k = `${e.status}${e.error ? ` ${e.error}` : ''}${e.replayed ? ' replayed' : ''} (first: ${e.first})`;
+            return m.set(k, (m.get(k) ?? 0) + 1);
+          }, new Map())
+          .entries(),
+      ]
+        .map(([k, n]) => `${n} x ${k}`)
+        .join(', ')})`
     : '';
   const byStatus = {};
   for (const j of ledger.jobs.values()) byStatus[j.status] = (byStatus[j.status] ?? 0) + 1;

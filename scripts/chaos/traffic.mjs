@@ -226,10 +226,15 @@ async function act(world, ledger, tally, kind, org) {
     const res = await api(base, 'POST', '/v1/scrub', { key, idem, json: { country: COUNTRY, phones } });
     tally.add(kind, res);
     const replayed = res.status === 200 && res.headers.get('idempotency-replayed') === 'true';
+    // The key is new: an answer that replays it can only replay an earlier transmission of this same
+    // request (the transport's retry after its first attempt failed on a reused socket, which the
+    // server may have received and completed). One logical request, one charge, replayed or not.
+    // Any other answer to such a retry (409: that first transmission still in progress) says nothing
+    // of the request's outcome: it is retried at the end like a 5xx and counted once there.
     if (res.status === 200) {
       ledger.verify(res.body, prohibited, kind);
-      if (!replayed) ledger.charge(org.orgId, phones.length);
-    } else if (res.status >= 500 || res.status === 0) {
+      ledger.charge(org.orgId, phones.length);
+    } else if (res.status >= 500 || res.status === 0 || res.retried) {
       ledger.unanswered.push({ org, idem, phones, prohibited, kind });
     }
     ledger.note(org.orgId, {
@@ -240,7 +245,8 @@ async function act(world, ledger, tally, kind, org) {
       error: res.status === 0 ? res.error : res.body?.error,
       replayed,
       retried: Boolean(res.retried),
-      charged: res.status === 200 && !replayed,
+      first: res.retried ? `${res.retried.error} after ${res.retried.afterMs} ms` : undefined,
+      charged: res.status === 200,
       how: 'traffic',
     });
     return;
