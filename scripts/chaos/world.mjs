@@ -72,6 +72,9 @@ export async function buildWorld({ orgs, env = {} }) {
       DNC_REQUEST_TIMEOUT_MS: '10000',
       DNC_SOCKET_IDLE_TIMEOUT_MS: '20000',
       DNC_KEEP_ALIVE_TIMEOUT_MS: '15000',
+      // S1 reads each process's live heap after a full collection through its inspector (probe.mjs):
+      // loopback only, a port of its own (0: chosen by the system, printed to the process's log).
+      NODE_OPTIONS: [process.env.NODE_OPTIONS, '--inspect=127.0.0.1:0'].filter(Boolean).join(' '),
       ...env,
     },
     processEnv: {
