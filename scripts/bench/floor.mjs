@@ -152,24 +152,23 @@ function servicePieces(bodyText, phones, numbering, index, warmup, runs) {
   return out;
 }
 
-export async function runFloor({ size, runs, warmup, jobSize, concurrentJobSize, singleMs }) {
-  const { createNumbering, RegistryIndex, KeyBuffer, checkPhones, LocalProvider } = await adapterParts();
-  const numbering = createNumbering(COUNTRY, 'fast');
-  const out = { size, cores: availableParallelism() };
-
-  // Index build: normalize every registry line and sort (what a load costs the adapter without I/O).
+/** Index build: normalize every registry line and sort (what a load costs the adapter without I/O). */
+function indexFloor(parts, numbering, size) {
   const t = now();
-  const buffer = new KeyBuffer();
+  const buffer = new parts.KeyBuffer();
   for (const line of registryLines(size)) {
     const key = numbering.normalize(line);
     if (key <= 0) throw new Error('a synthetic registry line does not validate');
     buffer.push(key);
   }
-  const index = RegistryIndex.fromSorted('floor', new Date(), buffer.takeSortedDistinct());
-  out.index_build_ms = round(now() - t, 0);
+  const index = parts.RegistryIndex.fromSorted('floor', new Date(), buffer.takeSortedDistinct());
+  const index_build_ms = round(now() - t, 0);
   if (index.size !== size) throw new Error(`floor index has ${index.size} keys, expected ${size}`);
+  return { index, index_build_ms };
+}
 
-  // v1: the 10,000-number request.
+/** v1: the 10,000-number request, by stage and by the service's own pieces. */
+function v1Floor(numbering, index, { size, runs, warmup }) {
   const v1 = inputs(10_000, size, 1);
   const v1Body = body(v1.phones);
   const v1Samples = [];
@@ -178,12 +177,18 @@ export async function runFloor({ size, runs, warmup, jobSize, concurrentJobSize,
     if (i === 0) expectSummary('v1 10k', s.summary, v1.expected);
     if (i >= warmup) v1Samples.push(s);
   }
-  out.v1_10k_ms = stages(v1Samples);
-  out.v1_10k_result_bytes = v1Samples[0].bytes;
+  return {
+    v1,
+    figures: {
+      v1_10k_ms: stages(v1Samples),
+      v1_10k_result_bytes: v1Samples[0].bytes,
+      v1_10k_service_pieces_ms: servicePieces(v1Body, v1.phones, numbering, index, warmup, runs),
+    },
+  };
+}
 
-  out.v1_10k_service_pieces_ms = servicePieces(v1Body, v1.phones, numbering, index, warmup, runs);
-
-  // v1: single-number requests back to back for `singleMs`.
+/** v1: single-number requests back to back for `singleMs`. */
+function singleFloor(numbering, index, { size, singleMs }) {
   const singles = Array.from({ length: 1000 }, (_, i) => body(inputs(1, size, i + 100).phones));
   const singleSamples = [];
   const until = now() + singleMs;
@@ -196,15 +201,19 @@ export async function runFloor({ size, runs, warmup, jobSize, concurrentJobSize,
     n++;
   }
   const singleSeconds = (now() - startedSingle) / 1000;
-  out.v1_single = {
+  return {
     requests: n,
     rps_one_core: round(n / singleSeconds, 0),
     us_per_request: round((singleSeconds * 1e6) / n, 2),
     ...Object.fromEntries(Object.entries(summarize(singleSamples)).map(([k, v]) => [`${k}_ms`, v])),
   };
+}
 
-  // Adapter stage: validate + look up the 10,000 phones (no JSON, no result), bare loop and through
-  // the adapter's own checkPhones + LocalProvider (its in-process code path).
+/**
+ * Adapter stage: validate + look up the 10,000 phones (no JSON, no result), bare loop and through
+ * the adapter's own checkPhones + LocalProvider (its in-process code path).
+ */
+async function checkFloor(parts, numbering, index, v1, { runs, warmup }) {
   const phones = v1.phones;
   const bare = [];
   for (let i = 0; i < warmup + runs; i++) {
@@ -212,34 +221,37 @@ export async function runFloor({ size, runs, warmup, jobSize, concurrentJobSize,
     classify(phones, numbering, index);
     if (i >= warmup) bare.push(now() - t0);
   }
-  out.check_10k_ms = summarize(bare);
-  const provider = new LocalProvider({ current: index });
+  const check_10k_ms = summarize(bare);
+  const provider = new parts.LocalProvider({ current: index });
   const signal = new AbortController().signal;
   const real = [];
   for (let i = 0; i < warmup + runs; i++) {
     const t0 = now();
-    const answer = await checkPhones(phones, numbering, provider, signal);
+    const answer = await parts.checkPhones(phones, numbering, provider, signal);
     if (i >= warmup) real.push(now() - t0);
     if (i === 0 && answer.outcomes.filter((o) => o === PROHIBITED).length !== v1.expected.prohibited)
       throw new Error('checkPhones disagrees with the floor');
   }
-  out.check_10k_in_process_ms = summarize(real);
-  out.validator_index_numbers_per_s = round(10_000 / (out.check_10k_ms.p50 / 1000), 0);
-  out.check_in_process_numbers_per_s = round(10_000 / (out.check_10k_in_process_ms.p50 / 1000), 0);
+  const check_10k_in_process_ms = summarize(real);
+  return {
+    check_10k_ms,
+    check_10k_in_process_ms,
+    validator_index_numbers_per_s: round(10_000 / (check_10k_ms.p50 / 1000), 0),
+    check_in_process_numbers_per_s: round(10_000 / (check_10k_in_process_ms.p50 / 1000), 0),
+  };
+}
 
-  // v2: the same work on the job's input (one process; the service splits it across processes).
+/** v2: the same work on the job's input (one process; the service splits it across processes). */
+function jobFloor(numbering, index, { size, runs, jobSize, concurrentJobSize }) {
   const jobRuns = Math.max(3, Math.min(5, runs));
   const job = inputs(jobSize, size, 2, { e164: true });
   const jobBody = body(job.phones);
-  out.v2_job_input_bytes = jobBody.length;
   const jobSamples = [];
   for (let i = 0; i < jobRuns + 1; i++) {
     const s = scrubOnce(jobBody, numbering, index);
     if (i === 0) expectSummary('v2 job', s.summary, job.expected);
     else jobSamples.push(s);
   }
-  out.v2_job_ms = stages(jobSamples);
-  out.v2_job_result_bytes = jobSamples[0].bytes;
   const small = inputs(concurrentJobSize, size, 3, { e164: true });
   const smallBody = body(small.phones);
   const smallSamples = [];
@@ -247,11 +259,32 @@ export async function runFloor({ size, runs, warmup, jobSize, concurrentJobSize,
     const s = scrubOnce(smallBody, numbering, index);
     if (i > 0) smallSamples.push(s);
   }
-  out.v2_small_job_ms = stages(smallSamples);
-  // Four jobs in one process, one after another.
-  out.v2_4_jobs_ms = round(4 * out.v2_small_job_ms.total.p50, 1);
-  out.rss_mib = Math.round(process.memoryUsage().rss / 2 ** 20);
-  return out;
+  const v2_small_job_ms = stages(smallSamples);
+  return {
+    v2_job_input_bytes: jobBody.length,
+    v2_job_ms: stages(jobSamples),
+    v2_job_result_bytes: jobSamples[0].bytes,
+    v2_small_job_ms,
+    // Four jobs in one process, one after another.
+    v2_4_jobs_ms: round(4 * v2_small_job_ms.total.p50, 1),
+  };
+}
+
+export async function runFloor(options) {
+  const parts = await adapterParts();
+  const numbering = parts.createNumbering(COUNTRY, 'fast');
+  const { index, index_build_ms } = indexFloor(parts, numbering, options.size);
+  const v1 = v1Floor(numbering, index, options);
+  return {
+    size: options.size,
+    cores: availableParallelism(),
+    index_build_ms,
+    ...v1.figures,
+    v1_single: singleFloor(numbering, index, options),
+    ...(await checkFloor(parts, numbering, index, v1.v1, options)),
+    ...jobFloor(numbering, index, options),
+    rss_mib: Math.round(process.memoryUsage().rss / 2 ** 20),
+  };
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
