@@ -4,104 +4,128 @@
 
 // ---------------------------------------------------------------- regular expression subset parser
 
-export function parseRegex(src) {
-  let pos = 0;
-  let groupCount = 0;
-  const fail = (msg) => {
-    throw new Error(`unsupported regex ${JSON.stringify(src)} at ${pos}: ${msg}`);
-  };
-  const digitSet = (from, to) => {
-    let m = 0;
-    for (let d = from; d <= to; d++) m |= 1 << d;
-    return m;
-  };
-  function alt() {
-    const items = [seq()];
-    while (src[pos] === '|') {
-      pos++;
-      items.push(seq());
+const digitSet = (from, to) => {
+  let m = 0;
+  for (let d = from; d <= to; d++) m |= 1 << d;
+  return m;
+};
+
+/** A recursive-descent parser of the subset, one method per level of the grammar. */
+class RegexParser {
+  pos = 0;
+  groupCount = 0;
+
+  constructor(src) {
+    this.src = src;
+  }
+
+  fail(msg) {
+    throw new Error(`unsupported regex ${JSON.stringify(this.src)} at ${this.pos}: ${msg}`);
+  }
+
+  alt() {
+    const items = [this.seq()];
+    while (this.src[this.pos] === '|') {
+      this.pos++;
+      items.push(this.seq());
     }
     return items.length === 1 ? items[0] : { t: 'alt', items };
   }
-  function seq() {
+
+  seq() {
+    const { src } = this;
     const items = [];
-    while (pos < src.length && src[pos] !== '|' && src[pos] !== ')') items.push(quantified());
+    while (this.pos < src.length && src[this.pos] !== '|' && src[this.pos] !== ')')
+      items.push(this.quantified());
     return { t: 'seq', items };
   }
-  function quantified() {
-    let node = atom();
+
+  quantified() {
+    const { src } = this;
+    let node = this.atom();
     for (;;) {
-      const c = src[pos];
+      const c = src[this.pos];
       let min;
       let max;
       if (c === '?') [min, max] = [0, 1];
       else if (c === '*') [min, max] = [0, Number.POSITIVE_INFINITY];
       else if (c === '+') [min, max] = [1, Number.POSITIVE_INFINITY];
       else if (c === '{') {
-        const m = /^\{(\d+)(,(\d*))?\}/.exec(src.slice(pos));
-        if (!m) fail('bad quantifier');
+        const m = /^\{(\d+)(,(\d*))?\}/.exec(src.slice(this.pos));
+        if (!m) this.fail('bad quantifier');
         min = Number(m[1]);
         max = m[2] === undefined ? min : m[3] === '' ? Number.POSITIVE_INFINITY : Number(m[3]);
-        pos += m[0].length - 1;
+        this.pos += m[0].length - 1;
       } else return node;
-      pos++;
-      if (src[pos] === '?') fail('lazy quantifier');
+      this.pos++;
+      if (src[this.pos] === '?') this.fail('lazy quantifier');
       node = { t: 'rep', min, max, body: node };
     }
   }
-  function atom() {
-    const c = src[pos];
-    if (c === '(') {
-      pos++;
-      let capture = true;
-      if (src.startsWith('?:', pos)) {
-        capture = false;
-        pos += 2;
-      } else if (src[pos] === '?') fail('group kind');
-      const index = capture ? ++groupCount : 0;
-      const body = alt();
-      if (src[pos] !== ')') fail('unclosed group');
-      pos++;
-      return { t: 'group', capture, index, body };
-    }
-    if (c === '[') {
-      pos++;
-      let mask = 0;
-      if (src[pos] === '^') fail('negated class');
-      while (src[pos] !== ']') {
-        if (pos >= src.length) fail('unclosed class');
-        let lo;
-        if (src.startsWith('\\d', pos)) {
-          mask |= digitSet(0, 9);
-          pos += 2;
-          continue;
-        }
-        lo = src[pos];
-        if (!/[0-9]/.test(lo)) fail('non-digit in class');
-        pos++;
-        if (src[pos] === '-' && src[pos + 1] !== ']') {
-          const hi = src[pos + 1];
-          if (!/[0-9]/.test(hi)) fail('non-digit range');
-          mask |= digitSet(Number(lo), Number(hi));
-          pos += 2;
-        } else mask |= 1 << Number(lo);
-      }
-      pos++;
-      return { t: 'set', mask };
-    }
-    if (src.startsWith('\\d', pos)) {
-      pos += 2;
+
+  atom() {
+    const { src } = this;
+    const c = src[this.pos];
+    if (c === '(') return this.group();
+    if (c === '[') return this.digitClass();
+    if (src.startsWith('\\d', this.pos)) {
+      this.pos += 2;
       return { t: 'set', mask: digitSet(0, 9) };
     }
     if (/[0-9]/.test(c)) {
-      pos++;
+      this.pos++;
       return { t: 'set', mask: 1 << Number(c) };
     }
-    fail(`character ${JSON.stringify(c)}`);
+    this.fail(`character ${JSON.stringify(c)}`);
   }
-  const ast = alt();
-  if (pos !== src.length) fail('trailing input');
-  return { ast, groupCount };
+
+  group() {
+    const { src } = this;
+    this.pos++;
+    let capture = true;
+    if (src.startsWith('?:', this.pos)) {
+      capture = false;
+      this.pos += 2;
+    } else if (src[this.pos] === '?') this.fail('group kind');
+    const index = capture ? ++this.groupCount : 0;
+    const body = this.alt();
+    if (src[this.pos] !== ')') this.fail('unclosed group');
+    this.pos++;
+    return { t: 'group', capture, index, body };
+  }
+
+  digitClass() {
+    const { src } = this;
+    this.pos++;
+    let mask = 0;
+    if (src[this.pos] === '^') this.fail('negated class');
+    while (src[this.pos] !== ']') {
+      if (this.pos >= src.length) this.fail('unclosed class');
+      if (src.startsWith('\\d', this.pos)) {
+        mask |= digitSet(0, 9);
+        this.pos += 2;
+        continue;
+      }
+      const lo = src[this.pos];
+      if (!/[0-9]/.test(lo)) this.fail('non-digit in class');
+      this.pos++;
+      if (src[this.pos] === '-' && src[this.pos + 1] !== ']') {
+        const hi = src[this.pos + 1];
+        if (!/[0-9]/.test(hi)) this.fail('non-digit range');
+        mask |= digitSet(Number(lo), Number(hi));
+        this.pos += 2;
+      } else mask |= 1 << Number(lo);
+    }
+    this.pos++;
+    return { t: 'set', mask };
+  }
+}
+
+export function parseRegex(src) {
+  const parser = new RegexParser(src);
+  const ast = parser.alt();
+  if (parser.pos !== src.length) parser.fail('trailing input');
+  return { ast, groupCount: parser.groupCount };
 }
 
 // ---------------------------------------------------------------- finite language in regex priority order
