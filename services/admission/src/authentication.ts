@@ -33,6 +33,20 @@ export function rateInfo(rate: RateDecision) {
   };
 }
 
+type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
+/** A promise that never rejects (no unhandled rejection while it waits unread), and its outcome again. */
+const settled = <T>(p: Promise<T>): Promise<Settled<T>> =>
+  p.then(
+    (value) => ({ ok: true, value }),
+    (error: unknown) => ({ ok: false, error }),
+  );
+async function unsettled<T>(p: Promise<Settled<T>>): Promise<T> {
+  const r = await p;
+  if (r.ok) return r.value;
+  throw r.error;
+}
+
 /**
  * Steps 0-3 of CHECK_ORDER (domain/check-order.ts) for a presented key: address block, the key,
  * the organization's abuse guard, the rate limit. Run by Authenticate, and by Admit when the key rides
@@ -46,7 +60,14 @@ export async function authenticateKey<T extends { credential: KeyCredential }>(
   lookup: (publicId: string) => Promise<T | undefined>,
 ): Promise<Authenticated<T>> {
   const { limiter, refusals } = deps;
-  // 0. address block: before the key is looked up, so a blocked address cannot keep probing keys.
+  const parsed = parseApiKey(apiKey);
+  // 0 and 1 go out together (issue 18: one round trip fewer on every request): the key's lookup beside
+  // the address block's. A blocked address still cannot probe keys — its answer is temporarily_blocked
+  // whatever the key, and the lookup's result (or failure) is dropped unread — and an address this
+  // process saw blocked lately is checked alone first, so one flooding while blocked costs no lookups.
+  const looking =
+    parsed && !limiter.seenBlocked(clientAddress) ? settled(lookup(parsed.publicId)) : undefined;
+  // 0. address block
   const blockedFor = await limiter.addressBlockedSeconds(clientAddress);
   if (blockedFor > 0) {
     throw refusals.reject(
@@ -57,8 +78,7 @@ export async function authenticateKey<T extends { credential: KeyCredential }>(
     );
   }
   // 1. authentication
-  const parsed = parseApiKey(apiKey);
-  const found = parsed ? await lookup(parsed.publicId) : undefined;
+  const found = parsed ? await (looking ? unsettled(looking) : lookup(parsed.publicId)) : undefined;
   const credential = found?.credential;
   const matches = parsed ? digestMatches(parsed.digest, credential?.digest) : false;
   if (!parsed || !found || !credential || !matches || credential.revoked) {

@@ -95,8 +95,13 @@ class LocalCounters {
  * to a conservative per-process limit (never an outage, never unlimited, never a wait per request) and
  * `dnc_rate_limiter_degraded` says so until Redis answers again.
  */
+/** Addresses remembered as blocked (seenBlocked); the oldest are forgotten first past this many. */
+const SEEN_BLOCKED_MAX = 10_000;
+
 export class RequestLimiter {
   private readonly local = new LocalCounters();
+  /** Addresses this process saw blocked, until when (ms): see seenBlocked. */
+  private readonly blockedSeen = new Map<string, number>();
   private readonly guard: RedisGuard;
   private readonly degradedGauge: Gauge;
   private degraded = false;
@@ -154,14 +159,36 @@ export class RequestLimiter {
   async addressBlockedSeconds(address: string): Promise<number> {
     if (!address) return 0;
     const key = this.key('block', 'addr', address);
+    let ms: number;
     try {
-      const ms = await this.guard.run(() => this.redis.pttl(key));
+      ms = await this.guard.run(() => this.redis.pttl(key));
       this.setDegraded(false);
-      return ms > 0 ? Math.ceil(ms / 1000) : 0;
     } catch (error) {
       this.setDegraded(true, error);
-      return Math.ceil(this.local.blockedMs(key, this.now()) / 1000);
+      ms = this.local.blockedMs(key, this.now());
     }
+    if (ms > 0) this.noteBlocked(address, this.now() + ms);
+    return ms > 0 ? Math.ceil(ms / 1000) : 0;
+  }
+
+  /**
+   * Whether this process saw the address blocked and the block may still run: its requests then check
+   * the block before anything else is done for them (authentication.ts). Another replica's block, or
+   * one set since, is found by addressBlockedSeconds as before.
+   */
+  seenBlocked(address: string): boolean {
+    const until = this.blockedSeen.get(address);
+    if (until === undefined) return false;
+    if (until > this.now()) return true;
+    this.blockedSeen.delete(address);
+    return false;
+  }
+
+  private noteBlocked(address: string, untilMs: number): void {
+    this.blockedSeen.delete(address);
+    this.blockedSeen.set(address, untilMs);
+    if (this.blockedSeen.size > SEEN_BLOCKED_MAX)
+      this.blockedSeen.delete(this.blockedSeen.keys().next().value as string);
   }
 
   /** Count a failed authentication from an address; enough of them block the address. */
@@ -172,21 +199,25 @@ export class RequestLimiter {
     const w = windowOf(nowMs, o.authWindowSeconds);
     const counter = this.key('authfail', address, String(w.start));
     const block = this.key('block', 'addr', address);
+    let failures: number;
     try {
-      await this.evalScript(
-        FAILURE_SCRIPT,
-        counter,
-        block,
-        o.authWindowSeconds,
-        o.authFailures,
-        o.blockSeconds,
+      failures = Number(
+        await this.evalScript(
+          FAILURE_SCRIPT,
+          counter,
+          block,
+          o.authWindowSeconds,
+          o.authFailures,
+          o.blockSeconds,
+        ),
       );
       this.setDegraded(false);
     } catch (error) {
       this.setDegraded(true, error);
-      if (this.local.incr(counter, w.start) >= o.authFailures)
-        this.local.block(block, nowMs + o.blockSeconds * 1000);
+      failures = this.local.incr(counter, w.start);
+      if (failures >= o.authFailures) this.local.block(block, nowMs + o.blockSeconds * 1000);
     }
+    if (failures >= o.authFailures) this.noteBlocked(address, nowMs + o.blockSeconds * 1000);
   }
 
   /** Count one authenticated request of an organization in its technical window. */

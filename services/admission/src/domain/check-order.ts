@@ -6,9 +6,10 @@ import { Code } from '@dnc/kit';
  * THE check order of admission, one list for the whole platform. Each request passes these in order
  * and is rejected by the first that fails. The right column is where each step runs:
  *
- *   0. address block        429 temporarily_blocked   authentication.ts authenticateKey (before the key
- *                                                       is looked up, so a blocked address cannot keep
- *                                                       probing keys)
+ *   0. address block        429 temporarily_blocked   authentication.ts authenticateKey (answered
+ *                                                       whatever the key, so a blocked address cannot
+ *                                                       probe keys; the lookup goes out beside it, none
+ *                                                       for an address seen blocked)
  *   1. authentication       401 invalid_key            authentication.ts authenticateKey
  *   2. abuse guard (org)    429 temporarily_blocked   authentication.ts authenticateKey (limiter.ts)
  *   3. rate limit           429 rate_limit_exceeded   authentication.ts authenticateKey (limiter.ts)
