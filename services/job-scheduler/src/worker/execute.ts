@@ -53,6 +53,75 @@ const defaultSleep = (ms: number, signal: AbortSignal) =>
     });
   });
 
+/** The job failure of a country in maintenance (Retry-After: seconds to the window's end), if it is. */
+function maintenanceFailure(directory: AdapterDirectory, country: string): JobFailure | undefined {
+  const maintenance = directory.instances(country).find((e) => e.status === 'maintenance');
+  if (!maintenance) return undefined;
+  const until = maintenance.maintenance_until ? Date.parse(maintenance.maintenance_until) : Number.NaN;
+  const retryAfterSeconds = Number.isFinite(until) ? Math.max(0, Math.ceil((until - Date.now()) / 1000)) : 0;
+  return new JobFailure({ kind: 'maintenance', retryAfterSeconds });
+}
+
+/** What every unit of one execution is checked with. */
+interface UnitRun {
+  country: string;
+  phones: readonly string[];
+  directory: AdapterDirectory;
+  clients: AdapterClients;
+  hooks: ExecutionHooks;
+  options: ExecutionOptions;
+  sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Aborted when the attempt ends (the hooks' signal, or a sibling unit stopped the job). */
+  signal: AbortSignal;
+  /** Why the attempt ended, once `signal` is aborted. */
+  stopped: () => unknown;
+  /** The answers, each unit writing its own slice. */
+  outcomes: Uint8Array;
+}
+
+/**
+ * One unit, phones [from, to), against an adapter discovery picks, tried up to `retries` more times
+ * on a temporary failure; maintenance, a permanent failure or the last failure fails the job.
+ */
+async function checkUnit(run: UnitRun, from: number, to: number): Promise<void> {
+  const { country, directory, hooks, options, signal } = run;
+  let lastCause: FailureCause = { kind: 'country_unavailable', retryAfterSeconds: 0 };
+  for (let attempt = 0; attempt <= options.retries; attempt++) {
+    if (attempt > 0) await run.sleep(backoffMs(attempt - 1), signal);
+    if (signal.aborted) throw run.stopped();
+    const adapter = directory.pick(country);
+    if (!adapter) {
+      const maintenance = maintenanceFailure(directory, country);
+      if (maintenance) throw maintenance;
+      lastCause = { kind: 'country_unavailable', retryAfterSeconds: 0 };
+      continue;
+    }
+    try {
+      const callSignal = AbortSignal.any([signal, AbortSignal.timeout(options.callTimeoutMs)]);
+      hooks.onCall?.(Math.floor(from / options.unitSize), attempt);
+      const res = await run
+        .clients(adapter.address, country)
+        .check(checkRequest(country, run.phones.slice(from, to)), {
+          signal: callSignal,
+        });
+      if (res.outcomes.length !== to - from || !res.outcomes.every(isConclusive)) {
+        lastCause = { kind: 'inconclusive' };
+        continue;
+      }
+      run.outcomes.set(res.outcomes, from);
+      hooks.onSnapshot?.(res.snapshotTime ? timestampDate(res.snapshotTime) : undefined);
+      return;
+    } catch (error) {
+      if (signal.aborted) throw run.stopped();
+      hooks.onCallFailed?.(Math.floor(from / options.unitSize), attempt, Code[ConnectError.from(error).code]);
+      const { cause, retryable } = classifyAdapterError(error);
+      if (!retryable) throw new JobFailure(cause);
+      lastCause = cause;
+    }
+  }
+  throw new JobFailure(lastCause);
+}
+
 /**
  * Run a job's inputs in units against the country's adapter with bounded concurrency. Each unit is
  * retried (bounded, exponential backoff with jitter) on temporary failures; known maintenance stops
@@ -66,7 +135,6 @@ export async function executeUnits(
   hooks: ExecutionHooks,
   options: ExecutionOptions,
 ): Promise<Uint8Array> {
-  const sleep = options.sleep ?? defaultSleep;
   const outcomes = new Uint8Array(phones.length);
   const units: [number, number][] = [];
   for (let i = 0; i < phones.length; i += options.unitSize)
@@ -76,65 +144,24 @@ export async function executeUnits(
   // The first runner to stop the job (a failure, a cancel, a lost lease, a storage error) halts its
   // siblings' calls in flight: nothing of this attempt keeps calling out after it has ended.
   const halt = new AbortController();
-  const signal = AbortSignal.any([hooks.signal, halt.signal]);
   const stopWith = (reason: unknown) => {
     stop ??= reason;
     halt.abort();
   };
-  const stopped = () =>
-    hooks.signal.aborted
-      ? new ExecutionStopped(hooks.stopReason())
-      : (stop ?? new ExecutionStopped('shutdown'));
-
-  const checkUnit = async (from: number, to: number): Promise<void> => {
-    let lastCause: FailureCause = { kind: 'country_unavailable', retryAfterSeconds: 0 };
-    for (let attempt = 0; attempt <= options.retries; attempt++) {
-      if (attempt > 0) await sleep(backoffMs(attempt - 1), signal);
-      if (signal.aborted) throw stopped();
-      const adapter = directory.pick(country);
-      if (!adapter) {
-        const maintenance = directory.instances(country).find((e) => e.status === 'maintenance');
-        if (maintenance) {
-          const until = maintenance.maintenance_until
-            ? Date.parse(maintenance.maintenance_until)
-            : Number.NaN;
-          const retryAfterSeconds = Number.isFinite(until)
-            ? Math.max(0, Math.ceil((until - Date.now()) / 1000))
-            : 0;
-          throw new JobFailure({ kind: 'maintenance', retryAfterSeconds });
-        }
-        lastCause = { kind: 'country_unavailable', retryAfterSeconds: 0 };
-        continue;
-      }
-      try {
-        const callSignal = AbortSignal.any([signal, AbortSignal.timeout(options.callTimeoutMs)]);
-        hooks.onCall?.(Math.floor(from / options.unitSize), attempt);
-        const res = await clients(adapter.address, country).check(
-          checkRequest(country, phones.slice(from, to)),
-          {
-            signal: callSignal,
-          },
-        );
-        if (res.outcomes.length !== to - from || !res.outcomes.every(isConclusive)) {
-          lastCause = { kind: 'inconclusive' };
-          continue;
-        }
-        outcomes.set(res.outcomes, from);
-        hooks.onSnapshot?.(res.snapshotTime ? timestampDate(res.snapshotTime) : undefined);
-        return;
-      } catch (error) {
-        if (signal.aborted) throw stopped();
-        hooks.onCallFailed?.(
-          Math.floor(from / options.unitSize),
-          attempt,
-          Code[ConnectError.from(error).code],
-        );
-        const { cause, retryable } = classifyAdapterError(error);
-        if (!retryable) throw new JobFailure(cause);
-        lastCause = cause;
-      }
-    }
-    throw new JobFailure(lastCause);
+  const run: UnitRun = {
+    country,
+    phones,
+    directory,
+    clients,
+    hooks,
+    options,
+    sleep: options.sleep ?? defaultSleep,
+    signal: AbortSignal.any([hooks.signal, halt.signal]),
+    stopped: () =>
+      hooks.signal.aborted
+        ? new ExecutionStopped(hooks.stopReason())
+        : (stop ?? new ExecutionStopped('shutdown')),
+    outcomes,
   };
 
   const runner = async (): Promise<void> => {
@@ -153,7 +180,7 @@ export async function executeUnits(
         return;
       }
       try {
-        await checkUnit(from, to);
+        await checkUnit(run, from, to);
       } catch (error) {
         stopWith(
           error instanceof JobFailure || error instanceof ExecutionStopped
