@@ -109,7 +109,7 @@ describe('zero trust: organization assertions on the job scheduler (issue 13)', 
       v: 1 as const,
       org: a.orgId,
       sub: 'gateway',
-      aud: 'job-scheduler',
+      aud: ['job-scheduler'],
       iat: now,
       exp: now + 60_000,
     };
@@ -134,7 +134,7 @@ describe('zero trust: organization assertions on the job scheduler (issue 13)', 
     const expired = new OrgAssertionIssuer(admissionCert).issue(
       a.orgId,
       'gateway',
-      'job-scheduler',
+      ['job-scheduler'],
       now - 10 * 60_000,
     );
     expect(await outcome(resultOf(a.orgId, expired))).toMatchObject({
@@ -142,12 +142,41 @@ describe('zero trust: organization assertions on the job scheduler (issue 13)', 
       message: expect.stringMatching(/expired/),
     });
     // An assertion of A issued to another identity (the dashboard) is not the gateway's to present.
-    const elsewhere = new OrgAssertionIssuer(admissionCert).issue(a.orgId, 'dashboard', 'job-scheduler');
+    const elsewhere = new OrgAssertionIssuer(admissionCert).issue(a.orgId, 'dashboard', ['job-scheduler']);
     expect(
       await outcome(jobs.getJob({ orgId: a.orgId, jobId }, { headers: headers(elsewhere) })),
     ).toMatchObject({
       code: Code.PermissionDenied,
       message: expect.stringMatching(/wrong_holder/),
+    });
+
+    // Admit for A (spending A's quota) is refused the same way: with no assertion, and with B's.
+    const admission = stack.client(
+      admissionv1.AdmissionService,
+      gateway,
+      'admission',
+      stack.addresses.admission,
+    );
+    const admitFor = (orgAssertion: string) =>
+      outcome(
+        admission.admit({
+          orgId: a.orgId,
+          keyId: 'k',
+          country: 'co',
+          idempotencyKey: randomUUID(),
+          fingerprint: 'v1:00',
+          inputCount: 1,
+          kind: admissionv1.RequestKind.SYNC,
+          orgAssertion,
+        }),
+      );
+    expect(await admitFor('')).toMatchObject({
+      code: Code.PermissionDenied,
+      message: expect.stringMatching(/missing/),
+    });
+    expect(await admitFor(assertionOfB)).toMatchObject({
+      code: Code.PermissionDenied,
+      message: expect.stringMatching(/wrong_organization/),
     });
 
     // Each refusal is counted by the job scheduler, by caller, method and reason.

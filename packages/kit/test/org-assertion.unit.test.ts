@@ -34,7 +34,7 @@ describe("organization assertions (admission's signature of the organization a c
   it('lets the holder act for the asserted organization at the audience, and nothing else', async () => {
     const issuer = new OrgAssertionIssuer(await securityOf('admission'));
     const verifier = new OrgAssertionVerifier(await securityOf('job-scheduler'), 'job-scheduler');
-    const token = issuer.issue('org-a', 'gateway', 'job-scheduler');
+    const token = issuer.issue('org-a', 'gateway', ['job-scheduler']);
     expect(verifier.check(token, 'gateway', 'org-a')).toEqual({ ok: true });
     // Cached: the same answer the second time.
     expect(verifier.check(token, 'gateway', 'org-a')).toEqual({ ok: true });
@@ -49,23 +49,23 @@ describe("organization assertions (admission's signature of the organization a c
     const issuer = new OrgAssertionIssuer(await securityOf('admission'));
     const verifier = new OrgAssertionVerifier(await securityOf('job-scheduler'), 'job-scheduler');
     const t0 = Date.now();
-    const token = issuer.issue('org-a', 'gateway', 'job-scheduler', t0);
+    const token = issuer.issue('org-a', 'gateway', ['job-scheduler'], t0);
     expect(verifier.check(token, 'gateway', 'org-a', t0 + 1_000)).toEqual({ ok: true });
     expect(verifier.check(token, 'gateway', 'org-a', t0 + ORG_ASSERTION_TTL_MS)).toEqual({
       ok: false,
       reason: 'expired',
     });
-    const old = issuer.issue('org-b', 'gateway', 'job-scheduler', t0 - ORG_ASSERTION_TTL_MS - 1);
+    const old = issuer.issue('org-b', 'gateway', ['job-scheduler'], t0 - ORG_ASSERTION_TTL_MS - 1);
     expect(verifier.check(old, 'gateway', 'org-b', t0)).toEqual({ ok: false, reason: 'expired' });
   });
 
   it('re-uses an assertion while it has half its life left, then signs a new one', async () => {
     const issuer = new OrgAssertionIssuer(await securityOf('admission'));
     const t0 = Date.now();
-    const first = issuer.issue('org-a', 'gateway', 'job-scheduler', t0);
-    expect(issuer.issue('org-a', 'gateway', 'job-scheduler', t0 + ORG_ASSERTION_TTL_MS / 2)).toBe(first);
-    expect(issuer.issue('org-b', 'gateway', 'job-scheduler', t0)).not.toBe(first);
-    expect(issuer.issue('org-a', 'gateway', 'job-scheduler', t0 + ORG_ASSERTION_TTL_MS / 2 + 1)).not.toBe(
+    const first = issuer.issue('org-a', 'gateway', ['job-scheduler'], t0);
+    expect(issuer.issue('org-a', 'gateway', ['job-scheduler'], t0 + ORG_ASSERTION_TTL_MS / 2)).toBe(first);
+    expect(issuer.issue('org-b', 'gateway', ['job-scheduler'], t0)).not.toBe(first);
+    expect(issuer.issue('org-a', 'gateway', ['job-scheduler'], t0 + ORG_ASSERTION_TTL_MS / 2 + 1)).not.toBe(
       first,
     );
   });
@@ -77,7 +77,7 @@ describe("organization assertions (admission's signature of the organization a c
       v: 1 as const,
       org: 'org-a',
       sub: 'gateway',
-      aud: 'job-scheduler',
+      aud: ['job-scheduler'],
       iat: now,
       exp: now + 60_000,
     };
@@ -91,7 +91,7 @@ describe("organization assertions (admission's signature of the organization a c
     expect(verifier.check(foreignToken, 'gateway', 'org-a')).toEqual({ ok: false, reason: 'bad_signature' });
     // A genuine assertion of org-b with its payload rewritten to org-a.
     const admission = await securityOf('admission');
-    const genuine = new OrgAssertionIssuer(admission).issue('org-b', 'gateway', 'job-scheduler');
+    const genuine = new OrgAssertionIssuer(admission).issue('org-b', 'gateway', ['job-scheduler']);
     const [, sig, cert] = genuine.split('.');
     const altered = `${Buffer.from(JSON.stringify({ ...claims })).toString('base64url')}.${sig}.${cert}`;
     expect(verifier.check(altered, 'gateway', 'org-a')).toEqual({ ok: false, reason: 'bad_signature' });
@@ -101,7 +101,7 @@ describe("organization assertions (admission's signature of the organization a c
 
   it('is off in plaintext mode (development only): no token issued, none required', () => {
     const plain: Security = { mode: 'plaintext', identity: 'admission', trustDomain: TD };
-    expect(new OrgAssertionIssuer(plain).issue('org-a', 'gateway', 'job-scheduler')).toBe('');
+    expect(new OrgAssertionIssuer(plain).issue('org-a', 'gateway', ['job-scheduler'])).toBe('');
     const verifier = new OrgAssertionVerifier({ ...plain, identity: 'job-scheduler' }, 'job-scheduler');
     expect(verifier.check(undefined, 'gateway', 'org-a')).toEqual({ ok: true });
   });

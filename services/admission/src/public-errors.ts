@@ -72,7 +72,9 @@ export class Refusals {
   toPublic(method: string, error: unknown): ConnectError {
     if (readPublicReason(error)) return ConnectError.from(error);
     const ce = ConnectError.from(error);
-    if (ce.code === Code.FailedPrecondition || ce.code === Code.NotFound) return ce;
+    // PERMISSION_DENIED: an Admit without a valid organization assertion (routes.ts), as it is.
+    if (ce.code === Code.FailedPrecondition || ce.code === Code.NotFound || ce.code === Code.PermissionDenied)
+      return ce;
     this.logger.error({ method, err: error }, 'admission dependency failed');
     return this.platformFailure();
   }

@@ -1,7 +1,16 @@
 import { create } from '@bufbuild/protobuf';
 import type { ConnectRouter, ServiceImpl } from '@connectrpc/connect';
 import { isCountryCode } from '@dnc/api-contract/limits';
-import { CALLER, type OrgAssertionIssuer, rpcStatusOf, validationError } from '@dnc/kit';
+import {
+  CALLER,
+  Code,
+  ConnectError,
+  type Counter,
+  type OrgAssertionIssuer,
+  type OrgAssertionVerifier,
+  rpcStatusOf,
+  validationError,
+} from '@dnc/kit';
 import { admissionv1, type platformv1 } from '@dnc/proto';
 import { type AdminDeps, admissionAdminService } from './admin.js';
 import { type AdmitDeps, admit } from './admit.js';
@@ -21,10 +30,15 @@ export interface AdmissionServiceDeps {
    * assertions"): what the job scheduler requires before it acts for an organization.
    */
   assertions?: OrgAssertionIssuer;
+  /**
+   * Checks the assertion an Admit for an already authenticated caller carries; refusals counted in
+   * `refused` (dnc_org_assertion_refused_total). Unset: not checked (unit tests of the handlers).
+   */
+  verifier?: { check: OrgAssertionVerifier['check']; refused: Counter<'caller' | 'method' | 'reason'> };
 }
 
-/** The service an organization assertion is for: the job scheduler's JobsService. */
-export const ORG_ASSERTION_AUDIENCE = 'job-scheduler';
+/** The services an organization assertion is for: Admit here, and the job scheduler's JobsService. */
+export const ORG_ASSERTION_AUDIENCES = ['admission', 'job-scheduler'] as const;
 
 /** Requests per AdmitMany / CompleteMany call. */
 const MAX_BATCH = 1_000;
@@ -60,7 +74,7 @@ async function eachOf<I, O>(
 export function admissionService(
   deps: AdmissionServiceDeps,
 ): ServiceImpl<typeof admissionv1.AdmissionService> {
-  const { accounts, authentication, admission, completion, refusals, assertions } = deps;
+  const { accounts, authentication, admission, completion, refusals, assertions, verifier } = deps;
 
   const impl: ServiceImpl<typeof admissionv1.AdmissionService> = {
     async authenticate(req, ctx) {
@@ -77,7 +91,7 @@ export function admissionService(
       // Issued to the caller that presented the key (the gateway), for the job scheduler only.
       const caller = ctx.values.get(CALLER);
       const orgAssertion =
-        assertions && caller ? assertions.issue(orgId, caller, ORG_ASSERTION_AUDIENCE) : '';
+        assertions && caller ? assertions.issue(orgId, caller, ORG_ASSERTION_AUDIENCES) : '';
       return { orgId, keyId, rateLimit: rateInfo(rate).value, orgAssertion };
     },
 
@@ -87,7 +101,26 @@ export function admissionService(
      * authentication.
      */
     async admit(req, ctx) {
-      if (!req.credentials) return admit(admission, req, undefined, ctx.signal);
+      if (!req.credentials) {
+        // The organization the caller names: only with admission's own assertion of it.
+        if (verifier) {
+          const caller = ctx.values.get(CALLER);
+          const result = verifier.check(req.orgAssertion, caller, req.orgId);
+          if (!result.ok) {
+            const method = 'dnc.admission.v1.AdmissionService/Admit';
+            verifier.refused.inc({ caller: caller ?? 'unauthenticated', method, reason: result.reason });
+            admission.logger.warn(
+              { caller, method, reason: result.reason },
+              'admit refused: no valid organization assertion',
+            );
+            throw new ConnectError(
+              `${caller ?? 'caller'} has no valid organization assertion for this request (${result.reason})`,
+              Code.PermissionDenied,
+            );
+          }
+        }
+        return admit(admission, req, undefined, ctx.signal);
+      }
       const country = isCountryCode(req.country) ? req.country : '';
       const { found, rate } = await authenticateKey(
         authentication,

@@ -13,7 +13,9 @@ import {
   natsCredentials,
   natsNames,
   OrgAssertionIssuer,
+  OrgAssertionVerifier,
   openBucket,
+  orgAssertionRefusals,
   PostgresAuditLog,
   probePostgres,
   provisionJetStream,
@@ -161,6 +163,10 @@ function routesOf(
       completion: new Completion({ claims: stores.claims, reservations, open }),
       refusals,
       assertions: new OrgAssertionIssuer(service.security),
+      verifier: (() => {
+        const v = new OrgAssertionVerifier(service.security, 'admission');
+        return { check: v.check.bind(v), refused: orgAssertionRefusals(service.metrics) };
+      })(),
     },
     admin: {
       accounts: stores.accounts,

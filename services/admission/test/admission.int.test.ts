@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { create } from '@bufbuild/protobuf';
-import { errorOfRpcStatus, findDetail, readPublicReason } from '@dnc/kit';
+import { Code, ConnectError, errorOfRpcStatus, findDetail, readPublicReason } from '@dnc/kit';
 import { admissionv1 } from '@dnc/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { failure, fingerprint, Harness, outcome } from './harness.js';
@@ -622,5 +622,43 @@ describe('Admit with credentials, AdmitMany and CompleteMany (issue 9: one call 
     expect(at.results).toHaveLength(1_000);
     const ids = Array.from({ length: 1_001 }, () => ({ admissionId: randomUUID() }));
     expect(await outcome(admission.completeMany({ requests: ids }))).toBe('validation_error');
+  });
+});
+
+// Issue 13: a caller authenticated before names its organization to Admit; admission admits it only
+// with its own assertion of that organization, issued to that caller at Authenticate. Without one a
+// compromised gateway could reserve and spend any organization's quota.
+describe('Admit for an authenticated caller requires the organization assertion (issue 13)', () => {
+  it('refuses no assertion, another organization assertion and a forged one; admits with its own', async () => {
+    const a = await h.customer(['mx']);
+    const b = await h.customer(['mx']);
+    const { admission } = h.clients();
+    const denied = async (p: Promise<unknown>) => {
+      const err = ConnectError.from(await failure(p));
+      return { code: err.code, message: err.rawMessage };
+    };
+    expect(await denied(h.unasserted().admit(admitReq(a)))).toMatchObject({
+      code: Code.PermissionDenied,
+      message: expect.stringMatching(/\(missing\)/),
+    });
+    const ofB = h.assertions.issue(b.orgId, 'gateway', ['admission', 'job-scheduler']);
+    expect(await denied(admission.admit(admitReq(a, { orgAssertion: ofB })))).toMatchObject({
+      code: Code.PermissionDenied,
+      message: expect.stringMatching(/wrong_organization/),
+    });
+    expect(await denied(admission.admit(admitReq(a, { orgAssertion: 'x.y.z' })))).toMatchObject({
+      code: Code.PermissionDenied,
+      message: expect.stringMatching(/malformed|bad_signature/),
+    });
+    // In a batch, the refused item is refused in its place; the other is admitted.
+    const many = await h.unasserted().admitMany({
+      requests: [admitReq(a, { orgAssertion: ofB }), admitReq(b, { orgAssertion: ofB })],
+    });
+    expect(many.results.map((r) => r.result.case)).toEqual(['error', 'admitted']);
+    // What Authenticate answers is what Admit takes.
+    const auth = await admission.authenticate({ apiKey: a.apiKey, clientAddress: '127.0.0.1' });
+    expect(await outcome(h.unasserted().admit(admitReq(a, { orgAssertion: auth.orgAssertion })))).toBe('ok');
+    // Nothing was reserved for A by the refused calls: one admitted request of 10.
+    expect(await h.account(a.orgId, 'mx')).toMatchObject({ reserved: 10 });
   });
 });

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Client, createClient } from '@connectrpc/connect';
+import { type Client, createClient, type Interceptor } from '@connectrpc/connect';
 import { StackPki, uniqueSuffix } from '@dnc/devstack';
 import {
   type AdapterEntry,
@@ -10,6 +10,7 @@ import {
   grpcTransport,
   type NatsConnection,
   natsNames,
+  OrgAssertionIssuer,
   openBucket,
   parseConfig,
   readPublicReason,
@@ -51,6 +52,8 @@ export class Harness {
   pki!: StackPki;
   private gateway!: Security;
   private operator!: Security;
+  /** Signs as admission would answer Authenticate: the gateway's Admit calls carry it. */
+  assertions!: OrgAssertionIssuer;
 
   async start(env: Record<string, string> = {}): Promise<this> {
     this.pki = await StackPki.create();
@@ -58,6 +61,7 @@ export class Harness {
     await this.pki.write('admission', 'admission');
     this.gateway = await this.pki.security('gateway');
     this.operator = await this.pki.security('operator');
+    this.assertions = new OrgAssertionIssuer(await this.pki.security('admission'));
     this.quota = await startQuota(
       parseConfig(quotaConfig, {
         DATABASE_URL: this.databaseUrl,
@@ -107,18 +111,48 @@ export class Harness {
 
   clients(index = 0): AdmissionClients {
     return {
-      admission: createClient(admissionv1.AdmissionService, this.transport(this.gateway, index)),
+      admission: createClient(
+        admissionv1.AdmissionService,
+        this.transport(this.gateway, index, 'data', [this.asserting()]),
+      ),
       admin: createClient(admissionv1.AdmissionAdminService, this.transport(this.operator, index, 'admin')),
     };
   }
 
+  /** AdmissionService as the gateway's identity, sending no organization assertion of its own. */
+  unasserted(index = 0): Client<typeof admissionv1.AdmissionService> {
+    return createClient(admissionv1.AdmissionService, this.transport(this.gateway, index));
+  }
+
   /** A transport to admission instance `index` (its data or admin listener) as `caller`. */
-  transport(caller: Security, index = 0, listener: 'data' | 'admin' = 'data') {
+  transport(
+    caller: Security,
+    index = 0,
+    listener: 'data' | 'admin' = 'data',
+    interceptors: Interceptor[] = [],
+  ) {
     const i = this.instances[index]!;
-    return grpcTransport(`http://127.0.0.1:${listener === 'admin' ? i.adminPort : i.port}`, [], {
+    return grpcTransport(`http://127.0.0.1:${listener === 'admin' ? i.adminPort : i.port}`, interceptors, {
       security: caller,
       peer: 'admission',
     });
+  }
+
+  /**
+   * As the gateway calls Admit for a caller it authenticated before: with admission's assertion of the
+   * organization it names (AuthenticateResponse.org_assertion), unless the test set one itself.
+   */
+  private asserting(): Interceptor {
+    const fill = (r: { orgId: string; orgAssertion: string }) => {
+      if (r.orgId && !r.orgAssertion)
+        r.orgAssertion = this.assertions.issue(r.orgId, 'gateway', ['admission']);
+    };
+    return (next) => (req) => {
+      if (!req.stream && req.method.name === 'Admit') fill(req.message as never);
+      if (!req.stream && req.method.name === 'AdmitMany')
+        for (const r of (req.message as unknown as admissionv1.AdmitManyRequest).requests) fill(r);
+      return next(req);
+    };
   }
 
   /** Announce (and keep announcing) an adapter of the country in discovery. */

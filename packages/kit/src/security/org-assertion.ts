@@ -35,8 +35,8 @@ export interface OrgAssertionClaims {
   org: string;
   /** The identity it was issued to (the caller of Authenticate): only that identity may present it. */
   sub: string;
-  /** The service it is meant for. */
-  aud: string;
+  /** The services it is meant for (admission's Admit, the job scheduler's JobsService). */
+  aud: string[];
   /** Issued at and expiry, Unix milliseconds. */
   iat: number;
   exp: number;
@@ -80,14 +80,14 @@ export class OrgAssertionIssuer {
     private readonly ttlMs = ORG_ASSERTION_TTL_MS,
   ) {}
 
-  issue(org: string, holder: string, audience: string, now = Date.now()): string {
+  issue(org: string, holder: string, audiences: readonly string[], now = Date.now()): string {
     const security = this.security;
     if (security.mode !== 'mtls') return '';
-    const key = `${org}\u0000${holder}\u0000${audience}`;
+    const key = `${org}\u0000${holder}\u0000${audiences.join(' ')}`;
     const cached = this.issued.get(key);
     if (cached && cached.exp - now >= this.ttlMs / 2) return cached.token;
     const exp = now + this.ttlMs;
-    const token = encodeOrgAssertion({ v: 1, org, sub: holder, aud: audience, iat: now, exp }, (data) =>
+    const token = encodeOrgAssertion({ v: 1, org, sub: holder, aud: [...audiences], iat: now, exp }, (data) =>
       security.material.sign(data),
     );
     if (this.issued.size >= CACHE_MAX) this.issued.clear();
@@ -138,7 +138,7 @@ export class OrgAssertionVerifier {
       return { ok: false, reason: 'expired' };
     }
     if (claims.iat > now + CLOCK_SKEW_MS) return { ok: false, reason: 'not_yet_valid' };
-    if (claims.aud !== this.audience) return { ok: false, reason: 'wrong_audience' };
+    if (!claims.aud.includes(this.audience)) return { ok: false, reason: 'wrong_audience' };
     if (claims.sub !== caller) return { ok: false, reason: 'wrong_holder' };
     if (claims.org !== org) return { ok: false, reason: 'wrong_organization' };
     return { ok: true };
@@ -162,7 +162,8 @@ export class OrgAssertionVerifier {
       claims?.v !== 1 ||
       typeof claims.org !== 'string' ||
       typeof claims.sub !== 'string' ||
-      typeof claims.aud !== 'string' ||
+      !Array.isArray(claims.aud) ||
+      !claims.aud.every((a) => typeof a === 'string') ||
       !Number.isSafeInteger(claims.iat) ||
       !Number.isSafeInteger(claims.exp)
     )

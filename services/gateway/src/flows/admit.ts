@@ -62,7 +62,9 @@ export async function admitScrub(
   try {
     const admission = await deps.upstream.admit(
       {
-        ...(deferred ? { credentials: caller.credentials } : { orgId: caller.orgId, keyId: caller.keyId }),
+        ...(deferred
+          ? { credentials: caller.credentials }
+          : { orgId: caller.orgId, keyId: caller.keyId, orgAssertion: caller.orgAssertion }),
         country,
         idempotencyKey: request.idempotencyKey,
         fingerprint: deps.fingerprint(country, phones, v2?.canonical),

@@ -179,7 +179,7 @@ export async function loadRegistry(h: JobsHarness, lines: string[]): Promise<voi
 function asserting(issuer: OrgAssertionIssuer): Interceptor {
   const sign = (message: unknown) => {
     const org = (message as { orgId?: string }).orgId;
-    return org ? issuer.issue(org, 'gateway', 'job-scheduler') : '';
+    return org ? issuer.issue(org, 'gateway', ['job-scheduler']) : '';
   };
   return (next) => async (req) => {
     if (!req.stream) {
