@@ -58,3 +58,15 @@ export function coJobWithResultOf(bytes: number): SizedJob {
   if (real !== bytes) throw new Error(`built ${real} bytes instead of ${bytes}`);
   return { phones, registered };
 }
+
+/**
+ * The admissible v2 job that costs a worker the most heap (issue 14 item 9): the most inputs (500,000)
+ * at the most bytes the 25 MiB limits leave, i.e. 500,000 valid Colombian mobiles written with spaces
+ * (49 characters each, ~26.0 MB of JSON). The worker holds each input as a string of its own (~72 bytes
+ * of V8 heap here, plus its 8-byte slot): ~40 MB per job, against ~28 MB for `coJobWithResultOf(25 MiB)`,
+ * whose 451,000 inputs are bounded by the invalid entries' longer result. Valid inputs are counted at
+ * their own size in the result estimate, so body, durable input and result all stay within 25 MiB.
+ */
+export function coLargestHeapJob(count = 500_000, chars = 49): string[] {
+  return Array.from({ length: count }, (_, i) => `+57 311 ${String(1_000_000 + i)}`.padEnd(chars, ' '));
+}

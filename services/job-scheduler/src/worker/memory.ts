@@ -7,8 +7,9 @@ const MiB = 1024 * 1024;
  * characters plus ~24 bytes of header and padding each). The decrypted input buffer and its decoded
  * text live only while it is parsed, one synchronous step (no two jobs parse at once), and are
  * dropped then: that one transient peak is kept out of the budget (PARSE_RESERVE). Measured for the
- * largest admissible job (451,000 inputs, 22 MB of JSON, its result exactly 25 MiB): ~35 MB held;
- * the estimate gives 22 MB + 40 x 451,000 + 2 MiB = 42 MB.
+ * admissible job that costs the most heap (500,000 inputs of 49 characters, 26.0 MB of JSON): ~40 MB
+ * held; the estimate gives 26 MB + 40 x 500,000 + 2 MiB = 48 MB. (451,000 inputs / 22 MB, a result of
+ * exactly 25 MiB: ~28 MB held, 42 MB estimated.)
  */
 export function jobMemoryCost(inputBytes: number, inputCount: number): number {
   return inputBytes + 40 * inputCount + 2 * MiB;
@@ -22,7 +23,8 @@ export const PARSE_RESERVE_BYTES = 128 * MiB;
 
 /**
  * The default budget: the heap limit (--max-old-space-size) less PARSE_RESERVE_BYTES, at least 64 MiB.
- * With the chart's 384 MiB heap that is ~270 MiB: six of the largest jobs (2 per country x 3).
+ * With the chart's 384 MiB heap (a heap limit of 432 MiB) that is 304 MiB: six of the largest-heap jobs
+ * (2 per country x 3).
  */
 export function defaultMemoryBudget(): number {
   return Math.max(64 * MiB, getHeapStatistics().heap_size_limit - PARSE_RESERVE_BYTES);
