@@ -1,6 +1,7 @@
+import type http2 from 'node:http2';
 import type { DescService } from '@bufbuild/protobuf';
 import { type Client, createClient, type Interceptor, type Transport } from '@connectrpc/connect';
-import { createConnectTransport, createGrpcTransport } from '@connectrpc/connect-node';
+import { createConnectTransport, createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
 import { propagateRequestId } from './request-context.js';
 import type { Identity } from './security/identity.js';
 import type { Security } from './security/security.js';
@@ -63,6 +64,55 @@ function secured(baseUrl: string, interceptors: Interceptor[], tls: PeerTls | un
   };
 }
 
+const ignore = () => {};
+
+/**
+ * Connect's HTTP/2 session manager with one listener more: every session that carried a call keeps an
+ * 'error' listener for its whole life. The manager removes its own listeners from a session as soon
+ * as a call finds it destroyed and it opens the next one, but Node emits a destroyed session's error
+ * only later, once its socket has closed; with nobody listening, that error was an uncaught exception
+ * and the process exited. A peer whose bytes are not its TLS records (a broken connection, a
+ * middlebox; chaos S10's garbage) ended a gateway with ERR_SSL_DECRYPTION_FAILED_OR_BAD_RECORD_MAC.
+ * The calls on such a session still fail through their own streams, and the manager still sees the
+ * error while it listens (test/tls-garbage.int.test.ts).
+ */
+class GuardedSessions {
+  private readonly inner: Http2SessionManager;
+  private readonly guarded = new WeakSet<http2.Http2Session>();
+
+  constructor(baseUrl: string, nodeOptions: http2.SecureClientSessionOptions) {
+    const { pingIntervalMs, pingTimeoutMs, pingIdleConnection, idleConnectionTimeoutMs } = HTTP2_OPTIONS;
+    this.inner = new Http2SessionManager(
+      baseUrl,
+      { pingIntervalMs, pingTimeoutMs, pingIdleConnection, idleConnectionTimeoutMs },
+      nodeOptions,
+    );
+  }
+
+  get authority(): string {
+    return this.inner.authority;
+  }
+
+  async request(
+    method: string,
+    path: string,
+    headers: http2.OutgoingHttpHeaders,
+    options: Omit<http2.ClientSessionRequestOptions, 'signal'>,
+  ): Promise<http2.ClientHttp2Stream> {
+    const stream = await this.inner.request(method, path, headers, options);
+    const session = stream.session;
+    if (session && !this.guarded.has(session)) {
+      this.guarded.add(session);
+      session.on('error', ignore);
+    }
+    return stream;
+  }
+
+  notifyResponseByteRead(stream: http2.ClientHttp2Stream): void {
+    this.inner.notifyResponseByteRead(stream);
+  }
+}
+
 /**
  * The transport services call each other with: the Connect protocol with binary protobuf over one
  * multiplexed HTTP/2 connection (h2c) to `http://host:port`. Every server also speaks gRPC (see
@@ -79,7 +129,7 @@ export function rpcTransport(baseUrl: string, interceptors: Interceptor[] = [], 
     useBinaryFormat: true,
     ...HTTP2_OPTIONS,
     // The session's memory bound, and with mTLS the connection that presents our certificate.
-    nodeOptions: { ...HTTP2_OPTIONS.nodeOptions, ...s.nodeOptions },
+    sessionManager: new GuardedSessions(s.baseUrl, { ...HTTP2_OPTIONS.nodeOptions, ...s.nodeOptions }),
   });
 }
 
@@ -91,7 +141,7 @@ export function grpcTransport(baseUrl: string, interceptors: Interceptor[] = [],
     interceptors: [propagateRequestId, traceClientCalls, ...s.interceptors],
     ...HTTP2_OPTIONS,
     // The session's memory bound, and with mTLS the connection that presents our certificate.
-    nodeOptions: { ...HTTP2_OPTIONS.nodeOptions, ...s.nodeOptions },
+    sessionManager: new GuardedSessions(s.baseUrl, { ...HTTP2_OPTIONS.nodeOptions, ...s.nodeOptions }),
   });
 }
 
