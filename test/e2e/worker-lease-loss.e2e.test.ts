@@ -71,6 +71,36 @@ describe('a worker stopped mid-call past its lease, then continued', () => {
     await pgProxy?.close();
   });
 
+  it('an adapter call that hangs past its timeout is retried, not the end of the job', async () => {
+    // Issue 14 item 6: a hung dependency ends the call, and the unit is tried again (DNC_ADAPTER_RETRIES,
+    // with backoff). The call's own timeout aborted it as Canceled, which is not a retryable code: the
+    // job failed at the first hung call (country_service_temporarily_unavailable), no retry made.
+    proxy.setFault({ kind: 'hang' });
+    let id = '';
+    const failed = () =>
+      WORKERS.flatMap((w) =>
+        stack
+          .logsOf(w)
+          .split('\n')
+          .filter((l) => l.includes('"adapter call failed"') && l.includes(id)),
+      );
+    try {
+      const job = await api.submit(['55 7788 9900']);
+      expect(job.status).toBe(202);
+      id = job.body.job_id as string;
+      // The first call hangs until its 5 s timeout; then the adapter answers again.
+      await expect.poll(() => failed().length, { timeout: 30_000, interval: 50 }).toBeGreaterThan(0);
+    } finally {
+      proxy.setFault({ kind: 'pass' });
+    }
+    const done = await api.waitFor(id, (s) => s !== 'queued' && s !== 'running', 60_000);
+    expect([done.body.status, done.body.error?.error]).toEqual(['succeeded', undefined]);
+    expect((await api.result(id)).body.prohibited_numbers_to_call).toEqual(['55 7788 9900']);
+    // The timed-out call is logged as such.
+    expect(failed()[0]).toContain('"code":"DeadlineExceeded"');
+    await expectInvariants(stack, { canaries: ['7788 9900', '77889900'] });
+  });
+
   it('the stale attempt notices the lost lease, stops, and is refused and counted', async () => {
     const staleBefore = await metric(stack, WORKERS[0]!, 'dnc_job_stale_completions_total');
     const staleBefore2 = await metric(stack, WORKERS[1]!, 'dnc_job_stale_completions_total');

@@ -96,8 +96,9 @@ async function checkUnit(run: UnitRun, from: number, to: number): Promise<void> 
       lastCause = { kind: 'country_unavailable', retryAfterSeconds: 0 };
       continue;
     }
+    const timeout = AbortSignal.timeout(options.callTimeoutMs);
     try {
-      const callSignal = AbortSignal.any([signal, AbortSignal.timeout(options.callTimeoutMs)]);
+      const callSignal = AbortSignal.any([signal, timeout]);
       hooks.onCall?.(Math.floor(from / options.unitSize), attempt);
       const res = await run
         .clients(adapter.address, country)
@@ -113,8 +114,17 @@ async function checkUnit(run: UnitRun, from: number, to: number): Promise<void> 
       return;
     } catch (error) {
       if (signal.aborted) throw run.stopped();
-      hooks.onCallFailed?.(Math.floor(from / options.unitSize), attempt, Code[ConnectError.from(error).code]);
-      const { cause, retryable } = classifyAdapterError(error);
+      // The call's own timeout aborts it as Canceled, a code that is not retried: it is a deadline
+      // exceeded (a hung adapter), and retried as one.
+      const failure = timeout.aborted
+        ? new ConnectError('adapter call timed out', Code.DeadlineExceeded)
+        : error;
+      hooks.onCallFailed?.(
+        Math.floor(from / options.unitSize),
+        attempt,
+        Code[ConnectError.from(failure).code],
+      );
+      const { cause, retryable } = classifyAdapterError(failure);
       if (!retryable) throw new JobFailure(cause);
       lastCause = cause;
     }
