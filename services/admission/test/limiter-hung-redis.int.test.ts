@@ -70,3 +70,28 @@ describe('the rate limiter while Redis hangs', () => {
     }
   });
 });
+
+describe('the rate limiter on a busy event loop', () => {
+  it('keeps counting in Redis when the answer arrived in time but the loop ran the timer first', async () => {
+    // A burst of requests can hold this process's event loop past the Redis bound while Redis itself
+    // answered within a millisecond. The reply then waits in the socket as the timer fires: taking
+    // that for a hung Redis turned the exact shared limit into per-process counts (a burst of 200
+    // across two replicas with limit 60 let 76 through).
+    const redis = createRedis(TEST_REDIS_URL);
+    const limiter = new RequestLimiter(redis, options, createLogger('test', 'silent'), new Registry());
+    try {
+      if (redis.status !== 'ready') await new Promise((r) => redis.once('ready', r));
+      for (let i = 0; i < 5; i++) {
+        const verdict = limiter.countRequest('org-busy', 100);
+        const busyUntil = performance.now() + 700; // longer than the 500 ms bound
+        while (performance.now() < busyUntil) {
+          // the loop held, as by a burst of work
+        }
+        expect((await verdict).kind).toBe('allowed');
+        expect(limiter.isDegraded).toBe(false);
+      }
+    } finally {
+      redis.disconnect();
+    }
+  });
+});
