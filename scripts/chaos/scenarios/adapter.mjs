@@ -61,6 +61,21 @@ export async function s10AdapterFaults(world, ledger, { phaseS }) {
   };
 }
 
+/**
+ * An organization's quota once its jobs' settlements ran: a job is visible terminal first, then its
+ * scheduler or worker releases (or commits) its reservation with quota, retried by the sweeper
+ * (DNC_SWEEP_INTERVAL_MS, 1 s here) when that call fails. Read until nothing is reserved, for at most
+ * `timeoutMs`; `used` must be 0 at every read (a cancelled or expired job is never charged).
+ */
+async function settledQuota(world, orgId, timeoutMs = 15_000) {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const q = await quotaOf(world.stack, orgId, COUNTRY);
+    if (q.used !== 0 || q.reserved === 0 || Date.now() > until) return q;
+    await sleep(500);
+  }
+}
+
 async function waitStatus(world, org, jobId, wanted, timeoutMs) {
   const until = Date.now() + timeoutMs;
   for (;;) {
@@ -106,7 +121,7 @@ export async function s11CancelInFlight(world, ledger, { jobs = 4 }) {
     ledger.jobs.get(id).status = end?.status;
     if (end?.status !== 'cancelled') failures.push(`a cancelled job ended ${end?.status}`);
   }
-  const q = await quotaOf(world.stack, org.orgId, COUNTRY);
+  const q = await settledQuota(world, org.orgId);
   if (q.used !== 0 || q.reserved !== 0)
     failures.push(`quota after cancels: used ${q.used}, reserved ${q.reserved}`);
   return {
@@ -142,7 +157,7 @@ export async function s12HardCap(world, ledger, { capS = 20 }) {
     setAdapters(world, { kind: 'pass' });
     await world.restartJobs({ DNC_JOB_HARD_CAP_SECONDS: undefined, DNC_ADAPTER_CALL_TIMEOUT_MS: undefined });
   }
-  const q = await quotaOf(world.stack, org.orgId, COUNTRY);
+  const q = await settledQuota(world, org.orgId);
   if (q.used !== 0 || q.reserved !== 0)
     failures.push(`quota after expiry: used ${q.used}, reserved ${q.reserved}`);
   return {
