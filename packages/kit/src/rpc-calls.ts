@@ -67,7 +67,10 @@ export function rpcMetrics(registry: Registry): RpcMetrics {
 /**
  * Every served call counted, timed and held in flight for the drain; its error mapped at the
  * boundary: a dependency outage becomes a retryable UNAVAILABLE platform_failure, an unexpected error
- * is logged (its class only) and crosses as a bare INTERNAL.
+ * is logged (its class only) and crosses as a bare INTERNAL. A server-streaming call (GetJobResult)
+ * runs its handler only as its messages are read, after `next` returned: the errors of its stream are
+ * mapped the same way as they are read (it is counted and timed to `next`, as before). Before, a
+ * PostgreSQL restart under a result read crossed as INTERNAL and the gateway answered 500 (chaos S8).
  */
 export function trackCalls(metrics: RpcMetrics, logger: Logger, inFlight: InFlight): Interceptor {
   return (next) => async (req) => {
@@ -79,25 +82,40 @@ export function trackCalls(metrics: RpcMetrics, logger: Logger, inFlight: InFlig
       metrics.total.inc({ method, code: 'ok' });
       // One line per call at debug level (with the caller's request id): follow one request hop by hop.
       logger.debug({ method }, 'rpc served');
+      if (res.stream) return { ...res, message: mapStreamErrors(res.message, method, logger) };
       return res;
     } catch (error) {
       const ce = ConnectError.from(error);
       metrics.total.inc({ method, code: Code[ce.code] ?? String(ce.code) });
-      // A dependency that is down or dropped the connection is an outage the caller can retry.
-      if (!(error instanceof ConnectError) && isDependencyOutage(error)) {
-        logger.warn({ method, err: error }, 'rpc failed: dependency unavailable');
-        throw publicError(Code.Unavailable, 'platform_failure', { retryAfterSeconds: 1 });
-      }
-      if (ce.findDetails(platformv1.ErrorInfoSchema).length === 0 && ce.code !== Code.Canceled) {
-        // Unexpected: log the class only; internal causes never cross the boundary.
-        logger.error({ method, err: ce.cause instanceof Error ? ce.cause : ce }, 'rpc failed');
-        if (ce.code === Code.Internal || ce.code === Code.Unknown)
-          throw new ConnectError('internal error', Code.Internal);
-      }
-      throw ce;
+      throw boundaryError(error, method, logger);
     } finally {
       end();
       inFlight.end();
     }
   };
+}
+
+async function* mapStreamErrors<T>(messages: AsyncIterable<T>, method: string, logger: Logger) {
+  try {
+    yield* messages;
+  } catch (error) {
+    throw boundaryError(error, method, logger);
+  }
+}
+
+/** The error a failed call crosses the boundary with (see `trackCalls`). */
+function boundaryError(error: unknown, method: string, logger: Logger): ConnectError {
+  const ce = ConnectError.from(error);
+  // A dependency that is down or dropped the connection is an outage the caller can retry.
+  if (!(error instanceof ConnectError) && isDependencyOutage(error)) {
+    logger.warn({ method, err: error }, 'rpc failed: dependency unavailable');
+    return publicError(Code.Unavailable, 'platform_failure', { retryAfterSeconds: 1 });
+  }
+  if (ce.findDetails(platformv1.ErrorInfoSchema).length === 0 && ce.code !== Code.Canceled) {
+    // Unexpected: log the class only; internal causes never cross the boundary.
+    logger.error({ method, err: ce.cause instanceof Error ? ce.cause : ce }, 'rpc failed');
+    if (ce.code === Code.Internal || ce.code === Code.Unknown)
+      return new ConnectError('internal error', Code.Internal);
+  }
+  return ce;
 }
