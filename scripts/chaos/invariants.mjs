@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { checkInvariants, formatViolations, stackTarget } from '@dnc/devstack';
 import pg from 'pg';
 import { quotaOf } from '../reliability/stack.mjs';
-import { CANARIES, drainJobs, retryUnanswered } from './traffic.mjs';
+import { CANARIES, drainJobs, retryUnanswered, retryUnansweredJobs } from './traffic.mjs';
 import { COUNTRY } from './world.mjs';
 
 /** Quota as the answers account for it: exact, or (for `loose` organizations) at most that much. */
@@ -104,6 +104,10 @@ export async function traceOrg(world, ledger, orgId) {
 
 export async function finalInvariants(world, ledger) {
   const failures = [];
+  // v2 submissions whose client got no 202, retried with their key: the job each answers is drained.
+  const unansweredJobs = ledger.unansweredJobs.length;
+  const retriedJobs = await retryUnansweredJobs(world, ledger);
+  failures.push(...retriedJobs.failures);
   const active = await drainJobs(world, ledger, 180_000);
   if (active.length) failures.push(`${active.length} accepted jobs not terminal after the drain`);
   // v1 requests whose client got no 200, retried with their key: a completed one replays free.
@@ -151,7 +155,7 @@ export async function finalInvariants(world, ledger) {
     requests: 0,
     jobs: ledger.jobs.size,
     pass: failures.length === 0,
-    figures: `${violations.length} store violations; ${quota.checked} organizations' quota; ${unanswered} unanswered v1 retried (${retried.replayed} replayed: completed before); jobs ${Object.entries(
+    figures: `${violations.length} store violations; ${quota.checked} organizations' quota; ${unanswered} unanswered v1 retried (${retried.replayed} replayed: completed before); ${unansweredJobs} unanswered v2 retried (${retriedJobs.jobs} answered with a job); jobs ${Object.entries(
       byStatus,
     )
       .map(([k, v]) => `${v} ${k}`)

@@ -46,6 +46,13 @@ export class Ledger {
    * the retry itself is the charge (issue 14: one charge per completed logical request).
    */
   unanswered = [];
+  /**
+   * v2 submissions whose client got no 202 (a 5xx, no answer, or anything after the transport's
+   * retry): the job may be stored all the same (SubmitJob's outcome unknown to the gateway), run and be
+   * charged. After the scenarios each is retried with its key, as a client would: the job it answers
+   * joins the ledger and the drain (spec: the same key gives the same job).
+   */
+  unansweredJobs = [];
   wrong = [];
   /**
    * Every v1 request of the traffic by organization, as the client saw it, so a quota discrepancy can
@@ -213,6 +220,37 @@ export async function retryUnanswered(world, ledger, { concurrency = 8, timeoutM
   return { failures: [...new Set(failures)], replayed };
 }
 
+/**
+ * Retry every v2 submission that got no 202 with its own key until it answers with a job (409/429/503
+ * wait as told); the job joins the ledger. Returns the failures and how many answered with a job.
+ */
+export async function retryUnansweredJobs(world, ledger, { timeoutMs = 60_000 } = {}) {
+  const failures = [];
+  let jobs = 0;
+  for (const r of ledger.unansweredJobs.splice(0)) {
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      const res = await api(world.publicBaseUrl, 'POST', '/v2/scrub', {
+        key: r.org.apiKey,
+        idem: r.idem,
+        json: { country: COUNTRY, phones: r.phones },
+      });
+      if ((res.status === 202 || res.status === 200) && res.body?.job_id) {
+        ledger.accept(r.org, res.body, r.idem);
+        jobs++;
+        break;
+      }
+      const wait = res.status === 409 || res.status === 429 || res.status >= 500 || res.status === 0;
+      if (!wait || Date.now() > until) {
+        failures.push(`a v2 retry answered ${res.status} ${res.body?.error ?? res.error ?? ''}`);
+        break;
+      }
+      await sleep(Math.max(250, Number(res.headers?.get('retry-after') ?? 1) * 1000));
+    }
+  }
+  return { failures: [...new Set(failures)], jobs };
+}
+
 /** One customer action; returns its kind and response. */
 async function act(world, ledger, tally, kind, org) {
   const base = world.publicBaseUrl;
@@ -256,7 +294,9 @@ async function act(world, ledger, tally, kind, org) {
     const idem = randomUUID();
     const res = await api(base, 'POST', '/v2/scrub', { key, idem, json: { country: COUNTRY, phones } });
     tally.add(kind, res);
-    if (res.status === 202) ledger.accept(org, res.body, idem);
+    if (res.status === 202 || (res.status === 200 && res.body?.job_id)) ledger.accept(org, res.body, idem);
+    else if (res.status >= 500 || res.status === 0 || res.retried)
+      ledger.unansweredJobs.push({ org, idem, phones });
     return;
   }
   const [jobId, job] = someJob;
