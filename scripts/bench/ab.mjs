@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// `node scripts/bench/ab.mjs --base DIR [--rounds N] [--per N] [--size N]`: the lone one-number v1
-// request of two builds, measured side by side in one run. DIR is another built checkout (with its
+// `node scripts/bench/ab.mjs --base DIR [--rounds N] [--per N] [--size N] [--numbers N]`: the lone v1
+// request of two builds (one number, or `--numbers` numbers: 10000 for the v1 10k figure), measured
+// side by side in one run, one request after another. DIR is another built checkout (with its
 // own node_modules, `npm ci && npm run build`), for example the commit before a change; this checkout
 // is the other. Both stacks run at once, each on its own database, NATS and Redis prefix; the rounds
 // alternate between them (order reversed every round), so a neighbour's load on a shared machine
@@ -21,17 +22,22 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '12' },
     per: { type: 'string', default: '40' },
     size: { type: 'string', default: '10000' },
-    warmup: { type: 'string', default: '300' },
+    warmup: { type: 'string' },
+    numbers: { type: 'string', default: '1' },
   },
 });
 if (!values.base) {
-  process.stderr.write('usage: node scripts/bench/ab.mjs --base DIR [--rounds N] [--per N] [--size N]\n');
+  process.stderr.write(
+    'usage: node scripts/bench/ab.mjs --base DIR [--rounds N] [--per N] [--size N] [--numbers N] [--warmup N]\n',
+  );
   process.exit(2);
 }
 const ROUNDS = Number(values.rounds);
 const PER = Number(values.per);
 const SIZE = Number(values.size);
-const WARMUP = Number(values.warmup);
+const NUMBERS = Number(values.numbers);
+// A 10,000-number request warms the same code as about thirty one-number requests do.
+const WARMUP = Number(values.warmup ?? (NUMBERS > 1 ? 30 : 300));
 // The bench modules read the command line when loaded: give them only the smoke flag.
 process.argv.splice(2, process.argv.length, '--smoke');
 
@@ -52,13 +58,20 @@ async function start(s) {
   const load = ['registry', 'load', '--country', workload.COUNTRY, '--file', ctx.registryFile];
   await ctx.stack.admin([...load, '--mode', 'replace']);
   await stackModule.waitCountryServing(ctx.stack);
-  s.bodies = Array.from({ length: 100 }, (_, i) => workload.body(workload.inputs(1, SIZE, i).phones));
+  s.bodies = Array.from({ length: NUMBERS > 1 ? 4 : 100 }, (_, i) =>
+    workload.body(workload.inputs(NUMBERS, SIZE, i).phones),
+  );
 }
 
 async function lone(s) {
   const i = s.requests++;
   const t = performance.now();
-  const res = await s.stackModule.scrubRequest(s.ctx, '/v1/scrub', s.bodies[i % 100], `ab-${s.ctx.run}-${i}`);
+  const res = await s.stackModule.scrubRequest(
+    s.ctx,
+    '/v1/scrub',
+    s.bodies[i % s.bodies.length],
+    `ab-${s.ctx.run}-${i}`,
+  );
   await res.text();
   if (res.status !== 200) throw new Error(`${s.name}: HTTP ${res.status}`);
   return performance.now() - t;
@@ -99,7 +112,7 @@ async function main() {
         .map(([k, v]) => `${k} ${((v * 1000) / (PER * ROUNDS)).toFixed(2)}`)
         .join(', ');
       process.stdout.write(
-        `${s.name} (${s.root}): lone p50 ${median(s.latencies).toFixed(2)} ms over ${s.latencies.length}; CPU ms per request: ${cpu}\n`,
+        `${s.name} (${s.root}): ${NUMBERS}-number p50 ${median(s.latencies).toFixed(2)} ms over ${s.latencies.length}; CPU ms per request: ${cpu}\n`,
       );
     }
     process.stdout.write(`median of the round ratios (this / base): ${median(ratios).toFixed(3)}\n`);
