@@ -95,7 +95,9 @@ describe('the early Check (issue 18)', () => {
     await scrubV1(deps, request('k1'), budget());
     const second = await scrubV1(deps, request('k2'), budget());
     expect(second).toMatchObject({ ok: true });
-    expect(JSON.parse((second as { body: string }).body).prohibited_numbers_to_call).toEqual(['5512345678']);
+    expect(JSON.parse((second as { body: Buffer }).body.toString('utf8')).prohibited_numbers_to_call).toEqual(
+      ['5512345678'],
+    );
     expect(u.calls.filter((c) => c.startsWith('check'))).toHaveLength(3);
   });
 

@@ -33,7 +33,7 @@ describe('v1 scrub flow over the in-memory upstream (spec: v1 execution, no part
       check: () => [registryv1.Outcome.PROHIBITED, registryv1.Outcome.SAFE],
     });
     expect(outcome).toMatchObject({ ok: true, replayed: false });
-    expect(JSON.parse((outcome as { body: string }).body)).toEqual({
+    expect(JSON.parse((outcome as { body: Buffer }).body.toString('utf8'))).toEqual({
       prohibited_numbers_to_call: ['5512345678'],
       safe_numbers_to_call: ['5587654321'],
       invalid_numbers: [],

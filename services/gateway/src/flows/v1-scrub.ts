@@ -23,8 +23,8 @@ export type V1Deps = FlowDeps<V1Upstream> & { early?: EarlyChecks };
 export type V1Outcome = (
   | {
       ok: true;
-      /** The ScrubResult as JSON. */
-      body: string;
+      /** The ScrubResult as JSON, in UTF-8: the bytes the reply writes as they are. */
+      body: Buffer;
       replayed: boolean;
       /** When the registry snapshot the answer was read from was taken (X-Registry-Snapshot-At). */
       snapshotAt: Date | undefined;
@@ -89,12 +89,12 @@ export async function scrubV1(deps: V1Deps, request: ScrubRequest, deadline: Dea
     return { ok: false, error: checked.error, rateLimit };
   }
   const { result, snapshotAt } = checked;
-  if (admission.replay)
-    return { ok: true, body: JSON.stringify(result), replayed: true, snapshotAt, rateLimit };
+  if (admission.replay) return { ok: true, body: utf8Json(result), replayed: true, snapshotAt, rateLimit };
 
-  // The result is serialized while Complete is on the wire; it is answered only once completed.
+  // The result is serialized (and encoded) while Complete is on the wire; it is answered only once
+  // completed.
   const completing = complete(deps.upstream, admission.admissionId, deadline);
-  const body = JSON.stringify(result);
+  const body = utf8Json(result);
   const completed = await completing;
   switch (completed.outcome) {
     case 'completed':
@@ -104,6 +104,15 @@ export async function scrubV1(deps: V1Deps, request: ScrubRequest, deadline: Dea
       await abort();
       return { ok: false, error: fromRpcError(completed.error), rateLimit };
   }
+}
+
+/**
+ * The result's JSON as UTF-8 bytes. Made here, beside Complete, instead of by the reply: a string body
+ * costs the reply a `Buffer.byteLength` for Content-Length and a UTF-8 encoding on the way out, both
+ * after Complete answered (~190 KB for 10,000 inputs).
+ */
+function utf8Json(result: ScrubResult): Buffer {
+  return Buffer.from(JSON.stringify(result), 'utf8');
 }
 
 /** The request's Check sent now, to the adapter admission chose for this key's last request. */
