@@ -1,62 +1,35 @@
-import type { AdapterDirectory, Logger, NatsConnection } from '@dnc/kit';
+import type { NatsConnection } from '@dnc/kit';
 import {
   extractTraceContext,
   inSpan,
   isWellFormedRequestId,
-  natsNames,
   REQUEST_ID_HEADER,
   runWithRequestId,
   SpanKind,
 } from '@dnc/kit';
-import { AckPolicy, type Consumer, type JsMsg, jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { nanos } from '@nats-io/transport-node';
-import type { KeyRing } from '../crypto/envelope.js';
+import type { Consumer, JsMsg } from '@nats-io/jetstream';
 import type { WorkMessage } from '../dispatch.js';
 import { backoffMs } from '../domain/failures.js';
-import { renderResult } from '../domain/result.js';
 import type { JobMetrics } from '../metrics.js';
-import type { QuotaSettlement } from '../settlement.js';
-import { readBlobWhole } from '../store/blobs.js';
-import type { JobRow, JobStore } from '../store/jobs.js';
-import { type AdapterClients, ExecutionStopped, executeUnits } from './execute.js';
-import { LeaseKeeper } from './lease.js';
+import type { JobStore } from '../store/jobs.js';
+import { type AttemptDeps, type AttemptOptions, runAttempt } from './attempt.js';
+import { jobConsumers } from './consumers.js';
 import { jobMemoryCost, MemoryBudget } from './memory.js';
 import { AttemptOutcomes } from './outcome.js';
 
-export interface WorkerOptions {
+export interface WorkerOptions extends AttemptOptions {
   prefix: string;
   countries: string[];
   jobConcurrency: number;
-  unitConcurrency: number;
-  unitSize: number;
-  retries: number;
-  callTimeoutMs: number;
-  leaseMs: number;
-  ackWaitMs: number;
   maxDeliver: number;
   maxAttempts: number;
   /** Bytes of V8 heap the jobs of this process may hold at once (jobMemoryCost each). */
   memoryBudgetBytes: number;
 }
 
-export interface WorkerDeps {
+export interface WorkerDeps extends AttemptDeps {
   nc: NatsConnection;
-  store: JobStore;
-  keys: KeyRing;
-  directory: AdapterDirectory;
-  clients: AdapterClients;
-  settlement: QuotaSettlement;
   metrics: JobMetrics;
-  logger: Logger;
-}
-
-/**
- * A job's inputs, parsed. The decrypted buffer and the decoded text are this function's alone, so
- * they are garbage once it returns: a running job holds its phones only (see memory.ts).
- */
-async function readPhones(store: JobStore, keys: KeyRing, job: JobRow): Promise<string[]> {
-  const input = await readBlobWhole(store.pool, keys, { jobId: job.id, orgId: job.orgId, kind: 'input' });
-  return JSON.parse(input.toString('utf8')) as string[];
 }
 
 /**
@@ -81,28 +54,7 @@ export class JobWorker {
 
   /** Create (or update) the durable consumers and start pulling. */
   async start(): Promise<void> {
-    const names = natsNames(this.options.prefix);
-    const jsm = await jetstreamManager(this.deps.nc);
-    const js = jetstream(this.deps.nc);
-    for (const country of this.options.countries) {
-      const config = {
-        durable_name: names.jobsConsumer(country),
-        filter_subject: names.jobsSubject(country),
-        ack_policy: AckPolicy.Explicit,
-        ack_wait: nanos(this.options.ackWaitMs),
-        max_deliver: this.options.maxDeliver,
-        max_ack_pending: 1_000,
-      };
-      try {
-        await jsm.consumers.add(names.jobsStream, config);
-      } catch {
-        await jsm.consumers.update(names.jobsStream, config.durable_name, {
-          ack_wait: config.ack_wait,
-          max_deliver: config.max_deliver,
-          max_ack_pending: config.max_ack_pending,
-        });
-      }
-      const consumer = await js.consumers.get(names.jobsStream, config.durable_name);
+    for (const consumer of await jobConsumers(this.deps.nc, this.options)) {
       for (let i = 0; i < this.options.jobConcurrency; i++) this.loops.push(this.pull(consumer));
     }
   }
@@ -252,121 +204,12 @@ export class JobWorker {
     if (job.attempts === 1 && job.startedAt)
       metrics.dispatchLag.observe(Math.max(0, (job.startedAt.getTime() - job.createdAt.getTime()) / 1000));
     this.deps.logger.info({ job_id: job.id, attempt: job.attempts }, 'job started');
-    await this.run(job, token, msg, abort, grantedAt);
-  }
-
-  private async run(
-    job: JobRow,
-    token: string,
-    msg: JsMsg,
-    abort: AbortController,
-    grantedAt: number,
-  ): Promise<void> {
-    const { store, settlement } = this.deps;
-    let stopReason: 'lease_lost' | 'shutdown' = 'shutdown';
-    const lease = new LeaseKeeper({
-      leaseMs: this.options.leaseMs,
-      intervalMs: Math.max(250, Math.min(this.options.leaseMs, this.options.ackWaitMs) / 3),
+    await runAttempt(
+      { deps: this.deps, options: this.options, outcomes: this.outcomes },
+      { job, token },
+      msg,
+      abort,
       grantedAt,
-      renew: () => store.renewLease(job.id, token, this.options.leaseMs),
-      heartbeat: () => {
-        try {
-          msg.working();
-        } catch {
-          // NATS reconnecting: the lease in Postgres still protects the job.
-        }
-      },
-      onLost: () => {
-        stopReason = 'lease_lost';
-        abort.abort();
-      },
-    });
-    lease.start();
-    const state = async (ok: boolean): Promise<'go' | 'cancel' | 'lease_lost'> => {
-      if (lease.isLost) return 'lease_lost';
-      if (ok) return 'go';
-      const r = await store.renewLease(job.id, token, this.options.leaseMs);
-      if (r.lost) return 'lease_lost';
-      return r.cancelRequested ? 'cancel' : 'go';
-    };
-    try {
-      const t0 = performance.now();
-      const phones = await readPhones(store, this.deps.keys, job);
-      const t1 = performance.now();
-      // The oldest snapshot any unit was answered from: the result is only as fresh as that.
-      let snapshotAt: Date | undefined;
-      const outcomes = await executeUnits(
-        job.country,
-        phones,
-        this.deps.directory,
-        this.deps.clients,
-        {
-          signal: abort.signal,
-          stopReason: () => stopReason,
-          // One line per call (ids and counts only): the invariant checker bounds calls per unit by it.
-          onCall: (unit, attempt) =>
-            this.deps.logger.info(
-              {
-                job_id: job.id,
-                attempt: job.attempts,
-                unit,
-                try: attempt + 1,
-                max_tries: this.options.retries + 1,
-              },
-              'adapter call',
-            ),
-          onCallFailed: (unit, attempt, code) =>
-            this.deps.logger.warn(
-              { job_id: job.id, attempt: job.attempts, unit, try: attempt + 1, code },
-              'adapter call failed',
-            ),
-          onSnapshot: (time) => {
-            if (time && (!snapshotAt || time < snapshotAt)) snapshotAt = time;
-          },
-          beginCall: async () => state(await store.beginExternalCall(job.id, token)),
-          endCall: async () => {
-            const r = await store.endExternalCall(job.id, token);
-            return r.lost || lease.isLost ? 'lease_lost' : r.cancelRequested ? 'cancel' : 'go';
-          },
-        },
-        {
-          unitSize: this.options.unitSize,
-          concurrency: this.options.unitConcurrency,
-          retries: this.options.retries,
-          callTimeoutMs: this.options.callTimeoutMs,
-        },
-      );
-      const t2 = performance.now();
-      const done = await store.complete(job.id, token, () => renderResult(phones, outcomes), snapshotAt);
-      // Phase timings only: no inputs, no outcomes.
-      this.deps.logger.info(
-        {
-          job_id: job.id,
-          inputs: phones.length,
-          read_ms: Math.round(t1 - t0),
-          check_ms: Math.round(t2 - t1),
-          store_ms: Math.round(performance.now() - t2),
-        },
-        'job executed',
-      );
-      if (done.kind !== 'lost') {
-        this.outcomes.finished(done.job);
-        await settlement.settle(done.job);
-      } else {
-        this.outcomes.stale(job, 'result refused');
-      }
-      msg.ack();
-    } catch (error) {
-      // Past a lease without a confirmed renewal, whatever went wrong (a call timed out while the
-      // process was stopped) is not this attempt's to record.
-      await this.outcomes.afterError(
-        job,
-        token,
-        msg,
-        lease.isLost ? new ExecutionStopped('lease_lost') : error,
-      );
-    } finally {
-      lease.stop();
-    }
+    );
   }
 }

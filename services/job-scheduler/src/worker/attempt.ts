@@ -1,0 +1,196 @@
+import type { AdapterDirectory, Logger } from '@dnc/kit';
+import type { JsMsg } from '@nats-io/jetstream';
+import type { KeyRing } from '../crypto/envelope.js';
+import { renderResult } from '../domain/result.js';
+import type { QuotaSettlement } from '../settlement.js';
+import { readBlobWhole } from '../store/blobs.js';
+import type { JobRow, JobStore } from '../store/jobs.js';
+import { type AdapterClients, type ExecutionHooks, ExecutionStopped, executeUnits } from './execute.js';
+import { LeaseKeeper } from './lease.js';
+import type { AttemptOutcomes } from './outcome.js';
+
+export interface AttemptDeps {
+  store: JobStore;
+  keys: KeyRing;
+  directory: AdapterDirectory;
+  clients: AdapterClients;
+  settlement: QuotaSettlement;
+  logger: Logger;
+}
+
+export interface AttemptOptions {
+  unitSize: number;
+  unitConcurrency: number;
+  retries: number;
+  callTimeoutMs: number;
+  leaseMs: number;
+  ackWaitMs: number;
+}
+
+/** What one attempt runs with, and where its end is written. */
+export interface AttemptContext {
+  deps: AttemptDeps;
+  options: AttemptOptions;
+  outcomes: AttemptOutcomes;
+}
+
+/** A job claimed for this attempt, with the attempt's lease token. */
+export interface Claimed {
+  job: JobRow;
+  token: string;
+}
+
+/**
+ * A job's inputs, parsed. The decrypted buffer and the decoded text are this function's alone, so
+ * they are garbage once it returns: a running job holds its phones only (see memory.ts).
+ */
+async function readPhones(store: JobStore, keys: KeyRing, job: JobRow): Promise<string[]> {
+  const input = await readBlobWhole(store.pool, keys, { jobId: job.id, orgId: job.orgId, kind: 'input' });
+  return JSON.parse(input.toString('utf8')) as string[];
+}
+
+/**
+ * The attempt's lease renewed in PostgreSQL and its message kept alive while it runs; a lease that
+ * cannot be renewed aborts the attempt, which then stops as `lease_lost` (else as `shutdown`).
+ */
+function keepLease(
+  ctx: AttemptContext,
+  { job, token }: Claimed,
+  msg: JsMsg,
+  abort: AbortController,
+  grantedAt: number,
+) {
+  const { leaseMs, ackWaitMs } = ctx.options;
+  let stopReason: 'lease_lost' | 'shutdown' = 'shutdown';
+  const lease = new LeaseKeeper({
+    leaseMs,
+    intervalMs: Math.max(250, Math.min(leaseMs, ackWaitMs) / 3),
+    grantedAt,
+    renew: () => ctx.deps.store.renewLease(job.id, token, leaseMs),
+    heartbeat: () => {
+      try {
+        msg.working();
+      } catch {
+        // NATS reconnecting: the lease in Postgres still protects the job.
+      }
+    },
+    onLost: () => {
+      stopReason = 'lease_lost';
+      abort.abort();
+    },
+  });
+  lease.start();
+  return { lease, stopReason: () => stopReason };
+}
+
+/**
+ * What executeUnits does around each adapter call: the call counted under the lease (a cancel or a
+ * lost lease stops the attempt), one log line per call and per failed call (ids and counts only).
+ */
+function executionHooks(
+  ctx: AttemptContext,
+  { job, token }: Claimed,
+  keeper: ReturnType<typeof keepLease>,
+  signal: AbortSignal,
+  onSnapshot: (time: Date | undefined) => void,
+): ExecutionHooks {
+  const { store, logger } = ctx.deps;
+  const state = async (ok: boolean): Promise<'go' | 'cancel' | 'lease_lost'> => {
+    if (keeper.lease.isLost) return 'lease_lost';
+    if (ok) return 'go';
+    const r = await store.renewLease(job.id, token, ctx.options.leaseMs);
+    if (r.lost) return 'lease_lost';
+    return r.cancelRequested ? 'cancel' : 'go';
+  };
+  return {
+    signal,
+    stopReason: keeper.stopReason,
+    // One line per call (ids and counts only): the invariant checker bounds calls per unit by it.
+    onCall: (unit, attempt) =>
+      logger.info(
+        {
+          job_id: job.id,
+          attempt: job.attempts,
+          unit,
+          try: attempt + 1,
+          max_tries: ctx.options.retries + 1,
+        },
+        'adapter call',
+      ),
+    onCallFailed: (unit, attempt, code) =>
+      logger.warn(
+        { job_id: job.id, attempt: job.attempts, unit, try: attempt + 1, code },
+        'adapter call failed',
+      ),
+    onSnapshot,
+    beginCall: async () => state(await store.beginExternalCall(job.id, token)),
+    endCall: async () => {
+      const r = await store.endExternalCall(job.id, token);
+      return r.lost || keeper.lease.isLost ? 'lease_lost' : r.cancelRequested ? 'cancel' : 'go';
+    },
+  };
+}
+
+/**
+ * One execution attempt of a claimed job, under its lease: the inputs read, every unit checked
+ * against the country's adapter, the result stored with the job's terminal state, the reservation
+ * settled, the message acked. Whatever throws is recorded by AttemptOutcomes.afterError.
+ */
+export async function runAttempt(
+  ctx: AttemptContext,
+  claimed: Claimed,
+  msg: JsMsg,
+  abort: AbortController,
+  grantedAt: number,
+): Promise<void> {
+  const { store, settlement, logger } = ctx.deps;
+  const { job, token } = claimed;
+  const keeper = keepLease(ctx, claimed, msg, abort, grantedAt);
+  try {
+    const t0 = performance.now();
+    const phones = await readPhones(store, ctx.deps.keys, job);
+    const t1 = performance.now();
+    // The oldest snapshot any unit was answered from: the result is only as fresh as that.
+    let snapshotAt: Date | undefined;
+    const hooks = executionHooks(ctx, claimed, keeper, abort.signal, (time) => {
+      if (time && (!snapshotAt || time < snapshotAt)) snapshotAt = time;
+    });
+    const outcomes = await executeUnits(job.country, phones, ctx.deps.directory, ctx.deps.clients, hooks, {
+      unitSize: ctx.options.unitSize,
+      concurrency: ctx.options.unitConcurrency,
+      retries: ctx.options.retries,
+      callTimeoutMs: ctx.options.callTimeoutMs,
+    });
+    const t2 = performance.now();
+    const done = await store.complete(job.id, token, () => renderResult(phones, outcomes), snapshotAt);
+    // Phase timings only: no inputs, no outcomes.
+    logger.info(
+      {
+        job_id: job.id,
+        inputs: phones.length,
+        read_ms: Math.round(t1 - t0),
+        check_ms: Math.round(t2 - t1),
+        store_ms: Math.round(performance.now() - t2),
+      },
+      'job executed',
+    );
+    if (done.kind !== 'lost') {
+      ctx.outcomes.finished(done.job);
+      await settlement.settle(done.job);
+    } else {
+      ctx.outcomes.stale(job, 'result refused');
+    }
+    msg.ack();
+  } catch (error) {
+    // Past a lease without a confirmed renewal, whatever went wrong (a call timed out while the
+    // process was stopped) is not this attempt's to record.
+    await ctx.outcomes.afterError(
+      job,
+      token,
+      msg,
+      keeper.lease.isLost ? new ExecutionStopped('lease_lost') : error,
+    );
+  } finally {
+    keeper.lease.stop();
+  }
+}
