@@ -35,19 +35,75 @@ export function registryFile(size = 20_000) {
   return file;
 }
 
-export async function buildWorld({ orgs, env = {} }) {
+/**
+ * The environment of every process of the chaos stack: short windows, leases and bounds, so each
+ * scenario sees the mechanism it provokes act within the run.
+ */
+function chaosEnv(env) {
+  return {
+    DNC_ABUSE_AUTH_FAILURES: '1000000',
+    DNC_ABUSE_ORG_FACTOR: '1000',
+    // Short windows, so S2 finds a window boundary within seconds.
+    DNC_RATE_WINDOW_SECONDS: '10',
+    DNC_JOB_LEASE_MS: '4000',
+    DNC_JOBS_ACK_WAIT_MS: '6000',
+    DNC_SWEEP_INTERVAL_MS: '1000',
+    DNC_REDISPATCH_AFTER_MS: '5000',
+    DNC_ADAPTER_CALL_TIMEOUT_MS: '8000',
+    DNC_SHUTDOWN_TIMEOUT_MS: '5000',
+    // Abandoned v1 reservations (a gateway killed mid-request) released within the drain.
+    DNC_SYNC_RESERVATION_TTL_SECONDS: '30',
+    // The gateway's bounds, short enough for S17 to see them act within the run.
+    DNC_REQUEST_TIMEOUT_MS: '10000',
+    DNC_SOCKET_IDLE_TIMEOUT_MS: '20000',
+    DNC_KEEP_ALIVE_TIMEOUT_MS: '15000',
+    // S1 reads each process's live heap after a full collection through its inspector (probe.mjs):
+    // loopback only, a port of its own (0: chosen by the system, printed to the process's log).
+    NODE_OPTIONS: [process.env.NODE_OPTIONS, '--inspect=127.0.0.1:0'].filter(Boolean).join(' '),
+    ...env,
+  };
+}
+
+/** The private servers and the fault proxies in front of them, of each adapter and of the gateways. */
+async function startServersAndProxies() {
   say('starting private PostgreSQL, Redis and NATS');
   const [pg, redis, nats] = await Promise.all([privatePostgres(), privateRedis(), privateNats()]);
   const pgProxy = await TcpProxy.start([hostPort(pg.url)]);
   const redisProxy = await TcpProxy.start([hostPort(redis.url)]);
   const adapterProxies = [await TcpProxy.start([]), await TcpProxy.start([])];
   const balancer = await TcpProxy.start([]);
-  const publicBaseUrl = `http://${balancer.address}`;
   const servers = {
     databaseUrl: through(pg.url, pgProxy),
     redisUrl: through(redis.url, redisProxy),
     natsUrl: nats.url,
   };
+  const close = async () => {
+    for (const p of [balancer, pgProxy, redisProxy, ...adapterProxies]) await p.close();
+    await Promise.all([pg.stop(), redis.stop(), nats.stop()]);
+  };
+  return { pg, redis, nats, pgProxy, redisProxy, adapterProxies, balancer, servers, close };
+}
+
+/** Restart the scheduler and the workers with `extra` added (a value `undefined` restores the default). */
+const restartJobsOf = (stack) => async (extra) => {
+  const names = [...stack.processes.keys()].filter(
+    (n) => n === 'job-scheduler' || n.startsWith('job-worker'),
+  );
+  for (const n of names) {
+    const p = stack.processes.get(n);
+    await stack.stop(n);
+    for (const [k, v] of Object.entries(extra)) {
+      if (v === undefined) delete p.env[k];
+      else p.env[k] = v;
+    }
+    await stack.start(n);
+  }
+};
+
+export async function buildWorld({ orgs, env = {} }) {
+  const { close: closeServers, ...net } = await startServersAndProxies();
+  const { adapterProxies, balancer, servers } = net;
+  const publicBaseUrl = `http://${balancer.address}`;
   say('starting the stack (3 gateways, 2 admission, 2 workers, 2 co adapters)');
   const { stack, teardown } = await startStack({
     label: 'chaos',
@@ -55,28 +111,7 @@ export async function buildWorld({ orgs, env = {} }) {
     countries: [COUNTRY],
     publicBaseUrl,
     replicas: { gateway: 3, admission: 2, 'job-worker': 2, adapter: 2 },
-    env: {
-      DNC_ABUSE_AUTH_FAILURES: '1000000',
-      DNC_ABUSE_ORG_FACTOR: '1000',
-      // Short windows, so S2 finds a window boundary within seconds.
-      DNC_RATE_WINDOW_SECONDS: '10',
-      DNC_JOB_LEASE_MS: '4000',
-      DNC_JOBS_ACK_WAIT_MS: '6000',
-      DNC_SWEEP_INTERVAL_MS: '1000',
-      DNC_REDISPATCH_AFTER_MS: '5000',
-      DNC_ADAPTER_CALL_TIMEOUT_MS: '8000',
-      DNC_SHUTDOWN_TIMEOUT_MS: '5000',
-      // Abandoned v1 reservations (a gateway killed mid-request) released within the drain.
-      DNC_SYNC_RESERVATION_TTL_SECONDS: '30',
-      // The gateway's bounds, short enough for S17 to see them act within the run.
-      DNC_REQUEST_TIMEOUT_MS: '10000',
-      DNC_SOCKET_IDLE_TIMEOUT_MS: '20000',
-      DNC_KEEP_ALIVE_TIMEOUT_MS: '15000',
-      // S1 reads each process's live heap after a full collection through its inspector (probe.mjs):
-      // loopback only, a port of its own (0: chosen by the system, printed to the process's log).
-      NODE_OPTIONS: [process.env.NODE_OPTIONS, '--inspect=127.0.0.1:0'].filter(Boolean).join(' '),
-      ...env,
-    },
+    env: chaosEnv(env),
     processEnv: {
       // Callers reach each adapter through its fault proxy: the address the adapter announces.
       [`adapter-${COUNTRY}`]: { DNC_ADVERTISE_ADDR: `http://${adapterProxies[0].address}` },
@@ -102,39 +137,9 @@ export async function buildWorld({ orgs, env = {} }) {
         rateLimit: 60_000,
       }),
   );
-  /** Restart the scheduler and the workers with `env` added (a value `undefined` restores the default). */
-  const restartJobs = async (extra) => {
-    const names = [...stack.processes.keys()].filter(
-      (n) => n === 'job-scheduler' || n.startsWith('job-worker'),
-    );
-    for (const n of names) {
-      const p = stack.processes.get(n);
-      await stack.stop(n);
-      for (const [k, v] of Object.entries(extra)) {
-        if (v === undefined) delete p.env[k];
-        else p.env[k] = v;
-      }
-      await stack.start(n);
-    }
-  };
   const close = async () => {
     await teardown();
-    for (const p of [balancer, pgProxy, redisProxy, ...adapterProxies]) await p.close();
-    await Promise.all([pg.stop(), redis.stop(), nats.stop()]);
+    await closeServers();
   };
-  return {
-    stack,
-    orgs: seeded,
-    restartJobs,
-    pg,
-    redis,
-    nats,
-    pgProxy,
-    redisProxy,
-    adapterProxies,
-    balancer,
-    publicBaseUrl,
-    servers,
-    close,
-  };
+  return { stack, orgs: seeded, restartJobs: restartJobsOf(stack), ...net, publicBaseUrl, close };
 }
