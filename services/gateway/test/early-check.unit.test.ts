@@ -57,22 +57,6 @@ describe('the early Check (issue 18)', () => {
     expect(u.calls.filter((c) => c.startsWith('complete'))).toHaveLength(2);
   });
 
-  it('a large early Check leaves after its Admit: Admit, the longer leg, does not wait for its encoding', async () => {
-    const { u, deps, seenBeforeAdmitAnswered } = slowAdmit();
-    // Past CHECK_SHARE_MAX_INPUTS: a Check of its own, not a batch.
-    const phones = Array.from({ length: 1_000 }, (_, i) => String(5_512_000_000 + i));
-    await scrubV1(deps, { ...request('k1'), phones }, budget());
-    await scrubV1(deps, { ...request('k2'), phones }, budget());
-    expect(seenBeforeAdmitAnswered).toEqual([false, true]);
-    // In the order the services received them.
-    expect(u.calls.filter((c) => /^(admit|check) /.test(c))).toEqual([
-      'admit k1',
-      'check 1000',
-      'admit k2',
-      'check 1000',
-    ]);
-  });
-
   it('another key gets none: admission of one key says nothing about another', async () => {
     const { deps, seenBeforeAdmitAnswered } = slowAdmit();
     await scrubV1(deps, request('k1', 'dnc_live_one'), budget());

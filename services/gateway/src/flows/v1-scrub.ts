@@ -54,13 +54,13 @@ type CompleteOutcome = { outcome: 'completed' } | CallFailure;
  *                                            request completed instead: one charge, a retry replays
  */
 export async function scrubV1(deps: V1Deps, request: ScrubRequest, deadline: Deadline): Promise<V1Outcome> {
-  // The early Check's slot is taken first (from what the key's previous requests left), but Admit is
-  // submitted before the Check is encoded: Admit is the longer leg, and its batch leaves at the end of
-  // this turn, ahead of the Check's (a 10,000-number Check's encoding and write no longer delay it).
-  const slot = deps.early?.begin(request);
-  const admitting = admitScrub(deps, request, admissionv1.RequestKind.SYNC, deadline.remaining(ADMIT_MAX_MS));
-  const early = slot ? earlyCheck(deps, slot, request, deadline) : undefined;
-  const admitted = await admitting;
+  const early = earlyCheck(deps, request, deadline);
+  const admitted = await admitScrub(
+    deps,
+    request,
+    admissionv1.RequestKind.SYNC,
+    deadline.remaining(ADMIT_MAX_MS),
+  );
   const { rateLimit } = admitted;
   if (admitted.outcome !== 'admitted') {
     deps.early?.refused(request);
@@ -118,10 +118,11 @@ function utf8Json(result: ScrubResult): Buffer {
 /** The request's Check sent now, to the adapter admission chose for this key's last request. */
 function earlyCheck(
   deps: V1Deps,
-  slot: { address: string; release: () => void },
   request: ScrubRequest,
   deadline: Deadline,
-): Promise<CheckOutcome> {
+): Promise<CheckOutcome> | undefined {
+  const slot = deps.early?.begin(request);
+  if (!slot) return undefined;
   return checkPhones(deps.upstream, slot.address, request, deadline).finally(slot.release);
 }
 

@@ -34,8 +34,6 @@ interface Timed<T> {
   deadline: number;
 }
 
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
-
 function expired(): ConnectError {
   return new ConnectError('deadline exceeded before the call was sent', Code.DeadlineExceeded);
 }
@@ -142,11 +140,7 @@ export function batchedCalls(upstreams: UpstreamClients, metrics?: Registry): Ba
     complete: (admissionId, timeoutMs) => submitTimed(completes, admissionId, timeoutMs),
     check(address, country, phones, timeoutMs) {
       if (phones.length > CHECK_SHARE_MAX_INPUTS) {
-        // Encoded and sent at the end of this turn, as a batch is: the calls submitted in this turn
-        // before it (a v1 request's Admit) leave first instead of waiting for its encoding and write.
-        return nextTurn().then(() =>
-          upstreams.adapter(address, country).check(checkRequest(country, phones), { timeoutMs }),
-        );
+        return upstreams.adapter(address, country).check(checkRequest(country, phones), { timeoutMs });
       }
       return submitTimed(checkBatcher(address, country), phones, timeoutMs);
     },
