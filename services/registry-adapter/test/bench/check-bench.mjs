@@ -5,8 +5,12 @@
 //   node services/registry-adapter/test/bench/check-bench.mjs [--size 10000000] [--calls 200] [--batch 10000]
 //
 // The adapter runs as its own process (scripts/run.js registry-adapter) against the local PostgreSQL
-// and NATS, in a fresh database and NATS prefix that are dropped at the end. Reports load time, the
-// adapter's peak RSS (VmHWM), the replica's index rebuild, and Check latency percentiles.
+// and NATS, in a fresh database and NATS prefix that are dropped at the end, with mutual TLS as in
+// production: a local CA (devstack's StackPki) issues the adapters' certificates
+// (registry-adapter-mx), the caller's (conformance: Check and Describe) and dnc-admin's (operator, on
+// the adapter's admin listener).
+// Reports load time, the adapter's peak RSS (VmHWM), the replica's index rebuild, and Check latency
+// percentiles.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, readFileSync, rmSync } from 'node:fs';
@@ -17,6 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { fromBinary } from '@bufbuild/protobuf';
 import { createClient } from '@connectrpc/connect';
+import { StackPki } from '@dnc/devstack';
 import { grpcTransport } from '@dnc/kit';
 import { registryv1 } from '@dnc/proto';
 import grpc from '@grpc/grpc-js';
@@ -155,43 +160,64 @@ async function series(label, call, phones, expected) {
 
 const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
-async function main() {
+/** grpc-js credentials of the caller's certificate, accepting only the mx adapter's identity. */
+function grpcCredentials(dir) {
+  const read = (f) => readFileSync(path.join(dir, f));
+  return grpc.credentials.createSsl(read('ca.crt'), read('tls.key'), read('tls.crt'), {
+    checkServerIdentity: (_host, cert) =>
+      (cert.subjectaltname ?? '').includes('/registry-adapter-mx') ? undefined : new Error('not the adapter'),
+  });
+}
+
+/** One adapter process's environment: its certificate and its own ports. */
+async function adapterEnvOf(pki, name, base) {
+  await pki.write(name, 'registry-adapter-mx');
   const port = await freePort();
-  const address = `http://127.0.0.1:${port}`;
-  const metricsPort = await freePort();
-  const adapterEnv = {
+  const adminPort = await freePort();
+  const env = {
+    ...base,
+    ...pki.env(name),
+    DNC_GRPC_PORT: String(port),
+    DNC_ADMIN_PORT: String(adminPort),
+    DNC_HEALTH_PORT: String(await freePort()),
+    DNC_METRICS_PORT: String(await freePort()),
+  };
+  return { env, port, adminPort };
+}
+
+async function main() {
+  const pki = await StackPki.create();
+  const base = {
     COUNTRY: 'mx',
     DATABASE_URL: dbUrl.toString(),
     NATS_URL: NATS,
     DNC_NATS_PREFIX: prefix,
-    DNC_GRPC_PORT: String(port),
-    DNC_METRICS_PORT: String(metricsPort),
     DNC_LOG_LEVEL: 'warn',
   };
+  const primary = await adapterEnvOf(pki, 'adapter', base);
+  const second = await adapterEnvOf(pki, 'replica', base);
+  const { port } = primary;
+  const metricsPort = Number(primary.env.DNC_METRICS_PORT);
+  // Check and Describe on the data listener: the identity the authorization table lets do both.
+  const caller = await pki.security('conformance');
+  const operatorDir = await pki.write('operator', 'operator');
+  const transportTo = (p) =>
+    grpcTransport(`http://127.0.0.1:${p}`, [], { security: caller, peer: 'registry-adapter-mx' });
   console.log(`writing ${SIZE.toLocaleString('en')} registry lines to ${file}`);
   let t = Date.now();
   await writeRegistryFile();
   console.log(`  ${((Date.now() - t) / 1000).toFixed(1)} s`);
   const adapter = spawn(process.execPath, [path.join(ROOT, 'scripts/run.js'), 'registry-adapter'], {
-    env: { ...process.env, ...adapterEnv },
+    env: { ...process.env, ...primary.env },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   // A second replica of the same country: it must pick the loaded snapshot up by itself.
-  const replicaPort = await freePort();
   const replica = spawn(process.execPath, [path.join(ROOT, 'scripts/run.js'), 'registry-adapter'], {
-    env: {
-      ...process.env,
-      ...adapterEnv,
-      DNC_GRPC_PORT: String(replicaPort),
-      DNC_METRICS_PORT: String(await freePort()),
-    },
+    env: { ...process.env, ...second.env },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
-  const replicaClient = createClient(
-    registryv1.RegistryAdapterService,
-    grpcTransport(`http://127.0.0.1:${replicaPort}`),
-  );
-  const client = createClient(registryv1.RegistryAdapterService, grpcTransport(address));
+  const replicaClient = createClient(registryv1.RegistryAdapterService, transportTo(second.port));
+  const client = createClient(registryv1.RegistryAdapterService, transportTo(port));
   try {
     for (let i = 0; ; i++) {
       try {
@@ -217,9 +243,9 @@ async function main() {
           '--file',
           file,
           '--address',
-          address,
+          `127.0.0.1:${primary.adminPort}`,
         ],
-        {},
+        { DNC_TLS_DIR: operatorDir, DNC_TRUST_DOMAIN: pki.trustDomain },
       ),
     );
     const loadSeconds = (Date.now() - t) / 1000;
@@ -277,9 +303,11 @@ async function main() {
       phones,
       expected,
     );
-    const raw = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), {
+    const raw = new grpc.Client(`127.0.0.1:${port}`, grpcCredentials(caller.material.dir), {
       'grpc.max_receive_message_length': 64 << 20,
       'grpc.max_send_message_length': 64 << 20,
+      // The certificate names an identity, not this address: no IP address as the TLS server name.
+      'grpc.ssl_target_name_override': 'localhost',
     });
     const encoded = () => encodeCheckRequest('mx', phones);
     const grpcMs = await series(
@@ -332,6 +360,7 @@ async function main() {
       if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
     }
     rmSync(file, { force: true });
+    pki.close();
     const admin = new URL(dbUrl);
     admin.pathname = '/postgres';
     const c = new pg.Client({ connectionString: admin.toString() });
