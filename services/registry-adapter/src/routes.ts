@@ -1,3 +1,4 @@
+import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter, HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { isPhoneWithinLimit } from '@dnc/api-contract/limits';
@@ -5,6 +6,7 @@ import { Code, ConnectError, checkResponse, publicError, validationError } from 
 import { registryv1 } from '@dnc/proto';
 import type { Logger } from 'pino';
 import { checkPhones } from './check.js';
+import { type CheckRequestWire, checkMethod, checkPhonesOf } from './check-request.js';
 import type { AdapterMetrics } from './metrics.js';
 import type { Drill, DrillFailure, DrillProvider } from './providers/drill-provider.js';
 import { ProviderError, type ProviderState } from './providers/provider.js';
@@ -38,28 +40,41 @@ const STATUS: Record<ProviderState['status'], registryv1.AdapterStatus> = {
   unavailable: registryv1.AdapterStatus.UNAVAILABLE,
 };
 
-export function registryAdapterService(
-  deps: AdapterDeps,
-): ServiceImpl<typeof registryv1.RegistryAdapterService> {
+type AdapterImpl = ServiceImpl<typeof registryv1.RegistryAdapterService>;
+
+/** Check (its request read as `CheckRequestWire`, check-request.ts) and Describe. */
+export function registryAdapterService(deps: AdapterDeps): {
+  check(req: CheckRequestWire, ctx: HandlerContext): Promise<registryv1.CheckResponse>;
+  describe: AdapterImpl['describe'];
+} {
   const { country, metrics } = deps;
   return {
     async check(req, ctx) {
       if (req.country !== country) throw validationError(`this adapter serves country ${country}`);
-      if (req.phones.length > MAX_CHECK_BATCH)
+      const json = isJson(ctx.requestHeader.get('content-type'));
+      const phones = checkPhonesOf(req, json);
+      if (phones.length > MAX_CHECK_BATCH)
         throw validationError(`at most ${MAX_CHECK_BATCH} phones per call`);
-      for (const phone of req.phones) {
+      for (const phone of phones) {
         if (!isPhoneWithinLimit(phone))
           throw validationError(`each phone is at most ${MAX_PHONE_LENGTH} characters`);
       }
       const end = metrics.checkDuration.startTimer({ country });
       try {
-        const answer = await checkPhones(req.phones, deps.normalizer, deps.provider, ctx.signal);
+        const answer = await checkPhones(phones, deps.normalizer, deps.provider, ctx.signal);
         metrics.countOutcomes(answer.outcomes);
-        return checkResponse({
+        const response = {
           outcomes: answer.outcomes,
           snapshotId: answer.snapshotId,
           snapshotTime: answer.snapshotTime ? timestampFromDate(answer.snapshotTime) : undefined,
-        });
+        };
+        // The pre-encoded outcomes are binary-only (raw field bytes): JSON has none of them.
+        if (json)
+          return create(registryv1.CheckResponseSchema, {
+            ...response,
+            outcomes: Array.from(answer.outcomes),
+          });
+        return checkResponse(response);
       } catch (error) {
         throw checkFailure(error, ctx, deps);
       } finally {
@@ -81,6 +96,9 @@ export function registryAdapterService(
     },
   };
 }
+
+/** A request in JSON (Connect `application/json`, gRPC `+json`) rather than binary protobuf. */
+const isJson = (contentType: string | null) => contentType?.includes('json') === true;
 
 /** Map a failed Check to its public form; provider details never cross the boundary. */
 function checkFailure(error: unknown, ctx: HandlerContext, deps: AdapterDeps): ConnectError {
@@ -244,7 +262,12 @@ export function adapterRoutes(deps: AdapterDeps) {
   const adapter = registryAdapterService(deps);
   return {
     data: (router: ConnectRouter) => {
-      router.service(registryv1.RegistryAdapterService, adapter);
+      // Check with its own request descriptor (check-request.ts); Connect routes it by the same path.
+      router.rpc(
+        checkMethod as typeof registryv1.RegistryAdapterService.method.check,
+        adapter.check as never,
+      );
+      router.rpc(registryv1.RegistryAdapterService.method.describe, adapter.describe);
     },
     admin: (router: ConnectRouter) => {
       router.service(registryv1.RegistryAdminService, registryAdminService(deps));

@@ -1,5 +1,7 @@
+import { create } from '@bufbuild/protobuf';
+import { WireType } from '@bufbuild/protobuf/wire';
 import { Code, ConnectError, createClient } from '@connectrpc/connect';
-import { grpcTransport, readPublicReason } from '@dnc/kit';
+import { checkRequest, grpcTransport, readPublicReason } from '@dnc/kit';
 import { healthv1, registryv1 } from '@dnc/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningAdapter } from '../src/index.js';
@@ -140,6 +142,37 @@ describe('registry adapter (mx) against PostgreSQL and NATS', () => {
     const done = await first;
     expect(done.registrySize).toBe(3n);
     await loadLines(adapter.address, 'mx', LoadMode.REMOVE, ['+52 55 2222 3333']);
+  });
+
+  it('answers the same over gRPC, Connect and Connect JSON, and refuses a phone of invalid UTF-8', async () => {
+    // The adapter reads a binary request's phones from its bytes (check-request.ts), a JSON one's
+    // from the decoded message: every protocol must give the same answer.
+    const { adapter: grpc, connect, json } = adapterClients(adapter.address);
+    const phones = ['55 1234 5678', '+52 55 9999 0000', 'ñ 55 9999 0000', '', '5'.repeat(64), '55 1234 5678'];
+    const want = await grpc.check({ country: 'mx', phones });
+    expect(want.outcomes).toHaveLength(phones.length);
+    expect(want.outcomes).not.toContain(Outcome.UNSPECIFIED);
+    expect(want.outcomes[5]).toBe(want.outcomes[0]);
+    // 'ñ 55 9999 0000' is the unregistered line with a stray letter, as '+52 55 9999 0000' is.
+    expect(want.outcomes.slice(1, 5)).toEqual([
+      Outcome.SAFE,
+      Outcome.SAFE,
+      Outcome.INVALID_UNPARSEABLE,
+      Outcome.INVALID_LENGTH,
+    ]);
+    for (const client of [connect, json])
+      expect((await client.check({ country: 'mx', phones })).outcomes).toEqual(want.outcomes);
+    // The platform's own encoding (kit checkRequest: the phones as one raw field; binary only).
+    for (const client of [grpc, connect])
+      expect((await client.check(checkRequest('mx', phones))).outcomes).toEqual(want.outcomes);
+    // A phone whose bytes are not UTF-8 (0xc3 alone), written as the field's raw bytes.
+    const bad = create(registryv1.CheckRequestSchema, { country: 'mx', phones: [] });
+    bad.$unknown = [{ no: 2, wireType: WireType.LengthDelimited, data: Uint8Array.from([1, 0xc3]) }];
+    for (const client of [grpc, connect]) {
+      const refused = await client.check(bad).catch((e) => e);
+      expect(refused).toBeInstanceOf(ConnectError);
+      expect(refused.code).toBe(Code.Internal);
+    }
   });
 
   it('rejects a wrong country, an oversized batch and an oversized phone', async () => {

@@ -3,6 +3,7 @@
 // `dnc-admin registry load`, then time Check calls of 10,000 mixed inputs over gRPC.
 //
 //   node services/registry-adapter/test/bench/check-bench.mjs [--size 10000000] [--calls 200] [--batch 10000]
+//     [--base DIR [--rounds 10]] [--profile DIR]
 //
 // The adapter runs as its own process (scripts/run.js registry-adapter) against the local PostgreSQL
 // and NATS, in a fresh database and NATS prefix that are dropped at the end, with mutual TLS as in
@@ -11,6 +12,13 @@
 // the adapter's admin listener).
 // Reports load time, the adapter's peak RSS (VmHWM), the replica's index rebuild, and Check latency
 // percentiles.
+//
+// --base DIR: A/B. DIR is another built checkout (`npm ci && npm run build`, for example the commit
+// before a change); the replica runs DIR's adapter, and after the usual figures the gateway's own
+// client (kit rpcTransport + checkRequest, each side's own kit) and the pre-encoded grpc-js call are
+// timed against both adapters in alternating rounds (order reversed every round), so a neighbour's
+// load falls on both: each round's p50 per side and the median of the ratios (this checkout / base).
+// --profile DIR: both adapters run with --cpu-prof, their profiles written to DIR when they stop.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, readFileSync, rmSync } from 'node:fs';
@@ -35,6 +43,9 @@ const { values } = parseArgs({
     batch: { type: 'string', default: '10000' },
     // Share of valid numbers of other countries in the batch (in percent of inputs).
     'foreign-pct': { type: 'string', default: '2' },
+    base: { type: 'string' },
+    rounds: { type: 'string', default: '10' },
+    profile: { type: 'string' },
   },
 });
 const SIZE = Number(values.size);
@@ -84,6 +95,12 @@ async function writeRegistryFile() {
   await new Promise((r) => out.once('finish', r));
 }
 
+/** CPU milliseconds (user + system) a process has used, from /proc (clock ticks of 10 ms). */
+function cpuMs(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
 function peakRss(pid) {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const hwm = /VmHWM:\s+(\d+) kB/.exec(status);
@@ -131,13 +148,13 @@ function encodeCheckRequest(country, phones) {
   return buf;
 }
 
-async function series(label, call, phones, expected) {
+async function series(label, call, phones, expected, calls = CALLS, warmup = 20) {
   const samples = [];
-  for (let i = 0; i < CALLS + 20; i++) {
+  for (let i = 0; i < calls + warmup; i++) {
     const started = process.hrtime.bigint();
     const res = await call();
     const ms = Number(process.hrtime.bigint() - started) / 1e6;
-    if (i >= 20) samples.push(ms);
+    if (i >= warmup) samples.push(ms);
     if (i === 0) {
       if (res.outcomes.length !== phones.length) throw new Error(`${label}: wrong number of outcomes`);
       res.outcomes.forEach((o, k) => {
@@ -149,13 +166,16 @@ async function series(label, call, phones, expected) {
       });
     }
   }
+  const raw = [...samples];
   samples.sort((a, b) => a - b);
-  return {
+  const figures = {
     p50: Number(pct(samples, 50).toFixed(2)),
     p90: Number(pct(samples, 90).toFixed(2)),
     p99: Number(pct(samples, 99).toFixed(2)),
     max: Number(samples.at(-1).toFixed(2)),
   };
+  // Every sample in call order, for the A/B rounds; not printed.
+  return Object.defineProperty(figures, 'samples', { value: raw });
 }
 
 const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
@@ -185,6 +205,98 @@ async function adapterEnvOf(pki, name, base) {
   return { env, port, adminPort };
 }
 
+/**
+ * The gateway's client (each side's own kit: rpcTransport + the one-pass checkRequest) and the
+ * pre-encoded grpc-js call against this checkout's adapter (head) and the base's, in alternating rounds.
+ */
+async function abRounds({ caller, phones, expected, ports, pids, base }) {
+  const here = await import('@dnc/kit');
+  const there = await import(path.join(base, 'packages/kit/dist/index.js'));
+  const sides = {};
+  for (const [name, kit] of [
+    ['head', here],
+    ['base', there],
+  ]) {
+    const transport = kit.rpcTransport(`http://127.0.0.1:${ports[name]}`, [], {
+      security: caller,
+      peer: 'registry-adapter-mx',
+    });
+    const client = createClient(registryv1.RegistryAdapterService, transport);
+    const raw = new grpc.Client(`127.0.0.1:${ports[name]}`, grpcCredentials(caller.material.dir), {
+      'grpc.max_receive_message_length': 64 << 20,
+      'grpc.max_send_message_length': 64 << 20,
+      'grpc.ssl_target_name_override': 'localhost',
+    });
+    sides[name] = {
+      raw,
+      gateway: () => client.check(kit.checkRequest('mx', phones), { timeoutMs: 10_000 }),
+      grpc: () =>
+        new Promise((resolve, reject) =>
+          raw.makeUnaryRequest(
+            '/dnc.registry.v1.RegistryAdapterService/Check',
+            (b) => b,
+            (b) => fromBinary(registryv1.CheckResponseSchema, b),
+            encodeCheckRequest('mx', phones),
+            new grpc.Metadata(),
+            { deadline: Date.now() + 10_000 },
+            (e, r) => (e ? reject(e) : resolve(r)),
+          ),
+        ),
+    };
+  }
+  const per = Math.max(10, Math.round(CALLS / 4));
+  const out = {};
+  for (const kind of ['gateway', 'grpc']) {
+    const rounds = [];
+    const all = { head: [], base: [] };
+    // CPU milliseconds per call, of the adapter (from /proc) and of this process (the client): on a
+    // busy machine they move far less than wall times.
+    const cpu = { head: { adapter: 0, client: 0, calls: 0 }, base: { adapter: 0, client: 0, calls: 0 } };
+    for (let r = 0; r < Number(values.rounds); r++) {
+      const order = r % 2 ? ['base', 'head'] : ['head', 'base'];
+      const p50 = {};
+      for (const name of order) {
+        await series(`${kind} ${name}`, sides[name][kind], phones, expected, 5, 0);
+        const adapterBefore = cpuMs(pids[name]);
+        const clientBefore = process.cpuUsage();
+        const s = await series(`${kind} ${name}`, sides[name][kind], phones, expected, per, 0);
+        const client = process.cpuUsage(clientBefore);
+        cpu[name].adapter += cpuMs(pids[name]) - adapterBefore;
+        cpu[name].client += (client.user + client.system) / 1000;
+        cpu[name].calls += per;
+        p50[name] = s.p50;
+        all[name].push(...s.samples);
+      }
+      rounds.push({ ...p50, ratio: Number((p50.head / p50.base).toFixed(3)) });
+    }
+    const ratios = rounds.map((x) => x.ratio).sort((a, b) => a - b);
+    const p50 = (xs) =>
+      Number(
+        pct(
+          [...xs].sort((a, b) => a - b),
+          50,
+        ).toFixed(2),
+      );
+    out[kind] = {
+      rounds,
+      median_ratio_head_over_base: ratios[Math.floor(ratios.length / 2)],
+      p50_head: p50(all.head),
+      p50_base: p50(all.base),
+      cpu_ms_per_call: Object.fromEntries(
+        Object.entries(cpu).map(([name, c]) => [
+          name,
+          {
+            adapter: Number((c.adapter / c.calls).toFixed(2)),
+            client: Number((c.client / c.calls).toFixed(2)),
+          },
+        ]),
+      ),
+    };
+  }
+  for (const s of Object.values(sides)) s.raw.close();
+  return out;
+}
+
 async function main() {
   const pki = await StackPki.create();
   const base = {
@@ -207,15 +319,25 @@ async function main() {
   let t = Date.now();
   await writeRegistryFile();
   console.log(`  ${((Date.now() - t) / 1000).toFixed(1)} s`);
-  const adapter = spawn(process.execPath, [path.join(ROOT, 'scripts/run.js'), 'registry-adapter'], {
-    env: { ...process.env, ...primary.env },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
+  const profile = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(values.profile)}`] : [];
+  const adapter = spawn(
+    process.execPath,
+    [...profile, path.join(ROOT, 'scripts/run.js'), 'registry-adapter'],
+    {
+      env: { ...process.env, ...primary.env },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    },
+  );
   // A second replica of the same country: it must pick the loaded snapshot up by itself.
-  const replica = spawn(process.execPath, [path.join(ROOT, 'scripts/run.js'), 'registry-adapter'], {
-    env: { ...process.env, ...second.env },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
+  const BASE = values.base ? path.resolve(values.base) : undefined;
+  const replica = spawn(
+    process.execPath,
+    [...profile, path.join(BASE ?? ROOT, 'scripts/run.js'), 'registry-adapter'],
+    {
+      env: { ...process.env, ...second.env },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    },
+  );
   const replicaClient = createClient(registryv1.RegistryAdapterService, transportTo(second.port));
   const client = createClient(registryv1.RegistryAdapterService, transportTo(port));
   try {
@@ -354,6 +476,17 @@ async function main() {
     };
     console.log(JSON.stringify(summary, null, 2));
     if (summary.check_ms.p50 >= 25) process.exitCode = 1;
+    if (BASE) {
+      const ab = await abRounds({
+        caller,
+        phones,
+        expected,
+        ports: { head: port, base: second.port },
+        pids: { head: adapter.pid, base: replica.pid },
+        base: BASE,
+      });
+      console.log(JSON.stringify(ab, null, 2));
+    }
   } finally {
     for (const child of [adapter, replica]) {
       child.kill('SIGTERM');

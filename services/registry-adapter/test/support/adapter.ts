@@ -1,6 +1,16 @@
 import { createClient } from '@connectrpc/connect';
+import { createConnectTransport } from '@connectrpc/connect-node';
 import { StackPki } from '@dnc/devstack';
-import { adapterIdentity, grpcTransport, parseConfig, type Security } from '@dnc/kit';
+import {
+  adapterIdentity,
+  addressFor,
+  clientIdentityInterceptors,
+  clientTls,
+  grpcTransport,
+  parseConfig,
+  rpcTransport,
+  type Security,
+} from '@dnc/kit';
 import { registryv1 } from '@dnc/proto';
 import {
   dropDatabase,
@@ -106,8 +116,20 @@ export function adapterClients(address: string) {
   const asGateway = grpcTransport(address, [], { security: pki.gateway, peer });
   // The admin listener: RegistryAdminService and Describe, as the operator.
   const asOperator = grpcTransport(found.adminAddress, [], { security: pki.operator, peer });
+  // The Connect protocol, binary (the platform's own clients) and JSON (any Connect client may use it).
+  const connect = rpcTransport(address, [], { security: pki.gateway, peer });
+  const tls = clientTls(pki.gateway, peer);
+  const json = createConnectTransport({
+    baseUrl: addressFor(pki.gateway, address),
+    httpVersion: '2',
+    useBinaryFormat: false,
+    interceptors: clientIdentityInterceptors(pki.gateway),
+    ...(tls ? { nodeOptions: tls } : {}),
+  });
   return {
     adapter: createClient(registryv1.RegistryAdapterService, asGateway),
+    connect: createClient(registryv1.RegistryAdapterService, connect),
+    json: createClient(registryv1.RegistryAdapterService, json),
     inspect: createClient(registryv1.RegistryAdapterService, asOperator),
     admin: createClient(registryv1.RegistryAdminService, asOperator),
   };
