@@ -21,6 +21,26 @@ import { traceClientCalls } from './tracing.js';
  */
 export const HTTP2_SESSION_MEMORY_MB = 128;
 
+/**
+ * HTTP/2 flow control: how much a peer may send before it waits for our WINDOW_UPDATE, per stream (a
+ * SETTINGS value) and per connection (raised on each session). The protocol's default, 65,535 bytes
+ * for both, made a 10,000-phone Check (~146 KB) travel in three or four flights: 64 KiB, then wait
+ * until the adapter's event loop has read it and said so, then the next 32 KiB, each wait a wake-up of
+ * both processes (scripts/bench/README.md, issue 18). Set on clients and servers; nothing is allocated
+ * up front, and each service still bounds what it reads (readMaxBytes) and the session's memory.
+ */
+export const HTTP2_STREAM_WINDOW = 4 * 1024 * 1024;
+export const HTTP2_SESSION_WINDOW = 16 * 1024 * 1024;
+
+/** Raise a session's connection-level window (once it is connected: before, it has no handle). */
+export function widenSessionWindow(session: http2.Http2Session): void {
+  const widen = () => {
+    if (!session.destroyed) session.setLocalWindowSize(HTTP2_SESSION_WINDOW);
+  };
+  if (session.connecting) session.once('connect', widen);
+  else widen();
+}
+
 const HTTP2_OPTIONS: {
   readMaxBytes: number;
   writeMaxBytes: number;
@@ -29,7 +49,7 @@ const HTTP2_OPTIONS: {
   pingIdleConnection: boolean;
   idleConnectionTimeoutMs: number;
   acceptCompression: never[];
-  nodeOptions: { maxSessionMemory: number };
+  nodeOptions: { maxSessionMemory: number; settings: http2.Settings };
 } = {
   readMaxBytes: 64 * 1024 * 1024,
   writeMaxBytes: 64 * 1024 * 1024,
@@ -41,7 +61,10 @@ const HTTP2_OPTIONS: {
   // No compression inside the platform: on a local network gzip costs more CPU than it saves time
   // (the default asks servers to gzip every answer above 1 KiB, a batch answer or a result chunk).
   acceptCompression: [],
-  nodeOptions: { maxSessionMemory: HTTP2_SESSION_MEMORY_MB },
+  nodeOptions: {
+    maxSessionMemory: HTTP2_SESSION_MEMORY_MB,
+    settings: { initialWindowSize: HTTP2_STREAM_WINDOW },
+  },
 };
 
 /**
@@ -104,6 +127,7 @@ class GuardedSessions {
     if (session && !this.guarded.has(session)) {
       this.guarded.add(session);
       session.on('error', ignore);
+      widenSessionWindow(session);
     }
     return stream;
   }

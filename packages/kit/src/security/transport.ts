@@ -10,7 +10,7 @@ import {
   type Interceptor,
 } from '@connectrpc/connect';
 import type { Logger } from 'pino';
-import { HTTP2_SESSION_MEMORY_MB } from '../clients.js';
+import { HTTP2_SESSION_MEMORY_MB, HTTP2_STREAM_WINDOW, widenSessionWindow } from '../clients.js';
 import { type Identity, identityFromAltNames, isIdentity } from './identity.js';
 import type { Security } from './security.js';
 
@@ -142,8 +142,12 @@ export function createRpcServer(
   handler: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
   logger?: Logger,
 ): http2.Http2Server | http2.Http2SecureServer {
-  if (security.mode === 'plaintext')
-    return http2.createServer({ maxSessionMemory: HTTP2_SESSION_MEMORY_MB }, handler);
+  const settings = { initialWindowSize: HTTP2_STREAM_WINDOW };
+  if (security.mode === 'plaintext') {
+    const server = http2.createServer({ maxSessionMemory: HTTP2_SESSION_MEMORY_MB, settings }, handler);
+    server.on('session', widenSessionWindow);
+    return server;
+  }
   const { material } = security;
   const server = http2.createSecureServer(
     {
@@ -154,9 +158,11 @@ export function createRpcServer(
       ALPNProtocols: ['h2'],
       allowHTTP1: false,
       maxSessionMemory: HTTP2_SESSION_MEMORY_MB,
+      settings,
     },
     handler,
   );
+  server.on('session', widenSessionWindow);
   material.onChange(() => server.setSecureContext({ ...material.contextOptions, minVersion: 'TLSv1.2' }));
   server.on('tlsClientError', (error: NodeJS.ErrnoException) => {
     // A refused handshake (no certificate, another CA, expired): counted by the log, never a crash.
