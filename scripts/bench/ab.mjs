@@ -3,11 +3,22 @@
 // request of two builds (one number, or `--numbers` numbers: 10000 for the v1 10k figure), measured
 // side by side in one run, one request after another. DIR is another built checkout (with its
 // own node_modules, `npm ci && npm run build`), for example the commit before a change; this checkout
-// is the other. Both stacks run at once, each on its own database, NATS and Redis prefix; the rounds
-// alternate between them (order reversed every round), so a neighbour's load on a shared machine
-// falls on both. Prints each round's p50 per build and their ratio, then the median of the ratios
-// (this checkout / base), the p50 of every request and the CPU milliseconds per request of each
-// service. Compare ratios, not absolute times: on a busy machine those move by 2x between runs.
+// is the other (or `--this DIR`, a second built checkout: a bisect step run from one place). Both
+// stacks run at once, each on its own database, NATS and Redis prefix; the rounds alternate between
+// them (order reversed every round), so a neighbour's load on a shared machine falls on both. Prints
+// each round's p50 per build and their ratio, then the median of the ratios (this checkout / base),
+// the p50 of every request and the CPU milliseconds per request of each service. Compare ratios, not
+// absolute times: on a busy machine those move by 2x between runs.
+//
+// `--load SECONDS [--connections N]`: throughput instead of lone requests. Each round runs the bench's
+// single-number load (autocannon, N keep-alive connections, default 48, a unique Idempotency-Key per
+// request, the bodies of `benchV1Sustained`) for SECONDS against one stack while the other idles,
+// the order reversed every round; prints each round's req/s, p50 and p99 per build, the median of the
+// req/s ratios (this / base) and the CPU milliseconds per answered request of each service and of the
+// PostgreSQL backends of the stack's database. Every stack warms up with one load of up to 5 s first.
+// For a bisect step, 6 rounds of 10 s. `--rate R` caps the offered req/s (both builds batch alike: CPU
+// per request compares directly); `--plaintext` runs builds with mutual TLS in plaintext (issue 18).
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -24,11 +35,18 @@ const { values } = parseArgs({
     size: { type: 'string', default: '10000' },
     warmup: { type: 'string' },
     numbers: { type: 'string', default: '1' },
+    this: { type: 'string' },
+    load: { type: 'string' },
+    connections: { type: 'string', default: '48' },
+    rate: { type: 'string' },
+    plaintext: { type: 'boolean', default: false },
   },
 });
 if (!values.base) {
   process.stderr.write(
-    'usage: node scripts/bench/ab.mjs --base DIR [--rounds N] [--per N] [--size N] [--numbers N] [--warmup N]\n',
+    'usage: node scripts/bench/ab.mjs --base DIR [--rounds N] [--per N] [--size N] [--numbers N] [--warmup N] [--this DIR]\n' +
+      '       node scripts/bench/ab.mjs --base DIR --load SECONDS [--connections N] [--rounds N] [--size N]\n' +
+      '         [--rate R] [--plaintext] [--this DIR]\n',
   );
   process.exit(2);
 }
@@ -36,6 +54,9 @@ const ROUNDS = Number(values.rounds);
 const PER = Number(values.per);
 const SIZE = Number(values.size);
 const NUMBERS = Number(values.numbers);
+const LOAD_S = values.load === undefined ? 0 : Number(values.load);
+const CONNECTIONS = Number(values.connections);
+const RATE = values.rate === undefined ? undefined : Number(values.rate);
 // A 10,000-number request warms the same code as about thirty one-number requests do.
 const WARMUP = Number(values.warmup ?? (NUMBERS > 1 ? 30 : 300));
 // The bench modules read the command line when loaded: give them only the smoke flag.
@@ -46,7 +67,8 @@ async function build(name, root) {
   const stackModule = await import(path.join(bench, 'bench-stack.mjs'));
   const system = await import(path.join(bench, 'system.mjs'));
   const workload = await import(path.join(bench, 'workload.mjs'));
-  const ctx = await stackModule.createBenchStack();
+  // Builds from before mutual TLS ignore the option (they are plaintext anyway).
+  const ctx = await stackModule.createBenchStack(values.plaintext ? { insecurePlaintext: true } : {});
   return { name, root, stackModule, system, workload, ctx, latencies: [], cpu: {}, requests: 0 };
 }
 
@@ -82,13 +104,107 @@ const median = (xs) => {
   return s[s.length >> 1];
 };
 
+/** CPU seconds so far of the PostgreSQL backends serving stack `s`'s database, by pid. */
+async function pgBackends(s) {
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: s.ctx.databaseUrl });
+  await client.connect();
+  try {
+    const r = await client.query(
+      'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+    );
+    const out = new Map();
+    for (const { pid } of r.rows) {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        out.set(pid, (Number(f[11]) + Number(f[12])) / 100);
+      } catch {
+        // gone
+      }
+    }
+    return out;
+  } finally {
+    await client.end();
+  }
+}
+
+/** CPU seconds the backends spent between two `pgBackends` (a backend new since counts whole). */
+function pgDelta(before, after) {
+  let sum = 0;
+  for (const [pid, v] of after) sum += v - (before.get(pid) ?? 0);
+  return sum;
+}
+
+/** One load of `seconds` against stack `s`: its req/s, p99 and CPU seconds per process. */
+async function load(s, seconds, tag) {
+  const { autocannonRun } = await import('./load.mjs');
+  s.loadBodies ??= Array.from({ length: 1000 }, (_, i) =>
+    s.workload.body(s.workload.inputs(1, SIZE, i + 1000).phones),
+  );
+  const bodies = s.loadBodies;
+  const cpu0 = s.system.cpuSnapshot(s.ctx.stack);
+  const pg0 = await pgBackends(s);
+  const r = await autocannonRun({
+    url: `${s.ctx.stack.baseUrl}/v1/scrub`,
+    connections: CONNECTIONS,
+    seconds,
+    overallRate: RATE,
+    bodies,
+    baseHeaders: { authorization: `Bearer ${s.ctx.apiKey}` },
+    headers: (n) => ({ 'idempotency-key': `ab-ac-${s.ctx.run}-${tag}-${n}` }),
+  });
+  const cpu = s.system.cpuDelta(cpu0, s.system.cpuSnapshot(s.ctx.stack));
+  cpu['postgres (its backends)'] = pgDelta(pg0, await pgBackends(s));
+  const ok = r.statusCodeStats?.['200']?.count ?? r['2xx'];
+  if (ok !== r.requests.total || r.errors + r.timeouts > 0)
+    throw new Error(`${s.name}: ${r.requests.total - ok} of ${r.requests.total} not 200, ${r.errors} errors`);
+  return { rps: ok / r.duration, p50: r.latency.p50, p99: r.latency.p99, ok, cpu };
+}
+
+async function loadRounds(stacks) {
+  for (const s of stacks) await load(s, Math.min(5, LOAD_S), 'warmup');
+  const ratios = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    const got = {};
+    for (const s of r % 2 ? [...stacks].reverse() : stacks) {
+      got[s.name] = await load(s, LOAD_S, `r${r}`);
+      s.requests += got[s.name].ok;
+      s.latencies.push(got[s.name].rps);
+      for (const [k, v] of Object.entries(got[s.name].cpu))
+        if (!/server-wide|bench/.test(k)) s.cpu[k] = (s.cpu[k] ?? 0) + v;
+    }
+    ratios.push(got.this.rps / got.base.rps);
+    const line = stacks
+      .map(
+        (s) =>
+          `${s.name} ${got[s.name].rps.toFixed(0)} req/s p50 ${got[s.name].p50} p99 ${got[s.name].p99} ms`,
+      )
+      .join('  ');
+    process.stdout.write(`round ${r}: ${line}  ratio ${ratios.at(-1).toFixed(3)}\n`);
+  }
+  for (const s of stacks) {
+    const cpu = Object.entries(s.cpu)
+      .map(([k, v]) => `${k} ${((v * 1000) / s.requests).toFixed(3)}`)
+      .join(', ');
+    process.stdout.write(
+      `${s.name} (${s.root}): median ${median(s.latencies).toFixed(0)} req/s over ${ROUNDS} rounds; CPU ms per request: ${cpu}\n`,
+    );
+  }
+  process.stdout.write(`median of the round ratios (this / base, req/s): ${median(ratios).toFixed(3)}\n`);
+}
+
 async function main() {
-  const stacks = [await build('base', path.resolve(values.base)), await build('this', ROOT)];
+  const stacks = [
+    await build('base', path.resolve(values.base)),
+    await build('this', path.resolve(values.this ?? ROOT)),
+  ];
   const cleanup = () => Promise.all(stacks.map((s) => s.ctx.cleanup()));
   process.once('SIGINT', () => void cleanup().then(() => process.exit(130)));
   try {
     log('starting both stacks');
     await Promise.all(stacks.map(start));
+    if (LOAD_S > 0) return await loadRounds(stacks);
     for (const s of stacks) for (let i = 0; i < WARMUP; i++) await lone(s);
     const ratios = [];
     for (let r = 0; r < ROUNDS; r++) {

@@ -4,9 +4,18 @@ import autocannon from 'autocannon';
 
 /**
  * `connections` keep-alive connections POSTing `bodies` (round robin) to `url` for `seconds`.
- * `headers(n)` gives the extra headers of request n (a unique Idempotency-Key, say).
+ * `headers(n)` gives the extra headers of request n (a unique Idempotency-Key, say); `overallRate`
+ * caps the requests per second of all connections together (none: as fast as answers come).
  */
-export function autocannonRun({ url, connections, seconds, bodies, headers = () => ({}), baseHeaders = {} }) {
+export function autocannonRun({
+  url,
+  connections,
+  seconds,
+  bodies,
+  headers = () => ({}),
+  baseHeaders = {},
+  overallRate,
+}) {
   let n = 0;
   return new Promise((resolve, reject) => {
     const instance = autocannon(
@@ -15,6 +24,7 @@ export function autocannonRun({ url, connections, seconds, bodies, headers = () 
         method: 'POST',
         connections,
         duration: seconds,
+        ...(overallRate ? { overallRate } : {}),
         headers: { 'content-type': 'application/json', ...baseHeaders },
         requests: [
           {
