@@ -28,7 +28,16 @@ interface Pair {
   client: net.Socket;
   server?: net.Socket;
   held: { toServer: Buffer[]; toClient: Buffer[] };
+  /** The client got a TLS record header and will get nothing more from its server (`stallAll`). */
+  stalled?: boolean;
 }
+
+/**
+ * The header of a TLS 1.2/1.3 application-data record of 16,384 bytes: what a client's TLS layer
+ * reads when random bytes (a broken middlebox, `garbage` cut inside a real header) happen to look
+ * like one. It then waits for 16 KiB that complete the record before it reads anything else.
+ */
+const TLS_RECORD_HEADER = Buffer.from([0x17, 0x03, 0x03, 0x40, 0x00]);
 
 /**
  * A TCP proxy written for the chaos suite: faults between a caller and a server (adapter, Redis,
@@ -77,6 +86,18 @@ export class TcpProxy {
   /** Reset every open connection once (a dropped connection mid-request); the mode stays. */
   resetAll(): void {
     for (const p of this.pairs) this.reset(p);
+  }
+
+  /**
+   * Once: every open connection's client receives the header of a long TLS record and then nothing
+   * more from its server, while its own bytes still reach the server; the sockets stay open and the
+   * mode stays. New connections are not touched.
+   */
+  stallAll(): void {
+    for (const p of this.pairs) {
+      p.stalled = true;
+      p.client.write(TLS_RECORD_HEADER);
+    }
   }
 
   get open(): number {
@@ -151,7 +172,7 @@ export class TcpProxy {
   private carry(pair: Pair, chunk: Buffer, direction: 'toServer' | 'toClient'): void {
     const f = this.fault;
     const target = direction === 'toServer' ? pair.server : pair.client;
-    if (f.kind === 'blackhole') return;
+    if (f.kind === 'blackhole' || (pair.stalled && direction === 'toClient')) return;
     if (f.kind === 'reset') {
       this.reset(pair);
       return;

@@ -11,6 +11,7 @@ import {
   clientTls,
   tlsFailureUnavailable,
 } from './security/transport.js';
+import { SessionProbe } from './session-probe.js';
 import { traceClientCalls } from './tracing.js';
 
 /**
@@ -98,10 +99,15 @@ const ignore = () => {};
  * middlebox; chaos S10's garbage) ended a gateway with ERR_SSL_DECRYPTION_FAILED_OR_BAD_RECORD_MAC.
  * The calls on such a session still fail through their own streams, and the manager still sees the
  * error while it listens (test/tls-garbage.int.test.ts).
+ *
+ * And a probe: a session with calls open that reads nothing for 1 s gets a PING, and is destroyed
+ * when that is not answered within 1.5 s (`SessionProbe`); Connect's own keep-alive would find it
+ * dead only after 10 + 5 s, holding every call on it (test/tls-stall.int.test.ts).
  */
 class GuardedSessions {
   private readonly inner: Http2SessionManager;
   private readonly guarded = new WeakSet<http2.Http2Session>();
+  private readonly probe = new SessionProbe();
 
   constructor(baseUrl: string, nodeOptions: http2.SecureClientSessionOptions) {
     const { pingIntervalMs, pingTimeoutMs, pingIdleConnection, idleConnectionTimeoutMs } = HTTP2_OPTIONS;
@@ -129,10 +135,12 @@ class GuardedSessions {
       session.on('error', ignore);
       widenSessionWindow(session);
     }
+    this.probe.opened(stream);
     return stream;
   }
 
   notifyResponseByteRead(stream: http2.ClientHttp2Stream): void {
+    this.probe.read(stream);
     this.inner.notifyResponseByteRead(stream);
   }
 }
