@@ -138,7 +138,13 @@ export class Tally {
       this.lost.push({ at: Date.now(), kind, ...lostOf(res) });
     }
     if (res.status >= 500)
-      this.fivexx.push({ at: Date.now(), kind, status: res.status, code: res.body?.error });
+      this.fivexx.push({
+        at: Date.now(),
+        kind,
+        status: res.status,
+        code: res.body?.error,
+        retryAfter: res.headers?.get('retry-after') ?? undefined,
+      });
   }
   /** `N requests got no answer: <what each met>` (empty when every request was answered). */
   noAnswerLine(prefix = '') {
