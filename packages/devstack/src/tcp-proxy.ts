@@ -9,7 +9,10 @@ import { freePort } from './ports.js';
  * - `hang`: holds every byte (both ways) until the mode changes, then delivers what it held;
  * - `blackhole`: accepts and swallows every byte, answers nothing, closes nothing;
  * - `garbage`: the client receives random bytes instead of the server's answer;
- * - `reset`: every connection, open or new, is reset (RST).
+ * - `reset`: every connection, open or new, is reset (RST);
+ * - `stall`: every new connection's client receives, instead of its server's first bytes, the header
+ *   of a long TLS record, then nothing more (its own bytes still reach the server; `stallAll` does
+ *   it to the open ones).
  */
 export type Fault =
   | { kind: 'pass' }
@@ -17,7 +20,8 @@ export type Fault =
   | { kind: 'hang' }
   | { kind: 'blackhole' }
   | { kind: 'garbage' }
-  | { kind: 'reset' };
+  | { kind: 'reset' }
+  | { kind: 'stall' };
 
 export interface Upstream {
   host: string;
@@ -30,6 +34,8 @@ interface Pair {
   held: { toServer: Buffer[]; toClient: Buffer[] };
   /** The client got a TLS record header and will get nothing more from its server (`stallAll`). */
   stalled?: boolean;
+  /** Accepted under `stall`: the server's first bytes are replaced by the header. */
+  stallFirst?: boolean;
 }
 
 /**
@@ -140,6 +146,7 @@ export class TcpProxy {
       this.reset(pair);
       return;
     }
+    if (this.fault.kind === 'stall') pair.stallFirst = true;
     client.on('data', (chunk) => this.carry(pair, chunk, 'toServer'));
     this.connect(pair, 0, done);
   }
@@ -173,6 +180,11 @@ export class TcpProxy {
     const f = this.fault;
     const target = direction === 'toServer' ? pair.server : pair.client;
     if (f.kind === 'blackhole' || (pair.stalled && direction === 'toClient')) return;
+    if (pair.stallFirst && direction === 'toClient') {
+      pair.stalled = true;
+      pair.client.write(TLS_RECORD_HEADER);
+      return;
+    }
     if (f.kind === 'reset') {
       this.reset(pair);
       return;

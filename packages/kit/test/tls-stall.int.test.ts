@@ -17,8 +17,11 @@ import { TlsMaterial } from '../src/security/tls-material.js';
 // a long record (here: application data, TLS 1.2 version, 16,384 bytes) leave it waiting for bytes
 // that complete the record; until then it reads nothing, not even the answer to an HTTP/2 PING.
 // Connect's session manager pings an open session only 10 s after its last answer and waits 5 s:
-// every call sent on that session meanwhile waited up to 15 s. A real mTLS server behind a TCP proxy
-// that sends the client such a header and then nothing more (the socket stays open).
+// every call sent on that session meanwhile waited up to 15 s. The same bytes as a new connection's
+// first record left its TLS handshake waiting: nothing bounds a handshake (Node, http2.connect,
+// Connect's manager), and every call of that client waited in "connecting" until its own deadline.
+// A real mTLS server (its own process) behind a TCP proxy that sends the client such a header and then
+// nothing more (the socket stays open).
 
 const TD = 'dnc.internal';
 /** The bound a call on a dead session must meet (the ping would take 10 + 5 s). */
@@ -141,6 +144,25 @@ describe.each(transports)(
       expect(after.map((o) => o.code)).toEqual(['ok', 'ok', 'ok', 'ok']);
       expect(Math.max(...after.map((o) => o.ms))).toBeLessThan(1_000);
       expect(proxy.stats.connections).toBeGreaterThan(connections);
+    }, 60_000);
+
+    it('fails the calls waiting for a new connection whose handshake reads such a record, within 3 s', async () => {
+      const client = createClient(quotav1.QuotaAdminService, make(`http://${proxy.address}`));
+      const call = () => client.setLimit({ orgId: 'o', country: 'co', limit: 1n }, { timeoutMs: BUDGET_MS });
+      proxy.setFault({ kind: 'stall' });
+      let stalled: Outcome[];
+      try {
+        stalled = await Promise.all(Array.from({ length: 4 }, () => timed(call)));
+      } finally {
+        proxy.setFault({ kind: 'pass' });
+      }
+      for (const o of stalled) {
+        expect(o.ms).toBeLessThan(FAIL_FAST_MS);
+        expect(o.code).toBe(Code.Unavailable);
+      }
+      const after = await Promise.all(Array.from({ length: 4 }, () => timed(call)));
+      expect(after.map((o) => o.code)).toEqual(['ok', 'ok', 'ok', 'ok']);
+      expect(Math.max(...after.map((o) => o.ms))).toBeLessThan(1_000);
     }, 60_000);
 
     it('keeps a healthy session through calls that answer late: a slow handler, a blocked event loop', async () => {

@@ -42,7 +42,7 @@ export function clientTls(security: Security, peer: Identity): http2.SecureClien
   return {
     createConnection(authority: URL) {
       const host = authority.hostname.replace(/^\[|\]$/g, '');
-      return tls.connect({
+      const socket = tls.connect({
         host,
         port: Number(authority.port || 443),
         ...(isIP(host) ? {} : { servername: host }),
@@ -60,8 +60,32 @@ export function clientTls(security: Security, peer: Identity): http2.SecureClien
           );
         },
       });
+      return boundHandshake(socket, TLS_HANDSHAKE_TIMEOUT_MS);
     },
   };
+}
+
+/**
+ * How long a new connection may take from its TCP connect to the end of its TLS handshake. Neither
+ * Node's TLS client nor http2.connect bounds it, nor Connect's session manager (connect-es #1748
+ * proposes `connectTimeoutMs`): a handshake whose first record never completes (chaos S10's garbage:
+ * random bytes that the client's TLS layer took for the header of a long first record, then nothing
+ * more from the server, which waits for the client's Finished) held the manager in "connecting", and every call of that
+ * client waited for it until its own deadline, for up to Node's server-side 120 s. A handshake on a
+ * loaded machine takes milliseconds; through S10's slow proxy (400 ms a chunk) 0.8 s.
+ */
+export const TLS_HANDSHAKE_TIMEOUT_MS = 2_000;
+
+/** Destroys `socket` with UNAVAILABLE (retryable) when its handshake is not done within `ms`. */
+function boundHandshake(socket: tls.TLSSocket, ms: number): tls.TLSSocket {
+  const timer = setTimeout(() => {
+    socket.destroy(new ConnectError(`TLS handshake not done within ${ms} ms`, Code.Unavailable));
+  }, ms);
+  timer.unref();
+  const done = () => clearTimeout(timer);
+  socket.once('secureConnect', done);
+  socket.once('close', done);
+  return socket;
 }
 
 const PEER_IDENTITY_MISMATCH = 'DNC_PEER_IDENTITY_MISMATCH';
