@@ -86,13 +86,19 @@ export class SessionProbe {
 
   private probe(session: http2.ClientHttp2Session, watch: Watch): void {
     let answered = false;
-    const sent = session.ping((error) => {
+    const onAnswer = (error: Error | null) => {
       if (error) return; // destroyed meanwhile (ERR_HTTP2_PING_CANCEL) or closing: nothing to do
       answered = true;
       watch.probing = false;
       watch.aliveAt = Date.now();
       if (watch.open > 0) this.arm(session, watch, this.afterMs);
-    });
+    };
+    let sent: boolean;
+    try {
+      sent = session.ping(onAnswer);
+    } catch {
+      return; // the session is going away on its own: its calls fail with it
+    }
     if (!sent) {
       // Too many PINGs unanswered (Node's maxOutstandingPings): Connect's own keep-alive decides.
       this.arm(session, watch, this.afterMs);
