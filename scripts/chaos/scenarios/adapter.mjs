@@ -50,6 +50,9 @@ export async function s10AdapterFaults(world, ledger, { phaseS }) {
   const recovered = t.kinds.get('v1 small')?.statuses.get(200) ?? 0;
   if (recovered < t.count('v1 small') * 0.9)
     failures.push(`after the faults only ${recovered} of ${t.count('v1 small')} v1 requests succeeded`);
+  figures.push(
+    `after: ${recovered}/${t.count('v1 small')} v1 200, max ${ms(Math.max(...(t.kinds.get('v1 small')?.ms ?? [0])))}`,
+  );
   return {
     scenario: 'S10 adapter slow, hanging, reset, garbage',
     faults: faults.map((f) => f.kind).join(', '),
