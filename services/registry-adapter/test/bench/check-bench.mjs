@@ -3,7 +3,7 @@
 // `dnc-admin registry load`, then time Check calls of 10,000 mixed inputs over gRPC.
 //
 //   node services/registry-adapter/test/bench/check-bench.mjs [--size 10000000] [--calls 200] [--batch 10000]
-//     [--base DIR [--rounds 10]] [--profile DIR]
+//     [--base DIR [--rounds 10] [--swap]] [--profile DIR]
 //
 // The adapter runs as its own process (scripts/run.js registry-adapter) against the local PostgreSQL
 // and NATS, in a fresh database and NATS prefix that are dropped at the end, with mutual TLS as in
@@ -46,6 +46,7 @@ const { values } = parseArgs({
     base: { type: 'string' },
     rounds: { type: 'string', default: '10' },
     profile: { type: 'string' },
+    swap: { type: 'boolean', default: false },
   },
 });
 const SIZE = Number(values.size);
@@ -320,19 +321,22 @@ async function main() {
   await writeRegistryFile();
   console.log(`  ${((Date.now() - t) / 1000).toFixed(1)} s`);
   const profile = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(values.profile)}`] : [];
+  const BASE = values.base ? path.resolve(values.base) : undefined;
+  // --swap: the base build is the primary (it takes the load and the first figures) and this one the
+  // replica, so the primary's extra history falls on the other side.
+  const [primaryRoot, replicaRoot] = BASE && values.swap ? [BASE, ROOT] : [ROOT, BASE ?? ROOT];
   const adapter = spawn(
     process.execPath,
-    [...profile, path.join(ROOT, 'scripts/run.js'), 'registry-adapter'],
+    [...profile, path.join(primaryRoot, 'scripts/run.js'), 'registry-adapter'],
     {
       env: { ...process.env, ...primary.env },
       stdio: ['ignore', 'inherit', 'inherit'],
     },
   );
   // A second replica of the same country: it must pick the loaded snapshot up by itself.
-  const BASE = values.base ? path.resolve(values.base) : undefined;
   const replica = spawn(
     process.execPath,
-    [...profile, path.join(BASE ?? ROOT, 'scripts/run.js'), 'registry-adapter'],
+    [...profile, path.join(replicaRoot, 'scripts/run.js'), 'registry-adapter'],
     {
       env: { ...process.env, ...second.env },
       stdio: ['ignore', 'inherit', 'inherit'],
@@ -481,8 +485,10 @@ async function main() {
         caller,
         phones,
         expected,
-        ports: { head: port, base: second.port },
-        pids: { head: adapter.pid, base: replica.pid },
+        ports: values.swap ? { head: second.port, base: port } : { head: port, base: second.port },
+        pids: values.swap
+          ? { head: replica.pid, base: adapter.pid }
+          : { head: adapter.pid, base: replica.pid },
         base: BASE,
       });
       console.log(JSON.stringify(ab, null, 2));
