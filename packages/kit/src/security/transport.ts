@@ -78,11 +78,21 @@ export const TLS_HANDSHAKE_TIMEOUT_MS = 2_000;
 
 /** Destroys `socket` with UNAVAILABLE (retryable) when its handshake is not done within `ms`. */
 function boundHandshake(socket: tls.TLSSocket, ms: number): tls.TLSSocket {
+  let finished = false;
   const timer = setTimeout(() => {
-    socket.destroy(new ConnectError(`TLS handshake not done within ${ms} ms`, Code.Unavailable));
+    // Timers run before I/O in Node's loop: after a pause of this process's own loop (a large body
+    // parsed) the server's last handshake bytes may be in the socket, unread. Let one round of I/O
+    // read them before calling the handshake stuck (as SessionProbe does for its PING).
+    setImmediate(() => {
+      if (finished || socket.destroyed) return;
+      socket.destroy(new ConnectError(`TLS handshake not done within ${ms} ms`, Code.Unavailable));
+    });
   }, ms);
   timer.unref();
-  const done = () => clearTimeout(timer);
+  const done = () => {
+    finished = true;
+    clearTimeout(timer);
+  };
   socket.once('secureConnect', done);
   socket.once('close', done);
   return socket;
