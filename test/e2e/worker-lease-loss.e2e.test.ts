@@ -9,7 +9,8 @@ import { type ProcessName, startTestStack, type TestStack, uniqueDatabaseUrl } f
 // its lease, then continued. Another worker takes the job over and completes it; the stopped one must
 // notice that its lease is gone, stop, have its outcome refused and count it
 // (dnc_job_stale_completions_total) instead of staying silent. The adapter is reached through a TCP
-// proxy that holds every byte (a hung call) until the worker is stopped.
+// proxy that holds every byte (a hung call) until the worker is stopped; the cases of a call that hangs
+// in the adapter itself (its session alive) use an operator latency drill instead.
 
 const LEASE_MS = 3_000;
 const WORKERS: ProcessName[] = ['job-worker', 'job-worker#2' as ProcessName];
@@ -23,6 +24,18 @@ async function metric(stack: TestStack, name: ProcessName, metricName: string): 
     if (line.startsWith(`${metricName} `) || line.startsWith(`${metricName}{`))
       sum += Number(line.split(' ').at(-1));
   return sum;
+}
+
+/**
+ * Every Check of the mx adapter waits `ms` in the adapter (an operator latency drill) or, with 0, the
+ * drill is cleared. A hang in the adapter, not on the path: its HTTP/2 session stays alive and answers
+ * PINGs, so only the call's own timeout or the lease ends the call (a path that holds every byte is
+ * found dead by the kit's SessionProbe within 2.5 s: packages/kit/test/tls-stall.int.test.ts).
+ */
+async function adapterHang(stack: TestStack, ms: number): Promise<void> {
+  const address = stack.addresses.adapterAdmins['mx']!;
+  const how = ms > 0 ? ['--latency-ms', String(ms)] : ['--clear'];
+  await stack.admin(['adapter', 'drill', '--country', 'mx', ...how, '--address', address]);
 }
 
 describe('a worker stopped mid-call past its lease, then continued', () => {
@@ -75,7 +88,7 @@ describe('a worker stopped mid-call past its lease, then continued', () => {
     // Issue 14 item 6: a hung dependency ends the call, and the unit is tried again (DNC_ADAPTER_RETRIES,
     // with backoff). The call's own timeout aborted it as Canceled, which is not a retryable code: the
     // job failed at the first hung call (country_service_temporarily_unavailable), no retry made.
-    proxy.setFault({ kind: 'hang' });
+    await adapterHang(stack, 60_000);
     let id = '';
     const failed = () =>
       WORKERS.flatMap((w) =>
@@ -91,7 +104,7 @@ describe('a worker stopped mid-call past its lease, then continued', () => {
       // The first call hangs until its 5 s timeout; then the adapter answers again.
       await expect.poll(() => failed().length, { timeout: 30_000, interval: 50 }).toBeGreaterThan(0);
     } finally {
-      proxy.setFault({ kind: 'pass' });
+      await adapterHang(stack, 0);
     }
     const done = await api.waitFor(id, (s) => s !== 'queued' && s !== 'running', 60_000);
     expect([done.body.status, done.body.error?.error]).toEqual(['succeeded', undefined]);
@@ -164,7 +177,7 @@ describe('a worker stopped mid-call past its lease, then continued', () => {
     p.env['DNC_ADAPTER_CALL_TIMEOUT_MS'] = '20000';
     await stack.start(worker);
     const staleBefore = await metric(stack, worker, 'dnc_job_stale_completions_total');
-    proxy.setFault({ kind: 'hang' });
+    await adapterHang(stack, 60_000);
     let id = '';
     try {
       const job = await api.submit(['55 7788 9900', '55 7788 9901', '55 7788 9902']);
@@ -196,7 +209,7 @@ describe('a worker stopped mid-call past its lease, then continued', () => {
       expect(stack.child(worker)!.exitCode).toBeNull();
     } finally {
       pgProxy.setFault({ kind: 'pass' });
-      proxy.setFault({ kind: 'pass' });
+      await adapterHang(stack, 0);
     }
     // PostgreSQL back: the job is claimed again (attempt 2) and completes once.
     const done = await api.waitFor(id, (s) => s === 'succeeded' || s === 'failed', 90_000);
