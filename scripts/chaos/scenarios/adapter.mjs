@@ -2,7 +2,7 @@
 // calls), S12 (hard cap with a short configured cap and a hanging adapter).
 import { randomUUID } from 'node:crypto';
 import { api } from '../../reliability/http.mjs';
-import { quotaOf, sleep } from '../../reliability/stack.mjs';
+import { admin, quotaOf, sleep } from '../../reliability/stack.mjs';
 import { ms } from '../probe.mjs';
 import { phonesOf, startTraffic, TERMINAL } from '../traffic.mjs';
 import { COUNTRY, scenarioOrg } from '../world.mjs';
@@ -10,6 +10,20 @@ import { COUNTRY, scenarioOrg } from '../world.mjs';
 const setAdapters = (world, fault) => {
   for (const p of world.adapterProxies) p.setFault(fault);
 };
+
+/**
+ * Every Check of both adapters waits `latencyMs` in the adapter itself (an operator latency drill; 0
+ * clears it): an adapter that never answers while its connections stay alive. A path that holds every
+ * byte (the proxies' `hang`) is found dead by the kit's SessionProbe within 2.5 s and retried, so jobs
+ * end `failed` before a 20 s cap; S12 is about the cap.
+ */
+async function drillAdapters(world, latencyMs) {
+  for (const name of [`adapter-${COUNTRY}`, `adapter-${COUNTRY}#2`]) {
+    const address = world.stack.processes.get(name).env.DNC_ADVERTISE_ADMIN_ADDR;
+    const drill = latencyMs > 0 ? { 'latency-ms': latencyMs } : { clear: true };
+    await admin(world.stack, 'adapter drill', { country: COUNTRY, address, ...drill });
+  }
+}
 
 /** Country errors the spec documents for an adapter that fails; anything else is a failure. */
 const COUNTRY_ERRORS = new Set(['country_service_temporarily_unavailable', 'country_service_maintenance']);
@@ -143,7 +157,7 @@ export async function s12HardCap(world, ledger, { capS = 20 }) {
   const org = await scenarioOrg(world, 'Chaos S12');
   const failures = [];
   await world.restartJobs({ DNC_JOB_HARD_CAP_SECONDS: String(capS), DNC_ADAPTER_CALL_TIMEOUT_MS: '120000' });
-  setAdapters(world, { kind: 'hang' });
+  await drillAdapters(world, 120_000);
   const ids = [];
   try {
     for (let i = 0; i < 3; i++) ids.push(await submit(world, ledger, org, 200));
@@ -157,7 +171,7 @@ export async function s12HardCap(world, ledger, { capS = 20 }) {
         failures.push(`result of an expired job answered ${r.status} ${r.body?.error}`);
     }
   } finally {
-    setAdapters(world, { kind: 'pass' });
+    await drillAdapters(world, 0);
     await world.restartJobs({ DNC_JOB_HARD_CAP_SECONDS: undefined, DNC_ADAPTER_CALL_TIMEOUT_MS: undefined });
   }
   const q = await settledQuota(world, org.orgId);
@@ -165,7 +179,7 @@ export async function s12HardCap(world, ledger, { capS = 20 }) {
     failures.push(`quota after expiry: used ${q.used}, reserved ${q.reserved}`);
   return {
     scenario: `S12 hard cap (${capS} s) with a hanging adapter`,
-    faults: 'adapters hanging',
+    faults: 'adapters never answering (latency drill)',
     requests: ids.length * 3,
     jobs: ids.length,
     pass: failures.length === 0,
