@@ -26,7 +26,10 @@ async function drillAdapters(world, latencyMs) {
 }
 
 /** Country errors the spec documents for an adapter that fails; anything else is a failure. */
-const COUNTRY_ERRORS = new Set(['country_service_temporarily_unavailable', 'country_service_maintenance']);
+export const COUNTRY_ERRORS = new Set([
+  'country_service_temporarily_unavailable',
+  'country_service_maintenance',
+]);
 
 export async function s10AdapterFaults(world, ledger, { phaseS }) {
   const failures = [];

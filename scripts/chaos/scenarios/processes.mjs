@@ -9,11 +9,10 @@ import { sleep } from '../../reliability/stack.mjs';
 import { metric } from '../probe.mjs';
 import { drainJobs, phonesOf, startTraffic } from '../traffic.mjs';
 import { COUNTRY, scenarioOrg } from '../world.mjs';
+import { COUNTRY_ERRORS } from './adapter.mjs';
 
 const workers = (world) => [...world.stack.processes.keys()].filter((n) => n.startsWith('job-worker'));
 const between = (a, b) => a + Math.random() * (b - a);
-/** Country errors the spec documents for an adapter that fails (as in S10). */
-const COUNTRY_ERRORS = new Set(['country_service_temporarily_unavailable', 'country_service_maintenance']);
 
 export async function s4WorkerKills(world, ledger, { seconds, minGapS, maxGapS }) {
   // Adapter calls slowed so a kill lands mid-call.
