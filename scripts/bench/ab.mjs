@@ -18,6 +18,10 @@
 // PostgreSQL backends of the stack's database. Every stack warms up with one load of up to 5 s first.
 // For a bisect step, 6 rounds of 10 s. `--rate R` caps the offered req/s (both builds batch alike: CPU
 // per request compares directly); `--plaintext` runs builds with mutual TLS in plaintext (issue 18).
+//
+// `--v2 N`: one v2 job of N numbers (E.164, the bench's v2 workload) per build per round, one after
+// another: admission (POST until 202), the whole job (POST until the result is downloaded) and their
+// ratios (this / base); every stack runs one 10,000-number job first. For the bench's v2 rows, 500000.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -40,13 +44,15 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '48' },
     rate: { type: 'string' },
     plaintext: { type: 'boolean', default: false },
+    v2: { type: 'string' },
   },
 });
 if (!values.base) {
   process.stderr.write(
     'usage: node scripts/bench/ab.mjs --base DIR [--rounds N] [--per N] [--size N] [--numbers N] [--warmup N] [--this DIR]\n' +
       '       node scripts/bench/ab.mjs --base DIR --load SECONDS [--connections N] [--rounds N] [--size N]\n' +
-      '         [--rate R] [--plaintext] [--this DIR]\n',
+      '         [--rate R] [--plaintext] [--this DIR]\n' +
+      '       node scripts/bench/ab.mjs --base DIR --v2 N [--rounds N] [--size N] [--plaintext] [--this DIR]\n',
   );
   process.exit(2);
 }
@@ -57,6 +63,7 @@ const NUMBERS = Number(values.numbers);
 const LOAD_S = values.load === undefined ? 0 : Number(values.load);
 const CONNECTIONS = Number(values.connections);
 const RATE = values.rate === undefined ? undefined : Number(values.rate);
+const V2 = values.v2 === undefined ? 0 : Number(values.v2);
 // A 10,000-number request warms the same code as about thirty one-number requests do.
 const WARMUP = Number(values.warmup ?? (NUMBERS > 1 ? 30 : 300));
 // The bench modules read the command line when loaded: give them only the smoke flag.
@@ -194,6 +201,63 @@ async function loadRounds(stacks) {
   process.stdout.write(`median of the round ratios (this / base, req/s): ${median(ratios).toFixed(3)}\n`);
 }
 
+const sleep = (msec) => new Promise((resolve) => setTimeout(resolve, msec));
+
+/** One v2 job of `n` numbers on stack `s`: milliseconds until the 202 and until the result is read. */
+async function job(s, n, seed) {
+  const { stackModule, workload, ctx } = s;
+  const { phones, expected } = workload.inputs(n, SIZE, seed, { e164: true });
+  const auth = { headers: { authorization: `Bearer ${ctx.apiKey}` } };
+  const t0 = performance.now();
+  const res = await stackModule.scrubRequest(
+    ctx,
+    '/v2/scrub',
+    workload.body(phones),
+    `ab-v2-${ctx.run}-${seed}`,
+  );
+  const created = await res.json();
+  const admitted = performance.now() - t0;
+  if (res.status !== 202) throw new Error(`${s.name}: v2 POST HTTP ${res.status}`);
+  let { status } = created;
+  while (status === 'queued' || status === 'running') {
+    await sleep(25);
+    status = (await (await fetch(created.status_url, auth)).json()).status;
+  }
+  if (status !== 'succeeded') throw new Error(`${s.name}: v2 job ended ${status}`);
+  const result = await (await fetch(created.result_url, auth)).json();
+  const total = performance.now() - t0;
+  stackModule.expectSummary(`${s.name} v2`, result.summary, expected, n);
+  return { admitted, total };
+}
+
+async function v2Rounds(stacks) {
+  for (const s of stacks) await job(s, 10_000, 1);
+  const ratios = { admitted: [], total: [] };
+  for (let r = 0; r < ROUNDS; r++) {
+    const got = {};
+    for (const s of r % 2 ? [...stacks].reverse() : stacks) {
+      got[s.name] = await job(s, V2, 10 + r);
+      s.latencies.push(got[s.name]);
+    }
+    for (const k of ['admitted', 'total']) ratios[k].push(got.this[k] / got.base[k]);
+    const line = stacks
+      .map(
+        (s) => `${s.name} 202 ${got[s.name].admitted.toFixed(0)} ms, job ${got[s.name].total.toFixed(0)} ms`,
+      )
+      .join('  ');
+    process.stdout.write(
+      `round ${r}: ${line}  ratios ${ratios.admitted.at(-1).toFixed(3)} / ${ratios.total.at(-1).toFixed(3)}\n`,
+    );
+  }
+  for (const s of stacks) {
+    const [a, t] = ['admitted', 'total'].map((k) => median(s.latencies.map((x) => x[k])).toFixed(0));
+    process.stdout.write(`${s.name} (${s.root}): ${V2}-number job, median 202 ${a} ms, whole job ${t} ms\n`);
+  }
+  process.stdout.write(
+    `median of the round ratios (this / base): admission ${median(ratios.admitted).toFixed(3)}, whole job ${median(ratios.total).toFixed(3)}\n`,
+  );
+}
+
 async function main() {
   const stacks = [
     await build('base', path.resolve(values.base)),
@@ -205,6 +269,7 @@ async function main() {
     log('starting both stacks');
     await Promise.all(stacks.map(start));
     if (LOAD_S > 0) return await loadRounds(stacks);
+    if (V2 > 0) return await v2Rounds(stacks);
     for (const s of stacks) for (let i = 0; i < WARMUP; i++) await lone(s);
     const ratios = [];
     for (let r = 0; r < ROUNDS; r++) {
