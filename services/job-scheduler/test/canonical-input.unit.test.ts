@@ -87,6 +87,21 @@ describe('the canonical durable input, checked on its bytes (spec: v2 limits)', 
     expect(canonicalPhoneCount(encode([]))).toBe(0);
   });
 
+  it('plain ASCII runs (read a byte at a time) followed by anything else count as JSON.parse does', () => {
+    const tails = ['', '"', '\\', ' ', '!', '\u0000', '\u007f', 'é', '😀', '\ud83d', '\ude00', '\u2028'];
+    for (const run of [0, 1, 40, 62, 63, 64, 65]) {
+      for (const tail of tails) {
+        for (const rest of ['', 'x', 'y'.repeat(30)]) {
+          const bytes = encode([`${'7'.repeat(run)}${tail}${rest}`, '+573001234567']);
+          expect(canonicalPhoneCount(bytes)).toBe(parsedCount(bytes));
+        }
+      }
+    }
+    // A quote inside the run is escaped, never taken for the end of the string.
+    expect(canonicalPhoneCount(Buffer.from('["12\\"34"]'))).toBe(1);
+    expect(canonicalPhoneCount(Buffer.from('["12"34"]'))).toBeUndefined();
+  });
+
   it('refuses what JSON.stringify never writes: whitespace, other values, invalid UTF-8', () => {
     for (const text of ['[ "1"]', '["1" ]', '["1",2]', '{"a":"1"}', '[null]', '["1",]', '[', '', '"1"'])
       expect(canonicalPhoneCount(Buffer.from(text))).toBeUndefined();

@@ -35,9 +35,23 @@ const isLow = (unit: number) => unit >= 0xdc00 && unit <= 0xdfff;
  * (a surrogate pair is one, written raw as 4 UTF-8 bytes or as two `\u` escapes).
  */
 function phoneString(bytes: Uint8Array, start: number): number {
-  let points = 0;
-  let highPending = false;
+  // The inputs people send first: printable ASCII but for `"` and `\`, one byte and one character each,
+  // at most the limit's worth (then the closing quote must follow). Anything else goes on below.
   let i = start + 1;
+  const fastEnd = Math.min(bytes.length, i + LIMITS.maxPhoneLength);
+  while (i < fastEnd) {
+    const c = bytes[i]!;
+    if (c <= QUOTE || c === BACKSLASH || c >= 0x80) break;
+    i++;
+  }
+  if (bytes[i] === QUOTE) return i + 1;
+  return phoneStringRest(bytes, i, i - start - 1);
+}
+
+/** The rest of a JSON string from `at`, `points` characters already counted (none half a pair). */
+function phoneStringRest(bytes: Uint8Array, at: number, points: number): number {
+  let highPending = false;
+  let i = at;
   for (;;) {
     if (i >= bytes.length) return -1;
     const c = bytes[i]!;
