@@ -20,8 +20,9 @@
 // per request compares directly); `--plaintext` runs builds with mutual TLS in plaintext (issue 18).
 //
 // `--v2 N`: one v2 job of N numbers (E.164, the bench's v2 workload) per build per round, one after
-// another: admission (POST until 202), the whole job (POST until the result is downloaded) and their
-// ratios (this / base); every stack runs one 10,000-number job first. For the bench's v2 rows, 500000.
+// another: admission (POST until 202), the whole job (POST until the result is downloaded), the queue
+// wait (the scheduler's created_at -> started_at, as the bench reports it) and their ratios (this /
+// base); every stack runs one 10,000-number job first. For the bench's v2 rows, 500000.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -227,34 +228,55 @@ async function job(s, n, seed) {
   const result = await (await fetch(created.result_url, auth)).json();
   const total = performance.now() - t0;
   stackModule.expectSummary(`${s.name} v2`, result.summary, expected, n);
-  return { admitted, total };
+  return { admitted, total, queue: await queueWait(s, created.job_id) };
+}
+
+/** The job's created_at -> started_at in milliseconds, from the scheduler's row. */
+async function queueWait(s, jobId) {
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: s.ctx.databaseUrl });
+  await client.connect();
+  try {
+    const r = await client.query(
+      'SELECT extract(epoch FROM started_at - created_at) * 1000 AS ms FROM jobs.jobs WHERE id = $1',
+      [jobId],
+    );
+    return Number(r.rows[0].ms);
+  } finally {
+    await client.end();
+  }
 }
 
 async function v2Rounds(stacks) {
   for (const s of stacks) await job(s, 10_000, 1);
-  const ratios = { admitted: [], total: [] };
+  const ratios = { admitted: [], total: [], queue: [] };
   for (let r = 0; r < ROUNDS; r++) {
     const got = {};
     for (const s of r % 2 ? [...stacks].reverse() : stacks) {
       got[s.name] = await job(s, V2, 10 + r);
       s.latencies.push(got[s.name]);
     }
-    for (const k of ['admitted', 'total']) ratios[k].push(got.this[k] / got.base[k]);
+    for (const k of ['admitted', 'total', 'queue']) ratios[k].push(got.this[k] / got.base[k]);
     const line = stacks
       .map(
-        (s) => `${s.name} 202 ${got[s.name].admitted.toFixed(0)} ms, job ${got[s.name].total.toFixed(0)} ms`,
+        (s) =>
+          `${s.name} 202 ${got[s.name].admitted.toFixed(0)} ms, queue ${got[s.name].queue.toFixed(0)} ms, job ${got[s.name].total.toFixed(0)} ms`,
       )
       .join('  ');
     process.stdout.write(
-      `round ${r}: ${line}  ratios ${ratios.admitted.at(-1).toFixed(3)} / ${ratios.total.at(-1).toFixed(3)}\n`,
+      `round ${r}: ${line}  ratios ${['admitted', 'queue', 'total'].map((k) => ratios[k].at(-1).toFixed(3)).join(' / ')}\n`,
     );
   }
   for (const s of stacks) {
-    const [a, t] = ['admitted', 'total'].map((k) => median(s.latencies.map((x) => x[k])).toFixed(0));
-    process.stdout.write(`${s.name} (${s.root}): ${V2}-number job, median 202 ${a} ms, whole job ${t} ms\n`);
+    const [a, q, t] = ['admitted', 'queue', 'total'].map((k) =>
+      median(s.latencies.map((x) => x[k])).toFixed(0),
+    );
+    process.stdout.write(
+      `${s.name} (${s.root}): ${V2}-number job, median 202 ${a} ms, queue wait ${q} ms, whole job ${t} ms\n`,
+    );
   }
   process.stdout.write(
-    `median of the round ratios (this / base): admission ${median(ratios.admitted).toFixed(3)}, whole job ${median(ratios.total).toFixed(3)}\n`,
+    `median of the round ratios (this / base): admission ${median(ratios.admitted).toFixed(3)}, queue wait ${median(ratios.queue).toFixed(3)}, whole job ${median(ratios.total).toFixed(3)}\n`,
   );
 }
 
