@@ -119,23 +119,30 @@ async function submit(world, ledger, org, n) {
   return res.body.job_id;
 }
 
-/** S11: jobs whose adapter call hangs are cancelled; the cancel is accepted at once and wins. */
+/**
+ * S11: jobs whose adapter call hangs are cancelled; the cancel is accepted at once and wins. The hang is
+ * in the adapters (a latency drill, connections alive), as in S12: through the proxies' `hang` the
+ * SessionProbe ends each call within 2.5 s and a cancel lands between retries instead of on a call.
+ */
 export async function s11CancelInFlight(world, ledger, { jobs = 4 }) {
   const org = await scenarioOrg(world, 'Chaos S11');
   const failures = [];
-  setAdapters(world, { kind: 'hang' });
+  await drillAdapters(world, 120_000);
   const ids = [];
-  for (let i = 0; i < jobs; i++) ids.push(await submit(world, ledger, org, 300));
   let inFlight = 0;
-  for (const id of ids) {
-    await waitStatus(world, org, id, ['running'], 10_000);
-    const c = await api(world.publicBaseUrl, 'POST', `/v2/scrub/${id}/cancel`, { key: org.apiKey });
-    if (c.status === 202 && c.body.cancel_requested) inFlight++;
-    else if (!(c.status === 200 && c.body.status === 'cancelled'))
-      failures.push(`cancel answered ${c.status} ${c.body?.status ?? c.body?.error}`);
+  try {
+    for (let i = 0; i < jobs; i++) ids.push(await submit(world, ledger, org, 300));
+    for (const id of ids) {
+      await waitStatus(world, org, id, ['running'], 10_000);
+      const c = await api(world.publicBaseUrl, 'POST', `/v2/scrub/${id}/cancel`, { key: org.apiKey });
+      if (c.status === 202 && c.body.cancel_requested) inFlight++;
+      else if (!(c.status === 200 && c.body.status === 'cancelled'))
+        failures.push(`cancel answered ${c.status} ${c.body?.status ?? c.body?.error}`);
+    }
+    await sleep(1_000);
+  } finally {
+    await drillAdapters(world, 0);
   }
-  await sleep(1_000);
-  setAdapters(world, { kind: 'pass' });
   for (const id of ids) {
     const end = await waitStatus(world, org, id, [...TERMINAL], 30_000);
     ledger.jobs.get(id).status = end?.status;
@@ -146,7 +153,7 @@ export async function s11CancelInFlight(world, ledger, { jobs = 4 }) {
     failures.push(`quota after cancels: used ${q.used}, reserved ${q.reserved}`);
   return {
     scenario: 'S11 cancel during in-flight adapter calls',
-    faults: 'adapters hanging',
+    faults: 'adapters never answering (latency drill)',
     requests: ids.length * 3,
     jobs: ids.length,
     pass: failures.length === 0 && inFlight > 0,
