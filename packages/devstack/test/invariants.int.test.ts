@@ -131,7 +131,9 @@ describe('invariant checker (issue 14)', () => {
     await blob(leftover.id, 'input'); // input_purged
     await reservation(leftover.admission, 2, 'committed', 3);
     await claim(leftover.admission, 2, 'accepted', leftover.id);
-    await reservation(randomUUID(), 2, 'reserved', 7); // quota_reserved
+    const leftOpen = randomUUID();
+    await reservation(leftOpen, 2, 'reserved', 7); // quota_reserved
+    await claim(leftOpen, 2, 'accepted', randomUUID()); // what is known of it, named in the detail
     await db.query(`UPDATE quota.accounts SET used = used + 1`); // quota_used
     const unresolved = randomUUID();
     await claim(unresolved, 2, 'in_progress', randomUUID()); // one_job_per_key: unresolved admission
@@ -172,6 +174,11 @@ describe('invariant checker (issue 14)', () => {
     for (const form of [...CANARIES, '77889900', '7788 9900', 'dnc_0123456789ab'])
       expect(text).not.toContain(form);
     expect(text).toContain(`job ${leftover.id} attempt 1 called the adapter 3 times for unit 0 (at most 2)`);
+    expect(text).toMatch(
+      new RegExp(
+        `job reservation ${leftOpen} still open after \\d+ s \\(claim: accepted \\d+ s; job: none\\)`,
+      ),
+    );
     expect(text).toContain(`job ${leftover.id} called the adapter under attempt 2 but records 1 attempt(s)`);
     expect(text).toContain(`v2 admission ${unresolved} unresolved`);
     expect(text).toContain(`v1 charge ${doubleCharge} belongs to no completed request`);

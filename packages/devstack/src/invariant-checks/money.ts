@@ -12,14 +12,31 @@ const JOB = 2;
  */
 export async function ledgerViolations(db: pg.Client): Promise<Violation[]> {
   const out: Violation[] = [];
-  const open = await db.query<{ reservation_id: string; kind: number; age_s: number }>(
-    `SELECT reservation_id, kind, extract(epoch FROM now() - created_at)::int AS age_s
-     FROM quota.reservations WHERE state = 'reserved' ORDER BY created_at`,
+  // With what the other stores know of it (its admission's claim, its job, a fence), so that a
+  // reservation left open names the path that left it.
+  const open = await db.query<{
+    reservation_id: string;
+    kind: number;
+    age_s: number;
+    claim: string | null;
+    job: string | null;
+    fenced: boolean;
+  }>(
+    `SELECT r.reservation_id, r.kind, extract(epoch FROM now() - r.created_at)::int AS age_s,
+       (SELECT c.state || ' ' || extract(epoch FROM now() - c.claimed_at)::int || ' s'
+          FROM admission.idempotency_records c WHERE c.admission_id::text = r.reservation_id) AS claim,
+       (SELECT j.status || ' settlement ' || coalesce(j.quota_settlement, '-') ||
+               CASE WHEN j.quota_settled_at IS NULL THEN ' unsettled' ELSE ' settled ' ||
+                 extract(epoch FROM now() - j.quota_settled_at)::int || ' s ago' END
+          FROM jobs.jobs j WHERE j.reservation_id = r.reservation_id) AS job,
+       EXISTS (SELECT 1 FROM admission.idempotency_records c JOIN jobs.fenced_jobs f ON f.job_id = c.job_id
+                WHERE c.admission_id::text = r.reservation_id) AS fenced
+     FROM quota.reservations r WHERE r.state = 'reserved' ORDER BY r.created_at`,
   );
   for (const r of open.rows)
     out.push({
       invariant: 'quota_reserved',
-      detail: `${r.kind === JOB ? 'job' : r.kind === SYNC ? 'v1' : `kind ${r.kind}`} reservation ${r.reservation_id} still open after ${r.age_s} s`,
+      detail: `${r.kind === JOB ? 'job' : r.kind === SYNC ? 'v1' : `kind ${r.kind}`} reservation ${r.reservation_id} still open after ${r.age_s} s (claim: ${r.claim ?? 'none'}; job: ${r.job ?? 'none'}${r.fenced ? '; job id fenced' : ''})`,
     });
   const accounts = await db.query<{
     org_id: string;
