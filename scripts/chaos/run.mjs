@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm run chaos [-- --smoke] [--only S1,S4] [--duration S]`: the stack with replicas on private
+// `npm run chaos [-- --smoke] [--only S1,S4] [--duration S] [--customers N]`: the stack with replicas on private
 // servers, mixed traffic from many organizations, the faults of issue #15 one scenario at a time,
 // then a drain and the invariants. Prints one table; exits non-zero when any row fails.
 import { parseArgs } from 'node:util';
@@ -17,6 +17,7 @@ const { values: args } = parseArgs({
     smoke: { type: 'boolean', default: false },
     only: { type: 'string' },
     duration: { type: 'string' },
+    customers: { type: 'string' },
   },
 });
 const smoke = args.smoke;
@@ -25,6 +26,8 @@ const only = args.only ? new Set(args.only.split(',').map((s) => s.trim().toUppe
 const settings = {
   smoke,
   loadS: Number(args.duration ?? (smoke ? 60 : 600)),
+  // S1's customers acting at once (a closed loop: each waits for its answer, then 5 ms, then acts again).
+  customers: Number(args.customers ?? 8),
   orgs: smoke ? 20 : 100,
 };
 const say = (line) => log('chaos', line);

@@ -53,8 +53,8 @@ export function memoryGrowth(early, late) {
  * S1. `enforceLatency`: the p99 targets fail the row (full run); the smoke run on a shared CI machine
  * prints them beside the figures, as the bench does.
  */
-export async function s1Load(world, ledger, { durationS, enforceLatency }) {
-  const traffic = startTraffic(world, ledger, { concurrency: 8, pace: 5 });
+export async function s1Load(world, ledger, { durationS, customers = 8, enforceLatency }) {
+  const traffic = startTraffic(world, ledger, { concurrency: customers, pace: 5 });
   const warm = Math.min(20, Math.round(durationS / 4));
   await sleep(warm * 1000);
   const early = await memorySnapshot(world.stack);
@@ -79,7 +79,7 @@ export async function s1Load(world, ledger, { durationS, enforceLatency }) {
     .filter(([n]) => n.startsWith('gateway'))
     .map(([, v]) => v.rss);
   return {
-    scenario: `S1 load held ${durationS} s`,
+    scenario: `S1 load held ${durationS} s${customers === 8 ? '' : `, ${customers} customers`}`,
     faults: '-',
     requests: t.requests,
     jobs: t.count('v2 job'),
