@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { api } from '../../reliability/http.mjs';
 import { admin, quotaOf, sleep } from '../../reliability/stack.mjs';
 import { ms } from '../probe.mjs';
-import { phonesOf, startTraffic, TERMINAL } from '../traffic.mjs';
+import { drainJobs, phonesOf, startTraffic, TERMINAL } from '../traffic.mjs';
 import { COUNTRY, scenarioOrg } from '../world.mjs';
 
 const setAdapters = (world, fault) => {
@@ -127,6 +127,10 @@ async function submit(world, ledger, org, n) {
 export async function s11CancelInFlight(world, ledger, { jobs = 4 }) {
   const org = await scenarioOrg(world, 'Chaos S11');
   const failures = [];
+  // The jobs earlier scenarios left running first: under the drill each would hold a worker's slot for
+  // the drill's 120 s, and S11's jobs would queue instead of calling (the full run after S10: none of
+  // them running within 10 s, their cancels met no call).
+  await drainJobs(world, ledger, 60_000);
   await drillAdapters(world, 120_000);
   const ids = [];
   let inFlight = 0;
