@@ -112,29 +112,35 @@ const median = (xs) => {
   return s[s.length >> 1];
 };
 
-/** CPU seconds so far of the PostgreSQL backends serving stack `s`'s database, by pid. */
-async function pgBackends(s) {
+/** The rows of one query on stack `s`'s database (a connection of its own, closed after). */
+async function queryRows(s, text, params = []) {
   const { default: pg } = await import('pg');
   const client = new pg.Client({ connectionString: s.ctx.databaseUrl });
   await client.connect();
   try {
-    const r = await client.query(
-      'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
-    );
-    const out = new Map();
-    for (const { pid } of r.rows) {
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-        out.set(pid, (Number(f[11]) + Number(f[12])) / 100);
-      } catch {
-        // gone
-      }
-    }
-    return out;
+    return (await client.query(text, params)).rows;
   } finally {
     await client.end();
   }
+}
+
+/** CPU seconds so far of the PostgreSQL backends serving stack `s`'s database, by pid. */
+async function pgBackends(s) {
+  const rows = await queryRows(
+    s,
+    'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+  );
+  const out = new Map();
+  for (const { pid } of rows) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(pid, (Number(f[11]) + Number(f[12])) / 100);
+    } catch {
+      // gone
+    }
+  }
+  return out;
 }
 
 /** CPU seconds the backends spent between two `pgBackends` (a backend new since counts whole). */
@@ -233,18 +239,12 @@ async function job(s, n, seed) {
 
 /** The job's created_at -> started_at in milliseconds, from the scheduler's row. */
 async function queueWait(s, jobId) {
-  const { default: pg } = await import('pg');
-  const client = new pg.Client({ connectionString: s.ctx.databaseUrl });
-  await client.connect();
-  try {
-    const r = await client.query(
-      'SELECT extract(epoch FROM started_at - created_at) * 1000 AS ms FROM jobs.jobs WHERE id = $1',
-      [jobId],
-    );
-    return Number(r.rows[0].ms);
-  } finally {
-    await client.end();
-  }
+  const [row] = await queryRows(
+    s,
+    'SELECT extract(epoch FROM started_at - created_at) * 1000 AS ms FROM jobs.jobs WHERE id = $1',
+    [jobId],
+  );
+  return Number(row.ms);
 }
 
 async function v2Rounds(stacks) {
