@@ -92,7 +92,7 @@ async function storeViolations(
   const admission = await hasSchema(db, 'admission.idempotency_records');
   const out: Violation[] = [];
   if (jobs) out.push(...(await jobViolations(db)), ...(await transitionViolations(db)));
-  if (quota) out.push(...(await ledgerViolations(db)));
+  if (quota) out.push(...(await ledgerViolations(db, { admission, jobs })));
   if (jobs && quota) out.push(...(await settlementViolations(db)));
   if (admission && quota) out.push(...(await idempotencyViolations(db, jobs)));
   if (jobs) {

@@ -5,12 +5,25 @@ import type { Violation } from '../invariants.js';
 const SYNC = 1;
 const JOB = 2;
 
+// What admission and the scheduler know of reservation r (a stack may run without either store).
+const CLAIM_OF = `(SELECT c.state || ' ' || extract(epoch FROM now() - c.claimed_at)::int || ' s'
+  FROM admission.idempotency_records c WHERE c.admission_id::text = r.reservation_id)`;
+const JOB_OF = `(SELECT j.status || ' settlement ' || coalesce(j.quota_settlement, '-') ||
+  CASE WHEN j.quota_settled_at IS NULL THEN ' unsettled'
+       ELSE ' settled ' || extract(epoch FROM now() - j.quota_settled_at)::int || ' s ago' END
+  FROM jobs.jobs j WHERE j.reservation_id = r.reservation_id)`;
+const FENCED = `EXISTS (SELECT 1 FROM admission.idempotency_records c JOIN jobs.fenced_jobs f ON f.job_id = c.job_id
+  WHERE c.admission_id::text = r.reservation_id)`;
+
 /**
  * The quota ledger once every request has ended (spec: "exactly one charge for a completed logical
  * request, nothing for a failed one"): nothing reserved, `used` equal to the committed amounts and to
  * the usage records, one usage record per committed reservation.
  */
-export async function ledgerViolations(db: pg.Client): Promise<Violation[]> {
+export async function ledgerViolations(
+  db: pg.Client,
+  present: { admission: boolean; jobs: boolean },
+): Promise<Violation[]> {
   const out: Violation[] = [];
   // With what the other stores know of it (its admission's claim, its job, a fence), so that a
   // reservation left open names the path that left it.
@@ -23,14 +36,9 @@ export async function ledgerViolations(db: pg.Client): Promise<Violation[]> {
     fenced: boolean;
   }>(
     `SELECT r.reservation_id, r.kind, extract(epoch FROM now() - r.created_at)::int AS age_s,
-       (SELECT c.state || ' ' || extract(epoch FROM now() - c.claimed_at)::int || ' s'
-          FROM admission.idempotency_records c WHERE c.admission_id::text = r.reservation_id) AS claim,
-       (SELECT j.status || ' settlement ' || coalesce(j.quota_settlement, '-') ||
-               CASE WHEN j.quota_settled_at IS NULL THEN ' unsettled' ELSE ' settled ' ||
-                 extract(epoch FROM now() - j.quota_settled_at)::int || ' s ago' END
-          FROM jobs.jobs j WHERE j.reservation_id = r.reservation_id) AS job,
-       EXISTS (SELECT 1 FROM admission.idempotency_records c JOIN jobs.fenced_jobs f ON f.job_id = c.job_id
-                WHERE c.admission_id::text = r.reservation_id) AS fenced
+       ${present.admission ? CLAIM_OF : 'NULL::text'} AS claim,
+       ${present.jobs ? JOB_OF : 'NULL::text'} AS job,
+       ${present.admission && present.jobs ? FENCED : 'false'} AS fenced
      FROM quota.reservations r WHERE r.state = 'reserved' ORDER BY r.created_at`,
   );
   for (const r of open.rows)
