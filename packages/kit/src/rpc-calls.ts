@@ -67,40 +67,83 @@ export function rpcMetrics(registry: Registry): RpcMetrics {
 /**
  * Every served call counted, timed and held in flight for the drain; its error mapped at the
  * boundary: a dependency outage becomes a retryable UNAVAILABLE platform_failure, an unexpected error
- * is logged (its class only) and crosses as a bare INTERNAL. A server-streaming call (GetJobResult)
- * runs its handler only as its messages are read, after `next` returned: the errors of its stream are
- * mapped the same way as they are read (it is counted and timed to `next`, as before). Before, a
- * PostgreSQL restart under a result read crossed as INTERNAL and the gateway answered 500 (chaos S8).
+ * is logged (its class only) and crosses as a bare INTERNAL.
+ *
+ * The `code` label is the code of the handler's error, before that mapping (an outage counts Unknown).
+ *
+ * A server-streaming call (GetJobResult) runs its handler only as its messages are read, after `next`
+ * returned: it is counted, timed and let out of flight once, when its stream ends — `ok` read to its
+ * end, its error's code when it fails, CANCELED when the client goes away first — and the errors of
+ * its stream are mapped as they are read (chaos S8: a PostgreSQL restart under a result read crossed
+ * as INTERNAL, the gateway answered 500). It was counted ok at `next`, before its first message: a
+ * failed download counted ok, its duration ~0, the drain not waiting for it (rpc-stream-calls.int).
  */
 export function trackCalls(metrics: RpcMetrics, logger: Logger, inFlight: InFlight): Interceptor {
   return (next) => async (req) => {
     const method = `${req.service.typeName}/${req.method.name}`;
-    const end = metrics.duration.startTimer({ method });
+    const stopTimer = metrics.duration.startTimer({ method });
     inFlight.begin();
-    try {
-      const res = await next(req);
-      metrics.total.inc({ method, code: 'ok' });
-      // One line per call at debug level (with the caller's request id): follow one request hop by hop.
-      logger.debug({ method }, 'rpc served');
-      if (res.stream) return { ...res, message: mapStreamErrors(res.message, method, logger) };
-      return res;
-    } catch (error) {
-      const ce = ConnectError.from(error);
-      metrics.total.inc({ method, code: Code[ce.code] ?? String(ce.code) });
-      throw boundaryError(error, method, logger);
-    } finally {
-      end();
+    const settle = (code: string) => {
+      metrics.total.inc({ method, code });
+      stopTimer();
       inFlight.end();
+    };
+    let res: Awaited<ReturnType<typeof next>>;
+    try {
+      res = await next(req);
+    } catch (error) {
+      const ce = boundaryError(error, method, logger);
+      settle(codeName(ConnectError.from(error).code));
+      throw ce;
     }
+    // One line per call at debug level (with the caller's request id): follow one request hop by hop.
+    logger.debug({ method }, 'rpc served');
+    if (!res.stream) {
+      settle('ok');
+      return res;
+    }
+    return { ...res, message: settleOnEnd(res.message, method, logger, settle) };
   };
 }
 
-async function* mapStreamErrors<T>(messages: AsyncIterable<T>, method: string, logger: Logger) {
+/**
+ * The messages of a streamed answer; `settle` runs once, when the iteration ends: completed, failed
+ * (mapped by `boundaryError`) or given up by its consumer (`return()`/`throw()` at a yield: the client
+ * went away, its stream broke). Connect reads the stream as soon as `next` returns it, so the body
+ * below (and its finally) always starts.
+ */
+async function* settleOnEnd<T>(
+  messages: AsyncIterable<T>,
+  method: string,
+  logger: Logger,
+  settle: (code: string) => void,
+): AsyncGenerator<T> {
+  let code = codeName(Code.Canceled);
+  try {
+    for await (const m of mapStreamErrors(messages, method, logger, (c) => (code = c))) yield m;
+    code = 'ok';
+  } finally {
+    settle(code);
+  }
+}
+
+async function* mapStreamErrors<T>(
+  messages: AsyncIterable<T>,
+  method: string,
+  logger: Logger,
+  failed: (code: string) => void,
+) {
   try {
     yield* messages;
   } catch (error) {
+    failed(codeName(ConnectError.from(error).code));
     throw boundaryError(error, method, logger);
   }
+}
+
+/** The `code` label: the name of a gRPC code (`ok` for a call that succeeded). */
+function codeName(code: Code): string {
+  return Code[code] ?? String(code);
 }
 
 /** The error a failed call crosses the boundary with (see `trackCalls`). */
