@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Client } from '@connectrpc/connect';
 import { COUNTRY_CODES_MESSAGE, type CountryCode, isCountryCode } from '@dnc/api-contract/limits';
 import {
   type AdapterDirectory,
@@ -10,7 +11,7 @@ import {
   readPublicReason,
   validationError,
 } from '@dnc/kit';
-import { admissionv1 } from '@dnc/proto';
+import { admissionv1, type jobsv1 } from '@dnc/proto';
 import { admissionGate } from './domain/check-order.js';
 import {
   decideIdempotency,
@@ -28,6 +29,8 @@ import type { ClaimStore, GateFacts, GateFactsStore, StoredClaim } from './store
 export interface AdmitDeps {
   gate: GateFactsStore;
   claims: ClaimStore;
+  /** The job scheduler, asked whether a resumed v2 claim's job exists (FenceJob). */
+  jobs: Pick<Client<typeof jobsv1.JobsService>, 'fenceJob'>;
   directory: AdapterDirectory;
   reservations: Reservations;
   open: OpenAdmissions;
@@ -224,7 +227,7 @@ async function claimKey(deps: AdmitDeps, request: Request, adapter: ChosenAdapte
     case 'reclaim':
       return reclaim(deps, request, existing, keyHash, admissionId, adapter);
     case 'resume':
-      return { answer: await resume(deps, request, existing, adapter) };
+      return resume(deps, request, existing, keyHash, adapter);
   }
 }
 
@@ -254,14 +257,23 @@ async function reclaim(
 
 /**
  * v2: the job may or may not be stored. Same job identity and the same reservation: the job store is
- * idempotent by job id.
+ * idempotent by job id. When quota no longer holds the reservation (released: its caller gave up or its
+ * reserve failed, and the claim could not be dropped after; or committed or released by a job that
+ * ran), only the scheduler knows whether the job exists: FenceJob. The job exists -> the claim is
+ * accepted and the retry replays it. No job -> its id is fenced now (a SubmitJob of the old admission
+ * still on its way is refused) and a new admission with a new job identity takes the claim over and
+ * reserves afresh. Never the old job id without a reservation: its job would run and settle nothing.
+ * Any other failure keeps the claim: its job may be stored, so the key must not be freed for a second
+ * job (issue 14 item 2).
  */
 async function resume(
   deps: AdmitDeps,
   request: Request,
   existing: StoredClaim,
+  keyHash: Buffer,
   adapter: ChosenAdapter,
-): Promise<Admitted> {
+): Promise<Claimed> {
+  const jobId = existing.jobId ?? '';
   try {
     await deps.reservations.reserve(
       existing.admissionId,
@@ -270,13 +282,23 @@ async function resume(
       request.inputCount,
       request.kind,
     );
+    return { answer: { admissionId: existing.admissionId, replay: false, jobId, ...adapter } };
   } catch (error) {
-    // Released already: the job was stored and settled by the scheduler, or the reconciler gave the
-    // admission up and fenced its job id (SubmitJob then refuses it). Any other failure keeps the claim:
-    // its job may be stored, so the key must not be freed for a second job (issue 14 item 2).
-    if (ConnectError.from(error).code !== Code.FailedPrecondition) throw error;
+    // Released, or a release's tombstone (quota answers a tombstone as another reservation's id).
+    const code = ConnectError.from(error).code;
+    if (code !== Code.FailedPrecondition && code !== Code.AlreadyExists) throw error;
   }
-  return { admissionId: existing.admissionId, replay: false, jobId: existing.jobId ?? '', ...adapter };
+  const { fenced } = await deps.jobs.fenceJob({ jobId });
+  if (!fenced) {
+    await deps.claims.markClaim(existing.admissionId, 'accepted', jobId);
+    return { answer: { admissionId: existing.admissionId, replay: true, jobId, ...adapter } };
+  }
+  const admissionId = randomUUID();
+  const newJobId = randomUUID();
+  if (!(await deps.claims.takeOver(request.keyId, keyHash, existing.admissionId, admissionId, newJobId))) {
+    throw deps.refusals.reject(inProgress(1));
+  }
+  return { admissionId, jobId: newJobId };
 }
 
 /**

@@ -26,6 +26,7 @@ import {
 } from '@dnc/kit';
 import { admissionv1, healthv1, jobsv1, quotav1 } from '@dnc/proto';
 import type { AdminDeps } from './admin.js';
+import type { AdmitDeps } from './admit.js';
 import { Completion } from './completion.js';
 import type { AdmissionConfig } from './config.js';
 import type { Timeouts } from './domain/idempotency.js';
@@ -77,6 +78,11 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
     jobClaimMs: config.DNC_JOB_CLAIM_TIMEOUT_SECONDS * 1000,
   };
   const keyUsage = new KeyUsage(pool, logger, config.DNC_KEY_USAGE_FLUSH_MS);
+  // FenceJob: the claim reconciler, and the resume of a v2 claim whose reservation is gone.
+  const jobs = serviceClient(jobsv1.JobsService, config.DNC_JOBS_ADDR, 3_000, {
+    security: service.security,
+    peer: 'job-scheduler',
+  });
   const routes = routesOf(service, config, {
     stores,
     limiter,
@@ -87,6 +93,7 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
     reservations,
     timeouts,
     keyUsage,
+    jobs,
   });
   const { port } = await service.startGrpcServer({
     port: config.DNC_GRPC_PORT,
@@ -106,7 +113,12 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
     // A dependency failing is a platform failure for the callers of AdmissionService.
     interceptors: [refusals.interceptor(admissionv1.AdmissionService.typeName)],
   });
-  const reconciler = startReconciler(service, config, { claims: stores.claims, reservations, timeouts });
+  const reconciler = startReconciler(service, config, {
+    claims: stores.claims,
+    reservations,
+    timeouts,
+    jobs,
+  });
   const { port: adminPort } = await service.startAdminServer({
     port: config.DNC_ADMIN_PORT,
     serviceNames: ['dnc.admission.v1.AdmissionAdminService'],
@@ -141,6 +153,7 @@ function routesOf(
     reservations: Reservations;
     timeouts: Timeouts;
     keyUsage: KeyUsage;
+    jobs: AdmitDeps['jobs'];
   },
 ) {
   const { stores, limiter, directory, countryStatus, refusals, reservations, timeouts, keyUsage } = parts;
@@ -153,6 +166,7 @@ function routesOf(
       admission: {
         gate: stores.gate,
         claims: stores.claims,
+        jobs: parts.jobs,
         directory,
         reservations,
         open,
@@ -190,17 +204,10 @@ function routesOf(
 function startReconciler(
   service: Service,
   config: AdmissionConfig,
-  parts: { claims: AdmissionStores['claims']; reservations: Reservations; timeouts: Timeouts },
+  parts: Omit<ConstructorParameters<typeof ClaimReconciler>[0], 'logger'>,
 ): ClaimReconciler {
   const reconciler = new ClaimReconciler(
-    {
-      ...parts,
-      jobs: serviceClient(jobsv1.JobsService, config.DNC_JOBS_ADDR, 3_000, {
-        security: service.security,
-        peer: 'job-scheduler',
-      }),
-      logger: service.logger,
-    },
+    { ...parts, logger: service.logger },
     config.DNC_CLAIM_RECONCILE_INTERVAL_MS,
   );
   reconciler.start();

@@ -108,18 +108,21 @@ export class ClaimStore {
 
   /**
    * Take over a stale claim: only when it is still the one we looked at (same admission id, still in
-   * progress), so two retries racing for a stale claim cannot both win.
+   * progress), so two retries racing for a stale claim cannot both win. A v2 claim taken over gets
+   * its new job identity `newJobId` (the old one is fenced).
    */
   async takeOver(
     keyId: string,
     keyHash: Buffer,
     expectedAdmissionId: string,
     newAdmissionId: string,
+    newJobId?: string,
   ): Promise<boolean> {
     const r = await this.pool.query(
-      `UPDATE admission.idempotency_records SET admission_id = $4, claimed_at = now()
+      `UPDATE admission.idempotency_records
+       SET admission_id = $4, job_id = coalesce($5::uuid, job_id), claimed_at = now()
        WHERE key_id = $1 AND key_hash = $2 AND admission_id = $3 AND state = 'in_progress'`,
-      [keyId, keyHash, expectedAdmissionId, newAdmissionId],
+      [keyId, keyHash, expectedAdmissionId, newAdmissionId, newJobId ?? null],
     );
     return r.rowCount === 1;
   }
