@@ -106,6 +106,9 @@ export function healthService(
       }
       return { status };
     },
+    // Ends with NOT_SERVING once draining starts: a served stream is held in flight until it ends, and
+    // the drain waits for it (trackCalls), so a Watch that went on would hold every shutdown to its
+    // bound. The watcher reconnects elsewhere, as after the GOAWAY of the drain.
     async *watch(req, ctx) {
       let last: number | undefined;
       while (!ctx.signal.aborted) {
@@ -114,6 +117,7 @@ export function healthService(
           last = status;
           yield { status };
         }
+        if (state.isDraining) return;
         await new Promise((r) => setTimeout(r, 500));
       }
     },

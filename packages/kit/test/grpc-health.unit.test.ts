@@ -1,7 +1,15 @@
+import http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
 import { fromBinary, toBinary } from '@bufbuild/protobuf';
+import { createClient } from '@connectrpc/connect';
+import { connectNodeAdapter, createGrpcTransport } from '@connectrpc/connect-node';
 import { healthv1 } from '@dnc/proto';
 import * as grpc from '@grpc/grpc-js';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
+import { HealthState, healthService } from '../src/health.js';
+import { InFlight, rpcMetrics, trackCalls } from '../src/rpc-calls.js';
 import { Service } from '../src/service.js';
 
 const {
@@ -99,5 +107,44 @@ describe('grpc.health.v1 answers honestly (issue 2: service kit)', () => {
     const { service, port } = await start({ value: true });
     service.health.setDraining();
     expect(await probe(port)).toEqual({ status: Status.NOT_SERVING });
+  });
+});
+
+describe('grpc.health.v1 Watch and the drain', () => {
+  it('a Watch ends with NOT_SERVING when draining starts: it never holds the drain', async () => {
+    // Served calls stay in flight until they end, streams included, and a service's drain waits for
+    // them (Service.shutdown): a Watch that went on forever would hold every shutdown to its bound.
+    // The service listener's parts: the health service behind the call tracking, over HTTP/2.
+    const logger = pino({ level: 'silent' });
+    const state = new HealthState(logger);
+    const inFlight = new InFlight();
+    const server = http2.createServer(
+      connectNodeAdapter({
+        interceptors: [trackCalls(rpcMetrics(new Registry()), logger, inFlight)],
+        routes: (router) => router.service(healthv1.Health, healthService(state, [])),
+      }),
+    );
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const health = createClient(
+        healthv1.Health,
+        createGrpcTransport({ baseUrl: `http://127.0.0.1:${port}` }),
+      );
+      const seen: number[] = [];
+      const watching = (async () => {
+        for await (const m of health.watch({ service: '' })) seen.push(m.status);
+      })();
+      await expect.poll(() => seen, { timeout: 5_000 }).toEqual([Status.SERVING]);
+      expect(inFlight.size).toBe(1);
+      const started = Date.now();
+      state.setDraining();
+      await inFlight.waitIdle();
+      expect(Date.now() - started).toBeLessThan(2_000);
+      await watching;
+      expect(seen).toEqual([Status.SERVING, Status.NOT_SERVING]);
+    } finally {
+      server.close();
+    }
   });
 });
