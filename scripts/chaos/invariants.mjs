@@ -5,7 +5,8 @@ import { createHash } from 'node:crypto';
 import { checkInvariants, formatViolations, stackTarget } from '@dnc/devstack';
 import pg from 'pg';
 import { quotaOf } from '../reliability/stack.mjs';
-import { CANARIES, drainJobs, retryUnanswered, retryUnansweredJobs } from './traffic.mjs';
+import { retryUnanswered, retryUnansweredJobs } from './retries.mjs';
+import { CANARIES, drainJobs } from './traffic.mjs';
 import { COUNTRY } from './world.mjs';
 
 /** Quota as the answers account for it: exact, or (for `loose` organizations) at most that much. */

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm run chaos [-- --smoke] [--only S1,S4] [--duration S] [--customers N]`: the stack with replicas on private
+// `npm run chaos [-- --smoke] [--only S1,S4] [--duration S] [--customers N | --rate R]`: the stack with replicas on private
 // servers, mixed traffic from many organizations, the faults of issue #15 one scenario at a time,
 // then a drain and the invariants. Prints one table; exits non-zero when any row fails.
 import { parseArgs } from 'node:util';
@@ -18,6 +18,7 @@ const { values: args } = parseArgs({
     only: { type: 'string' },
     duration: { type: 'string' },
     customers: { type: 'string' },
+    rate: { type: 'string' },
   },
 });
 const smoke = args.smoke;
@@ -28,6 +29,8 @@ const settings = {
   loadS: Number(args.duration ?? (smoke ? 60 : 600)),
   // S1's customers acting at once (a closed loop: each waits for its answer, then 5 ms, then acts again).
   customers: Number(args.customers ?? 8),
+  // Or an open loop: S1's actions arrive at this mean rate a second, answered or not.
+  rate: args.rate ? Number(args.rate) : undefined,
   orgs: smoke ? 20 : 100,
 };
 const say = (line) => log('chaos', line);

@@ -178,85 +178,6 @@ function pick() {
   return MIX[0][0];
 }
 
-/**
- * Retry every v1 request that got no 200 with its own key until it answers 200 (409/429/503 wait as
- * told): each logical request then counts once in the ledger. Returns the failures (a retry that never
- * answered, or answered something else).
- */
-export async function retryUnanswered(world, ledger, { concurrency = 8, timeoutMs = 60_000 } = {}) {
-  const failures = [];
-  const queue = ledger.unanswered.splice(0);
-  let replayed = 0;
-  const lane = async () => {
-    for (let r = queue.shift(); r; r = queue.shift()) {
-      const until = Date.now() + timeoutMs;
-      for (;;) {
-        const res = await api(world.publicBaseUrl, 'POST', '/v1/scrub', {
-          key: r.org.apiKey,
-          idem: r.idem,
-          json: { country: COUNTRY, phones: r.phones },
-        });
-        if (res.status === 200) {
-          ledger.verify(res.body, r.prohibited, `${r.kind} retry`);
-          ledger.charge(r.org.orgId, r.phones.length);
-          const wasReplay = res.headers.get('idempotency-replayed') === 'true';
-          if (wasReplay) replayed++;
-          ledger.note(r.org.orgId, {
-            idem: r.idem,
-            n: r.phones.length,
-            kind: r.kind,
-            status: 200,
-            replayed: wasReplay,
-            retried: Boolean(res.retried),
-            charged: true,
-            how: 'retry',
-          });
-          break;
-        }
-        const wait = res.status === 409 || res.status === 429 || res.status >= 500 || res.status === 0;
-        if (!wait || Date.now() > until) {
-          failures.push(`a v1 retry answered ${res.status} ${res.body?.error ?? res.error ?? ''}`);
-          break;
-        }
-        await sleep(Math.max(250, Number(res.headers?.get('retry-after') ?? 1) * 1000));
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: concurrency }, lane));
-  return { failures: [...new Set(failures)], replayed };
-}
-
-/**
- * Retry every v2 submission that got no 202 with its own key until it answers with a job (409/429/503
- * wait as told); the job joins the ledger. Returns the failures and how many answered with a job.
- */
-export async function retryUnansweredJobs(world, ledger, { timeoutMs = 60_000 } = {}) {
-  const failures = [];
-  let jobs = 0;
-  for (const r of ledger.unansweredJobs.splice(0)) {
-    const until = Date.now() + timeoutMs;
-    for (;;) {
-      const res = await api(world.publicBaseUrl, 'POST', '/v2/scrub', {
-        key: r.org.apiKey,
-        idem: r.idem,
-        json: { country: COUNTRY, phones: r.phones },
-      });
-      if ((res.status === 202 || res.status === 200) && res.body?.job_id) {
-        ledger.accept(r.org, res.body, r.idem);
-        jobs++;
-        break;
-      }
-      const wait = res.status === 409 || res.status === 429 || res.status >= 500 || res.status === 0;
-      if (!wait || Date.now() > until) {
-        failures.push(`a v2 retry answered ${res.status} ${res.body?.error ?? res.error ?? ''}`);
-        break;
-      }
-      await sleep(Math.max(250, Number(res.headers?.get('retry-after') ?? 1) * 1000));
-    }
-  }
-  return { failures: [...new Set(failures)], jobs };
-}
-
 /** One customer action; returns its kind and response. */
 async function act(world, ledger, tally, kind, org) {
   const base = world.publicBaseUrl;
@@ -317,28 +238,51 @@ async function act(world, ledger, tally, kind, org) {
   }
 }
 
+/** One action of a random organization and kind; the script's own failure is named as such. */
+async function actOnce(world, ledger, tally, orgs, kinds) {
+  const org = orgs[Math.floor(Math.random() * orgs.length)];
+  const kind = kinds ? kinds[Math.floor(Math.random() * kinds.length)] : pick();
+  try {
+    await act(world, ledger, tally, kind, org);
+  } catch (error) {
+    tally.add(kind, {
+      status: 0,
+      ms: 0,
+      error: `the script threw: ${error?.message ?? error}`,
+      phase: 'script',
+    });
+  }
+}
+
 /**
- * Traffic from `orgs` with `concurrency` customers at once until `stop()`. `pace`: pause between one
- * customer's requests (ms), so the load is a steady stream rather than a flood.
+ * Traffic from `orgs` until `stop()`. A closed loop by default: `concurrency` customers at once, each
+ * waiting for its answer, then `pace` ms, then acting again. With `rate` (actions a second) an open
+ * loop instead: actions arrive at that mean rate (Poisson arrivals) whether or not earlier ones were
+ * answered, at most `maxInFlight` at once. An arrival that finds `maxInFlight` actions open is not sent
+ * and counted in `tally.notSent` (the offered load was not held); `tally.lateMs` is how far the
+ * latest action left after its scheduled time (the generator's own lag).
  */
-export function startTraffic(world, ledger, { orgs = world.orgs, concurrency = 8, pace = 20, kinds } = {}) {
+export function startTraffic(
+  world,
+  ledger,
+  { orgs = world.orgs, concurrency = 8, pace = 20, kinds, rate, maxInFlight = 256 } = {},
+) {
   const tally = new Tally();
   let running = true;
+  if (rate)
+    return openLoop(world, ledger, tally, {
+      orgs,
+      kinds,
+      rate,
+      maxInFlight,
+      running: () => running,
+      stop: () => {
+        running = false;
+      },
+    });
   const lanes = Array.from({ length: concurrency }, async () => {
     while (running) {
-      const org = orgs[Math.floor(Math.random() * orgs.length)];
-      const kind = kinds ? kinds[Math.floor(Math.random() * kinds.length)] : pick();
-      try {
-        await act(world, ledger, tally, kind, org);
-      } catch (error) {
-        // The script's own failure, not the stack's: named as such.
-        tally.add(kind, {
-          status: 0,
-          ms: 0,
-          error: `the script threw: ${error?.message ?? error}`,
-          phase: 'script',
-        });
-      }
+      await actOnce(world, ledger, tally, orgs, kinds);
       await sleep(pace);
     }
   });
@@ -347,6 +291,37 @@ export function startTraffic(world, ledger, { orgs = world.orgs, concurrency = 8
     async stop() {
       running = false;
       await Promise.all(lanes);
+      return tally;
+    },
+  };
+}
+
+function openLoop(world, ledger, tally, { orgs, kinds, rate, maxInFlight, running, stop }) {
+  const open = new Set();
+  tally.notSent = 0;
+  tally.lateMs = 0;
+  const arrivals = (async () => {
+    let next = performance.now();
+    while (running()) {
+      next += (-Math.log(1 - Math.random()) * 1000) / rate;
+      const wait = next - performance.now();
+      if (wait > 0) await sleep(wait);
+      if (!running()) break;
+      tally.lateMs = Math.max(tally.lateMs, performance.now() - next);
+      if (open.size >= maxInFlight) {
+        tally.notSent++;
+        continue;
+      }
+      const action = actOnce(world, ledger, tally, orgs, kinds).finally(() => open.delete(action));
+      open.add(action);
+    }
+  })();
+  return {
+    tally,
+    async stop() {
+      stop();
+      await arrivals;
+      await Promise.all([...open]);
       return tally;
     },
   };

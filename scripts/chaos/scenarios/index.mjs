@@ -11,7 +11,8 @@ export const SCENARIOS = [
   {
     id: 'S1',
     title: 'load held',
-    run: (w, l, s) => s1Load(w, l, { durationS: s.loadS, customers: s.customers, enforceLatency: !s.smoke }),
+    run: (w, l, s) =>
+      s1Load(w, l, { durationS: s.loadS, customers: s.customers, rate: s.rate, enforceLatency: !s.smoke }),
   },
   {
     id: 'S2',

@@ -53,8 +53,8 @@ export function memoryGrowth(early, late) {
  * S1. `enforceLatency`: the p99 targets fail the row (full run); the smoke run on a shared CI machine
  * prints them beside the figures, as the bench does.
  */
-export async function s1Load(world, ledger, { durationS, customers = 8, enforceLatency }) {
-  const traffic = startTraffic(world, ledger, { concurrency: customers, pace: 5 });
+export async function s1Load(world, ledger, { durationS, customers = 8, rate, enforceLatency }) {
+  const traffic = startTraffic(world, ledger, rate ? { rate } : { concurrency: customers, pace: 5 });
   const warm = Math.min(20, Math.round(durationS / 4));
   await sleep(warm * 1000);
   const early = await memorySnapshot(world.stack);
@@ -74,17 +74,20 @@ export async function s1Load(world, ledger, { durationS, customers = 8, enforceL
       ? [`v2 admission p99 ${ms(v2)} > ${TARGETS.v2AdmissionMs} ms`]
       : []),
     ...growth.failures,
+    ...(t.notSent
+      ? [`${t.notSent} arrivals not sent: 256 actions open (the offered ${rate}/s not held)`]
+      : []),
   ];
   const gwRss = Object.entries(late)
     .filter(([n]) => n.startsWith('gateway'))
     .map(([, v]) => v.rss);
   return {
-    scenario: `S1 load held ${durationS} s${customers === 8 ? '' : `, ${customers} customers`}`,
+    scenario: `S1 load held ${durationS} s${rate ? `, open loop ${rate}/s` : customers === 8 ? '' : `, ${customers} customers`}`,
     faults: '-',
     requests: t.requests,
     jobs: t.count('v2 job'),
     pass: failures.length === 0,
-    figures: `${Math.round(t.requests / durationS)} req/s; v1 p50/p99 ${ms(t.p('v1 small', 0.5))}/${ms(p99)} (target ${TARGETS.singleP99Ms}${enforceLatency ? '' : ', not enforced in smoke'}); v1 10k p50 ${ms(t.p('v1 10k', 0.5))}; v2 admit p99 ${ms(v2)}; gateway RSS ${gwRss.join('/')} MiB; most grown: ${growth.most}; ${t.retried} answered after a transport retry`,
+    figures: `${Math.round(t.requests / durationS)} req/s; v1 p50/p99 ${ms(t.p('v1 small', 0.5))}/${ms(p99)} (target ${TARGETS.singleP99Ms}${enforceLatency ? '' : ', not enforced in smoke'}); v1 10k p50 ${ms(t.p('v1 10k', 0.5))}; v2 admit p99 ${ms(v2)}; gateway RSS ${gwRss.join('/')} MiB; most grown: ${growth.most}; ${t.retried} answered after a transport retry${rate ? `; generator lag max ${ms(t.lateMs)}` : ''}`,
     failures: [...new Set(failures)],
   };
 }
