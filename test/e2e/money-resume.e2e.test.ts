@@ -158,4 +158,42 @@ describe('a resumed v2 claim whose reservation is gone is never an uncharged job
     await strandClaim(input, key, 5_000);
     await expectChargedOnce(input, key, await retryUntilJob(input, key), used);
   });
+
+  it('the job exists and its reservation was released (cancelled before its claim was confirmed): the retry replays it, free', async () => {
+    const { used } = await api.quota(org.orgId, 'co');
+    const input = phones(1_000, 20_000);
+    const key = `resume-${randomUUID()}`;
+    // ConfirmJob cannot mark the claim accepted (a real trigger) and no worker takes the job: it is
+    // stored and stays queued, its claim in progress.
+    await db.query(`CREATE FUNCTION admission.refuse_accept() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'accept refused by the test'; END $$`);
+    await db.query(`CREATE TRIGGER refuse_accept BEFORE UPDATE ON admission.idempotency_records
+      FOR EACH ROW WHEN (NEW.state = 'accepted') EXECUTE FUNCTION admission.refuse_accept()`);
+    const worker = stack.child('job-worker')!;
+    worker.kill('SIGSTOP');
+    let jobId: string;
+    try {
+      const first = await api.submit(input, { idempotencyKey: key, country: 'co' });
+      expect(first.status).toBe(202);
+      jobId = first.body.job_id;
+      // Cancelled while queued: its reservation released, nothing charged.
+      expect([200, 202]).toContain((await api.cancel(jobId)).status);
+      await api.waitFor(jobId, (s) => s === 'cancelled', 30_000);
+      await expect.poll(() => api.quota(org.orgId, 'co'), { timeout: 30_000 }).toEqual({ used, reserved: 0 });
+    } finally {
+      worker.kill('SIGCONT');
+      await db.query('DROP TRIGGER refuse_accept ON admission.idempotency_records');
+      await db.query('DROP FUNCTION admission.refuse_accept()');
+    }
+    expect(await claimsInProgress()).toBe(1);
+    await sleep(JOB_CLAIM_TIMEOUT_S * 1000);
+
+    // Past the claim timeout: resume finds the reservation released, the scheduler the job.
+    const retry = await api.submit(input, { idempotencyKey: key, country: 'co' });
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get('idempotency-replayed')).toBe('true');
+    expect(retry.body).toMatchObject({ job_id: jobId, status: 'cancelled' });
+    expect(await claimsInProgress()).toBe(0);
+    expect(await api.quota(org.orgId, 'co')).toEqual({ used, reserved: 0 });
+  });
 });
