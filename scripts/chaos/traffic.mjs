@@ -123,14 +123,26 @@ export class Tally {
   /** Requests answered only by the transport's retry (the first attempt failed on a reused socket). */
   retried = 0;
   requests = 0;
+  /**
+   * Latencies count only for requests started at or after `from` and answered by `to` (ms since the
+   * epoch); every request counts for the rest (answers, 5xx, requests). S1 measures between its
+   * memory probes: a probe forces a full collection in every process at once (probe.mjs), a stall of
+   * the whole stack that is the harness's, and the first seconds are the stack's warm-up.
+   */
+  window = { from: 0, to: Number.POSITIVE_INFINITY };
+  /** [started at, ms, kind, status] of every request when set to an array (CHAOS_TIMELINE, S1). */
+  timeline = undefined;
   add(kind, res) {
     this.requests++;
     let k = this.kinds.get(kind);
     if (!k) {
-      k = { ms: [], statuses: new Map() };
+      k = { ms: [], n: 0, statuses: new Map() };
       this.kinds.set(kind, k);
     }
-    k.ms.push(res.ms);
+    k.n++;
+    const end = Date.now();
+    if (end - res.ms >= this.window.from && end <= this.window.to) k.ms.push(res.ms);
+    this.timeline?.push([end - res.ms, Math.round(res.ms), kind, res.status]);
     k.statuses.set(res.status, (k.statuses.get(res.status) ?? 0) + 1);
     if (res.retried) this.retried++;
     if (res.status === 0) {
@@ -156,7 +168,7 @@ export class Tally {
     return ms.length ? ms[Math.min(ms.length - 1, Math.floor(ms.length * q))] : Number.NaN;
   }
   count(kind) {
-    return this.kinds.get(kind)?.ms.length ?? 0;
+    return this.kinds.get(kind)?.n ?? 0;
   }
 }
 
