@@ -257,9 +257,10 @@ async function reclaim(
 
 /**
  * v2: the job may or may not be stored. Same job identity and the same reservation: the job store is
- * idempotent by job id. When quota no longer holds the reservation (released: its caller gave up or its
- * reserve failed, and the claim could not be dropped after; or committed or released by a job that
- * ran), only the scheduler knows whether the job exists: FenceJob. The job exists -> the claim is
+ * idempotent by job id (a reservation already committed by its job reserves again as `ok`). When quota
+ * no longer holds the reservation (released: its caller gave up or its reserve failed and the claim
+ * could not be dropped after, or its job ended without a result), only the scheduler knows whether the
+ * job exists: FenceJob. The job exists -> the claim is
  * accepted and the retry replays it. No job -> its id is fenced now (a SubmitJob of the old admission
  * still on its way is refused) and a new admission with a new job identity takes the claim over and
  * reserves afresh. Never the old job id without a reservation: its job would run and settle nothing.
