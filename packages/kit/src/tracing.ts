@@ -8,6 +8,7 @@ import {
   SpanStatusCode,
   type TextMapGetter,
   type TextMapSetter,
+  type TracerProvider,
   trace,
 } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
@@ -44,10 +45,19 @@ export function startTracing(
       }),
     ],
   });
+  useTracerProvider(provider);
+  return () => provider.shutdown();
+}
+
+/** Whether a tracer provider was registered here: without one the RPC interceptors are pass-through. */
+let tracingOn = false;
+
+/** Registers `provider` for this process (startTracing; a test's in-memory provider). */
+export function useTracerProvider(provider: TracerProvider): void {
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(provider);
-  return () => provider.shutdown();
+  tracingOn = true;
 }
 
 const tracer = () => trace.getTracer(TRACER);
@@ -66,10 +76,7 @@ export function inSpan<T>(
       try {
         return await fn(span);
       } catch (error) {
-        span.setStatus({
-          code: SpanStatusCode.ERROR,
-          message: error instanceof Error ? error.name : 'error',
-        });
+        span.setStatus({ code: SpanStatusCode.ERROR, message: errorName(error) });
         throw error;
       } finally {
         span.end();
@@ -86,26 +93,83 @@ const headerGetter: TextMapGetter<Headers> = {
 
 /** Client side of a Connect call: a CLIENT span, and its context in `traceparent`. */
 export const traceClientCalls: Interceptor = (next) => (req) =>
-  inSpan(
-    `${req.service.typeName}/${req.method.name}`,
-    { kind: SpanKind.CLIENT, attributes: { 'rpc.system': 'connect', 'rpc.method': req.method.name } },
-    async () => {
-      propagation.inject(context.active(), req.header, headerSetter);
-      return next(req);
-    },
-  );
+  tracingOn ? tracedCall(next, req, SpanKind.CLIENT, context.active()) : next(req);
 
 /** Server side of a Connect call: a SERVER span, child of the caller's `traceparent`. */
 export const traceServerCalls: Interceptor = (next) => (req) =>
-  inSpan(
+  tracingOn
+    ? tracedCall(next, req, SpanKind.SERVER, propagation.extract(context.active(), req.header, headerGetter))
+    : next(req);
+
+type Next = Parameters<Interceptor>[0];
+type Request = Parameters<Next>[0];
+
+/**
+ * One call in its span. A unary call's span ends when `next` settles; a streamed answer's (GetJobResult)
+ * when its stream ends: read to its end, failed, given up by its reader, or its call aborted (a reader
+ * that stops without closing the stream). Ending at `next` timed a 25 MiB download as the first
+ * message's wait and lost its failure. The stream's messages are produced with the span active, so the
+ * handler's own calls (a database read between two segments) are its children.
+ */
+async function tracedCall(next: Next, req: Request, kind: SpanKind, parent: Context) {
+  const span = tracer().startSpan(
     `${req.service.typeName}/${req.method.name}`,
-    {
-      kind: SpanKind.SERVER,
-      attributes: { 'rpc.system': 'connect', 'rpc.method': req.method.name },
-      parent: propagation.extract(context.active(), req.header, headerGetter),
-    },
-    () => next(req),
+    { kind, attributes: { 'rpc.system': 'connect', 'rpc.method': req.method.name } },
+    parent,
   );
+  const active = trace.setSpan(parent, span);
+  let ended = false;
+  const end = (error?: unknown) => {
+    if (ended) return;
+    ended = true;
+    req.signal.removeEventListener('abort', onAbort);
+    if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: errorName(error) });
+    span.end();
+  };
+  const onAbort = () => end();
+  req.signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    const res = await context.with(active, () => {
+      if (kind === SpanKind.CLIENT) propagation.inject(active, req.header, headerSetter);
+      return next(req);
+    });
+    if (!res.stream) {
+      end();
+      return res;
+    }
+    return { ...res, message: endWithStream(res.message, active, end) };
+  } catch (error) {
+    end(error);
+    throw error;
+  }
+}
+
+async function* endWithStream<T>(
+  messages: AsyncIterable<T>,
+  active: Context,
+  end: (error?: unknown) => void,
+): AsyncGenerator<T> {
+  const it = messages[Symbol.asyncIterator]();
+  let done = false;
+  try {
+    for (;;) {
+      const step = await context.with(active, () => it.next());
+      if (step.done) break;
+      yield step.value;
+    }
+    done = true;
+  } catch (error) {
+    done = true;
+    end(error);
+    throw error;
+  } finally {
+    // Given up at a yield: close the stream underneath (as `for await` would).
+    if (!done) await it.return?.();
+    end();
+  }
+}
+
+const errorName = (error: unknown) => (error instanceof Error ? error.name : 'error');
 
 /**
  * A SERVER span for an incoming HTTP request (the gateway), child of the client's `traceparent` when it
