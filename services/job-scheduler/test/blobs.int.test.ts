@@ -3,7 +3,8 @@ import { fileURLToPath } from 'node:url';
 import { dropDatabase, uniqueSuffix } from '@dnc/devstack';
 import { createPool, ensureDatabase, inTransaction, migrateSchema, type Pool } from '@dnc/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BlobBinding, KeyRing } from '../src/crypto/envelope.js';
+import { type BlobBinding, KeyRing, SEGMENT_BYTES, sealSegment, segmentsOf } from '../src/crypto/envelope.js';
+import { BLOB_FORMAT } from '../src/crypto/segment-codec.js';
 import { readBlob, readBlobWhole, writeBlob } from '../src/store/blobs.js';
 
 // writeBlob against the real PostgreSQL: segments written one per statement while the next one is
@@ -43,18 +44,18 @@ async function stored(b: BlobBinding) {
     : { rows: segs.rows[0]?.n };
 }
 
+beforeAll(async () => {
+  await ensureDatabase(databaseUrl);
+  await migrateSchema(databaseUrl, 'jobs', MIGRATIONS);
+  pool = createPool(databaseUrl, 2);
+});
+
+afterAll(async () => {
+  await pool?.end();
+  await dropDatabase(databaseUrl);
+});
+
 describe('writeBlob (real PostgreSQL)', () => {
-  beforeAll(async () => {
-    await ensureDatabase(databaseUrl);
-    await migrateSchema(databaseUrl, 'jobs', MIGRATIONS);
-    pool = createPool(databaseUrl, 2);
-  });
-
-  afterAll(async () => {
-    await pool?.end();
-    await dropDatabase(databaseUrl);
-  });
-
   it('a blob of several segments reads back byte for byte; the header counts segments and bytes', async () => {
     const b = await newJob();
     const plain = randomBytes(3 * MIB + 12_345);
@@ -131,5 +132,84 @@ describe('writeBlob (real PostgreSQL)', () => {
     }
     expect(unhandled).toEqual([]);
     expect(await stored(b)).toEqual({ rows: 0 });
+  });
+});
+
+/** Sealed bytes stored for a blob, and its format. */
+async function footprint(b: BlobBinding) {
+  const r = await pool.query<{ sealed: string; format: number }>(
+    `SELECT (SELECT sum(length(sealed)) FROM jobs.job_blob_segments WHERE job_id = $1 AND kind = $2) AS sealed,
+            (SELECT format FROM jobs.job_blobs WHERE job_id = $1 AND kind = $2) AS format`,
+    [b.jobId, b.kind],
+  );
+  return { sealed: Number(r.rows[0]?.sealed), format: r.rows[0]?.format };
+}
+
+/** A job's input as the gateway sends it: a JSON array of unique numbers (E.164, random subscribers). */
+function phoneList(count: number): Buffer {
+  const phones = Array.from(
+    { length: count },
+    (_, i) => `+57300${String((i * 7_919_993) % 10_000_000).padStart(7, '0')}`,
+  );
+  return Buffer.from(JSON.stringify(phones), 'utf8');
+}
+
+/** A blob as writeBlob stored it before compression: format 1, every segment sealed as it is. */
+async function writeRaw(b: BlobBinding, plain: Buffer) {
+  const { dek, kekId, wrapped } = keys.newDataKey(b);
+  const segments = [...segmentsOf([plain])];
+  await pool.query(
+    `INSERT INTO jobs.job_blobs (job_id, kind, kek_id, wrapped_dek, segment_count, byte_length)
+     VALUES ($1, $2, $3, $4, $5, $6)`,
+    [b.jobId, b.kind, kekId, wrapped, segments.length, plain.length],
+  );
+  for (const [seq, segment] of segments.entries()) {
+    const last = seq === segments.length - 1;
+    await pool.query(
+      'INSERT INTO jobs.job_blob_segments (job_id, kind, seq, sealed) VALUES ($1, $2, $3, $4)',
+      [b.jobId, b.kind, seq, sealSegment(dek, b, seq, last, segment)],
+    );
+  }
+}
+
+describe('segments compressed before sealing (format 2), blobs of format 1 still read', () => {
+  it('a list of numbers is stored at under a third of its size and reads back byte for byte', async () => {
+    const b = await newJob();
+    const plain = phoneList(300_000);
+    const written = await inTransaction(pool, (c) => writeBlob(c, keys, b, [plain]));
+    expect(written).toEqual({ segments: Math.ceil(plain.length / SEGMENT_BYTES), bytes: plain.length });
+    const { sealed, format } = await footprint(b);
+    expect(format).toBe(BLOB_FORMAT.framed);
+    expect(sealed).toBeLessThan(plain.length / 3);
+    expect((await readBlobWhole(pool, keys, b)).equals(plain)).toBe(true);
+  });
+
+  it('incompressible segments are stored as they are (one codec byte more each, never larger)', async () => {
+    const b = await newJob();
+    const plain = randomBytes(2 * MIB);
+    await inTransaction(pool, (c) => writeBlob(c, keys, b, [plain]));
+    // nonce 12 + tag 16 + codec byte 1 per segment.
+    expect((await footprint(b)).sealed).toBe(plain.length + 2 * 29);
+    expect((await readBlobWhole(pool, keys, b)).equals(plain)).toBe(true);
+  });
+
+  it('a blob written before compression (format 1, raw segments) reads back as it was written', async () => {
+    const b = await newJob();
+    const plain = phoneList(100_000);
+    await writeRaw(b, plain);
+    expect((await footprint(b)).format).toBe(BLOB_FORMAT.raw);
+    expect((await readBlobWhole(pool, keys, b)).equals(plain)).toBe(true);
+  });
+
+  it('the format is authenticated: changed in the database either way, the blob fails to open', async () => {
+    const framed = await newJob();
+    await inTransaction(pool, (c) => writeBlob(c, keys, framed, [phoneList(10_000)]));
+    await pool.query('UPDATE jobs.job_blobs SET format = 1 WHERE job_id = $1', [framed.jobId]);
+    await expect(readBlobWhole(pool, keys, framed)).rejects.toThrow(/authenticate/);
+
+    const raw = await newJob();
+    await writeRaw(raw, phoneList(10_000));
+    await pool.query('UPDATE jobs.job_blobs SET format = 2 WHERE job_id = $1', [raw.jobId]);
+    await expect(readBlobWhole(pool, keys, raw)).rejects.toThrow(/authenticate/);
   });
 });

@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { BLOB_FORMAT, type BlobFormat } from './segment-codec.js';
 
 /**
  * Envelope encryption of job blobs: AES-256-GCM under a random 256-bit data key per job blob, the
@@ -84,15 +85,19 @@ function open(key: Buffer, sealed: Buffer, additional: Buffer): Buffer {
   ]);
 }
 
-/** One segment of a blob: nonce || ciphertext || tag, bound to its position. */
+/**
+ * One segment of a blob: nonce || ciphertext || tag, bound to its position and to its blob's format
+ * (segment-codec.ts): a framed segment is sealed under other associated data than a raw one.
+ */
 export function sealSegment(
   dek: Buffer,
   binding: BlobBinding,
   seq: number,
   last: boolean,
   plain: Buffer,
+  format: BlobFormat = BLOB_FORMAT.raw,
 ): Buffer {
-  return seal(dek, plain, aad('segment', binding, seq, last));
+  return seal(dek, plain, aad(segmentPurpose(format), binding, seq, last));
 }
 
 export function openSegment(
@@ -101,12 +106,21 @@ export function openSegment(
   seq: number,
   last: boolean,
   sealed: Buffer,
+  format: BlobFormat = BLOB_FORMAT.raw,
 ): Buffer {
-  return open(dek, sealed, aad('segment', binding, seq, last));
+  return open(dek, sealed, aad(segmentPurpose(format), binding, seq, last));
 }
 
+const segmentPurpose = (format: BlobFormat) => (format === BLOB_FORMAT.raw ? 'segment' : 'segment.framed');
+
+/** The plaintext bytes of one segment (the last one may be shorter). */
+export const SEGMENT_BYTES = 1 << 20;
+
 /** Split text (or bytes) into segments of at most `segmentBytes` bytes each (at least one segment). */
-export function* segmentsOf(pieces: Iterable<string | Buffer>, segmentBytes = 1 << 20): Generator<Buffer> {
+export function* segmentsOf(
+  pieces: Iterable<string | Buffer>,
+  segmentBytes = SEGMENT_BYTES,
+): Generator<Buffer> {
   let pending: Buffer[] = [];
   let size = 0;
   let emitted = false;
