@@ -49,9 +49,13 @@ export function adminEnv(env: NodeJS.ProcessEnv = process.env): AdminEnv {
   };
 }
 
-/** A gRPC transport to `address`, as the operator, accepting only a server that proves `peer`. */
+/**
+ * A gRPC transport to `address`, as the operator, accepting only a server that proves `peer`. Without
+ * the session probe (kit `TransportOptions`): a registry load is one long upload that reads nothing
+ * until it ends.
+ */
 export function operatorTransport(env: AdminEnv, address: string, peer: Identity): Transport {
-  return grpcTransport(address, [], { security: env.security(), peer });
+  return grpcTransport(address, [], { security: env.security(), peer }, { probe: false });
 }
 
 /** A failure the operator can act on: printed as one line on stderr, exit code 1. */

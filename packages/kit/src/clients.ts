@@ -107,9 +107,11 @@ const ignore = () => {};
 class GuardedSessions {
   private readonly inner: Http2SessionManager;
   private readonly guarded = new WeakSet<http2.Http2Session>();
-  private readonly probe = new SessionProbe();
-
-  constructor(baseUrl: string, nodeOptions: http2.SecureClientSessionOptions) {
+  constructor(
+    baseUrl: string,
+    nodeOptions: http2.SecureClientSessionOptions,
+    private readonly probe: SessionProbe | undefined,
+  ) {
     const { pingIntervalMs, pingTimeoutMs, pingIdleConnection, idleConnectionTimeoutMs } = HTTP2_OPTIONS;
     this.inner = new Http2SessionManager(
       baseUrl,
@@ -135,14 +137,33 @@ class GuardedSessions {
       session.on('error', ignore);
       widenSessionWindow(session);
     }
-    this.probe.opened(stream);
+    this.probe?.opened(stream);
     return stream;
   }
 
   notifyResponseByteRead(stream: http2.ClientHttp2Stream): void {
-    this.probe.read(stream);
+    this.probe?.read(stream);
     this.inner.notifyResponseByteRead(stream);
   }
+}
+
+export interface TransportOptions {
+  /**
+   * The session probe (default on). Off for an operator's tool (dnc-admin): its registry load is one
+   * upload of millions of lines that reads no answer until it ends, while the adapter indexes them; a
+   * pause of the adapter's loop past the probe's 1.5 s on a busy machine failed a 10,000,000-line load
+   * at 8,000,000 lines. A dead session there is found by Connect's keep-alive (10 + 5 s).
+   */
+  probe?: boolean;
+}
+
+function guardedSessions(
+  baseUrl: string,
+  nodeOptions: http2.SecureClientSessionOptions | undefined,
+  options: TransportOptions,
+): GuardedSessions {
+  const probe = options.probe === false ? undefined : new SessionProbe();
+  return new GuardedSessions(baseUrl, { ...HTTP2_OPTIONS.nodeOptions, ...nodeOptions }, probe);
 }
 
 /**
@@ -152,7 +173,12 @@ class GuardedSessions {
  * cheaper of the two in Node: a unary call measured ~0.32 ms of CPU (client + server) against ~0.61
  * ms for gRPC, whose trailers cost the most (scripts/bench/README.md, "Transport").
  */
-export function rpcTransport(baseUrl: string, interceptors: Interceptor[] = [], tls?: PeerTls): Transport {
+export function rpcTransport(
+  baseUrl: string,
+  interceptors: Interceptor[] = [],
+  tls?: PeerTls,
+  options: TransportOptions = {},
+): Transport {
   const s = secured(baseUrl, interceptors, tls);
   return createConnectTransport({
     baseUrl: s.baseUrl,
@@ -161,19 +187,24 @@ export function rpcTransport(baseUrl: string, interceptors: Interceptor[] = [], 
     useBinaryFormat: true,
     ...HTTP2_OPTIONS,
     // The session's memory bound, and with mTLS the connection that presents our certificate.
-    sessionManager: new GuardedSessions(s.baseUrl, { ...HTTP2_OPTIONS.nodeOptions, ...s.nodeOptions }),
+    sessionManager: guardedSessions(s.baseUrl, s.nodeOptions, options),
   });
 }
 
 /** A gRPC (HTTP/2) transport to `http://host:port`: what gRPC tooling, probes and other stacks speak. */
-export function grpcTransport(baseUrl: string, interceptors: Interceptor[] = [], tls?: PeerTls): Transport {
+export function grpcTransport(
+  baseUrl: string,
+  interceptors: Interceptor[] = [],
+  tls?: PeerTls,
+  options: TransportOptions = {},
+): Transport {
   const s = secured(baseUrl, interceptors, tls);
   return createGrpcTransport({
     baseUrl: s.baseUrl,
     interceptors: [propagateRequestId, traceClientCalls, ...s.interceptors],
     ...HTTP2_OPTIONS,
     // The session's memory bound, and with mTLS the connection that presents our certificate.
-    sessionManager: new GuardedSessions(s.baseUrl, { ...HTTP2_OPTIONS.nodeOptions, ...s.nodeOptions }),
+    sessionManager: guardedSessions(s.baseUrl, s.nodeOptions, options),
   });
 }
 

@@ -188,3 +188,24 @@ describe.each(transports)(
     }, 30_000);
   },
 );
+
+describe('the probe is a bound, and an operator tool goes without it', () => {
+  it("a peer whose loop is blocked past the probe: the services' transport fails the call, the operator's waits", async () => {
+    const block = (make: (url: string) => Transport) =>
+      timed(() =>
+        createClient(quotav1.QuotaAdminService, make(`http://${proxy.address}`)).setLimit(
+          { orgId: 'block', country: 'co', limit: 3_000n },
+          { timeoutMs: BUDGET_MS },
+        ),
+      );
+    const tls = { security: caller, peer: 'quota' as const };
+    // 1 s without an answer, then a PING unanswered for 1.5 s: UNAVAILABLE (retryable), as documented.
+    const probed = await block((url) => grpcTransport(url, [], tls));
+    expect(probed.code).toBe(Code.Unavailable);
+    expect(probed.ms).toBeLessThan(3_000);
+    // dnc-admin's transport (operatorTransport): the call waits for the peer and succeeds.
+    const operator = await block((url) => grpcTransport(url, [], tls, { probe: false }));
+    expect(operator.code).toBe('ok');
+    expect(operator.ms).toBeGreaterThanOrEqual(2_900);
+  }, 30_000);
+});
