@@ -1,12 +1,15 @@
 // The chaos suite's world: private PostgreSQL, Redis and NATS (faults stop and restart them; the
 // shared servers other suites use are never touched), a fault proxy in front of PostgreSQL, Redis and
 // each adapter, the stack with replicas (3 gateways behind a small balancer, 2 admission, 2 workers,
-// 2 adapters for `co`), and the organizations that drive the traffic.
+// 2 adapters for `co`), and the organizations that drive the traffic. The balancer and the fault
+// proxies run in a process of their own (proxies.mjs): not in the runner's event loop, which times
+// every request that crosses them.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { privateNats, privatePostgres, privateRedis, TcpProxy } from '@dnc/devstack';
+import { privateNats, privatePostgres, privateRedis } from '@dnc/devstack';
 import { loadRegistries, log, pool, seedOrg, startStack } from '../reliability/stack.mjs';
+import { ProxyHost } from './proxies.mjs';
 
 export const COUNTRY = 'co';
 const say = (line) => log('chaos', line);
@@ -68,10 +71,11 @@ function chaosEnv(env) {
 async function startServersAndProxies() {
   say('starting private PostgreSQL, Redis and NATS');
   const [pg, redis, nats] = await Promise.all([privatePostgres(), privateRedis(), privateNats()]);
-  const pgProxy = await TcpProxy.start([hostPort(pg.url)]);
-  const redisProxy = await TcpProxy.start([hostPort(redis.url)]);
-  const adapterProxies = [await TcpProxy.start([]), await TcpProxy.start([])];
-  const balancer = await TcpProxy.start([]);
+  const proxyHost = await ProxyHost.spawn();
+  const pgProxy = await proxyHost.start([hostPort(pg.url)]);
+  const redisProxy = await proxyHost.start([hostPort(redis.url)]);
+  const adapterProxies = [await proxyHost.start([]), await proxyHost.start([])];
+  const balancer = await proxyHost.start([]);
   const servers = {
     databaseUrl: through(pg.url, pgProxy),
     redisUrl: through(redis.url, redisProxy),
@@ -79,9 +83,10 @@ async function startServersAndProxies() {
   };
   const close = async () => {
     for (const p of [balancer, pgProxy, redisProxy, ...adapterProxies]) await p.close();
+    await proxyHost.close();
     await Promise.all([pg.stop(), redis.stop(), nats.stop()]);
   };
-  return { pg, redis, nats, pgProxy, redisProxy, adapterProxies, balancer, servers, close };
+  return { pg, redis, nats, proxyHost, pgProxy, redisProxy, adapterProxies, balancer, servers, close };
 }
 
 /** Restart the scheduler and the workers with `extra` added (a value `undefined` restores the default). */
@@ -117,11 +122,11 @@ export async function buildWorld({ orgs, env = {} }) {
       [`adapter-${COUNTRY}`]: { DNC_ADVERTISE_ADDR: `http://${adapterProxies[0].address}` },
       [`adapter-${COUNTRY}#2`]: { DNC_ADVERTISE_ADDR: `http://${adapterProxies[1].address}` },
     },
-    beforeUp: (s) => {
+    beforeUp: async (s) => {
       for (const [i, url] of s.addresses.adapterReplicas[COUNTRY].entries()) {
-        adapterProxies[i].setUpstreams([hostPort(url)]);
+        await adapterProxies[i].setUpstreams([hostPort(url)]);
       }
-      balancer.setUpstreams(s.addresses.gateways.map(hostPort));
+      await balancer.setUpstreams(s.addresses.gateways.map(hostPort));
     },
   });
   say('loading the registry and seeding organizations');

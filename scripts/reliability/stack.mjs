@@ -17,7 +17,7 @@ export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export const log = (suite, line) => process.stderr.write(`${suite}: ${line}\n`);
 
 /** `servers`: the URLs of PostgreSQL, Redis and NATS (the shared ones unless a suite brings its own). */
-/** `beforeUp(stack)`: wiring that needs the stack's ports before its processes start (proxies). */
+/** `beforeUp(stack)`: wiring that needs the stack's ports before its processes start (proxies; awaited). */
 export async function startStack({
   label,
   servers = SHARED,
@@ -47,7 +47,7 @@ export async function startStack({
     await dropNatsPrefix(servers.natsUrl, natsPrefix).catch(() => {});
   };
   try {
-    beforeUp?.(stack);
+    await beforeUp?.(stack);
     await stack.up();
   } catch (error) {
     await teardown();

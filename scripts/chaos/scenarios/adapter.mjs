@@ -7,9 +7,8 @@ import { ms } from '../probe.mjs';
 import { drainJobs, phonesOf, startTraffic, TERMINAL } from '../traffic.mjs';
 import { COUNTRY, scenarioOrg } from '../world.mjs';
 
-const setAdapters = (world, fault) => {
-  for (const p of world.adapterProxies) p.setFault(fault);
-};
+/** Every adapter's fault proxy set to `fault` (applied once the promise settles). */
+export const setAdapters = (world, fault) => Promise.all(world.adapterProxies.map((p) => p.setFault(fault)));
 
 /**
  * Every Check of both adapters waits `latencyMs` in the adapter itself (an operator latency drill; 0
@@ -43,11 +42,11 @@ export async function s10AdapterFaults(world, ledger, { phaseS }) {
       kinds: ['v1 small', 'v1 small', 'v2 job', 'poll'],
     });
     // One replica first (callers must live with a bad one), then both.
-    world.adapterProxies[0].setFault(fault);
+    await world.adapterProxies[0].setFault(fault);
     await sleep((phaseS * 1000) / 2);
-    setAdapters(world, fault);
+    await setAdapters(world, fault);
     await sleep((phaseS * 1000) / 2);
-    setAdapters(world, { kind: 'pass' });
+    await setAdapters(world, { kind: 'pass' });
     const t = await traffic.stop();
     requests += t.requests;
     const worst = Math.max(...(t.kinds.get('v1 small')?.ms ?? [0]));

@@ -57,7 +57,7 @@ export async function s8PostgresRestart(world, ledger, { downS }) {
   const traffic = startTraffic(world, ledger, { concurrency: 6, pace: 30 });
   await sleep(3_000);
   for (let i = 0; i < 3; i++) {
-    world.pgProxy.resetAll();
+    await world.pgProxy.resetAll();
     await sleep(2_000);
   }
   await world.pg.restart(downS * 1000);
@@ -94,11 +94,11 @@ export async function s9Redis(world, ledger, { phaseS }) {
     kinds: ['v1 small', 'v1 small', 'v2 job', 'poll'],
   });
   await sleep(2_000);
-  world.redisProxy.setFault({ kind: 'slow', delayMs: 300 });
+  await world.redisProxy.setFault({ kind: 'slow', delayMs: 300 });
   await sleep(phaseS * 1000);
-  world.redisProxy.setFault({ kind: 'hang' });
+  await world.redisProxy.setFault({ kind: 'hang' });
   await sleep(phaseS * 1000);
-  world.redisProxy.setFault({ kind: 'pass' });
+  await world.redisProxy.setFault({ kind: 'pass' });
   await world.redis.restart(phaseS * 1000);
   await sleep(3_000);
   const t = await traffic.stop();

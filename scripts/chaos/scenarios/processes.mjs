@@ -9,14 +9,14 @@ import { sleep } from '../../reliability/stack.mjs';
 import { metric } from '../probe.mjs';
 import { drainJobs, phonesOf, startTraffic } from '../traffic.mjs';
 import { COUNTRY, scenarioOrg } from '../world.mjs';
-import { COUNTRY_ERRORS } from './adapter.mjs';
+import { COUNTRY_ERRORS, setAdapters } from './adapter.mjs';
 
 const workers = (world) => [...world.stack.processes.keys()].filter((n) => n.startsWith('job-worker'));
 const between = (a, b) => a + Math.random() * (b - a);
 
 export async function s4WorkerKills(world, ledger, { seconds, minGapS, maxGapS }) {
   // Adapter calls slowed so a kill lands mid-call.
-  for (const p of world.adapterProxies) p.setFault({ kind: 'slow', delayMs: 300 });
+  await setAdapters(world, { kind: 'slow', delayMs: 300 });
   const traffic = startTraffic(world, ledger, {
     concurrency: 4,
     pace: 50,
@@ -33,7 +33,7 @@ export async function s4WorkerKills(world, ledger, { seconds, minGapS, maxGapS }
       await world.stack.start(victim);
     }
   } finally {
-    for (const p of world.adapterProxies) p.setFault({ kind: 'pass' });
+    await setAdapters(world, { kind: 'pass' });
   }
   const t = await traffic.stop();
   const active = await drainJobs(world, ledger, 90_000);
@@ -163,7 +163,7 @@ export async function s7RedeliveryAndStop(world, ledger, { jobs = 6, stopMs = 10
       await Promise.all(workers(world).map((w) => metric(world.stack, w, 'dnc_job_stale_completions_total')))
     ).reduce((a, b) => a + b, 0);
   const staleBefore = await staleOf();
-  for (const p of world.adapterProxies) p.setFault({ kind: 'hang' });
+  await setAdapters(world, { kind: 'hang' });
   const nc = await connect({ servers: world.servers.natsUrl });
   const js = jetstream(nc);
   const names = natsNames(world.stack.options.natsPrefix);
@@ -191,11 +191,11 @@ export async function s7RedeliveryAndStop(world, ledger, { jobs = 6, stopMs = 10
     held = await firstWorkerHolds(world, ids, 15_000);
     victim.kill('SIGSTOP');
     await sleep(500);
-    for (const p of world.adapterProxies) p.setFault({ kind: 'pass' });
+    await setAdapters(world, { kind: 'pass' });
     await sleep(stopMs);
   } finally {
     victim.kill('SIGCONT');
-    for (const p of world.adapterProxies) p.setFault({ kind: 'pass' });
+    await setAdapters(world, { kind: 'pass' });
     await nc.close();
   }
   const active = await drainJobs(world, ledger, 90_000);
