@@ -18,9 +18,9 @@ const STORED = 0;
 const BROTLI = 1;
 
 /**
- * Brotli at quality 1: a job's input and result are JSON of phone numbers (~3.5x smaller for unique
- * random numbers, more for real lists) at ~10 ms of CPU per 8 MB, on the libuv pool, beside the event
- * loop. The point is PostgreSQL: every byte is TOASTed in 2 KB chunks and written to the WAL before
+ * Brotli at quality 1: a job's input and result are JSON of phone numbers, ~3.5x smaller for 500,000
+ * unique random numbers (8 MB to 2.3 MB in 41 ms of CPU, measured on a busy 2-core VM on a slow day),
+ * on the libuv pool, beside the event loop. The point is PostgreSQL: every byte is TOASTed in 2 KB chunks and written to the WAL before
  * the job is accepted (v2 admission) and before it succeeds (its result).
  */
 const OPTIONS = (size: number): zlib.BrotliOptions => ({
