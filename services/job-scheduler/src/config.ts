@@ -47,6 +47,13 @@ export const jobsConfig = z.object({
    * its input). Unset: the heap limit (--max-old-space-size) less 128 MiB.
    */
   DNC_WORKER_MEMORY_BUDGET_MIB: z.coerce.number().int().min(16).max(65_536).optional(),
+  /**
+   * How job inputs and results are written (crypto/segment-codec.ts): 2 compresses each segment before
+   * sealing it; 1 writes them as releases before compression did, which those releases can read. Both
+   * are always read. Set 1 on every scheduler and worker while a rolling upgrade from such a release
+   * runs, then 2 once none of its pods is left.
+   */
+  DNC_JOB_BLOB_FORMAT: z.coerce.number().int().min(1).max(2).default(2),
   /** A job claimed this many times without finishing fails with platform_failure. */
   DNC_JOB_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
 });

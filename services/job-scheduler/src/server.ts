@@ -27,6 +27,7 @@ import {
 import { jobsv1, quotav1, registryv1 } from '@dnc/proto';
 import type { JobsConfig } from './config.js';
 import { KeyRing } from './crypto/envelope.js';
+import { BLOB_FORMAT } from './crypto/segment-codec.js';
 import { Dispatcher } from './dispatch.js';
 import { type JobMetrics, jobMetrics } from './metrics.js';
 import { organizationJobsService } from './organization.js';
@@ -146,11 +147,16 @@ async function openCore(service: Service, config: JobsConfig, keys: KeyRing): Pr
 
   const metrics = jobMetrics(service.metrics);
   const logger = service.logger;
-  const store = new JobStore(pool, keys, {
-    hardCapSeconds: config.DNC_JOB_HARD_CAP_SECONDS,
-    resultTtlSeconds: config.DNC_RESULT_TTL_SECONDS,
-    metadataTtlSeconds: config.DNC_METADATA_TTL_SECONDS,
-  });
+  const store = new JobStore(
+    pool,
+    keys,
+    {
+      hardCapSeconds: config.DNC_JOB_HARD_CAP_SECONDS,
+      resultTtlSeconds: config.DNC_RESULT_TTL_SECONDS,
+      metadataTtlSeconds: config.DNC_METADATA_TTL_SECONDS,
+    },
+    config.DNC_JOB_BLOB_FORMAT === 1 ? BLOB_FORMAT.raw : BLOB_FORMAT.framed,
+  );
   const quota: Client<typeof quotav1.QuotaService> = serviceClient(
     quotav1.QuotaService,
     config.DNC_QUOTA_ADDR,

@@ -3,7 +3,14 @@ import { fileURLToPath } from 'node:url';
 import { dropDatabase, uniqueSuffix } from '@dnc/devstack';
 import { createPool, ensureDatabase, inTransaction, migrateSchema, type Pool } from '@dnc/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BlobBinding, KeyRing, SEGMENT_BYTES, sealSegment, segmentsOf } from '../src/crypto/envelope.js';
+import {
+  type BlobBinding,
+  KeyRing,
+  openSegment,
+  SEGMENT_BYTES,
+  sealSegment,
+  segmentsOf,
+} from '../src/crypto/envelope.js';
 import { BLOB_FORMAT } from '../src/crypto/segment-codec.js';
 import { readBlob, readBlobWhole, writeBlob } from '../src/store/blobs.js';
 
@@ -198,6 +205,25 @@ describe('segments compressed before sealing (format 2), blobs of format 1 still
     const plain = phoneList(100_000);
     await writeRaw(b, plain);
     expect((await footprint(b)).format).toBe(BLOB_FORMAT.raw);
+    expect((await readBlobWhole(pool, keys, b)).equals(plain)).toBe(true);
+  });
+
+  it('format 1 on request (DNC_JOB_BLOB_FORMAT=1, a rolling upgrade): segments as an older release reads them', async () => {
+    const b = await newJob();
+    const plain = phoneList(100_000);
+    await inTransaction(pool, (c) => writeBlob(c, keys, b, [plain], BLOB_FORMAT.raw));
+    expect(await footprint(b)).toEqual({ sealed: plain.length + 2 * 28, format: BLOB_FORMAT.raw });
+    // Read as the release before compression did: every segment opened raw is the plaintext.
+    const head = await pool.query('SELECT kek_id, wrapped_dek FROM jobs.job_blobs WHERE job_id = $1', [
+      b.jobId,
+    ]);
+    const dek = keys.unwrap(head.rows[0].kek_id, head.rows[0].wrapped_dek, b);
+    const segs = await pool.query<{ seq: number; sealed: Buffer }>(
+      'SELECT seq, sealed FROM jobs.job_blob_segments WHERE job_id = $1 ORDER BY seq',
+      [b.jobId],
+    );
+    const opened = segs.rows.map((r) => openSegment(dek, b, r.seq, r.seq === segs.rows.length - 1, r.sealed));
+    expect(Buffer.concat(opened).equals(plain)).toBe(true);
     expect((await readBlobWhole(pool, keys, b)).equals(plain)).toBe(true);
   });
 

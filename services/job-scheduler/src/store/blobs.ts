@@ -28,6 +28,7 @@ export async function writeBlob(
   keys: KeyRing,
   binding: BlobBinding,
   pieces: Iterable<string | Buffer>,
+  format: BlobFormat = BLOB_FORMAT.framed,
 ): Promise<{ segments: number; bytes: number }> {
   const { dek, kekId, wrapped } = keys.newDataKey(binding);
   const inFlight = new SegmentWriter(client, binding);
@@ -37,12 +38,12 @@ export async function writeBlob(
     await client.query(
       `INSERT INTO jobs.job_blobs (job_id, kind, kek_id, wrapped_dek, segment_count, byte_length, format)
        VALUES ($1, $2, $3, $4, 0, 0, $5)`,
-      [binding.jobId, binding.kind, kekId, wrapped, BLOB_FORMAT.framed],
+      [binding.jobId, binding.kind, kekId, wrapped, format],
     );
     const seal = async (last: boolean, plain: Buffer) => {
       const seq = segments++;
-      const framed = await frameSegment(plain);
-      return inFlight.write(seq, sealSegment(dek, binding, seq, last, framed, BLOB_FORMAT.framed));
+      const body = format === BLOB_FORMAT.raw ? plain : await frameSegment(plain);
+      return inFlight.write(seq, sealSegment(dek, binding, seq, last, body, format));
     };
     let previous: Buffer | undefined;
     // Seal one segment behind, so the last one is known and bound as last.

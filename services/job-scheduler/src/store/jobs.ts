@@ -1,6 +1,7 @@
 import type { JobStatus } from '@dnc/api-contract/limits';
 import { inTransaction, type Pool } from '@dnc/kit';
 import type { KeyRing } from '../crypto/envelope.js';
+import { BLOB_FORMAT, type BlobFormat } from '../crypto/segment-codec.js';
 import { type FailureCause, publicJobError } from '../domain/failures.js';
 import { type CancelDecision, decideCancel, type RetentionPolicy } from '../domain/states.js';
 import { writeBlob } from './blobs.js';
@@ -23,6 +24,8 @@ export class JobStore {
     readonly pool: Pool,
     private readonly keys: KeyRing,
     readonly policy: RetentionPolicy,
+    /** The format blobs are written in (config DNC_JOB_BLOB_FORMAT); every format is read. */
+    private readonly blobFormat: BlobFormat = BLOB_FORMAT.framed,
   ) {
     this.sweeps = new JobSweeps(pool, policy);
   }
@@ -69,6 +72,7 @@ export class JobStore {
           this.keys,
           { jobId: input.jobId, orgId: input.orgId, kind: 'input' },
           input.input,
+          this.blobFormat,
         );
         return { job: toRow(r.rows[0] as Raw), created: true };
       });
@@ -221,7 +225,8 @@ export class JobStore {
         });
         return { kind: 'cancelled' as const, job: done };
       }
-      await writeBlob(client, this.keys, { jobId, orgId: job.orgId, kind: 'result' }, resultPieces());
+      const binding = { jobId, orgId: job.orgId, kind: 'result' as const };
+      await writeBlob(client, this.keys, binding, resultPieces(), this.blobFormat);
       if (registrySnapshotAt) {
         await client.query('UPDATE jobs.jobs SET registry_snapshot_at = $2 WHERE id = $1', [
           jobId,
