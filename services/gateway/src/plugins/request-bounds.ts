@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import { LIMITS } from '@dnc/api-contract';
 import { Gauge, type Registry } from '@dnc/kit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -71,6 +72,14 @@ export const requestBounds = fp(
       return payload;
     });
 
+    // Fastify closes the connection after refusing a body it has not read (413 on the declared length,
+    // 415): such an answer closes lingering.
+    app.addHook('onSend', async (request, reply, payload) => {
+      if (!request.raw.complete && reply.getHeader('connection') === 'close')
+        lingerOnClose(request.raw.socket);
+      return payload;
+    });
+
     // Any other media type: a route that takes a body answers 400 (only JSON, spec item 5); a route
     // that takes none (cancel, reads) drops what a client sent anyway, up to the small-body size.
     app.addContentTypeParser(
@@ -121,6 +130,20 @@ export const requestBounds = fp(
   },
   { name: 'request-bounds', dependencies: ['authentication'] },
 );
+
+/**
+ * RFC 9112 §9.6, a lingering close: when the answer is written, half-close and read on instead of
+ * closing outright. A client still sending its body would otherwise meet a closed socket, and the reset
+ * that follows discards the answer before it reads it (`EPIPE` where the spec promises a 413). What
+ * still arrives is read and dropped by Node's parser, never kept; the request timeout and the idle-socket
+ * timeout bound how long, as for any request. Node calls `destroySoon` once a `Connection: close` answer
+ * is finished.
+ */
+function lingerOnClose(socket: Socket): void {
+  socket.destroySoon = function halfClose(this: Socket) {
+    this.end();
+  };
+}
 
 /**
  * Fastify's `clientErrorHandler`: what a client gets when Node's HTTP layer gives up on its request
