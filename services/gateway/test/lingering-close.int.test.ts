@@ -42,23 +42,28 @@ async function uploadThenRead(port: number, declared: number, chunks: number) {
   return { socket, closed, text: () => Buffer.concat(received).toString('latin1'), error: () => error };
 }
 
+async function listeningApp(): Promise<FastifyInstance> {
+  const logger = createLogger('gateway-test', 'silent');
+  const app = await buildApp({
+    config: gatewayConfig.parse({
+      DNC_FINGERPRINT_SECRET: 'test-secret-0123456789',
+      DNC_REQUEST_TIMEOUT_MS: '3000',
+      DNC_HEADERS_TIMEOUT_MS: '2000',
+    }),
+    upstream: inMemoryUpstream({}).upstream,
+    health: new HealthState(logger),
+    logger,
+    metrics: new Registry(),
+  });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  return app;
+}
+
 describe('an answer that closes the connection before the body has arrived', () => {
   let app: FastifyInstance;
   let port: number;
   beforeAll(async () => {
-    const logger = createLogger('gateway-test', 'silent');
-    app = await buildApp({
-      config: gatewayConfig.parse({
-        DNC_FINGERPRINT_SECRET: 'test-secret-0123456789',
-        DNC_REQUEST_TIMEOUT_MS: '3000',
-        DNC_HEADERS_TIMEOUT_MS: '2000',
-      }),
-      upstream: inMemoryUpstream({}).upstream,
-      health: new HealthState(logger),
-      logger,
-      metrics: new Registry(),
-    });
-    await app.listen({ host: '127.0.0.1', port: 0 });
+    app = await listeningApp();
     port = (app.server.address() as net.AddressInfo).port;
   });
   afterAll(async () => {
@@ -92,5 +97,18 @@ describe('an answer that closes the connection before the body has arrived', () 
     // timeout, 2 s here), checked every second.
     expect(Date.now() - t0).toBeLessThan(6_000);
     expect(c.text().startsWith('HTTP/1.1 413 ')).toBe(true);
+  });
+
+  it('does not hold a shutdown: the sockets still lingering are closed when the server closes', async () => {
+    const other = await listeningApp();
+    const c = await uploadThenRead((other.server.address() as net.AddressInfo).port, LIMIT + 1, 2);
+    await sleep(200);
+    expect(c.text().startsWith('HTTP/1.1 413 ')).toBe(true);
+    // The client neither sends the rest nor closes: only the request timeout (3 s) would end the linger.
+    const t0 = Date.now();
+    await other.close();
+    expect(Date.now() - t0).toBeLessThan(1_500);
+    c.socket.destroy();
+    await c.closed;
   });
 });

@@ -73,11 +73,19 @@ export const requestBounds = fp(
     });
 
     // Fastify closes the connection after refusing a body it has not read (413 on the declared length,
-    // 415): such an answer closes lingering.
+    // 415): such an answer closes lingering. Not once the server is closing: a shutdown does not wait
+    // for the rest of a refused body, and the sockets still lingering are closed when it begins.
+    const lingering = new Set<Socket>();
+    let closing = false;
     app.addHook('onSend', async (request, reply, payload) => {
-      if (!request.raw.complete && reply.getHeader('connection') === 'close')
-        lingerOnClose(request.raw.socket);
+      if (!closing && !request.raw.complete && reply.getHeader('connection') === 'close') {
+        lingerOnClose(request.raw.socket, lingering);
+      }
       return payload;
+    });
+    app.addHook('preClose', async () => {
+      closing = true;
+      for (const socket of lingering) socket.destroy();
     });
 
     // Any other media type: a route that takes a body answers 400 (only JSON, spec item 5); a route
@@ -139,8 +147,10 @@ export const requestBounds = fp(
  * timeout bound how long, as for any request. Node calls `destroySoon` once a `Connection: close` answer
  * is finished.
  */
-function lingerOnClose(socket: Socket): void {
+function lingerOnClose(socket: Socket, lingering: Set<Socket>): void {
   socket.destroySoon = function halfClose(this: Socket) {
+    lingering.add(this);
+    this.once('close', () => lingering.delete(this));
     this.end();
   };
 }
