@@ -46,6 +46,7 @@ const { values } = parseArgs({
     rate: { type: 'string' },
     plaintext: { type: 'boolean', default: false },
     v2: { type: 'string' },
+    'base-env': { type: 'string', multiple: true },
   },
 });
 if (!values.base) {
@@ -53,7 +54,8 @@ if (!values.base) {
     'usage: node scripts/bench/ab.mjs --base DIR [--rounds N] [--per N] [--size N] [--numbers N] [--warmup N] [--this DIR]\n' +
       '       node scripts/bench/ab.mjs --base DIR --load SECONDS [--connections N] [--rounds N] [--size N]\n' +
       '         [--rate R] [--plaintext] [--this DIR]\n' +
-      '       node scripts/bench/ab.mjs --base DIR --v2 N [--rounds N] [--size N] [--plaintext] [--this DIR]\n',
+      '       node scripts/bench/ab.mjs --base DIR --v2 N [--rounds N] [--size N] [--plaintext] [--this DIR]\n' +
+      '       any of them with --base-env NAME=VALUE (repeatable): a setting of the base services only\n',
   );
   process.exit(2);
 }
@@ -70,13 +72,16 @@ const WARMUP = Number(values.warmup ?? (NUMBERS > 1 ? 30 : 300));
 // The bench modules read the command line when loaded: give them only the smoke flag.
 process.argv.splice(2, process.argv.length, '--smoke');
 
-async function build(name, root) {
+async function build(name, root, env = {}) {
   const bench = path.join(root, 'scripts/bench');
   const stackModule = await import(path.join(bench, 'bench-stack.mjs'));
   const system = await import(path.join(bench, 'system.mjs'));
   const workload = await import(path.join(bench, 'workload.mjs'));
   // Builds from before mutual TLS ignore the option (they are plaintext anyway).
-  const ctx = await stackModule.createBenchStack(values.plaintext ? { insecurePlaintext: true } : {});
+  const ctx = await stackModule.createBenchStack({
+    ...(values.plaintext ? { insecurePlaintext: true } : {}),
+    env,
+  });
   return { name, root, stackModule, system, workload, ctx, latencies: [], cpu: {}, requests: 0 };
 }
 
@@ -280,9 +285,20 @@ async function v2Rounds(stacks) {
   );
 }
 
+/** `--base-env NAME=VALUE`: one build against itself with a setting changed (e.g. DNC_JOB_BLOB_FORMAT=1). */
+function baseEnv() {
+  const env = {};
+  for (const pair of values['base-env'] ?? []) {
+    const at = pair.indexOf('=');
+    if (at < 1) throw new Error(`--base-env ${pair}: expected NAME=VALUE`);
+    env[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return env;
+}
+
 async function main() {
   const stacks = [
-    await build('base', path.resolve(values.base)),
+    await build('base', path.resolve(values.base), baseEnv()),
     await build('this', path.resolve(values.this ?? ROOT)),
   ];
   const cleanup = () => Promise.all(stacks.map((s) => s.ctx.cleanup()));

@@ -66,8 +66,9 @@ export async function createBenchStack(options = {}) {
     natsPrefix,
     countries: [COUNTRY],
     logDir,
-    env: { DNC_REDIS_PREFIX: natsPrefix },
     ...options,
+    // `options.env`: settings of this stack's services (ab.mjs --base-env), beside its own prefix.
+    env: { ...options.env, DNC_REDIS_PREFIX: natsPrefix },
   });
   let stopping = false;
   const ctx = {
