@@ -144,8 +144,9 @@ export const requestBounds = fp(
  * closing outright. A client still sending its body would otherwise meet a closed socket, and the reset
  * that follows discards the answer before it reads it (`EPIPE` where the spec promises a 413). What
  * still arrives is read and dropped by Node's parser, never kept; the request timeout and the idle-socket
- * timeout bound how long, as for any request. Node calls `destroySoon` once a `Connection: close` answer
- * is finished.
+ * timeout bound how long, as for any request. Node's HTTP server calls the socket's `destroySoon` once a
+ * `Connection: close` answer is finished: an internal of Node (20 and 22), not a documented hook, so
+ * `lingering-close.int.test.ts` is what says it still holds on a new Node.
  */
 function lingerOnClose(socket: Socket, lingering: Set<Socket>): void {
   socket.destroySoon = function halfClose(this: Socket) {
