@@ -20,7 +20,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * A client busy uploading: it reads nothing until it has written `chunks` MiB of its body, pausing
  * between chunks so that the server's answer (and, on the old code, its close) lands in between.
  */
-async function uploadThenRead(port: number, declared: number, chunks: number) {
+async function uploadThenRead(port: number, declared: number, chunks: number, headerPad = 0) {
   const socket = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true });
   socket.pause();
   const received: Buffer[] = [];
@@ -32,7 +32,9 @@ async function uploadThenRead(port: number, declared: number, chunks: number) {
   const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
   await once(socket, 'connect');
   socket.write(
-    `POST /v1/scrub HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer k\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n{"country":"mx","phones":["`,
+    `POST /v1/scrub HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer k\r\nContent-Type: application/json\r\n${
+      headerPad ? `X-Pad: ${'p'.repeat(headerPad)}\r\n` : ''
+    }Content-Length: ${declared}\r\n\r\n{"country":"mx","phones":["`,
   );
   for (let i = 0; i < chunks && !socket.destroyed; i++) {
     socket.write(MiB);
@@ -105,6 +107,67 @@ describe('an answer that closes the connection before the body has arrived', () 
     await sleep(200);
     expect(c.text().startsWith('HTTP/1.1 413 ')).toBe(true);
     // The client neither sends the rest nor closes: only the request timeout (3 s) would end the linger.
+    const t0 = Date.now();
+    await other.close();
+    expect(Date.now() - t0).toBeLessThan(1_500);
+    c.socket.destroy();
+    await c.closed;
+  });
+});
+
+// The same race before any route: Node's HTTP layer refuses a header block over 16 KiB (431, answered
+// by `clientErrorHandler`) while the client is still sending the rest of its request.
+describe('an answer of the HTTP layer itself (header block over 16 KiB) to a client still sending', () => {
+  let app: FastifyInstance;
+  let port: number;
+  beforeAll(async () => {
+    app = await listeningApp();
+    port = (app.server.address() as net.AddressInfo).port;
+  });
+  afterAll(async () => {
+    await app.close();
+  });
+
+  it('is read as the 431 with its body, not a reset', async () => {
+    const c = await uploadThenRead(port, 8 * 2 ** 20, 6, 20 * 1024);
+    await sleep(200);
+    const text = c.text();
+    expect(c.error(), text.slice(0, 40)).toBeUndefined();
+    expect(text.startsWith('HTTP/1.1 431 '), text.slice(0, 40)).toBe(true);
+    expect(text).toMatch(/\r\nconnection: close\r\n/i);
+    // One answer, however much the client sends after it.
+    expect(text.split('HTTP/1.1 ').length).toBe(2);
+    expect(text.endsWith('{"error":"validation_error","message":"The request headers exceed 16 KiB."}')).toBe(
+      true,
+    );
+    c.socket.end();
+    await c.closed;
+  });
+
+  it('is bounded: a client that keeps sending after the 431 is cut at the request timeout', async () => {
+    const t0 = Date.now();
+    const c = await uploadThenRead(port, 10 * LIMIT, 2, 20 * 1024);
+    const dripping = setInterval(() => {
+      if (!c.socket.destroyed && c.socket.writable) c.socket.write(Buffer.alloc(1024, 0x20));
+    }, 100);
+    await c.closed;
+    clearInterval(dripping);
+    // DNC_REQUEST_TIMEOUT_MS is 3 s here: Node applies none once its parser has failed, the linger does.
+    expect(Date.now() - t0).toBeLessThan(6_000);
+    expect(c.text().startsWith('HTTP/1.1 431 ')).toBe(true);
+  });
+
+  it('does not hold a shutdown', async () => {
+    const other = await listeningApp();
+    const c = await uploadThenRead(
+      (other.server.address() as net.AddressInfo).port,
+      10 * LIMIT,
+      2,
+      20 * 1024,
+    );
+    await sleep(200);
+    expect(c.text().startsWith('HTTP/1.1 431 ')).toBe(true);
+    // The client neither sends the rest nor closes: only the linger's bound (3 s) would end it.
     const t0 = Date.now();
     await other.close();
     expect(Date.now() - t0).toBeLessThan(1_500);
