@@ -10,10 +10,11 @@ import { EARLY_CHECK_DEFAULTS, EarlyChecks } from './flows/early-check.js';
 import type { Upstream } from './flows/port.js';
 import { errorHandler } from './plugins/error-handler.js';
 import { applyHeaderPolicy, headerPolicy } from './plugins/header-policy.js';
+import { clientErrorHandler, LingeringClose } from './plugins/lingering-close.js';
 import { methodNotAllowed } from './plugins/method-not-allowed.js';
 import { requestMetrics } from './plugins/metrics.js';
 import { openApi } from './plugins/openapi.js';
-import { clientErrorHandler, requestBounds } from './plugins/request-bounds.js';
+import { requestBounds } from './plugins/request-bounds.js';
 import { requestId } from './plugins/request-id.js';
 import { systemRoutes } from './routes/system.js';
 import { v1Routes } from './routes/v1.js';
@@ -51,6 +52,7 @@ export interface AppDeps {
  */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, upstream, health, logger, metrics } = deps;
+  const lingering = new LingeringClose(config.DNC_REQUEST_TIMEOUT_MS);
   const app = Fastify({
     // The service's redacting logger, so `request.log` lines are kept; fastify's own per-request
     // lines are off (the metrics plugin logs the route template, status and time instead).
@@ -64,7 +66,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     connectionTimeout: config.DNC_SOCKET_IDLE_TIMEOUT_MS,
     keepAliveTimeout: config.DNC_KEEP_ALIVE_TIMEOUT_MS,
     http: { headersTimeout: config.DNC_HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1_000 },
-    clientErrorHandler,
+    clientErrorHandler: clientErrorHandler(lingering),
     // A path that is not valid percent-encoding (`/v2/scrub/%E9`) is routed with its `%` taken literally, so
     // it goes through every hook (request id, authentication, rate limit, 405) and ends as any unknown id
     // or path does.
@@ -109,6 +111,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     budgetBytes: config.DNC_BODY_MEMORY_BUDGET_MIB * 2 ** 20,
     waitMs: config.DNC_BODY_MEMORY_WAIT_MS,
     metrics,
+    lingering,
   });
   await app.register(headerPolicy);
   await app.register(methodNotAllowed);

@@ -1,4 +1,3 @@
-import type { Socket } from 'node:net';
 import { LIMITS } from '@dnc/api-contract';
 import { Gauge, type Registry } from '@dnc/kit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -6,6 +5,7 @@ import fp from 'fastify-plugin';
 import secureJson from 'secure-json-parse';
 import { BodyBudget, nestsDeeperThan } from '../body-budget.js';
 import { PublicHttpError } from '../errors.js';
+import type { LingeringClose } from './lingering-close.js';
 
 /** Bodies up to this size are never counted nor kept waiting (a one-number request is ~100 bytes). */
 export const SMALL_BODY_BYTES = 64 * 1024;
@@ -21,6 +21,7 @@ export interface RequestBoundsOptions {
   budgetBytes: number;
   waitMs: number;
   metrics: Registry;
+  lingering: LingeringClose;
 }
 
 function declaredLength(request: FastifyRequest): number {
@@ -73,20 +74,14 @@ export const requestBounds = fp(
     });
 
     // Fastify closes the connection after refusing a body it has not read (413 on the declared length,
-    // 415): such an answer closes lingering. Not once the server is closing: a shutdown does not wait
-    // for the rest of a refused body, and the sockets still lingering are closed when it begins.
-    const lingering = new Set<Socket>();
-    let closing = false;
+    // 415): such an answer closes lingering (lingering-close.ts).
     app.addHook('onSend', async (request, reply, payload) => {
-      if (!closing && !request.raw.complete && reply.getHeader('connection') === 'close') {
-        lingerOnClose(request.raw.socket, lingering);
+      if (!request.raw.complete && reply.getHeader('connection') === 'close') {
+        opts.lingering.afterAnswer(request.raw.socket);
       }
       return payload;
     });
-    app.addHook('preClose', async () => {
-      closing = true;
-      for (const socket of lingering) socket.destroy();
-    });
+    app.addHook('preClose', async () => opts.lingering.close());
 
     // Any other media type: a route that takes a body answers 400 (only JSON, spec item 5); a route
     // that takes none (cancel, reads) drops what a client sent anyway, up to the small-body size.
@@ -138,47 +133,3 @@ export const requestBounds = fp(
   },
   { name: 'request-bounds', dependencies: ['authentication'] },
 );
-
-/**
- * RFC 9112 §9.6, a lingering close: when the answer is written, half-close and read on instead of
- * closing outright. A client still sending its body would otherwise meet a closed socket, and the reset
- * that follows discards the answer before it reads it (`EPIPE` where the spec promises a 413). What
- * still arrives is read and dropped by Node's parser, never kept; the request timeout and the idle-socket
- * timeout bound how long, as for any request. Node's HTTP server calls the socket's `destroySoon` once a
- * `Connection: close` answer is finished: an internal of Node (20 and 22), not a documented hook, so
- * `lingering-close.int.test.ts` is what says it still holds on a new Node.
- */
-function lingerOnClose(socket: Socket, lingering: Set<Socket>): void {
-  socket.destroySoon = function halfClose(this: Socket) {
-    lingering.add(this);
-    this.once('close', () => lingering.delete(this));
-    this.end();
-  };
-}
-
-/**
- * Fastify's `clientErrorHandler`: what a client gets when Node's HTTP layer gives up on its request
- * before any route sees it. A request (body included) not received within DNC_REQUEST_TIMEOUT_MS is
- * a 400 `validation_error` (a documented answer of the routes that take a body) instead of Node's
- * 408; a header block over Node's 16 KiB is 431 with the service's error body; anything else that
- * is not HTTP is 400. The connection is closed after the answer.
- */
-export function clientErrorHandler(error: NodeJS.ErrnoException, socket: import('node:stream').Duplex): void {
-  if (error.code === 'ECONNRESET' || error.code === 'EPIPE') {
-    socket.destroy();
-    return;
-  }
-  const [status, text, message] =
-    error.code === 'HPE_HEADER_OVERFLOW'
-      ? [431, 'Request Header Fields Too Large', 'The request headers exceed 16 KiB.']
-      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? [400, 'Bad Request', 'The request did not arrive within the time allowed.']
-        : [400, 'Bad Request', 'The request is not valid HTTP.'];
-  const body = JSON.stringify({ error: 'validation_error', message });
-  if (socket.writable) {
-    socket.write(
-      `HTTP/1.1 ${status} ${text}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
-  }
-  socket.destroy();
-}
