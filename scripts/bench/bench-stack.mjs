@@ -11,7 +11,7 @@ import Redis from 'ioredis';
 import { args, DATABASE, log, NATS, REDIS, ROOT, sleep } from './config.mjs';
 import { RssSampler } from './memory.mjs';
 import { now, round, sig } from './stats.mjs';
-import { cpuDelta, cpuSnapshot, pgCounters, pgDelta } from './system.mjs';
+import { cpuDelta, cpuSnapshot, pgCounters, pgDelta, wakeSnapshot } from './system.mjs';
 import { COUNTRY } from './workload.mjs';
 
 async function natsStreams(prefix) {
@@ -167,20 +167,23 @@ const total = (counts) => Object.values(counts).reduce((a, b) => a + b, 0);
 
 /**
  * What the stack does on its own while idle (timers, discovery, sweepers, readiness probes), per
- * second: CPU seconds of each process, PostgreSQL commits of the bench database and RPCs served.
- * Phases report their per-unit costs net of it.
+ * second: CPU seconds and event-loop wake-ups of each process, PostgreSQL commits of the bench
+ * database and RPCs served. Phases report their per-unit costs net of it.
  */
 export async function idleBaseline(ctx, seconds) {
   const cpu0 = cpuSnapshot(ctx.stack);
+  const wakes0 = wakeSnapshot(ctx.stack);
   const pg0 = await pgCounters(ctx.databaseUrl);
   const rpc0 = await rpcsServed(ctx.stack);
   await sleep(seconds * 1000);
   const d = cpuDelta(cpu0, cpuSnapshot(ctx.stack));
+  const wakes = cpuDelta(wakes0, wakeSnapshot(ctx.stack));
   const rpcs = total(rpcDelta(rpc0, await rpcsServed(ctx.stack)));
   await sleep(1_200);
   const pg = pgDelta(pg0, await pgCounters(ctx.databaseUrl));
   return {
     cpu: Object.fromEntries(Object.entries(d).map(([k, v]) => [k, round(v / seconds, 4)])),
+    wakes: Object.fromEntries(Object.entries(wakes).map(([k, v]) => [k, round(v / seconds, 2)])),
     commits: round(pg.commits / (seconds + 1.2), 2),
     rpcs: round(rpcs / seconds, 2),
   };
@@ -195,6 +198,7 @@ export async function idleBaseline(ctx, seconds) {
 export async function phase(ctx, label, fn, units) {
   log(`${label}...`);
   const cpu0 = cpuSnapshot(ctx.stack);
+  const wakes0 = wakeSnapshot(ctx.stack);
   const pg0 = await pgCounters(ctx.databaseUrl);
   const rpc0 = await rpcsServed(ctx.stack);
   const rss = new RssSampler(ctx.stack);
@@ -207,6 +211,7 @@ export async function phase(ctx, label, fn, units) {
   }
   const wall = now() - t0;
   const cpu1 = cpuSnapshot(ctx.stack);
+  const wakes = cpuDelta(wakes0, wakeSnapshot(ctx.stack));
   const rpcs = rpcDelta(rpc0, await rpcsServed(ctx.stack));
   await sleep(1_200); // statistics of idle backends are flushed within a second
   const pg1 = await pgCounters(ctx.databaseUrl);
@@ -234,6 +239,12 @@ export async function phase(ctx, label, fn, units) {
       rows_written: round((p.rows_inserted + p.rows_updated + p.rows_deleted) / u.count, 3),
     };
     entry.rpcs_per_unit = round(Math.max(0, total(rpcs) - (ctx.idle.rpcs ?? 0) * seconds) / u.count, 3);
+    entry.wakes_per_unit = Object.fromEntries(
+      Object.entries(wakes).map(([k, v]) => [
+        k,
+        sig(Math.max(0, v - (ctx.idle.wakes?.[k] ?? 0) * seconds) / u.count),
+      ]),
+    );
   }
   ctx.phases[label] = entry;
   return result;

@@ -24,6 +24,14 @@ function table(rows) {
   return [line(headers), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map(line)];
 }
 
+/** Event-loop wake-ups per unit of the processes that woke at all (net of idle). */
+function wakeUps(p) {
+  const woke = Object.entries(p.wakes_per_unit ?? {}).filter(([, v]) => v >= 0.01);
+  return woke.length
+    ? `; event-loop wake-ups per ${p.units.unit}: ${woke.map(([k, v]) => `${k} ${v}`).join(', ')}`
+    : '';
+}
+
 function phaseLines(r) {
   const out = [
     'CPU seconds per phase (process: seconds); postgres/redis/nats are server-wide (other work on this machine counts):',
@@ -39,7 +47,7 @@ function phaseLines(r) {
           .map(([k, v]) => `${k} ${v}`)
           .join(
             ', ',
-          )}; PG commits per ${p.units.unit} ${p.postgres_per_unit.commits}, internal calls ${p.rpcs_per_unit}`
+          )}; PG commits per ${p.units.unit} ${p.postgres_per_unit.commits}, internal calls ${p.rpcs_per_unit}${wakeUps(p)}`
       : '';
     out.push(
       `  ${label} (${p.wall_s} s wall; PG commits ${p.postgres.commits}, rows written ${p.postgres.rows_inserted + p.postgres.rows_updated + p.postgres.rows_deleted}): ${cpu}${perUnit}`,

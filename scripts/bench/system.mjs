@@ -57,6 +57,30 @@ export function cpuSnapshot(stack) {
   return snap;
 }
 
+/**
+ * Voluntary context switches of a process's main thread so far: each one is its event loop going to
+ * sleep and being woken by I/O or a timer, so their count over a phase is how often each process had
+ * to wake (a request that crosses four processes wakes each of them at every hop). 0 where /proc has none.
+ */
+function mainThreadWakes(pid) {
+  try {
+    const status = readFileSync(`/proc/${pid}/task/${pid}/status`, 'utf8');
+    return Number(/^voluntary_ctxt_switches:\s+(\d+)$/m.exec(status)?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
+/** Event-loop wake-ups so far of each stack process (`mainThreadWakes`). */
+export function wakeSnapshot(stack) {
+  const snap = {};
+  for (const [name] of stack.processes) {
+    const pid = stack.child(name)?.pid;
+    if (pid) snap[name] = mainThreadWakes(pid);
+  }
+  return snap;
+}
+
 export function cpuDelta(before, after) {
   const out = {};
   for (const k of Object.keys(after)) out[k] = Math.round(((after[k] ?? 0) - (before[k] ?? 0)) * 1000) / 1000;

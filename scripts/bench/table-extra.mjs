@@ -16,7 +16,8 @@ const SERVICES = ['gateway', 'admission', 'quota', 'adapter', 'postgres (server-
 
 /**
  * Cost per request of a phase that is stable on a busy machine: CPU milliseconds of each process (net
- * of idle), PostgreSQL commits and WAL flushes, and the RPCs the services served.
+ * of idle), PostgreSQL commits and WAL flushes, the RPCs the services served, and how often each
+ * service's event loop woke (net of idle).
  */
 export function perRequest(r, label) {
   const p = r.phases[label];
@@ -25,11 +26,16 @@ export function perRequest(r, label) {
   const of = (name) => cpu[name === 'adapter' ? `adapter-${r.config.country}` : name];
   const values = SERVICES.map((n) => ms(of(n)));
   const pg = p.postgres_per_unit;
+  const wakes = p.wakes_per_unit
+    ? `, wake-ups ${SERVICES.slice(0, 4)
+        .map((n) => p.wakes_per_unit[n === 'adapter' ? `adapter-${r.config.country}` : n] ?? '-')
+        .join(' / ')}`
+    : '';
   return [
     values.join(' / '),
     '',
     '',
-    `PG commits ${pg.commits} (WAL flushes ${pg.wal_syncs_server_wide}, server-wide), internal calls ${p.rpcs_per_unit}`,
+    `PG commits ${pg.commits} (WAL flushes ${pg.wal_syncs_server_wide}, server-wide), internal calls ${p.rpcs_per_unit}${wakes}`,
   ];
 }
 
