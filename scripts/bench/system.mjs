@@ -38,7 +38,11 @@ function pidsOf(comm) {
   return pids;
 }
 
-/** CPU seconds so far of each stack process, this process and the shared servers. */
+/**
+ * CPU seconds so far of each stack process and of this process, and of each process of the shared
+ * servers by pid (`cpuDelta` counts a server process from its first sighting: a PostgreSQL backend that
+ * exits within a phase no longer takes its whole past with it, which made the figure 0 or too low).
+ */
 export function cpuSnapshot(stack) {
   const snap = {};
   for (const [name] of stack.processes) {
@@ -52,7 +56,7 @@ export function cpuSnapshot(stack) {
     ['redis (server-wide)', 'redis-server'],
     ['nats (server-wide)', 'nats-server'],
   ]) {
-    snap[label] = pidsOf(comm).reduce((s, pid) => s + cpuTicks(pid), 0) / TICKS;
+    snap[label] = Object.fromEntries(pidsOf(comm).map((pid) => [pid, cpuTicks(pid) / TICKS]));
   }
   return snap;
 }
@@ -81,9 +85,21 @@ export function wakeSnapshot(stack) {
   return snap;
 }
 
+/**
+ * What each entry of `after` grew by since `before`: a number for a process (or a count), and for a
+ * shared server (pid -> seconds) the sum over the processes alive at the end, each from its value in
+ * `before` or, started since, from 0. The CPU of a server process that exited in between is left out.
+ */
 export function cpuDelta(before, after) {
+  const grown = (b, a) => (a ?? 0) - (b ?? 0);
   const out = {};
-  for (const k of Object.keys(after)) out[k] = Math.round(((after[k] ?? 0) - (before[k] ?? 0)) * 1000) / 1000;
+  for (const [k, a] of Object.entries(after)) {
+    const d =
+      typeof a === 'object' && a !== null
+        ? Object.entries(a).reduce((sum, [pid, v]) => sum + grown(before[k]?.[pid], v), 0)
+        : grown(before[k], a);
+    out[k] = Math.round(d * 1000) / 1000;
+  }
   return out;
 }
 
