@@ -7,7 +7,7 @@ import type { Duplex } from 'node:stream';
  * otherwise meet a closed socket, and the reset that follows discards the answer before it reads it
  * (`EPIPE` or `ECONNRESET` where the spec promises a 413 or a 431). What still arrives is read and
  * dropped by Node's parser, never kept. Two kinds of answer linger:
- * - fastify's (a body refused on its declared length, 415): Node's request timeout and idle-socket
+ * - fastify's (413 on a body's declared length, 415): Node's request timeout and idle-socket
  *   timeout bound how long, as for any request (`afterAnswer`);
  * - the HTTP layer's own, written by hand in `clientErrorHandler` (a header block over 16 KiB): Node
  *   applies no request timeout once its parser has failed, so `maxMs` bounds it (`now`).
