@@ -42,6 +42,28 @@ export function widenSessionWindow(session: http2.Http2Session): void {
   else widen();
 }
 
+/**
+ * A session's `ping` that never throws: on a destroyed session it answers its callback with
+ * ERR_HTTP2_INVALID_SESSION on the next tick and reports nothing sent, where Node throws. Connect's
+ * keep-alive timer can fire between a session's destruction and the handlers that stop it, and its
+ * `ping` call has no guard (connect-es #1795, fix unreleased): the throw escaped the timer and ended
+ * the process (test/http2-ping-guard.unit.test.ts). Remove once the released Connect checks itself.
+ */
+export function guardPing(session: http2.Http2Session): void {
+  const ping = session.ping;
+  session.ping = function guardedPing(this: http2.Http2Session, ...args: unknown[]): boolean {
+    if (!this.destroyed) return (ping as (...a: unknown[]) => boolean).apply(this, args);
+    const callback = args[args.length - 1];
+    if (typeof callback === 'function') {
+      const error = Object.assign(new Error('The session has been destroyed'), {
+        code: 'ERR_HTTP2_INVALID_SESSION',
+      });
+      process.nextTick(callback as (e: Error) => void, error);
+    }
+    return false;
+  } as typeof session.ping;
+}
+
 const HTTP2_OPTIONS: {
   readMaxBytes: number;
   writeMaxBytes: number;
@@ -135,6 +157,7 @@ class GuardedSessions {
     if (session && !this.guarded.has(session)) {
       this.guarded.add(session);
       session.on('error', ignore);
+      guardPing(session);
       widenSessionWindow(session);
     }
     this.probe?.opened(stream);

@@ -93,6 +93,7 @@ export class SessionProbe {
       watch.aliveAt = Date.now();
       if (watch.open > 0) this.arm(session, watch, this.afterMs);
     };
+    if (session.destroyed) return; // gone on its own: its calls fail with it
     let sent: boolean;
     try {
       sent = session.ping(onAnswer);
