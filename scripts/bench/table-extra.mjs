@@ -23,12 +23,12 @@ export function perRequest(r, label) {
   const p = r.phases[label];
   if (!p?.cpu_ms_per_unit) return ['-'];
   const cpu = p.cpu_ms_per_unit;
-  const of = (name) => cpu[name === 'adapter' ? `adapter-${r.config.country}` : name];
-  const values = SERVICES.map((n) => ms(of(n)));
+  const key = (name) => (name === 'adapter' ? `adapter-${r.config.country}` : name);
+  const values = SERVICES.map((n) => ms(cpu[key(n)]));
   const pg = p.postgres_per_unit;
   const wakes = p.wakes_per_unit
     ? `, wake-ups ${SERVICES.slice(0, 4)
-        .map((n) => p.wakes_per_unit[n === 'adapter' ? `adapter-${r.config.country}` : n] ?? '-')
+        .map((n) => p.wakes_per_unit[key(n)] ?? '-')
         .join(' / ')}`
     : '';
   return [
