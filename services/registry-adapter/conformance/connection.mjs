@@ -127,6 +127,31 @@ export class AdapterConnection {
     return this.unary(M.check, { country, phones }, timeoutMs);
   }
 
+  /**
+   * Check with the request's fields as given (`phones` or `phone_list`); the answer or the error, and the
+   * value of the response header `dnc-check-phone-list` (an adapter that reads `phone_list` sets it).
+   */
+  checkAs(request, timeoutMs = 10_000) {
+    return new Promise((resolve) => {
+      let header;
+      const call = this.client.makeUnaryRequest(
+        M.check.path,
+        M.check.serialize,
+        M.check.deserialize,
+        request,
+        new grpc.Metadata(),
+        { deadline: Date.now() + timeoutMs },
+        (error, response) => {
+          header ??= error?.metadata?.get('dnc-check-phone-list')?.[0];
+          resolve({ error, response, header: header === undefined ? undefined : String(header) });
+        },
+      );
+      call.on('metadata', (metadata) => {
+        header = metadata.get('dnc-check-phone-list')[0];
+      });
+    });
+  }
+
   describe() {
     return this.unary(M.describe, {}, 10_000, this.admin);
   }

@@ -4,7 +4,9 @@
 import { readFileSync } from 'node:fs';
 import { healthv1, registryv1 } from '@dnc/proto';
 import grpc from '@grpc/grpc-js';
+import { assert, expectGrpcCode, name } from './assert.mjs';
 import { AdapterConnection, errorReason } from './connection.mjs';
+import { phoneListTest } from './phone-list.mjs';
 
 export { AdapterConnection, errorReason };
 
@@ -48,19 +50,6 @@ export function readFixture(file) {
 }
 
 const isInvalid = (o) => o >= Outcome.INVALID_UNPARSEABLE && o <= Outcome.INVALID_REGISTRY_REJECTED;
-const name = (o) => Outcome[o] ?? String(o);
-
-function assert(condition, message) {
-  if (!condition) throw new Error(message);
-}
-
-function expectGrpcCode(error, codes, what) {
-  assert(error && typeof error.code === 'number', `${what}: expected a gRPC error, got an answer`);
-  assert(
-    codes.includes(error.code),
-    `${what}: expected ${codes.map((c) => grpc.status[c]).join(' or ')}, got ${grpc.status[error.code]}`,
-  );
-}
 
 /** Deterministic shuffle (the suite must be reproducible). */
 function shuffled(items, seed = 7) {
@@ -177,6 +166,7 @@ const TESTS = [
       });
     },
   },
+  phoneListTest({ GARBAGE }),
   {
     title: 'duplicates are answered once per occurrence',
     run: async ({ conn, country, registered }) => {

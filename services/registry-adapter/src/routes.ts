@@ -2,7 +2,7 @@ import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter, HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { isPhoneWithinLimit } from '@dnc/api-contract/limits';
-import { Code, ConnectError, checkResponse, publicError, validationError } from '@dnc/kit';
+import { Code, ConnectError, checkResponse, PHONE_LIST_HEADER, publicError, validationError } from '@dnc/kit';
 import { registryv1 } from '@dnc/proto';
 import type { Logger } from 'pino';
 import { checkPhones } from './check.js';
@@ -50,6 +50,8 @@ export function registryAdapterService(deps: AdapterDeps): {
   const { country, metrics } = deps;
   return {
     async check(req, ctx) {
+      // This adapter reads `phone_list`: said on every answer, errors included (kit checkAt).
+      ctx.responseHeader.set(PHONE_LIST_HEADER, '1');
       if (req.country !== country) throw validationError(`this adapter serves country ${country}`);
       const json = isJson(ctx.requestHeader.get('content-type'));
       const phones = checkPhonesOf(req, json);

@@ -15,11 +15,28 @@ type Decoded = { country: string; phones: string[] } | { error: string };
 function reference(bytes: Uint8Array): Decoded {
   try {
     const m = fromBinary(registryv1.CheckRequestSchema, bytes);
-    return { country: m.country, phones: m.phones };
+    if (m.phoneList.length === 0) return { country: m.country, phones: m.phones };
+    if (m.phones.length > 0) return { error: 'a Check request sets phones or phone_list, not both' };
+    return { country: m.country, phones: referenceList(m.phoneList) };
   } catch (error) {
     // What Connect answers for a request protobuf-es cannot decode (createBinarySerialization).
     return { error: `parse binary: ${(error as Error).message}` };
   }
+}
+
+/** `phone_list` read element by element: each as protobuf-es decodes a one-phone `phones` record. */
+function referenceList(list: Uint8Array): string[] {
+  const reader = new BinaryReader(list);
+  const phones: string[] = [];
+  while (reader.pos < list.length) {
+    const length = reader.uint32();
+    if (reader.pos + length > list.length) throw new Error('premature EOF');
+    const bytes = list.subarray(reader.pos, reader.pos + length);
+    reader.pos += length;
+    const record = Uint8Array.from([0x12, ...varint(length), ...bytes]);
+    phones.push(fromBinary(registryv1.CheckRequestSchema, record).phones[0]!);
+  }
+  return phones;
 }
 
 function adapter(bytes: Uint8Array): Decoded {
@@ -60,8 +77,8 @@ function hasPhonesOfOtherWireType(bytes: Uint8Array): boolean {
   while (reader.pos < bytes.length) {
     const [no, wireType] = reader.tag();
     if (no === 2 && wireType !== WireType.LengthDelimited) return true;
-    // The real CheckRequest's fields are strings, read as a length and bytes whatever the wire type.
-    if (no === 1 || no === 2) reader.bytes();
+    // The real CheckRequest's fields are strings and bytes, read as a length and bytes whatever the wire type.
+    if (no === 1 || no === 2 || no === 3) reader.bytes();
     else reader.skip(wireType, no);
   }
   return false;
@@ -145,5 +162,92 @@ describe('CheckRequest as the adapter reads it', () => {
     expect(checkPhonesOf(m, true)).toEqual(json.phones);
     // The same object as binary carries no phones there: it never counts for a binary request.
     expect(checkPhonesOf(m, false)).toEqual([]);
+  });
+});
+
+// `phone_list` (registry_adapter.proto): the phones as one field, each its length varint and bytes.
+describe('CheckRequest with phone_list', () => {
+  /** A request with `phone_list` written by hand: each phone's bytes as given (valid UTF-8 or not). */
+  function listRequest(country: string, phones: Uint8Array[]): Uint8Array {
+    const list = Uint8Array.from(phones.flatMap((p) => [...varint(p.length), ...p]));
+    return toBinary(
+      registryv1.CheckRequestSchema,
+      create(registryv1.CheckRequestSchema, { country, phoneList: list }),
+    );
+  }
+
+  it('gives the phones the phones records give, for any strings (non-ASCII, empty, long)', () => {
+    fc.assert(
+      fc.property(
+        fc.string({ maxLength: 4 }),
+        fc.array(fc.oneof(fc.string({ unit: 'grapheme', maxLength: 70 }), fc.string({ maxLength: 200 })), {
+          minLength: 1,
+          maxLength: 40,
+        }),
+        (country, phones) => {
+          const bytes = toBinary(registryv1.CheckRequestSchema, checkRequest(country, phones, 'phone_list'));
+          // One field of phones: no phones records on the wire.
+          expect(fromBinary(registryv1.CheckRequestSchema, bytes).phones).toEqual([]);
+          expect(adapter(bytes)).toEqual({ country, phones });
+        },
+      ),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it('refuses the invalid UTF-8 the phones records refuse, with the same error', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.oneof(fc.uint8Array({ maxLength: 20 }), fc.uint8Array({ min: 0x20, max: 0x7e })), {
+          minLength: 1,
+          maxLength: 12,
+        }),
+        (phones) => {
+          const list = adapter(listRequest('co', phones));
+          const records = adapter(rawRequest('co', phones));
+          expect(list).toEqual(records);
+        },
+      ),
+      { numRuns: 5_000 },
+    );
+  });
+
+  it('refuses a list whose last length runs past its end, or whose varint is cut short', () => {
+    const list = (bytes: number[]) =>
+      adapter(
+        toBinary(
+          registryv1.CheckRequestSchema,
+          create(registryv1.CheckRequestSchema, { country: 'co', phoneList: Uint8Array.from(bytes) }),
+        ),
+      );
+    expect(list([3, 0x31, 0x32, 0x33])).toEqual({ country: 'co', phones: ['123'] });
+    expect(list([3, 0x31, 0x32, 0x33, 4, 0x31])).toEqual({ error: 'parse binary: premature EOF' });
+    expect(list([3, 0x31, 0x32, 0x33, 0x80])).toHaveProperty('error');
+    expect(list([0, 0])).toEqual({ country: 'co', phones: ['', ''] });
+  });
+
+  it('refuses a request that sets both phones and phone_list', () => {
+    const both = Uint8Array.from([
+      ...rawRequest('co', [Uint8Array.from([0x31])]),
+      ...toBinary(
+        registryv1.CheckRequestSchema,
+        create(registryv1.CheckRequestSchema, { phoneList: Uint8Array.from([1, 0x32]) }),
+      ),
+    ]);
+    expect(adapter(both)).toEqual({ error: 'a Check request sets phones or phone_list, not both' });
+    const json = fromJson(CheckRequestWireSchema, {
+      country: 'co',
+      phones: ['1'],
+      phoneList: Buffer.from([1, 0x32]).toString('base64'),
+    }) as unknown as CheckRequestWire;
+    expect(() => checkPhonesOf(json, true)).toThrow('not both');
+  });
+
+  it('reads a JSON request that sends phone_list (base64)', () => {
+    const m = fromJson(CheckRequestWireSchema, {
+      country: 'co',
+      phoneList: Buffer.from([2, 0x31, 0x32, 0, 1, 0x33]).toString('base64'),
+    }) as unknown as CheckRequestWire;
+    expect(checkPhonesOf(m, true)).toEqual(['12', '', '3']);
   });
 });

@@ -1,7 +1,7 @@
 import { create } from '@bufbuild/protobuf';
 import { WireType } from '@bufbuild/protobuf/wire';
 import { Code, ConnectError, createClient } from '@connectrpc/connect';
-import { checkRequest, grpcTransport, readPublicReason } from '@dnc/kit';
+import { checkAt, checkRequest, grpcTransport, PHONE_LIST_HEADER, readPublicReason } from '@dnc/kit';
 import { healthv1, registryv1 } from '@dnc/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningAdapter } from '../src/index.js';
@@ -162,9 +162,28 @@ describe('registry adapter (mx) against PostgreSQL and NATS', () => {
     ]);
     for (const client of [connect, json])
       expect((await client.check({ country: 'mx', phones })).outcomes).toEqual(want.outcomes);
-    // The platform's own encoding (kit checkRequest: the phones as one raw field; binary only).
-    for (const client of [grpc, connect])
+    // The platform's own encodings (kit checkRequest: the phones as one raw field; binary only), and
+    // phone_list (one field of them all), which this adapter announces on every answer, refusals too.
+    for (const client of [grpc, connect]) {
       expect((await client.check(checkRequest('mx', phones))).outcomes).toEqual(want.outcomes);
+      const headers: (string | null)[] = [];
+      const onHeader = (h: Headers) => headers.push(h.get(PHONE_LIST_HEADER));
+      const listed = await client.check(checkRequest('mx', phones, 'phone_list'), { onHeader });
+      expect(listed.outcomes).toEqual(want.outcomes);
+      expect((await checkAt(client, 'mx', phones)).outcomes).toEqual(want.outcomes);
+      expect(headers).toEqual(['1']);
+      const both = checkRequest('mx', phones, 'phone_list');
+      both.phones = ['55 1234 5678'];
+      const refused = await client.check(both).catch((e) => e);
+      expect(refused.code).toBe(Code.InvalidArgument);
+      expect(refused.rawMessage).toBe('a Check request sets phones or phone_list, not both');
+      expect(refused.metadata.get(PHONE_LIST_HEADER)).toBe('1');
+    }
+    // phone_list in JSON (base64), as protobuf JSON writes bytes.
+    expect(
+      (await json.check(create(registryv1.CheckRequestSchema, checkRequest('mx', phones, 'phone_list'))))
+        .outcomes,
+    ).toEqual(want.outcomes);
     // A phone whose bytes are not UTF-8 (0xc3 alone), written as the field's raw bytes.
     const bad = create(registryv1.CheckRequestSchema, { country: 'mx', phones: [] });
     bad.$unknown = [{ no: 2, wireType: WireType.LengthDelimited, data: Uint8Array.from([1, 0xc3]) }];
