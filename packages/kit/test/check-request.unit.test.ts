@@ -1,4 +1,5 @@
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { BinaryReader } from '@bufbuild/protobuf/wire';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { registryv1 } from '@dnc/proto';
 import fc from 'fast-check';
@@ -17,11 +18,10 @@ describe('pre-encoded CheckRequest', () => {
       'tel:+52',
     ];
     const bytes = toBinary(registryv1.CheckRequestSchema, checkRequest('mx', phones));
-    const plain = toBinary(registryv1.CheckRequestSchema, {
-      $typeName: 'dnc.registry.v1.CheckRequest',
-      country: 'mx',
-      phones,
-    });
+    const plain = toBinary(
+      registryv1.CheckRequestSchema,
+      create(registryv1.CheckRequestSchema, { country: 'mx', phones }),
+    );
     expect(Buffer.from(bytes).equals(Buffer.from(plain))).toBe(true);
     const decoded = fromBinary(registryv1.CheckRequestSchema, bytes);
     expect(decoded.country).toBe('mx');
@@ -71,6 +71,43 @@ describe('pre-encoded CheckRequest, any strings', () => {
       }),
       { numRuns: 2_000 },
     );
+  });
+});
+
+describe('pre-encoded CheckRequest as phone_list', () => {
+  /** The phone_list field read back: each element a length varint and its bytes, as protobuf-es reads a string. */
+  const listOf = (list: Uint8Array) => {
+    const reader = new BinaryReader(list);
+    const phones: string[] = [];
+    while (reader.pos < list.length) phones.push(reader.string());
+    return phones;
+  };
+
+  it('carries the phones in one field, in order, ASCII or not', () => {
+    const phone = fc.oneof(
+      fc.string({ maxLength: 20 }),
+      fc.string({ unit: 'grapheme', maxLength: 20 }),
+      fc.string({ unit: 'binary', maxLength: 130 }),
+    );
+    fc.assert(
+      fc.property(fc.array(phone, { minLength: 1, maxLength: 30 }), (phones) => {
+        const bytes = toBinary(registryv1.CheckRequestSchema, checkRequest('co', phones, 'phone_list'));
+        const decoded = fromBinary(registryv1.CheckRequestSchema, bytes);
+        expect(decoded.country).toBe('co');
+        expect(decoded.phones).toEqual([]);
+        expect(listOf(decoded.phoneList)).toEqual(phones.map((p) => Buffer.from(p, 'utf8').toString('utf8')));
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it('no phones: no phone_list either', () => {
+    const decoded = fromBinary(
+      registryv1.CheckRequestSchema,
+      toBinary(registryv1.CheckRequestSchema, checkRequest('co', [], 'phone_list')),
+    );
+    expect(decoded.phoneList.length).toBe(0);
+    expect(decoded.phones).toEqual([]);
   });
 });
 

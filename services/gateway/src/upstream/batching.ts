@@ -4,7 +4,7 @@ import {
   type BatcherOptions,
   Code,
   ConnectError,
-  checkRequest,
+  checkAt,
   errorOfRpcStatus,
   Histogram,
   type Registry,
@@ -140,7 +140,7 @@ export function batchedCalls(upstreams: UpstreamClients, metrics?: Registry): Ba
     complete: (admissionId, timeoutMs) => submitTimed(completes, admissionId, timeoutMs),
     check(address, country, phones, timeoutMs) {
       if (phones.length > CHECK_SHARE_MAX_INPUTS) {
-        return upstreams.adapter(address, country).check(checkRequest(country, phones), { timeoutMs });
+        return checkAt(upstreams.adapter(address, country), country, phones, { timeoutMs });
       }
       return submitTimed(checkBatcher(address, country), phones, timeoutMs);
     },
@@ -161,9 +161,7 @@ function sharedChecks(
     (items) =>
       sendLive(items, async (live, timeoutMs) => {
         const phones = live.length === 1 ? live[0]!.value : live.flatMap((i) => i.value);
-        const answer = await upstreams
-          .adapter(address, country)
-          .check(checkRequest(country, phones), { timeoutMs });
+        const answer = await checkAt(upstreams.adapter(address, country), country, phones, { timeoutMs });
         if (answer.outcomes.length !== phones.length)
           throw new ConnectError('the adapter answered the wrong number of outcomes', Code.Internal);
         if (live.length === 1) return [answer];

@@ -1,7 +1,7 @@
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import { type Client, Code, ConnectError } from '@connectrpc/connect';
 import type { AdapterDirectory } from '@dnc/kit';
-import { checkRequest } from '@dnc/kit';
+import { checkAt } from '@dnc/kit';
 import type { registryv1 } from '@dnc/proto';
 import { backoffMs, classifyAdapterError, type FailureCause, JobFailure } from '../domain/failures.js';
 import { isConclusive } from '../domain/result.js';
@@ -100,11 +100,9 @@ async function checkUnit(run: UnitRun, from: number, to: number): Promise<void> 
     try {
       const callSignal = AbortSignal.any([signal, timeout]);
       hooks.onCall?.(Math.floor(from / options.unitSize), attempt);
-      const res = await run
-        .clients(adapter.address, country)
-        .check(checkRequest(country, run.phones.slice(from, to)), {
-          signal: callSignal,
-        });
+      const res = await checkAt(run.clients(adapter.address, country), country, run.phones.slice(from, to), {
+        signal: callSignal,
+      });
       if (res.outcomes.length !== to - from || !res.outcomes.every(isConclusive)) {
         lastCause = { kind: 'inconclusive' };
         continue;

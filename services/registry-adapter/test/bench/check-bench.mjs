@@ -15,7 +15,7 @@
 //
 // --base DIR: A/B. DIR is another built checkout (`npm ci && npm run build`, for example the commit
 // before a change); the replica runs DIR's adapter, and after the usual figures the gateway's own
-// client (kit rpcTransport + checkRequest, each side's own kit) and the pre-encoded grpc-js call are
+// client (kit rpcTransport + checkAt, each side's own kit) and the pre-encoded grpc-js call are
 // timed against both adapters in alternating rounds (order reversed every round), so a neighbour's
 // load falls on both: each round's p50 per side and the median of the ratios (this checkout / base).
 // --profile DIR: both adapters run with --cpu-prof, their profiles written to DIR when they stop.
@@ -230,7 +230,11 @@ async function abRounds({ caller, phones, expected, ports, pids, base }) {
     });
     sides[name] = {
       raw,
-      gateway: () => client.check(kit.checkRequest('mx', phones), { timeoutMs: 10_000 }),
+      // What the gateway sends: phone_list through checkAt where that kit has it (a base from before
+      // it sends the phones records).
+      gateway: kit.checkAt
+        ? () => kit.checkAt(client, 'mx', phones, { timeoutMs: 10_000 })
+        : () => client.check(kit.checkRequest('mx', phones), { timeoutMs: 10_000 }),
       grpc: () =>
         new Promise((resolve, reject) =>
           raw.makeUnaryRequest(
