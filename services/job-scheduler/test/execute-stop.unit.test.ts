@@ -1,5 +1,5 @@
 import { Code, ConnectError } from '@connectrpc/connect';
-import type { AdapterDirectory, AdapterEntry } from '@dnc/kit';
+import { type AdapterDirectory, type AdapterEntry, PHONE_LIST_HEADER } from '@dnc/kit';
 import { registryv1 } from '@dnc/proto';
 import { describe, expect, it } from 'vitest';
 import { type AdapterClients, ExecutionStopped, executeUnits } from '../src/worker/execute.js';
@@ -26,12 +26,14 @@ const directory = { pick: () => entry, instances: () => [entry] } as unknown as 
 function slowAdapter(ms: number) {
   const log: { started: number; finished?: number; aborted?: boolean }[] = [];
   const clients = (() => ({
-    check: (_req: unknown, opts: { signal: AbortSignal }) =>
+    check: (_req: unknown, opts: { signal: AbortSignal; onHeader?: (h: Headers) => void }) =>
       new Promise((resolve, reject) => {
         const call: (typeof log)[number] = { started: performance.now() };
         log.push(call);
         const t = setTimeout(() => {
           call.finished = performance.now();
+          // An adapter that reads phone_list says so (kit checkAt), else each call is sent twice.
+          opts.onHeader?.(new Headers({ [PHONE_LIST_HEADER]: '1' }));
           resolve({ outcomes: [registryv1.Outcome.SAFE], snapshotTime: undefined });
         }, ms);
         opts.signal.addEventListener('abort', () => {
@@ -90,7 +92,17 @@ describe('executeUnits when a runner stops the attempt', () => {
         check: (req: unknown, opts: { signal: AbortSignal }) =>
           ++calls === 2
             ? new Promise((_, reject) =>
-                setTimeout(() => reject(new ConnectError('invalid', Code.InvalidArgument)), 50),
+                setTimeout(
+                  () =>
+                    reject(
+                      new ConnectError(
+                        'invalid',
+                        Code.InvalidArgument,
+                        new Headers({ [PHONE_LIST_HEADER]: '1' }),
+                      ),
+                    ),
+                  50,
+                ),
               )
             : inner.check(req as never, opts),
       };

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
+import { BinaryReader, WireType } from '@bufbuild/protobuf/wire';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { createRouterTransport } from '@connectrpc/connect';
-import { Code, ConnectError, publicError, type Reason, rpcStatusOf } from '@dnc/kit';
+import { Code, ConnectError, PHONE_LIST_HEADER, publicError, type Reason, rpcStatusOf } from '@dnc/kit';
 import { admissionv1, jobsv1, registryv1 } from '@dnc/proto';
 import { deadlineOf } from '../../src/deadline.js';
 import type { FlowLog } from '../../src/flows/port.js';
@@ -135,12 +136,15 @@ export function inMemoryUpstream(script: Script = {}) {
       },
     });
     router.service(registryv1.RegistryAdapterService, {
-      async check(req) {
-        // The gateway pre-encodes the phones (kit checkRequest): count them from the decoded message.
-        calls.push(`check ${req.phones.length}`);
-        batches.push(`check ${req.phones.length}`);
-        const safe = req.phones.map(() => registryv1.Outcome.SAFE);
-        return { outcomes: await answer(script.check?.(req.phones.length), safe) };
+      async check(req, ctx) {
+        // The gateway sends the phones as phone_list (kit checkAt) to an adapter that says it reads
+        // it, as this one does: count them from that field.
+        ctx.responseHeader.set(PHONE_LIST_HEADER, '1');
+        const count = req.phoneList.length > 0 ? phoneListCount(req.phoneList) : req.phones.length;
+        calls.push(`check ${count}`);
+        batches.push(`check ${count}`);
+        const safe = Array.from({ length: count }, () => registryv1.Outcome.SAFE);
+        return { outcomes: await answer(script.check?.(count), safe) };
       },
     });
   });
@@ -151,6 +155,14 @@ export function inMemoryUpstream(script: Script = {}) {
   const errors: string[] = [];
   const log: FlowLog = { warn: (m) => warnings.push(m), error: (m) => errors.push(m) };
   return { upstream, calls, batches, admissionIds, log, warnings, errors, assertions };
+}
+
+/** How many phones a phone_list holds (each a length varint and its bytes). */
+function phoneListCount(list: Uint8Array): number {
+  const reader = new BinaryReader(list);
+  let n = 0;
+  for (; reader.pos < list.length; n++) reader.skip(WireType.LengthDelimited);
+  return n;
 }
 
 export const fingerprint = (country: string, phones: readonly string[]) =>
