@@ -72,7 +72,7 @@ export function summaryLine(r) {
   const rss = r.phases['v2 large job']?.rss_mib ?? {};
   const grow = (n) => (rss[n] ? rss[n].peak - rss[n].start : Number.NaN);
   return [
-    `bench ${r.config.mode}: lone ${ms(lone)} (${fmtRatio(ratio(lone, loneFloor))} floor ${ms(loneFloor)})`,
+    `bench ${r.config.mode}: lone ${ms(lone)} (${fmtRatio(ratio(lone, loneFloor))} floor ${ms(loneFloor)}${r.v1_one_after_load ? `; after the load ${ms(r.v1_one_after_load.p50)}` : ''})`,
     `v1 10k p50 ${ms(v1)} (${fmtRatio(ratio(v1, f.v1_10k_ms.total.p50))})`,
     `single ${int(u.rps_mean)} req/s p99 ${ms(u.latency_ms.p99)} errors ${int(u.errors)} (${fmtRatio(ratio(hf?.rps_mean, u.rps_mean))} HTTP floor)`,
     `Check 10k ${ms(check)} (${fmtRatio(ratio(check, f.check_10k_ms.p50))})`,

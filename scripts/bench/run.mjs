@@ -90,6 +90,16 @@ async function v1Phases(ctx, results) {
     () => benchV1Sustained(ctx),
     (r) => ({ count: r.requests + r.warmup_requests, unit: 'request' }),
   );
+  // The lone request again, once the processes have served every phase above (the single-number load's
+  // tens of thousands of requests run the same code): how far the figure above, taken after
+  // `lone_warmup` requests, is from that of a process that has been serving for a while. Reported, not
+  // judged: the target is read on the figure above.
+  results.v1_one_after_load = await phase(
+    ctx,
+    'v1 one number, after the load',
+    () => benchV1Lone(ctx, 200_000),
+    (r) => ({ count: r.n, unit: 'request' }),
+  );
 }
 
 async function v2Phases(ctx, results) {

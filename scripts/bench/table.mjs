@@ -159,6 +159,22 @@ function v1LoneRows(r, add) {
     '<= 6 ms (floor: HTTP round trip + 1 durable commit)',
   );
   add('v1', '  lone p99 | cold: first 20 after start, p50', `${ms(one.p99)} | ${ms(one.cold_first_20?.p50)}`);
+  const after = r.v1_one_after_load;
+  if (after) {
+    add(
+      'v1',
+      '  lone p50 again after every v1 phase (the processes long warm) / p99',
+      `${ms(after.p50)} / ${ms(after.p99)}`,
+      ms(floor),
+      fmtRatio(ratio(after.p50, floor)),
+      'reported, not judged (the row above is)',
+    );
+    add(
+      'v1',
+      '  per lone request after the load: CPU ms gateway / admission / quota / adapter / postgres',
+      ...perRequest(r, 'v1 one number, after the load'),
+    );
+  }
   const fx = r.v1_fixed_split;
   const rpc = fx.authenticate.p50 + fx.admit.p50 + fx.check_one.p50 + fx.complete.p50;
   add(

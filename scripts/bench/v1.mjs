@@ -72,10 +72,13 @@ export async function benchV1LoneWarmUp(ctx) {
   return cold;
 }
 
-/** Lone one-number requests, one after another: the fixed cost of a v1 request (nothing to batch with). */
-export function benchV1Lone(ctx) {
+/**
+ * Lone one-number requests, one after another: the fixed cost of a v1 request (nothing to batch with).
+ * `from` sets the first Idempotency-Key number (every measurement of it uses its own keys).
+ */
+export function benchV1Lone(ctx, from = 100_000) {
   const bodies = loneBodies();
-  return timeRuns((i) => loneRequest(ctx, bodies, i + 100_000), CONFIG.lone_runs, 0);
+  return timeRuns((i) => loneRequest(ctx, bodies, i + from), CONFIG.lone_runs, 0);
 }
 
 /**
