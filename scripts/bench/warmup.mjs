@@ -1,9 +1,10 @@
 // `node scripts/bench/warmup.mjs [--requests N] [--block N] [--numbers N]`: how a fresh stack's v1
 // requests speed up as V8 tiers its code up. One stack (every service its own process), v1 requests of
 // `--numbers` numbers (default 1: the lone request) one after another from the first; per block of
-// requests: p50, p90 and the CPU milliseconds per request of each service. Tells how many requests
-// "warm" takes on this machine (the bench's lone figure is measured after `lone_warmup`). With
-// DNC_PROFILE_DIR set, every service writes a V8 CPU profile of the whole run there when it stops.
+// requests: p50, p90, and the CPU milliseconds and minor page faults per request of each service.
+// Tells how many requests "warm" takes on this machine (the bench's lone figure is measured after
+// `lone_warmup`). With DNC_PROFILE_DIR set, every service writes a V8 CPU profile of the whole run
+// there when it stops.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
