@@ -4,6 +4,7 @@ import { readPublicReason } from '@dnc/kit';
 import { quotav1 } from '@dnc/proto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { periodOf } from '../src/domain/period.js';
 import type { RunningQuota } from '../src/server.js';
 import { startTestQuota, type TestQuota } from './support.js';
 
@@ -303,6 +304,46 @@ describe('ReserveMany and CommitMany against PostgreSQL', () => {
       release.release();
     }
     expect(await account(org, 'mx')).toEqual({ limit: 100, used: 0, reserved: 10 });
+  });
+
+  it('a release that waits for a batch still reserving its id releases what the batch reserved', async () => {
+    // Admission's path when a reserve times out on its side while quota is still writing it: the
+    // release finds no row (the batch has not committed), and its tombstone waits on the batch's
+    // row. Once the batch commits, the reservation it made must be released, not left open with
+    // nobody to settle it (chaos run of stop 28: a job reservation open, no claim, no job).
+    const org = randomUUID();
+    await admin.setLimit({ orgId: org, country: 'co', limit: 100n });
+    const id = randomUUID();
+    const reserve = await db.connect();
+    try {
+      await reserve.query('BEGIN');
+      const { rows } = await reserve.query<{ outcomes: string[] }>(
+        'SELECT quota.reserve_many($1::text[], $2::text[], $3::text[], $4::bigint[], $5::smallint[], $6) AS outcomes',
+        [[id], [org], ['co'], [30], [UsageKind.JOB], periodOf(new Date())],
+      );
+      expect(rows[0]!.outcomes).toEqual(['ok']);
+      const pending = client.release({ reservationId: id });
+      for (let waited = 0; ; waited += 20) {
+        const { rows: waiting } = await db.query(
+          `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
+           AND query LIKE '%INSERT INTO quota.reservations%'`,
+        );
+        if (waiting.length > 0) break;
+        if (waited > 10_000) throw new Error('the release never waited for the batch');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await reserve.query('COMMIT');
+      expect((await pending).committed).toBe(false);
+    } finally {
+      reserve.release();
+    }
+    const { rows: state } = await db.query('SELECT state FROM quota.reservations WHERE reservation_id = $1', [
+      id,
+    ]);
+    expect(state).toEqual([{ state: 'released' }]);
+    expect(await account(org, 'co')).toEqual({ limit: 100, used: 0, reserved: 0 });
+    // And a late commit of it is refused: the request it belonged to was undone.
+    expect((await client.commitMany({ reservationIds: [id] })).outcomes).toEqual([CommitOutcome.RELEASED]);
   });
 
   it('at most 1,000 items per batch; an empty batch answers nothing; every item is checked', async () => {
