@@ -141,17 +141,24 @@ export class Ledger {
   /**
    * Free a reservation. Releasing twice or after commit changes nothing. Releasing an id never
    * reserved leaves a released tombstone, so a late Reserve of that id cannot take quota afterwards.
+   *
+   * A reserve of the id may be in flight when the release reads nothing (its caller gave up waiting
+   * for it): the tombstone's insert then waits on that reserve's row. When the reserve commits, the
+   * tombstone is not written, and the reservation it made is read again and released like any other.
    */
   async release(reservationId: string): Promise<{ committed: boolean }> {
     return inTransaction(this.pool, async (tx) => {
-      const r = await this.lockReservation(tx, reservationId);
+      let r = await this.lockReservation(tx, reservationId);
       if (!r) {
-        await tx.query(
+        const tombstone = await tx.query(
           `INSERT INTO quota.reservations (reservation_id, org_id, country, period, amount, kind, state)
            VALUES ($1, '', '', '', 0, 0, 'released') ON CONFLICT DO NOTHING`,
           [reservationId],
         );
-        return { committed: false };
+        if (tombstone.rowCount === 1) return { committed: false };
+        // Read committed: this statement sees the row that the insert waited for.
+        r = await this.lockReservation(tx, reservationId);
+        if (!r) throw new Error('a reservation in conflict with its tombstone could not be read');
       }
       if (transition(r.state, 'release') !== 'apply') return { committed: r.state === 'committed' };
       await tx.query(
