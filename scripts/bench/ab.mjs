@@ -23,10 +23,10 @@
 // another: admission (POST until 202), the whole job (POST until the result is downloaded), the queue
 // wait (the scheduler's created_at -> started_at, as the bench reports it) and their ratios (this /
 // base); every stack runs one 10,000-number job first. For the bench's v2 rows, 500000.
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { statFields } from './system.mjs';
 
 // Not config.mjs: it reads the command line (the bench's options) when loaded.
 const ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
@@ -137,13 +137,8 @@ async function pgBackends(s) {
   );
   const out = new Map();
   for (const { pid } of rows) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.set(pid, (Number(f[11]) + Number(f[12])) / 100);
-    } catch {
-      // gone
-    }
+    const f = statFields(pid);
+    if (f) out.set(pid, (Number(f[11]) + Number(f[12])) / 100);
   }
   return out;
 }

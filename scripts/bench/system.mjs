@@ -7,15 +7,23 @@ import pg from 'pg';
 
 const TICKS = 100; // USER_HZ on Linux
 
-function cpuTicks(pid) {
+/**
+ * The fields of /proc/<pid>/stat after the command name, or undefined when the process is gone:
+ * element 0 is field 3 (state), so field n of proc(5) is element n - 3.
+ */
+export function statFields(pid) {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // utime and stime are fields 14 and 15 of stat; fields[0] here is field 3.
-    return Number(fields[11]) + Number(fields[12]);
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
-    return 0;
+    return undefined;
   }
+}
+
+/** CPU ticks so far of a process: utime + stime (fields 14 and 15); 0 when it is gone. */
+function cpuTicks(pid) {
+  const fields = statFields(pid);
+  return fields ? Number(fields[11]) + Number(fields[12]) : 0;
 }
 
 /** Pids of every process with this command name (the shared servers: postgres, redis-server, nats-server). */

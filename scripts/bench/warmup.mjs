@@ -5,7 +5,6 @@
 // Tells how many requests "warm" takes on this machine (the bench's lone figure is measured after
 // `lone_warmup`). With DNC_PROFILE_DIR set, every service writes a V8 CPU profile of the whole run
 // there when it stops.
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
 const { values } = parseArgs({
@@ -50,12 +49,8 @@ try {
     for (const [name] of ctx.stack.processes) {
       const pid = ctx.stack.child(name)?.pid;
       if (!pid) continue;
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-        out[name] = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[7]);
-      } catch {
-        // gone
-      }
+      const fields = system.statFields(pid);
+      if (fields) out[name] = Number(fields[7]);
     }
     return out;
   };
