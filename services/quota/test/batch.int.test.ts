@@ -41,6 +41,20 @@ async function usageCounts(orgId: string): Promise<Map<string, number>> {
   return counts;
 }
 
+/** Until a statement of this database matching `pattern` (LIKE) waits on a lock; fails after 10 s. */
+async function waitingOnLock(pattern: string, failure: string): Promise<void> {
+  for (let waited = 0; ; waited += 20) {
+    const { rows } = await db.query(
+      `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
+       AND query LIKE $1`,
+      [pattern],
+    );
+    if (rows.length > 0) return;
+    if (waited > 10_000) throw new Error(failure);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 function shuffle<T>(items: T[]): T[] {
   const a = [...items];
   for (let i = a.length - 1; i > 0; i--) {
@@ -289,15 +303,7 @@ describe('ReserveMany and CommitMany against PostgreSQL', () => {
         [id],
       );
       const pending = client.reserveMany({ reservations: [item(org, 'mx', 10), item(org, 'mx', 5, id)] });
-      for (let waited = 0; ; waited += 20) {
-        const { rows } = await db.query(
-          `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
-           AND query LIKE '%reserve_many%'`,
-        );
-        if (rows.length > 0) break;
-        if (waited > 10_000) throw new Error('the batch never waited for the tombstone');
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await waitingOnLock('%reserve_many%', 'the batch never waited for the tombstone');
       await release.query('COMMIT');
       expect((await pending).outcomes).toEqual([ReserveOutcome.OK, ReserveOutcome.ID_CONFLICT]);
     } finally {
@@ -323,15 +329,7 @@ describe('ReserveMany and CommitMany against PostgreSQL', () => {
       );
       expect(rows[0]!.outcomes).toEqual(['ok']);
       const pending = client.release({ reservationId: id });
-      for (let waited = 0; ; waited += 20) {
-        const { rows: waiting } = await db.query(
-          `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
-           AND query LIKE '%INSERT INTO quota.reservations%'`,
-        );
-        if (waiting.length > 0) break;
-        if (waited > 10_000) throw new Error('the release never waited for the batch');
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await waitingOnLock('%INSERT INTO quota.reservations%', 'the release never waited for the batch');
       await reserve.query('COMMIT');
       expect((await pending).committed).toBe(false);
     } finally {
