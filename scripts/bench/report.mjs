@@ -67,7 +67,7 @@ export function summaryLine(r) {
   const hf = r.http_floor?.loaded;
   const job = r.v2_job && !r.v2_error ? r.v2_job : undefined;
   const v2 = job
-    ? `v2 ${int(job.inputs)} ${s(job.total_ms)} (${fmtRatio(ratio(job.total_ms, f.v2_job_ms.total.p50))}) admission ${s(job.admission_ms)} (${fmtRatio(ratio(job.admission_ms, f.v2_job_ms.parse.p50))})`
+    ? `v2 ${int(job.inputs)} ${s(job.total_ms)} (${fmtRatio(ratio(job.total_ms, f.v2_job_ms.total.p50))}${job.first ? `; first ${s(job.first.total_ms)}` : ''}) admission ${s(job.admission_ms)} (${fmtRatio(ratio(job.admission_ms, f.v2_job_ms.parse.p50))}${job.first ? `; first ${s(job.first.admission_ms)}` : ''})`
     : 'v2 FAILED';
   const rss = r.phases['v2 large job']?.rss_mib ?? {};
   const grow = (n) => (rss[n] ? rss[n].peak - rss[n].start : Number.NaN);

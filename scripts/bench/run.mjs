@@ -109,7 +109,7 @@ async function v2Phases(ctx, results) {
       ctx,
       'v2 large job',
       () => benchV2(ctx),
-      (r) => ({ count: r.inputs + Math.min(10_000, CONFIG.small_job_size), unit: 'number' }),
+      (r) => ({ count: r.inputs * (r.runs + 1) + Math.min(10_000, CONFIG.small_job_size), unit: 'number' }),
     );
     results.v2_concurrent = await phase(
       ctx,
