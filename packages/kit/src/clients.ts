@@ -1,8 +1,6 @@
 import type http2 from 'node:http2';
 import type { DescService } from '@bufbuild/protobuf';
 import { type Client, createClient, type Interceptor, type Transport } from '@connectrpc/connect';
-import { validateReadWriteMaxBytes } from '@connectrpc/connect/protocol';
-import { createTransport } from '@connectrpc/connect/protocol-connect';
 import { createConnectTransport, createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
 import { propagateRequestId } from './request-context.js';
 import type { Identity } from './security/identity.js';
@@ -15,7 +13,6 @@ import {
 } from './security/transport.js';
 import { SessionProbe } from './session-probe.js';
 import { traceClientCalls } from './tracing.js';
-import { unaryHttp2Client } from './unary-http2.js';
 
 /**
  * Megabytes one HTTP/2 session may buffer before nghttp2 refuses new streams with ENHANCE_YOUR_CALM
@@ -198,10 +195,6 @@ function guardedSessions(
  * `grpcTransport`); the Connect protocol is the one used inside the platform because it is the
  * cheaper of the two in Node: a unary call measured ~0.32 ms of CPU (client + server) against ~0.61
  * ms for gRPC, whose trailers cost the most (scripts/bench/README.md, "Transport").
- *
- * Unary calls go through Connect's own Connect-protocol transport with the lean HTTP/2 client of
- * unary-http2.ts (the answer read whole from the stream's events); streaming calls through Connect's
- * Node transport. Both share one session manager: one connection per peer.
  */
 export function rpcTransport(
   baseUrl: string,
@@ -210,28 +203,15 @@ export function rpcTransport(
   options: TransportOptions = {},
 ): Transport {
   const s = secured(baseUrl, interceptors, tls);
-  // The session's memory bound, and with mTLS the connection that presents our certificate.
-  const sessionManager = guardedSessions(s.baseUrl, s.nodeOptions, options);
-  const allInterceptors = [propagateRequestId, traceClientCalls, ...s.interceptors];
-  const streaming = createConnectTransport({
+  return createConnectTransport({
     baseUrl: s.baseUrl,
-    interceptors: allInterceptors,
+    interceptors: [propagateRequestId, traceClientCalls, ...s.interceptors],
     httpVersion: '2',
     useBinaryFormat: true,
     ...HTTP2_OPTIONS,
-    sessionManager,
+    // The session's memory bound, and with mTLS the connection that presents our certificate.
+    sessionManager: guardedSessions(s.baseUrl, s.nodeOptions, options),
   });
-  const { readMaxBytes, writeMaxBytes, acceptCompression } = HTTP2_OPTIONS;
-  const unary = createTransport({
-    baseUrl: s.baseUrl,
-    httpClient: unaryHttp2Client(sessionManager, readMaxBytes),
-    interceptors: allInterceptors,
-    useBinaryFormat: true,
-    acceptCompression,
-    sendCompression: null,
-    ...validateReadWriteMaxBytes(readMaxBytes, writeMaxBytes, undefined),
-  });
-  return { unary: unary.unary, stream: streaming.stream };
 }
 
 /** A gRPC (HTTP/2) transport to `http://host:port`: what gRPC tooling, probes and other stacks speak. */

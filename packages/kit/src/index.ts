@@ -29,4 +29,3 @@ export * from './security/transport.js';
 export * from './service.js';
 export * from './text-decoding.js';
 export * from './tracing.js';
-export * from './unary-http2.js';

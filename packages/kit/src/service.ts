@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter, Interceptor } from '@connectrpc/connect';
+import { connectNodeAdapter } from '@connectrpc/connect-node';
 import { healthv1, platformv1 } from '@dnc/proto';
 import type { Logger } from 'pino';
 import { HealthState, healthService, startHealthListener } from './health.js';
@@ -17,7 +18,6 @@ import { type Identity, isIdentity } from './security/identity.js';
 import { closeSecurity, createSecurity, type Security, type SecurityConfig } from './security/security.js';
 import { callerContext, createRpcServer } from './security/transport.js';
 import { startTracing, traceServerCalls } from './tracing.js';
-import { connectHttp2Adapter } from './unary-http2.js';
 
 export interface ServiceOptions {
   /** Service name: logs, metrics, health and ServiceInfo. */
@@ -142,8 +142,7 @@ export class Service {
       startedAt: timestampFromDate(this.startedAt),
       country: this.options.country ?? '',
     });
-    const handler = connectHttp2Adapter({
-      inFlight: this.inFlight,
+    const handler = connectNodeAdapter({
       contextValues: callerContext(this.security),
       // The caller's request id first, so the kit's own log lines carry it too; a refused call
       // ends before it is counted as served or reaches any handler.
