@@ -105,6 +105,11 @@ describe('OrganizationJobsService', () => {
     // 23 terminal jobs (nothing of the scheduler touches them); two by two they share created_at, and
     // neighbouring pairs are 1 microsecond apart: a cursor rounded to milliseconds would skip or repeat.
     const made: { id: string; k: number; status: string }[] = [];
+    // One base for every row, read once: each INSERT is its own transaction with its own now(), and two
+    // of them on either side of a second boundary were a second apart, not tied (seen in CI).
+    const base = (
+      await h.db.query<{ t: string }>(`SELECT (date_trunc('second', now()) - interval '1 hour')::text AS t`)
+    ).rows[0]!.t;
     for (let n = 0; n < 23; n++) {
       const status = states[n % 4]!;
       const job = { id: randomUUID(), k: Math.floor(n / 2), status };
@@ -112,9 +117,9 @@ describe('OrganizationJobsService', () => {
       await h.db.query(
         `INSERT INTO jobs.jobs (id, org_id, country, status, submitted_count, reservation_id, created_at,
            hard_cap_at, terminal_at, error)
-         VALUES ($1, $2, 'mx', $3, 1, $4, date_trunc('second', now()) - interval '1 hour' + make_interval(secs => $5 * 0.000001),
+         VALUES ($1, $2, 'mx', $3, 1, $4, $7::timestamptz + make_interval(secs => $5 * 0.000001),
            now(), now(), $6)`,
-        [job.id, orgX, status, randomUUID(), job.k, errorOf[status]],
+        [job.id, orgX, status, randomUUID(), job.k, errorOf[status], base],
       );
     }
     const newestFirst = (jobs: typeof made) =>
