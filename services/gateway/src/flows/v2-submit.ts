@@ -20,7 +20,11 @@ export type V2Outcome = (
 ) & { rateLimit: admissionv1.RateLimitInfo | undefined };
 
 /** A v2 scrub: always authenticated before its body was read (no authentication rides with Admit). */
-export type V2Request = ScrubRequest & { caller: AuthenticatedCaller };
+export type V2Request = ScrubRequest & {
+  caller: AuthenticatedCaller;
+  /** The bytes the body was parsed from, when the route has them: the durable input may be a slice. */
+  body?: Buffer | undefined;
+};
 
 type SubmitOutcome = { outcome: 'stored'; job: jobsv1.Job } | CallFailure;
 type ConfirmOutcome = { outcome: 'confirmed' } | CallFailure;
@@ -60,7 +64,7 @@ export async function submitV2(
   request: V2Request,
   deadline: Deadline,
 ): Promise<V2Outcome> {
-  const sizes = durableInput(request.country, request.phones);
+  const sizes = durableInput(request.country, request.phones, request.body);
   const tooLarge = sizeRefusal(sizes);
   if (tooLarge) return { ok: false, error: tooLarge, rateLimit: undefined };
 

@@ -14,6 +14,20 @@ export const SMALL_BODY_BYTES = 64 * 1024;
  * (V8 strings and the array), and the canonical copy a job stores. Measured on 25 MiB v2 bodies.
  */
 export const HEAP_PER_BODY_BYTE = 4;
+declare module 'fastify' {
+  interface FastifyRequest {
+    /**
+     * The bytes a JSON body was parsed from (routes that take a body): a v2 job's durable input is
+     * taken from them when they already are its canonical form (flows/canonical-input.ts).
+     */
+    jsonBytes: Buffer | undefined;
+  }
+  interface FastifyContextConfig {
+    /** The route reads `request.jsonBytes` (otherwise not kept: the bytes are garbage once parsed). */
+    keepJsonBytes?: boolean;
+  }
+}
+
 /** Our bodies nest 2 deep (an object holding an array of strings); far deeper is never a scrub. */
 export const MAX_JSON_DEPTH = 16;
 
@@ -45,6 +59,7 @@ function ownerOf(request: FastifyRequest): string {
 export const requestBounds = fp(
   async (app: FastifyInstance, opts: RequestBoundsOptions) => {
     const budget = new BodyBudget(opts.budgetBytes);
+    app.decorateRequest('jsonBytes', undefined);
     new Gauge({
       name: 'dnc_gateway_body_budget_bytes',
       help: 'Request body memory admitted (in use) and the bodies waiting for room (queued).',
@@ -117,13 +132,12 @@ export const requestBounds = fp(
         return;
       }
       try {
-        done(
-          null,
-          secureJson.parse(bytes.toString('utf8'), undefined, {
-            protoAction: 'error',
-            constructorAction: 'error',
-          }),
-        );
+        const parsed = secureJson.parse(bytes.toString('utf8'), undefined, {
+          protoAction: 'error',
+          constructorAction: 'error',
+        });
+        if (request.routeOptions.config.keepJsonBytes) request.jsonBytes = bytes;
+        done(null, parsed);
       } catch {
         const error = new Error('invalid JSON') as Error & { statusCode: number };
         error.statusCode = 400;

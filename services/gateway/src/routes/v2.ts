@@ -67,7 +67,7 @@ export function v2Routes(config: GatewayConfig, upstream: Upstream, fingerprints
     app.post<{ Body: ScrubBody }>(
       '/v2/scrub',
       {
-        config: { auth: true },
+        config: { auth: true, keepJsonBytes: true },
         schema: { ...routeSchema('createScrubJob'), body: DurableScrubRequest },
       },
       async (request, reply) => {
@@ -77,6 +77,7 @@ export function v2Routes(config: GatewayConfig, upstream: Upstream, fingerprints
           idempotencyKey: idempotencyKeyOf(request),
           country: request.body.country,
           phones: request.body.phones,
+          body: request.jsonBytes,
         };
         const outcome = await submitV2({ upstream, ...fingerprints, log: request.log }, scrub, deadline);
         setRateLimitHeaders(reply, outcome.rateLimit);
