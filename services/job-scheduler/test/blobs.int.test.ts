@@ -191,6 +191,21 @@ describe('segments compressed before sealing (format 2), blobs of format 1 still
     expect((await readBlobWhole(pool, keys, b)).equals(plain)).toBe(true);
   });
 
+  it('segments compressed several at once are sealed in order, the last one bound as last', async () => {
+    // More segments than are framed ahead (4), of unequal compressibility so they finish out of order,
+    // in pieces of odd sizes: the blob opens (each segment's sequence number and last flag are in its
+    // associated data) and reads back byte for byte.
+    const b = await newJob();
+    const list = phoneList(400_000);
+    const noise = randomBytes(SEGMENT_BYTES + 777);
+    const pieces = [list.subarray(0, 3 * MIB + 1), noise, list.subarray(3 * MIB + 1)];
+    const plain = Buffer.concat(pieces);
+    const written = await inTransaction(pool, (c) => writeBlob(c, keys, b, pieces));
+    expect(written.segments).toBe(Math.ceil(plain.length / SEGMENT_BYTES));
+    expect(written.segments).toBeGreaterThan(5);
+    expect((await readBlobWhole(pool, keys, b)).equals(plain)).toBe(true);
+  });
+
   it('incompressible segments are stored as they are (one codec byte more each, never larger)', async () => {
     const b = await newJob();
     const plain = randomBytes(2 * MIB);
