@@ -206,6 +206,32 @@ describe('segments compressed before sealing (format 2), blobs of format 1 still
     expect((await readBlobWhole(pool, keys, b)).equals(plain)).toBe(true);
   });
 
+  it('a reader that stops after the first segment leaves no query, connection or rejection behind', async () => {
+    // The next batch is fetched ahead and a batch decompresses at once: a client that goes away after
+    // the first chunk of a result must not leave that work unobserved nor hold the pool's connections.
+    const b = await newJob();
+    const plain = phoneList(400_000);
+    await inTransaction(pool, (c) => writeBlob(c, keys, b, [plain]));
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      for (let i = 0; i < 3; i++) {
+        for await (const first of readBlob(pool, keys, b)) {
+          expect(first.equals(plain.subarray(0, SEGMENT_BYTES))).toBe(true);
+          break;
+        }
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+    expect(unhandled).toEqual([]);
+    // The pool (2 connections) has every connection back: the whole blob still reads.
+    expect(pool.waitingCount).toBe(0);
+    expect((await readBlobWhole(pool, keys, b)).equals(plain)).toBe(true);
+  });
+
   it('incompressible segments are stored as they are (one codec byte more each, never larger)', async () => {
     const b = await newJob();
     const plain = randomBytes(2 * MIB);
