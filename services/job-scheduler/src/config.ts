@@ -31,8 +31,12 @@ export const jobsConfig = z.object({
     .refine((cs) => cs.every((c) => /^[a-z]{2}$/.test(c)), 'comma-separated two-letter country codes'),
   /** Jobs one worker process runs at the same time, per country. */
   DNC_WORKER_JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
-  /** Adapter calls in flight for one job. */
-  DNC_WORKER_UNIT_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(2),
+  /**
+   * Adapter calls in flight for one job. Three, so the adapter has the next unit queued while the worker
+   * records the last one and encodes another (with two, both calls ended together and the adapter idled
+   * between pairs): a 500,000-number job 12% faster end to end (issue 18, `ab.mjs --v2`).
+   */
+  DNC_WORKER_UNIT_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(3),
   DNC_WORKER_UNIT_SIZE: z.coerce.number().int().min(1).max(100_000).default(50_000),
   /** Deadline of one adapter call, and how many times a temporary failure is retried. */
   DNC_ADAPTER_CALL_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(60_000),
