@@ -1,5 +1,6 @@
-import { Code, ConnectError, publicError } from '@dnc/kit';
+import { buildScrubResult, Code, ConnectError, publicError } from '@dnc/kit';
 import { registryv1 } from '@dnc/proto';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { backoffMs, classifyAdapterError, publicJobError } from '../src/domain/failures.js';
 import { renderResult } from '../src/domain/result.js';
@@ -40,6 +41,33 @@ describe('ScrubResult of a job (same model as v1)', () => {
       summary: { total_checked: 6, prohibited_numbers: 2, safe_numbers: 1, invalid_numbers: 3 },
     });
     expect(Object.keys(doc)).not.toContain('matched');
+  });
+
+  it("is v1's document byte for byte, whatever the inputs and however it is cut into pieces", () => {
+    const conclusive = [
+      Outcome.SAFE,
+      Outcome.PROHIBITED,
+      Outcome.INVALID_UNPARSEABLE,
+      Outcome.INVALID_OBSOLETE_FORMAT,
+      Outcome.INVALID_REGISTRY_REJECTED,
+    ];
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.string({ maxLength: 20, unit: 'binary' }), fc.constantFrom(...conclusive)), {
+          maxLength: 60,
+        }),
+        fc.integer({ min: 1, max: 80 }),
+        (rows, piece) => {
+          const phones = rows.map(([p]) => p);
+          const outcomes = rows.map(([, o]) => o);
+          const { text, summary } = render(phones, outcomes, piece);
+          const v1 = buildScrubResult(phones, outcomes);
+          expect(text).toBe(JSON.stringify(v1));
+          expect(summary).toEqual(v1.summary);
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 
   it('an empty job has an empty, complete result', () => {
