@@ -3,6 +3,7 @@ import { isAscii } from 'node:buffer';
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
 const COLON = 0x3a;
 const WHITESPACE = [0x20, 0x09, 0x0a, 0x0d] as const;
 const PHONES_KEY = Buffer.from('"phones"');
@@ -42,7 +43,7 @@ export function canonicalFromBody(body: Buffer | undefined, phones: readonly str
   const slice = body.subarray(at, at + length);
   for (const space of WHITESPACE) if (slice.indexOf(space) !== -1) return undefined;
   // Implied by the above; checked anyway, cheaply.
-  if (slice[length - 1] !== 0x5d || (phones.length > 0 && slice[1] !== QUOTE)) return undefined;
+  if (slice[length - 1] !== CLOSE_BRACKET || (phones.length > 0 && slice[1] !== QUOTE)) return undefined;
   return slice;
 }
 

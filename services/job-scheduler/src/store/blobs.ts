@@ -9,6 +9,20 @@ import {
 } from '../crypto/envelope.js';
 import { BLOB_FORMAT, type BlobFormat, frameSegment, unframeSegment } from '../crypto/segment-codec.js';
 
+/** Segments per read, and decompressing at once. */
+const READ_BATCH = 4;
+/** Segments compressing at once ahead of the one being sealed: the libuv pool's default size. */
+const FRAMING_AHEAD = 4;
+
+/**
+ * `work`, observed now: work started ahead and awaited later (or never, when a reader stops) is never an
+ * unhandled rejection; whoever awaits it still gets its failure.
+ */
+function observed<T>(work: Promise<T>): Promise<T> {
+  work.catch(() => {});
+  return work;
+}
+
 /**
  * Encrypted blobs in Postgres: the wrapped data key in `job_blobs`, the sealed segments in
  * `job_blob_segments`. Plaintext never reaches the database.
@@ -25,11 +39,6 @@ import { BLOB_FORMAT, type BlobFormat, frameSegment, unframeSegment } from '../c
  * Framing runs ahead of sealing on several segments at once: the compression of an 8 MB input (eight
  * segments) took 72-84 ms one segment at a time and 35-48 ms four at a time (2 cores, a slow day).
  */
-/** Segments per read, and decompressing at once. */
-const READ_BATCH = 4;
-/** Segments compressing at once ahead of the one being sealed: the libuv pool's default size. */
-const FRAMING_AHEAD = 4;
-
 export async function writeBlob(
   client: PoolClient,
   keys: KeyRing,
@@ -55,13 +64,9 @@ export async function writeBlob(
       const seq = segments++;
       return inFlight.write(seq, sealSegment(dek, binding, seq, last, body, format));
     };
-    const frame = (plain: Buffer) => {
-      const framed = format === BLOB_FORMAT.raw ? Promise.resolve(plain) : frameSegment(plain);
-      // Observed now: one that fails while an earlier segment is awaited is never an unhandled rejection;
-      // `sealOldest` rethrows it in order.
-      framed.catch(() => {});
-      framing.push(framed);
-    };
+    // A framing that fails while an earlier segment is awaited is rethrown by `sealOldest`, in order.
+    const frame = (plain: Buffer) =>
+      framing.push(observed(format === BLOB_FORMAT.raw ? Promise.resolve(plain) : frameSegment(plain)));
     for (const segment of segmentsOf(pieces)) {
       bytes += segment.length;
       frame(segment);
@@ -133,18 +138,17 @@ export async function* readBlob(pool: Pool, keys: KeyRing, binding: BlobBinding)
   const row = head.rows[0];
   if (!row) throw new BlobMissing();
   const dek = keys.unwrap(row.kek_id, row.wrapped_dek, binding);
-  const fetchBatch = (from: number) => {
-    const rows = pool
-      .query<{ seq: number; sealed: Buffer }>(
-        `SELECT seq, sealed FROM jobs.job_blob_segments
-         WHERE job_id = $1 AND kind = $2 AND seq >= $3 AND seq < $4 ORDER BY seq`,
-        [binding.jobId, binding.kind, from, from + READ_BATCH],
-      )
-      .then((r) => r.rows);
-    // Observed now: a batch fetched ahead and never awaited (the reader stopped) is no unhandled rejection.
-    rows.catch(() => {});
-    return rows;
-  };
+  // A batch fetched ahead may never be awaited (the reader stopped): observed.
+  const fetchBatch = (from: number) =>
+    observed(
+      pool
+        .query<{ seq: number; sealed: Buffer }>(
+          `SELECT seq, sealed FROM jobs.job_blob_segments
+           WHERE job_id = $1 AND kind = $2 AND seq >= $3 AND seq < $4 ORDER BY seq`,
+          [binding.jobId, binding.kind, from, from + READ_BATCH],
+        )
+        .then((r) => r.rows),
+    );
   try {
     // The next batch is fetched while this one is opened, and a batch's segments decompress at once
     // on the libuv pool; they are yielded in order.
@@ -156,10 +160,9 @@ export async function* readBlob(pool: Pool, keys: KeyRing, binding: BlobBinding)
       if (rows.length !== expected) throw new BlobMissing();
       const plains = rows.map((s) => {
         const plain = openSegment(dek, binding, s.seq, s.seq === row.segment_count - 1, s.sealed, row.format);
-        const opened =
-          row.format === BLOB_FORMAT.raw ? Promise.resolve(plain) : unframeSegment(plain, SEGMENT_BYTES);
-        opened.catch(() => {});
-        return opened;
+        return observed(
+          row.format === BLOB_FORMAT.raw ? Promise.resolve(plain) : unframeSegment(plain, SEGMENT_BYTES),
+        );
       });
       for (const plain of plains) yield await plain;
     }
