@@ -27,6 +27,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { statFields } from './system.mjs';
+import { workerPhases } from './worker-log.mjs';
 
 // Not config.mjs: it reads the command line (the bench's options) when loaded.
 const ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
@@ -271,8 +272,9 @@ async function v2Rounds(stacks) {
     const [a, q, t] = ['admitted', 'queue', 'total'].map((k) =>
       median(s.latencies.map((x) => x[k])).toFixed(0),
     );
+    const phases = workerPhases(path.join(s.ctx.work, 'logs'), V2);
     process.stdout.write(
-      `${s.name} (${s.root}): ${V2}-number job, median 202 ${a} ms, queue wait ${q} ms, whole job ${t} ms\n`,
+      `${s.name} (${s.root}): ${V2}-number job, median 202 ${a} ms, queue wait ${q} ms, whole job ${t} ms; worker read / check / store ${phases}\n`,
     );
   }
   process.stdout.write(
