@@ -3,6 +3,7 @@ import { type AdapterDirectory, type AdapterEntry, PHONE_LIST_HEADER } from '@dn
 import { registryv1 } from '@dnc/proto';
 import { describe, expect, it } from 'vitest';
 import { type AdapterClients, ExecutionStopped, executeUnits } from '../src/worker/execute.js';
+import { StreamedInputs } from '../src/worker/input.js';
 
 // Issue 14 item 7: when one of a job's concurrent unit runners cannot record its next call (beginCall
 // rejects: PostgreSQL unreachable), the attempt ends, and nothing of it may keep calling the adapter
@@ -127,5 +128,36 @@ describe('executeUnits when a runner stops the attempt', () => {
     expect(log.filter((c) => c.started > endedAt)).toEqual([]);
     // The sibling's call was aborted instead of being waited for.
     expect(log.some((c) => c.aborted)).toBe(true);
+  });
+
+  it('an input that cannot be read to its end ends the attempt with that error; no unit calls out after', async () => {
+    const { log, clients } = slowAdapter(50);
+    const phones = ['1', '2', '3', '4', '5', '6'];
+    const lost = new Error('Connection terminated unexpectedly');
+    async function* segments() {
+      yield Buffer.from('["1","2","3');
+      // The first units run while the rest is read; then the read fails.
+      await new Promise((r) => setTimeout(r, 120));
+      throw lost;
+    }
+    const error = await executeUnits(
+      'mx',
+      new StreamedInputs(phones.length, segments(), new AbortController().signal),
+      directory,
+      clients,
+      {
+        beginCall: async () => 'go',
+        endCall: async () => 'go',
+        signal: new AbortController().signal,
+        stopReason: () => 'shutdown',
+      },
+      options,
+    ).catch((e: unknown) => e);
+    const endedAt = performance.now();
+    expect(error).toBe(lost);
+    // Units 1 and 2 were called before the input was whole; none of the phones not read was.
+    expect(log.length).toBe(2);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(log.filter((c) => c.started > endedAt)).toEqual([]);
   });
 });

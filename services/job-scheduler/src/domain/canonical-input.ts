@@ -114,3 +114,85 @@ export function canonicalPhoneCount(bytes: Uint8Array): number | undefined {
     i++;
   }
 }
+
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+/** `","`: the end of one element, the comma, the start of the next (where a piece may end). */
+const BETWEEN = Buffer.from('","');
+
+/** The phones of `[` + text + `]`, text being whole elements of a canonical input and their commas. */
+function parseElements(bytes: Buffer, from: number, to: number): string[] {
+  if (from === to) return [];
+  return JSON.parse(`[${bytes.toString('utf8', from, to)}]`) as string[];
+}
+
+/**
+ * The index of the last comma between two elements in `bytes[from, to)`, which start at an element's
+ * opening quote, or -1. One pass outside and inside strings (a string may hold `","` itself).
+ */
+function lastTopLevelComma(bytes: Buffer, from: number, to: number): number {
+  let comma = -1;
+  let inString = false;
+  for (let i = from; i < to; i++) {
+    const c = bytes[i];
+    if (inString) {
+      if (c === BACKSLASH) i++;
+      else if (c === QUOTE) inString = false;
+    } else if (c === QUOTE) inString = true;
+    else if (c === COMMA) comma = i;
+  }
+  return comma;
+}
+
+/**
+ * A canonical durable input (see `canonicalPhoneCount`: what the scheduler stored once checked) read
+ * piece by piece, as its segments arrive: each `push` gives the phones whose elements are complete so
+ * far, in order, and `end` the rest. The phones are exactly those of `JSON.parse` of the whole input:
+ * every piece parsed is whole elements cut at a comma between two of them.
+ *
+ * The cut is found without a pass over the bytes for the inputs people send: the last `","` of the
+ * bytes held, taken when `[` + the elements before it + `]` parses (a `","` inside a string, which the
+ * element `","` or an escaped quote can make, leaves an unterminated string, so it never parses).
+ * Otherwise the bytes are walked once for the last comma between elements.
+ */
+export class CanonicalInputReader {
+  /** The bytes of elements not yet complete: from an element's opening quote, or `]` at the end. */
+  private held: Buffer = Buffer.alloc(0);
+  private started = false;
+
+  push(segment: Buffer): string[] {
+    let bytes = this.held.length > 0 ? Buffer.concat([this.held, segment]) : segment;
+    if (!this.started) {
+      if (bytes.length === 0) return [];
+      if (bytes[0] !== OPEN_BRACKET) throw new Error('the input is not a JSON array');
+      this.started = true;
+      bytes = bytes.subarray(1);
+    }
+    let comma = bytes.lastIndexOf(BETWEEN) + 1;
+    let phones: string[] | undefined;
+    if (comma > 0) {
+      try {
+        phones = parseElements(bytes, 0, comma);
+      } catch {
+        comma = lastTopLevelComma(bytes, 0, bytes.length);
+      }
+    }
+    if (comma <= 0) {
+      this.held = bytes;
+      return [];
+    }
+    phones ??= parseElements(bytes, 0, comma);
+    this.held = bytes.subarray(comma + 1);
+    return phones;
+  }
+
+  /** The last phones: the rest must be whole elements and the closing bracket, nothing after it. */
+  end(): string[] {
+    const bytes = this.held;
+    if (!this.started || bytes.length === 0 || bytes[bytes.length - 1] !== CLOSE_BRACKET) {
+      throw new Error('the input is not a JSON array');
+    }
+    this.held = Buffer.alloc(0);
+    return parseElements(bytes, 0, bytes.length - 1);
+  }
+}

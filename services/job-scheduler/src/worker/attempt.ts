@@ -3,9 +3,10 @@ import type { JsMsg } from '@nats-io/jetstream';
 import type { KeyRing } from '../crypto/envelope.js';
 import { renderResult } from '../domain/result.js';
 import type { QuotaSettlement } from '../settlement.js';
-import { readBlobWhole } from '../store/blobs.js';
+import { readBlob } from '../store/blobs.js';
 import type { JobRow, JobStore } from '../store/jobs.js';
 import { type AdapterClients, type ExecutionHooks, ExecutionStopped, executeUnits } from './execute.js';
+import { StreamedInputs } from './input.js';
 import { LeaseKeeper } from './lease.js';
 import type { AttemptOutcomes } from './outcome.js';
 
@@ -41,12 +42,13 @@ export interface Claimed {
 }
 
 /**
- * A job's inputs, parsed. The decrypted buffer and the decoded text are this function's alone, so
- * they are garbage once it returns: a running job holds its phones only (see memory.ts).
+ * A job's inputs, parsed as its segments are read (worker/input.ts): the first units call out while the
+ * rest is read. The decrypted segments and their text are the reader's alone, garbage once parsed: a
+ * running job holds its phones only (see memory.ts).
  */
-async function readPhones(store: JobStore, keys: KeyRing, job: JobRow): Promise<string[]> {
-  const input = await readBlobWhole(store.pool, keys, { jobId: job.id, orgId: job.orgId, kind: 'input' });
-  return JSON.parse(input.toString('utf8')) as string[];
+function readPhones(store: JobStore, keys: KeyRing, job: JobRow, signal: AbortSignal): StreamedInputs {
+  const segments = readBlob(store.pool, keys, { jobId: job.id, orgId: job.orgId, kind: 'input' });
+  return new StreamedInputs(job.submittedCount, segments, signal);
 }
 
 /**
@@ -146,21 +148,25 @@ export async function runAttempt(
   const { store, settlement, logger } = ctx.deps;
   const { job, token } = claimed;
   const keeper = keepLease(ctx, claimed, msg, abort, grantedAt);
+  // Reading stops with the attempt: its end, a lost lease or a shutdown.
+  const reading = new AbortController();
+  const stopReading = () => reading.abort(new ExecutionStopped(keeper.stopReason()));
+  abort.signal.addEventListener('abort', stopReading, { once: true });
   try {
     const t0 = performance.now();
-    const phones = await readPhones(store, ctx.deps.keys, job);
-    const t1 = performance.now();
+    const input = readPhones(store, ctx.deps.keys, job, reading.signal);
     // The oldest snapshot any unit was answered from: the result is only as fresh as that.
     let snapshotAt: Date | undefined;
     const hooks = executionHooks(ctx, claimed, keeper, abort.signal, (time) => {
       if (time && (!snapshotAt || time < snapshotAt)) snapshotAt = time;
     });
-    const outcomes = await executeUnits(job.country, phones, ctx.deps.directory, ctx.deps.clients, hooks, {
+    const outcomes = await executeUnits(job.country, input, ctx.deps.directory, ctx.deps.clients, hooks, {
       unitSize: ctx.options.unitSize,
       concurrency: ctx.options.unitConcurrency,
       retries: ctx.options.retries,
       callTimeoutMs: ctx.options.callTimeoutMs,
     });
+    const phones = await input.all();
     const t2 = performance.now();
     const done = await store.complete(job.id, token, () => renderResult(phones, outcomes), snapshotAt);
     // Phase timings only: no inputs, no outcomes.
@@ -168,8 +174,9 @@ export async function runAttempt(
       {
         job_id: job.id,
         inputs: phones.length,
-        read_ms: Math.round(t1 - t0),
-        check_ms: Math.round(t2 - t1),
+        // Reading runs beside the first units: read_ms is part of check_ms (start to every unit answered).
+        read_ms: Math.round(input.readMs ?? 0),
+        check_ms: Math.round(t2 - t0),
         store_ms: Math.round(performance.now() - t2),
       },
       'job executed',
@@ -191,6 +198,8 @@ export async function runAttempt(
       keeper.lease.isLost ? new ExecutionStopped('lease_lost') : error,
     );
   } finally {
+    abort.signal.removeEventListener('abort', stopReading);
+    if (!reading.signal.aborted) reading.abort(new ExecutionStopped('shutdown'));
     keeper.lease.stop();
   }
 }

@@ -5,6 +5,7 @@ import { checkAt } from '@dnc/kit';
 import type { registryv1 } from '@dnc/proto';
 import { backoffMs, classifyAdapterError, type FailureCause, JobFailure } from '../domain/failures.js';
 import { isConclusive } from '../domain/result.js';
+import { inputsOf, type UnitInputs } from './input.js';
 
 /** Why execution stopped before every unit completed, other than a job failure. */
 export class ExecutionStopped extends Error {
@@ -65,7 +66,7 @@ function maintenanceFailure(directory: AdapterDirectory, country: string): JobFa
 /** What every unit of one execution is checked with. */
 interface UnitRun {
   country: string;
-  phones: readonly string[];
+  phones: UnitInputs;
   directory: AdapterDirectory;
   clients: AdapterClients;
   hooks: ExecutionHooks;
@@ -133,16 +134,19 @@ async function checkUnit(run: UnitRun, from: number, to: number): Promise<void> 
 /**
  * Run a job's inputs in units against the country's adapter with bounded concurrency. Each unit is
  * retried (bounded, exponential backoff with jitter) on temporary failures; known maintenance stops
- * the job at once. The answer is complete or the job fails: there is never a partial result.
+ * the job at once. The answer is complete or the job fails: there is never a partial result. A unit
+ * starts once its phones are there (`UnitInputs.ready`: the input may still be read while the first
+ * units run); an input that cannot be read ends the attempt with that error.
  */
 export async function executeUnits(
   country: string,
-  phones: readonly string[],
+  input: readonly string[] | UnitInputs,
   directory: AdapterDirectory,
   clients: AdapterClients,
   hooks: ExecutionHooks,
   options: ExecutionOptions,
 ): Promise<Uint8Array> {
+  const phones = Array.isArray(input) ? inputsOf(input) : (input as UnitInputs);
   const outcomes = new Uint8Array(phones.length);
   const units: [number, number][] = [];
   for (let i = 0; i < phones.length; i += options.unitSize)
@@ -175,6 +179,13 @@ export async function executeUnits(
   const runner = async (): Promise<void> => {
     while (!stop && next < units.length) {
       const [from, to] = units[next++]!;
+      try {
+        await phones.ready(to);
+      } catch (error) {
+        stopWith(run.signal.aborted ? run.stopped() : error);
+        return;
+      }
+      if (stop) return;
       let begin: Awaited<ReturnType<ExecutionHooks['beginCall']>>;
       try {
         begin = await hooks.beginCall();

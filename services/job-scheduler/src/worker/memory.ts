@@ -4,9 +4,10 @@ const MiB = 1024 * 1024;
 
 /**
  * The V8 heap a running job holds: the array of its phones (an 8-byte slot and a string of its
- * characters plus ~24 bytes of header and padding each). The decrypted input buffer and its decoded
- * text live only while it is parsed, one synchronous step (no two jobs parse at once), and are
- * dropped then: that one transient peak is kept out of the budget (PARSE_RESERVE). Measured for the
+ * characters plus ~24 bytes of header and padding each). The decrypted input is parsed a segment at a
+ * time as it is read (worker/input.ts): a segment and its text (~2 MiB) live only while they are
+ * parsed, one synchronous step, and are dropped then: that transient peak is kept out of the budget
+ * (PARSE_RESERVE, sized when the whole input was parsed at once, so still an upper bound). Measured for the
  * admissible job that costs the most heap (500,000 inputs of 49 characters, 26.0 MB of JSON): ~40 MB
  * held; the estimate gives 26 MB + 40 x 500,000 + 2 MiB = 48 MB. (451,000 inputs / 22 MB, a result of
  * exactly 25 MiB: ~28 MB held, 42 MB estimated.)
