@@ -8,6 +8,7 @@ import { fingerprint } from './fingerprint.js';
 import type { Fingerprinter } from './flows/admit.js';
 import { EARLY_CHECK_DEFAULTS, EarlyChecks } from './flows/early-check.js';
 import type { Upstream } from './flows/port.js';
+import { maxLengthByUnitsFirst } from './max-length.js';
 import { errorHandler } from './plugins/error-handler.js';
 import { applyHeaderPolicy, headerPolicy } from './plugins/header-policy.js';
 import { clientErrorHandler, LingeringClose } from './plugins/lingering-close.js';
@@ -85,6 +86,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ajv: {
       // Reject, never repair: unknown fields, wrong types and missing fields are 400s.
       customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false },
+      // Ajv's maxLength, its code-point count skipped where the UTF-16 length already settles it.
+      plugins: [maxLengthByUnitsFirst],
     },
   });
 
