@@ -2,7 +2,12 @@ import { Code, ConnectError } from '@connectrpc/connect';
 import { type AdapterDirectory, type AdapterEntry, PHONE_LIST_HEADER } from '@dnc/kit';
 import { registryv1 } from '@dnc/proto';
 import { describe, expect, it } from 'vitest';
-import { type AdapterClients, ExecutionStopped, executeUnits } from '../src/worker/execute.js';
+import {
+  type AdapterClients,
+  type ExecutionHooks,
+  ExecutionStopped,
+  executeUnits,
+} from '../src/worker/execute.js';
 import { StreamedInputs } from '../src/worker/input.js';
 
 // Issue 14 item 7: when one of a job's concurrent unit runners cannot record its next call (beginCall
@@ -48,6 +53,14 @@ function slowAdapter(ms: number) {
 }
 
 const options = { unitSize: 1, concurrency: 2, retries: 0, callTimeoutMs: 5_000 };
+
+/** Hooks under which every call may go (no cancel, no lost lease). */
+const goOn = (): ExecutionHooks => ({
+  beginCall: async () => 'go',
+  endCall: async () => 'go',
+  signal: new AbortController().signal,
+  stopReason: () => 'shutdown',
+});
 
 describe('executeUnits when a runner stops the attempt', () => {
   it('a beginCall that rejects ends the attempt and stops the sibling call in flight', async () => {
@@ -108,19 +121,9 @@ describe('executeUnits when a runner stops the attempt', () => {
             : inner.check(req as never, opts),
       };
     }) as unknown as AdapterClients;
-    const error = await executeUnits(
-      'mx',
-      ['1', '2', '3', '4'],
-      directory,
-      failing,
-      {
-        beginCall: async () => 'go',
-        endCall: async () => 'go',
-        signal: new AbortController().signal,
-        stopReason: () => 'shutdown',
-      },
-      options,
-    ).catch((e: unknown) => e);
+    const error = await executeUnits('mx', ['1', '2', '3', '4'], directory, failing, goOn(), options).catch(
+      (e: unknown) => e,
+    );
     const endedAt = performance.now();
     expect(error).not.toBeInstanceOf(ExecutionStopped);
     expect(error).toBeInstanceOf(Error);
@@ -145,12 +148,7 @@ describe('executeUnits when a runner stops the attempt', () => {
       new StreamedInputs(phones.length, segments(), new AbortController().signal),
       directory,
       clients,
-      {
-        beginCall: async () => 'go',
-        endCall: async () => 'go',
-        signal: new AbortController().signal,
-        stopReason: () => 'shutdown',
-      },
+      goOn(),
       options,
     ).catch((e: unknown) => e);
     const endedAt = performance.now();
