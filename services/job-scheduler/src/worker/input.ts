@@ -27,7 +27,7 @@ interface Waiter {
  * A job's input read segment by segment while its first units already run: the phones of each segment
  * are parsed as it arrives (CanonicalInputReader), so the first adapter call waits for one segment, not
  * for the whole input to be read, decrypted, decompressed and parsed. The input must hold exactly
- * `count` phones (the count the scheduler stored with it); anything else is an error, as is a read that
+ * `length` phones (the count the scheduler stored with it); anything else is an error, as is a read that
  * fails. Reading stops (the segments' iterator closed) when `signal` aborts.
  */
 export class StreamedInputs implements UnitInputs {
