@@ -141,6 +141,25 @@ async function* mapStreamErrors<T>(
   }
 }
 
+/** The only metadata an error of ours carries on purpose (e.g. `dnc-check-phone-list`). */
+const OWN_METADATA = /^dnc-/;
+
+/**
+ * An error received from a call behind this one carries that call's response headers as metadata
+ * (`content-type`, `content-length`, `date`). Thrown on as it is, connect writes them into this
+ * answer's trailers: HTTP/2 refuses `content-length` there and the caller sees the stream reset
+ * (PROTOCOL_ERROR, answered INTERNAL) instead of the error, and the rest would tell the caller about
+ * the service behind. Only code, message, details and our own `dnc-` metadata cross.
+ */
+function ownMetadataOnly(ce: ConnectError): ConnectError {
+  const foreign = [...ce.metadata.keys()].some((key) => !OWN_METADATA.test(key));
+  if (!foreign) return ce;
+  const own = [...ce.metadata].filter(([key]) => OWN_METADATA.test(key));
+  const clean = new ConnectError(ce.rawMessage, ce.code, own, undefined, ce.cause);
+  clean.details = ce.details;
+  return clean;
+}
+
 /** The `code` label: the name of a gRPC code (`ok` for a call that succeeded). */
 function codeName(code: Code): string {
   return Code[code] ?? String(code);
@@ -148,7 +167,7 @@ function codeName(code: Code): string {
 
 /** The error a failed call crosses the boundary with (see `trackCalls`). */
 function boundaryError(error: unknown, method: string, logger: Logger): ConnectError {
-  const ce = ConnectError.from(error);
+  const ce = ownMetadataOnly(ConnectError.from(error));
   // A dependency that is down or dropped the connection is an outage the caller can retry.
   if (!(error instanceof ConnectError) && isDependencyOutage(error)) {
     logger.warn({ method, err: error }, 'rpc failed: dependency unavailable');
