@@ -9,6 +9,8 @@ import { freePort } from './ports.js';
  * - `hang`: holds every byte (both ways) until the mode changes, then delivers what it held;
  * - `blackhole`: accepts and swallows every byte, answers nothing, closes nothing;
  * - `garbage`: the client receives random bytes instead of the server's answer;
+ * - `mute`: the client's bytes reach the server, the server's answers are swallowed (a request that
+ *   took effect and whose answer is lost when the connection is cut before it arrives);
  * - `reset`: every connection, open or new, is reset (RST);
  * - `stall`: every new connection's client receives, instead of its server's first bytes, the header
  *   of a long TLS record, then nothing more (its own bytes still reach the server; `stallAll` does
@@ -20,6 +22,7 @@ export type Fault =
   | { kind: 'hang' }
   | { kind: 'blackhole' }
   | { kind: 'garbage' }
+  | { kind: 'mute' }
   | { kind: 'reset' }
   | { kind: 'stall' };
 
@@ -180,6 +183,7 @@ export class TcpProxy {
     const f = this.fault;
     const target = direction === 'toServer' ? pair.server : pair.client;
     if (f.kind === 'blackhole' || (pair.stalled && direction === 'toClient')) return;
+    if (f.kind === 'mute' && direction === 'toClient') return;
     if (pair.stallFirst && direction === 'toClient') {
       pair.stalled = true;
       pair.client.write(TLS_RECORD_HEADER);

@@ -4,10 +4,16 @@ import { TcpProxy } from '../src/tcp-proxy.js';
 
 // The chaos suite's fault proxy and balancer, against real sockets: an echo server behind it.
 
+/** What the echo servers received, in order. */
+const received: string[] = [];
+
 function echoServer(tag: string): Promise<net.Server> {
   const server = net.createServer((s) => {
     s.on('error', () => {});
-    s.on('data', (d) => s.write(`${tag}:${d}`));
+    s.on('data', (d) => {
+      received.push(`${tag}:${d}`);
+      s.write(`${tag}:${d}`);
+    });
   });
   return new Promise((r) => server.listen(0, '127.0.0.1', () => r(server)));
 }
@@ -59,6 +65,11 @@ describe('TcpProxy', () => {
 
     proxy.setFault({ kind: 'blackhole' });
     expect(await ask(proxy.port, 'x')).toBe('');
+
+    // Muted: the request reaches the server, its answer never comes back.
+    proxy.setFault({ kind: 'mute' });
+    expect(await ask(proxy.port, 'muted')).toBe('');
+    expect(received).toContain('a:muted');
 
     proxy.setFault({ kind: 'garbage' });
     const garbage = await ask(proxy.port, 'xyz');

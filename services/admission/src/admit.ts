@@ -23,7 +23,7 @@ import {
 } from './domain/idempotency.js';
 import type { OpenAdmissions } from './open-admissions.js';
 import { type Refusals, requireUuid } from './public-errors.js';
-import type { Reservations } from './reservations.js';
+import { QUOTA_EXCEEDED, type Reservations } from './reservations.js';
 import type { ClaimStore, GateFacts, GateFactsStore, StoredClaim } from './store/index.js';
 
 export interface AdmitDeps {
@@ -303,11 +303,13 @@ async function resume(
 }
 
 /**
- * 9: the quota reservation; a failure drops the claim so the key can be used again. A refusal (quota
- * exceeded) reserved nothing. Any other failure (quota slow, a timeout) may still reserve later: the
- * reservation is released first — quota keeps a tombstone, so a reserve landing late is refused — and
- * only then the claim dropped. If the release fails too, the claim stays in progress and the claim
- * reconciler releases and drops it after its timeout (issue 14 item 1): never a reservation for nobody.
+ * 9: the quota reservation; a failure drops the claim so the key can be used again. Only quota's
+ * refusal (quota exceeded) is known to have reserved nothing. Any other failure may have reserved: a
+ * timeout, quota slow, or quota's own outage answer (`platform_failure`), which it gives as well when
+ * its connection to PostgreSQL is lost after the reserve committed. The reservation is released first
+ * — quota keeps a tombstone, so a reserve landing late is refused — and only then the claim dropped.
+ * If the release fails too, the claim stays in progress and the claim reconciler releases and drops
+ * it after its timeout (issue 14 item 1): never a reservation for nobody.
  */
 async function reserveQuota(deps: AdmitDeps, request: Request, admissionId: string): Promise<void> {
   try {
@@ -319,17 +321,18 @@ async function reserveQuota(deps: AdmitDeps, request: Request, admissionId: stri
       request.kind,
     );
   } catch (error) {
-    if (readPublicReason(error)) {
+    const reason = readPublicReason(error)?.reason;
+    if (reason === QUOTA_EXCEEDED) {
       await deps.claims.dropClaim(admissionId).catch(() => {});
       throw error;
     }
-    deps.logger.error({ err: error }, 'quota reservation failed');
+    if (!reason) deps.logger.error({ err: error }, 'quota reservation failed');
     try {
       await deps.reservations.release(admissionId);
       await deps.claims.dropClaim(admissionId);
     } catch {
       deps.logger.warn('release of a failed reservation did not complete; left to the claim reconciler');
     }
-    throw deps.refusals.platformFailure();
+    throw reason ? error : deps.refusals.platformFailure();
   }
 }

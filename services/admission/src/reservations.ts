@@ -7,6 +7,9 @@ import type { Refusals } from './public-errors.js';
 
 const USAGE_KIND: Record<Kind, quotav1.UsageKind> = { sync: 1, job: 2 };
 
+/** The public reason of quota's refusal: the one failure of a reserve known to have reserved nothing. */
+export const QUOTA_EXCEEDED = 'customer_quota_exceeded';
+
 /**
  * Admission's side of the quota ledger: a reservation per admission (its id is the admission id),
  * committed when a v1 request completes, released when it is undone. Quota is the judge: a
@@ -36,7 +39,7 @@ export class Reservations {
         return undefined;
       case quotav1.ReserveOutcome.QUOTA_EXCEEDED:
         return this.refusals.reject(
-          publicError(Code.ResourceExhausted, 'customer_quota_exceeded', {
+          publicError(Code.ResourceExhausted, QUOTA_EXCEEDED, {
             message: 'The monthly quota of this country is used up; ask for a higher quota.',
             country,
           }),

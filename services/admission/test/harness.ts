@@ -55,7 +55,11 @@ export class Harness {
   /** Signs as admission would answer Authenticate: the gateway's Admit calls carry it. */
   assertions!: OrgAssertionIssuer;
 
-  async start(env: Record<string, string> = {}): Promise<this> {
+  /**
+   * `quotaDatabaseUrl`: where quota reaches PostgreSQL, when not `databaseUrl` itself (the same database
+   * behind a fault-injecting proxy).
+   */
+  async start(env: Record<string, string> = {}, quotaDatabaseUrl = this.databaseUrl): Promise<this> {
     this.pki = await StackPki.create();
     await this.pki.write('quota', 'quota');
     await this.pki.write('admission', 'admission');
@@ -64,7 +68,7 @@ export class Harness {
     this.assertions = new OrgAssertionIssuer(await this.pki.security('admission'));
     this.quota = await startQuota(
       parseConfig(quotaConfig, {
-        DATABASE_URL: this.databaseUrl,
+        DATABASE_URL: quotaDatabaseUrl,
         DNC_GRPC_PORT: '0',
         DNC_METRICS_PORT: '0',
         DNC_LOG_LEVEL: 'silent',
