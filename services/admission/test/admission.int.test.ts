@@ -3,9 +3,9 @@ import { create } from '@bufbuild/protobuf';
 import { Code, ConnectError, errorOfRpcStatus, findDetail, readPublicReason } from '@dnc/kit';
 import { admissionv1 } from '@dnc/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { failure, fingerprint, Harness, outcome } from './harness.js';
+import { admitReq, failure, fingerprint, Harness, outcome } from './harness.js';
 
-const SYNC = admissionv1.RequestKind.SYNC;
+const _SYNC = admissionv1.RequestKind.SYNC;
 const JOB = admissionv1.RequestKind.JOB;
 const h = new Harness();
 
@@ -18,22 +18,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await h.stop();
 });
-
-function admitReq(
-  c: { orgId: string; keyId: string },
-  over: Partial<Omit<admissionv1.AdmitRequest, '$typeName' | '$unknown'>> = {},
-) {
-  return {
-    orgId: c.orgId,
-    keyId: c.keyId,
-    country: 'mx',
-    idempotencyKey: randomUUID(),
-    fingerprint: fingerprint(randomUUID()),
-    inputCount: 10,
-    kind: SYNC,
-    ...over,
-  };
-}
 
 /** Wait until at least `seconds` remain in the current 60-second window, so a burst stays in one. */
 async function roomInWindow(seconds: number) {

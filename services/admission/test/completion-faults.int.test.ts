@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { checkInvariants, formatViolations } from '@dnc/devstack';
 import { admissionv1 } from '@dnc/proto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { fingerprint, Harness, outcome } from './harness.js';
+import { admitReq, Harness, outcome } from './harness.js';
 
-const SYNC = admissionv1.RequestKind.SYNC;
+const _SYNC = admissionv1.RequestKind.SYNC;
 const h = new Harness();
 
 beforeAll(async () => {
@@ -47,15 +47,7 @@ describe('issue 14 item 3: a v1 request committed but not marked completed is ch
   it('admit, commit, the completion fails, abort, admit again: a free replay, one usage record', async () => {
     const { admission } = h.clients();
     const c = await h.customer(['mx']);
-    const req = {
-      orgId: c.orgId,
-      keyId: c.keyId,
-      country: 'mx',
-      idempotencyKey: randomUUID(),
-      fingerprint: fingerprint(randomUUID()),
-      inputCount: 10,
-      kind: SYNC,
-    };
+    const req = admitReq(c);
     const first = await admission.admit(req);
     const allow = await refuseCompletion();
     try {
@@ -78,15 +70,7 @@ describe('issue 14 item 3: a v1 request committed but not marked completed is ch
   it('an abort that cannot mark the claim leaves it for the retry, which replays for free', async () => {
     const { admission } = h.clients();
     const c = await h.customer(['mx']);
-    const req = {
-      orgId: c.orgId,
-      keyId: c.keyId,
-      country: 'mx',
-      idempotencyKey: randomUUID(),
-      fingerprint: fingerprint(randomUUID()),
-      inputCount: 7,
-      kind: SYNC,
-    };
+    const req = admitReq(c, { inputCount: 7 });
     const first = await admission.admit(req);
     const allow = await refuseCompletion();
     try {
@@ -112,15 +96,7 @@ describe('issue 14 item 1: the claim reconciler resolves v1 claims their gateway
   it('committed but never marked (the gateway died after the commit): completed, a retry replays free', async () => {
     const { admission } = h.clients();
     const c = await h.customer(['mx']);
-    const req = {
-      orgId: c.orgId,
-      keyId: c.keyId,
-      country: 'mx',
-      idempotencyKey: randomUUID(),
-      fingerprint: fingerprint(randomUUID()),
-      inputCount: 5,
-      kind: SYNC,
-    };
+    const req = admitReq(c, { inputCount: 5 });
     const first = await admission.admit(req);
     const allow = await refuseCompletion();
     try {
@@ -147,15 +123,7 @@ describe('issue 14 item 1: the claim reconciler resolves v1 claims their gateway
   it('admitted, never completed nor aborted: the reservation released and the key free again', async () => {
     const { admission } = h.clients();
     const c = await h.customer(['mx']);
-    const req = {
-      orgId: c.orgId,
-      keyId: c.keyId,
-      country: 'mx',
-      idempotencyKey: randomUUID(),
-      fingerprint: fingerprint(randomUUID()),
-      inputCount: 4,
-      kind: SYNC,
-    };
+    const req = admitReq(c, { inputCount: 4 });
     const first = await admission.admit(req);
     expect(await h.account(c.orgId, 'mx')).toMatchObject({ reserved: 4 });
     await h.sql(

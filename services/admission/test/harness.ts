@@ -248,6 +248,23 @@ export class Harness {
   }
 }
 
+/** An Admit request of customer `c` for mx: a fresh key and fingerprint, 10 inputs, v1, unless `over` says otherwise. */
+export function admitReq(
+  c: { orgId: string; keyId: string },
+  over: Partial<Omit<admissionv1.AdmitRequest, '$typeName' | '$unknown'>> = {},
+) {
+  return {
+    orgId: c.orgId,
+    keyId: c.keyId,
+    country: 'mx',
+    idempotencyKey: randomUUID(),
+    fingerprint: fingerprint(randomUUID()),
+    inputCount: 10,
+    kind: admissionv1.RequestKind.SYNC,
+    ...over,
+  };
+}
+
 export function fingerprint(seed: string): string {
   return `v1:${Buffer.from(seed.padEnd(32, '.')).toString('hex').slice(0, 64).padEnd(64, '0')}`;
 }

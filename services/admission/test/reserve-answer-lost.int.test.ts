@@ -1,8 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import { checkInvariants, formatViolations, TcpProxy } from '@dnc/devstack';
 import { admissionv1 } from '@dnc/proto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { fingerprint, Harness, outcome } from './harness.js';
+import { admitReq, Harness, outcome } from './harness.js';
 
 // Quota reaches PostgreSQL through a fault proxy; admission and the test reach it directly. A reserve
 // can then take effect in the ledger while its answer is lost with the connection (what a PostgreSQL
@@ -55,15 +54,7 @@ describe.each([
   it('is released: the ledger holds nothing for the failed admission and the key is free again', async () => {
     const { admission } = h.clients();
     const c = await h.customer(['mx']);
-    const req = {
-      orgId: c.orgId,
-      keyId: c.keyId,
-      country: 'mx',
-      idempotencyKey: randomUUID(),
-      fingerprint: fingerprint(randomUUID()),
-      inputCount: 1_639,
-      kind,
-    };
+    const req = admitReq(c, { inputCount: 1_639, kind });
 
     // The reserve reaches PostgreSQL (over a connection quota's pool holds open: a new one could not
     // even log in) and commits; its answer does not come back. Once the reservation is in the ledger,
