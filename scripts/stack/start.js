@@ -6,7 +6,7 @@ import { mkdirSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { LIVE_COUNTRIES, natsServerBinary, Stack } from '@dnc/devstack';
+import { LIVE_COUNTRIES, LOCAL_STACK_BASE_PORT, natsServerBinary, Stack } from '@dnc/devstack';
 
 const root = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const env = process.env;
@@ -122,7 +122,7 @@ const stack = await Stack.create({
   natsPrefix: env.DNC_NATS_PREFIX ?? '',
   gatewayPort,
   dashboardPort,
-  basePort: Number(env.DNC_STACK_BASE_PORT ?? 50051),
+  basePort: Number(env.DNC_STACK_BASE_PORT ?? LOCAL_STACK_BASE_PORT),
   publicBaseUrl,
   logDir,
   echo,

@@ -1,5 +1,5 @@
 import { LIVE_COUNTRIES } from '@dnc/api-contract/limits';
-import { freePort } from './ports.js';
+import { ephemeralPortRange, freePort } from './ports.js';
 
 /**
  * Process names: one per service, one worker process, one adapter per country; the second and later
@@ -33,7 +33,10 @@ export interface StackOptions {
   /** Isolates NATS stream, subjects and buckets of this stack. */
   natsPrefix?: string;
   countries?: readonly string[];
-  /** Fixed ports for the local stack; tests leave it out and get free ports. */
+  /**
+   * Fixed ports for the local stack (`LOCAL_STACK_BASE_PORT`: below the kernel's ephemeral range, warned
+   * about when not); tests leave it out and get free ports.
+   */
   basePort?: number;
   gatewayPort?: number;
   publicBaseUrl?: string;
@@ -137,6 +140,17 @@ type Names = ReturnType<typeof processNames>;
 async function allocatePorts(options: StackOptions, countries: readonly string[], names: Names) {
   let next = options.basePort;
   const port = async () => (next === undefined ? freePort() : next++);
+  const warnIfEphemeral = () => {
+    if (options.basePort === undefined || next === undefined) return;
+    const kernel = ephemeralPortRange();
+    if (options.basePort <= kernel.to && next - 1 >= kernel.from) {
+      process.emitWarning(
+        `ports ${options.basePort}-${next - 1} of the stack overlap the kernel's ephemeral range ` +
+          `(${kernel.from}-${kernel.to}): a client socket can take one before its process binds it ` +
+          '(listen EADDRINUSE); choose a base port below the range',
+      );
+    }
+  };
   const gateway = options.gatewayPort ?? (await port());
   const grpc = { admission: await port(), quota: await port(), jobs: await port(), dashboard: await port() };
   const dashboard = options.dashboardPort ?? (await port());
@@ -156,6 +170,7 @@ async function allocatePorts(options: StackOptions, countries: readonly string[]
   // The plaintext health listener of every process but the gateway (which answers /v1/ready).
   const health: Partial<Record<ProcessName, number>> = {};
   for (const n of names.all) if (roleOf(n) !== 'gateway') health[n] = await port();
+  warnIfEphemeral();
   return { gateway, grpc, dashboard, adapters, metrics, workerGrpc, own, admin, health };
 }
 

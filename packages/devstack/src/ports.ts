@@ -56,14 +56,44 @@ function canBind(port: number): Promise<boolean> {
   });
 }
 
+/** Where `freePort` picks from: below the kernel's ephemeral range, above the local stack's block. */
+export const FREE_PORT_RANGE = { from: 20_000, to: 32_000 } as const;
+
+/**
+ * The first port of `npm start`'s fixed block (about 32 ports: every process's gRPC, admin, health and
+ * metrics listener). Below the kernel's ephemeral range and below `FREE_PORT_RANGE`, so neither a client
+ * socket of a process started earlier nor a test stack running beside it takes a port of the block
+ * before its process binds it (at 50051 the job-worker's 50078 was held by a client socket when it
+ * bound it: `listen EADDRINUSE`, and `npm start` failed).
+ */
+export const LOCAL_STACK_BASE_PORT = 15_051;
+
+/**
+ * The kernel's ephemeral port range, which outgoing connections draw their local port from (Linux:
+ * /proc/sys/net/ipv4/ip_local_port_range; elsewhere the IANA range 49152-65535).
+ */
+export function ephemeralPortRange(): { from: number; to: number } {
+  try {
+    const [from, to] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8')
+      .trim()
+      .split(/\s+/)
+      .map(Number);
+    if (Number.isInteger(from) && Number.isInteger(to)) return { from: from!, to: to! };
+  } catch {
+    // not Linux
+  }
+  return { from: 49_152, to: 65_535 };
+}
+
 /**
  * A free port for a service of the stack. Picked below the kernel's ephemeral range (32768 and up),
  * which outgoing connections draw from: a port taken from that range can be grabbed by a client
  * socket before the service binds it.
  */
 export async function freePort(): Promise<number> {
+  const { from, to } = FREE_PORT_RANGE;
   for (let attempt = 0; attempt < 400; attempt++) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const port = from + Math.floor(Math.random() * (to - from));
     if (allocated.has(port)) continue;
     if (!reserve(port)) continue;
     if (await canBind(port)) {
@@ -71,5 +101,5 @@ export async function freePort(): Promise<number> {
       return port;
     }
   }
-  throw new Error('no free port between 20000 and 32000');
+  throw new Error(`no free port between ${from} and ${to}`);
 }
