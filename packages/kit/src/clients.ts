@@ -2,6 +2,7 @@ import type http2 from 'node:http2';
 import type { DescService } from '@bufbuild/protobuf';
 import { type Client, createClient, type Interceptor, type Transport } from '@connectrpc/connect';
 import { createConnectTransport, createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
+import { retryRefusedStreams } from './refused-stream.js';
 import { propagateRequestId } from './request-context.js';
 import type { Identity } from './security/identity.js';
 import type { Security } from './security/security.js';
@@ -205,7 +206,7 @@ export function rpcTransport(
   const s = secured(baseUrl, interceptors, tls);
   return createConnectTransport({
     baseUrl: s.baseUrl,
-    interceptors: [propagateRequestId, traceClientCalls, ...s.interceptors],
+    interceptors: [propagateRequestId, traceClientCalls, ...s.interceptors, retryRefusedStreams],
     httpVersion: '2',
     useBinaryFormat: true,
     ...HTTP2_OPTIONS,
@@ -224,7 +225,7 @@ export function grpcTransport(
   const s = secured(baseUrl, interceptors, tls);
   return createGrpcTransport({
     baseUrl: s.baseUrl,
-    interceptors: [propagateRequestId, traceClientCalls, ...s.interceptors],
+    interceptors: [propagateRequestId, traceClientCalls, ...s.interceptors, retryRefusedStreams],
     ...HTTP2_OPTIONS,
     // The session's memory bound, and with mTLS the connection that presents our certificate.
     sessionManager: guardedSessions(s.baseUrl, s.nodeOptions, options),

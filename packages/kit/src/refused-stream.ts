@@ -1,0 +1,53 @@
+import { Code, ConnectError, type Interceptor } from '@connectrpc/connect';
+
+/** Sends of one unary call whose stream the server refused, the first included. */
+export const REFUSED_STREAM_ATTEMPTS = 3;
+
+/**
+ * Whether a call failed because the server refused its HTTP/2 stream (RST_STREAM REFUSED_STREAM).
+ * Connect's Node client names it INTERNAL when Node's stream error comes first (the usual case: its
+ * cause is ERR_HTTP2_STREAM_ERROR, "Stream closed with error code NGHTTP2_REFUSED_STREAM") and
+ * UNAVAILABLE when it reads the reset code itself ("http/2 stream closed with error code
+ * REFUSED_STREAM (0x7)").
+ */
+export function isRefusedStream(error: unknown): boolean {
+  if (!(error instanceof ConnectError)) return false;
+  const cause = error.cause as { code?: unknown; message?: unknown } | undefined;
+  if (
+    error.code === Code.Internal &&
+    cause?.code === 'ERR_HTTP2_STREAM_ERROR' &&
+    typeof cause.message === 'string' &&
+    cause.message.endsWith('NGHTTP2_REFUSED_STREAM')
+  )
+    return true;
+  return error.code === Code.Unavailable && error.rawMessage.includes('REFUSED_STREAM (0x7)');
+}
+
+/**
+ * A stream the server refused was not processed (RFC 9113, 8.7: the request "can be safely retried").
+ * A server that is draining refuses so every stream that crossed its GOAWAY on the wire, which is
+ * what a rolling deploy of any service does to the calls of its callers; Connect's Node client then
+ * answered INTERNAL, which the gateway answers 500 (an unexpected failure the customer is told not to
+ * retry). A unary call is sent again, on the next connection (the session manager opens one once
+ * the GOAWAY is read), up to `REFUSED_STREAM_ATTEMPTS` sends in all and within the call's own
+ * deadline (the signal of the first send); still refused, it fails UNAVAILABLE: an outage its caller
+ * may retry. A streaming call is not sent again (its request may be consumed); it fails UNAVAILABLE.
+ *
+ * The innermost interceptor of a transport: each send goes straight to the HTTP/2 client, and the
+ * interceptors around it (tracing, deadline) see one call.
+ */
+export const retryRefusedStreams: Interceptor = (next) => async (req) => {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await next(req);
+    } catch (error) {
+      if (!isRefusedStream(error)) throw error;
+      if (req.stream || attempt >= REFUSED_STREAM_ATTEMPTS || req.signal.aborted) {
+        const ce = error as ConnectError;
+        throw new ConnectError(ce.rawMessage, Code.Unavailable, undefined, undefined, ce.cause);
+      }
+      // The GOAWAY came before the reset on the same connection: let the session manager see it.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+};
