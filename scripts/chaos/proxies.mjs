@@ -6,7 +6,6 @@ import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 const HOST = fileURLToPath(new URL('./proxy-host.mjs', import.meta.url));
-const SIGNALS = { SIGINT: 130, SIGTERM: 143 };
 
 export class ProxyHost {
   #child;
@@ -30,18 +29,12 @@ export class ProxyHost {
       this.#pending.clear();
       this.#unhook();
     });
-    // The host dies with the runner: on its exit, and on the signals that would end it.
+    // The host dies with the runner: on its exit, and when the runner is killed outright (the host
+    // exits when its IPC channel closes). No signal handler here: the runner's own stops the world,
+    // proxies included, before it exits (a handler that exited at once left every process running).
     const kill = () => child.kill('SIGKILL');
-    const onSignal = (signal) => {
-      kill();
-      process.exit(SIGNALS[signal]);
-    };
     process.on('exit', kill);
-    for (const s of Object.keys(SIGNALS)) process.on(s, onSignal);
-    this.#unhook = () => {
-      process.off('exit', kill);
-      for (const s of Object.keys(SIGNALS)) process.off(s, onSignal);
-    };
+    this.#unhook = () => process.off('exit', kill);
   }
 
   /** Fork the host and wait until it listens for requests. */

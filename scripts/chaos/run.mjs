@@ -39,7 +39,25 @@ const env0 = environment(ROOT);
 say(`mode ${MODE}`);
 // A client of this process that a fault cuts (a socket reset under it) must not end the run.
 process.on('uncaughtException', (error) => say(`ignored in the runner: ${error.message}`));
-const world = await buildWorld({ orgs: settings.orgs });
+// Ctrl-C or SIGTERM: the services, the private servers (their data directories) and the proxies are
+// stopped before the runner exits, not left running; a second signal exits at once.
+const building = buildWorld({ orgs: settings.orgs });
+let closing;
+const closeWorld = () => {
+  // A signal during the build waits for it, so nothing it started is left behind.
+  closing ??= building.then(
+    (w) => w.close(),
+    () => {},
+  );
+  return closing;
+};
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    say(`${signal}: stopping the stack and its servers (again to exit at once)`);
+    void closeWorld().finally(() => process.exit(130));
+  });
+}
+const world = await building;
 const ledger = new Ledger();
 const rows = [];
 let exitCode = 1;
@@ -78,6 +96,6 @@ try {
 } catch (error) {
   process.stderr.write(`chaos: could not run: ${error.stack ?? error}\n`);
 } finally {
-  await world.close();
+  await closeWorld();
 }
 process.exit(exitCode);

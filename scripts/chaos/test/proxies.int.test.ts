@@ -120,4 +120,43 @@ describe('ProxyHost', () => {
     runner.kill('SIGKILL');
     expect(await until(() => !alive(pid), 5_000)).toBe(true);
   });
+
+  it("leaves a runner's Ctrl-C to the runner: its own handler stops the world, the host included", async () => {
+    // The chaos runner stops the stack, the private servers and the proxies on SIGINT before it exits.
+    // The host used to install a handler of its own that exited the runner at once: every service and
+    // server of the world was left running.
+    const proxies = fileURLToPath(new URL('../proxies.mjs', import.meta.url));
+    const runner = spawn(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `const { ProxyHost } = await import(${JSON.stringify(proxies)});
+         const host = await ProxyHost.spawn();
+         process.once('SIGINT', async () => {
+           await new Promise((r) => setTimeout(r, 300)); // the world's own stops take time
+           await host.close();
+           console.log('closed');
+           process.exit(130);
+         });
+         console.log(host.pid);
+         setInterval(() => {}, 1000);`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let out = '';
+    const first = new Promise<number>((resolve) =>
+      runner.stdout.on('data', (b) => {
+        out += String(b);
+        if (out.includes('\n')) resolve(Number(out.split('\n')[0]));
+      }),
+    );
+    const exited = new Promise<number | null>((r) => runner.once('exit', (code) => r(code)));
+    const pid = await first;
+    expect(alive(pid)).toBe(true);
+    runner.kill('SIGINT');
+    expect(await exited).toBe(130);
+    expect(out).toContain('closed');
+    expect(alive(pid)).toBe(false);
+  });
 });
