@@ -1,3 +1,4 @@
+import { writeSync } from 'node:fs';
 import { type Logger, pino } from 'pino';
 import { requestLogFields } from './request-context.js';
 
@@ -37,7 +38,35 @@ export function maskDigits(text: string): string {
   return text.replace(DIGIT_RUN, '[redacted-digits]');
 }
 
-export function createLogger(service: string, level: string, destination?: pino.DestinationStream): Logger {
+/**
+ * Standard output for the logs: pino's own destination (sonic-boom: asynchronous writes, flushed
+ * synchronously when the process exits), whose exit flush is skipped when nobody reads standard
+ * output any more. sonic-boom 4 retries a failed write of that flush every 100 ms for ever, EPIPE
+ * included, which never succeeds; and when a write was still in flight at exit, the EPIPE that would
+ * have silenced the stream was never seen. A service whose parent (the reader of its stdout:
+ * `npm start`, a test or the chaos runner) had died so never exited, whatever signal it got but
+ * SIGKILL. A write of zero bytes finds a closed socket (EPIPE); a pipe without a reader takes it
+ * (Linux), and the flush is the one pino always did.
+ */
+export function stdoutDestination(): pino.DestinationStream {
+  const destination = pino.destination({ dest: 1, sync: false });
+  const flushSync = destination.flushSync.bind(destination);
+  destination.flushSync = () => {
+    try {
+      writeSync(1, Buffer.alloc(0));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EPIPE') return;
+    }
+    flushSync();
+  };
+  return destination;
+}
+
+export function createLogger(
+  service: string,
+  level: string,
+  destination: pino.DestinationStream = stdoutDestination(),
+): Logger {
   return pino(
     {
       level,
