@@ -51,10 +51,13 @@ const closeWorld = () => {
   );
   return closing;
 };
-for (const signal of ['SIGINT', 'SIGTERM']) {
+for (const [signal, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+]) {
   process.once(signal, () => {
     say(`${signal}: stopping the stack and its servers (again to exit at once)`);
-    void closeWorld().finally(() => process.exit(130));
+    void closeWorld().finally(() => process.exit(code));
   });
 }
 const world = await building;

@@ -45,8 +45,8 @@ export function maskDigits(text: string): string {
  * included, which never succeeds; and when a write was still in flight at exit, the EPIPE that would
  * have silenced the stream was never seen. A service whose parent (the reader of its stdout:
  * `npm start`, a test or the chaos runner) had died so never exited, whatever signal it got but
- * SIGKILL. A write of zero bytes finds a closed socket (EPIPE); a pipe without a reader takes it
- * (Linux), and the flush is the one pino always did.
+ * SIGKILL. A write of zero bytes finds a closed socket (EPIPE) or descriptor (EBADF), and the flush is
+ * skipped; a pipe without a reader takes it (Linux), and the flush is the one pino always did.
  */
 export function stdoutDestination(): pino.DestinationStream {
   const destination = pino.destination({ dest: 1, sync: false });
@@ -55,7 +55,9 @@ export function stdoutDestination(): pino.DestinationStream {
     try {
       writeSync(1, Buffer.alloc(0));
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'EPIPE') return;
+      // Only a full pipe (EAGAIN, EBUSY) is worth the flush's retries: it is still read.
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'EAGAIN' && code !== 'EBUSY') return;
     }
     flushSync();
   };
