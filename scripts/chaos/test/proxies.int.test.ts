@@ -49,6 +49,33 @@ function exchange(port: number, text: string, ms = 5_000): Promise<{ got: string
   });
 }
 
+const PROXIES = fileURLToPath(new URL('../proxies.mjs', import.meta.url));
+
+/** A runner process: a ProxyHost forked, then `body`; it prints the host's pid and stays up. */
+function spawnRunner(body: string) {
+  const runner = spawn(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `const { ProxyHost } = await import(${JSON.stringify(PROXIES)});
+       const host = await ProxyHost.spawn();
+       ${body}
+       console.log(host.pid);
+       setInterval(() => {}, 1000);`,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  let out = '';
+  const pid = new Promise<number>((resolve) =>
+    runner.stdout.on('data', (b) => {
+      out += String(b);
+      if (out.includes('\n')) resolve(Number(out.split('\n')[0]));
+    }),
+  );
+  return { runner, pid, out: () => out };
+}
+
 describe('ProxyHost', () => {
   let echo: net.Server;
   let echoPort: number;
@@ -99,64 +126,29 @@ describe('ProxyHost', () => {
   });
 
   it('exits when its runner is killed (its IPC channel closes), a proxy listening', async () => {
-    const proxies = fileURLToPath(new URL('../proxies.mjs', import.meta.url));
-    const runner = spawn(
-      process.execPath,
-      [
-        '--input-type=module',
-        '-e',
-        `const { ProxyHost } = await import(${JSON.stringify(proxies)});
-         const host = await ProxyHost.spawn();
-         await host.start([]);
-         console.log(host.pid);
-         setInterval(() => {}, 1000);`,
-      ],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    const pid = await new Promise<number>((resolve) =>
-      runner.stdout.once('data', (b) => resolve(Number(String(b).trim()))),
-    );
-    expect(alive(pid)).toBe(true);
+    const { runner, pid } = spawnRunner('await host.start([]);');
+    const hostPid = await pid;
+    expect(alive(hostPid)).toBe(true);
     runner.kill('SIGKILL');
-    expect(await until(() => !alive(pid), 5_000)).toBe(true);
+    expect(await until(() => !alive(hostPid), 5_000)).toBe(true);
   });
 
   it("leaves a runner's Ctrl-C to the runner: its own handler stops the world, the host included", async () => {
     // The chaos runner stops the stack, the private servers and the proxies on SIGINT before it exits.
     // The host used to install a handler of its own that exited the runner at once: every service and
     // server of the world was left running.
-    const proxies = fileURLToPath(new URL('../proxies.mjs', import.meta.url));
-    const runner = spawn(
-      process.execPath,
-      [
-        '--input-type=module',
-        '-e',
-        `const { ProxyHost } = await import(${JSON.stringify(proxies)});
-         const host = await ProxyHost.spawn();
-         process.once('SIGINT', async () => {
-           await new Promise((r) => setTimeout(r, 300)); // the world's own stops take time
-           await host.close();
-           console.log('closed');
-           process.exit(130);
-         });
-         console.log(host.pid);
-         setInterval(() => {}, 1000);`,
-      ],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    let out = '';
-    const first = new Promise<number>((resolve) =>
-      runner.stdout.on('data', (b) => {
-        out += String(b);
-        if (out.includes('\n')) resolve(Number(out.split('\n')[0]));
-      }),
-    );
+    const { runner, pid, out } = spawnRunner(`
+      process.once('SIGINT', async () => {
+        await new Promise((r) => setTimeout(r, 300)); // the world's own stops take time
+        await host.close();
+        console.log('closed');
+        process.exit(130);
+      });`);
     const exited = new Promise<number | null>((r) => runner.once('exit', (code) => r(code)));
-    const pid = await first;
-    expect(alive(pid)).toBe(true);
+    expect(alive(await pid)).toBe(true);
     runner.kill('SIGINT');
     expect(await exited).toBe(130);
-    expect(out).toContain('closed');
-    expect(alive(pid)).toBe(false);
+    expect(out()).toContain('closed');
+    expect(alive(await pid)).toBe(false);
   });
 });
