@@ -133,6 +133,17 @@ function processNames(countries: readonly string[], r: Replicas) {
 
 type Names = ReturnType<typeof processNames>;
 
+/** A fixed block of ports that overlaps the kernel's ephemeral range: said once, as a warning. */
+function warnIfEphemeral(first: number, last: number): void {
+  const kernel = ephemeralPortRange();
+  if (first > kernel.to || last < kernel.from) return;
+  process.emitWarning(
+    `ports ${first}-${last} of the stack overlap the kernel's ephemeral range ` +
+      `(${kernel.from}-${kernel.to}): a client socket can take one before its process binds it ` +
+      '(listen EADDRINUSE); choose a base port below the range',
+  );
+}
+
 /**
  * Every port of the stack, taken in one fixed order: with a `basePort` the local stack gets the same
  * ports on every start (the README's example request names the gateway's).
@@ -140,17 +151,6 @@ type Names = ReturnType<typeof processNames>;
 async function allocatePorts(options: StackOptions, countries: readonly string[], names: Names) {
   let next = options.basePort;
   const port = async () => (next === undefined ? freePort() : next++);
-  const warnIfEphemeral = () => {
-    if (options.basePort === undefined || next === undefined) return;
-    const kernel = ephemeralPortRange();
-    if (options.basePort <= kernel.to && next - 1 >= kernel.from) {
-      process.emitWarning(
-        `ports ${options.basePort}-${next - 1} of the stack overlap the kernel's ephemeral range ` +
-          `(${kernel.from}-${kernel.to}): a client socket can take one before its process binds it ` +
-          '(listen EADDRINUSE); choose a base port below the range',
-      );
-    }
-  };
   const gateway = options.gatewayPort ?? (await port());
   const grpc = { admission: await port(), quota: await port(), jobs: await port(), dashboard: await port() };
   const dashboard = options.dashboardPort ?? (await port());
@@ -170,7 +170,7 @@ async function allocatePorts(options: StackOptions, countries: readonly string[]
   // The plaintext health listener of every process but the gateway (which answers /v1/ready).
   const health: Partial<Record<ProcessName, number>> = {};
   for (const n of names.all) if (roleOf(n) !== 'gateway') health[n] = await port();
-  warnIfEphemeral();
+  if (options.basePort !== undefined && next !== undefined) warnIfEphemeral(options.basePort, next - 1);
   return { gateway, grpc, dashboard, adapters, metrics, workerGrpc, own, admin, health };
 }
 
