@@ -23,6 +23,15 @@ const LONGEST_REASON = Math.max(...[...OUTCOME_REASONS.values()].map((r) => r.le
 /** Inputs validated between two checks of whether the rest may be assumed invalid. */
 const CHECKPOINT = 4096;
 
+/**
+ * The inputs in order: an array, or a list read from the request's bytes that makes each input only when
+ * it is asked for (the gateway's v2 body). `at` as `Array.prototype.at`, for indexes within the length.
+ */
+export interface PhoneSequence {
+  readonly length: number;
+  at(index: number): string | undefined;
+}
+
 const digits = (n: number): number => String(n).length;
 /** Commas and count digits a list of k items adds: h(k). */
 const listBytes = (k: number): number => (k > 0 ? k - 1 : 0) + digits(k);
@@ -91,7 +100,7 @@ export interface ResultBound {
  * `bytes <= limit` exactly when the exact bound is.
  */
 export function validatedResultBytes(
-  phones: readonly string[],
+  phones: PhoneSequence,
   quoted: number,
   invalidOf: InvalidOutcomeOf,
   limit: number,
@@ -107,7 +116,7 @@ export function validatedResultBytes(
       const loose = base + invalidBytes + (n - i) * (INVALID_ITEM + LONGEST_REASON) + looseTail;
       if (loose <= limit) return { bytes: loose, validated: i };
     }
-    const outcome = invalidOf(phones[i] as string);
+    const outcome = invalidOf(phones.at(i) as string);
     if (outcome === registryv1.Outcome.UNSPECIFIED) continue;
     invalid++;
     // An undecided (or unknown) outcome counts with the longest reason.

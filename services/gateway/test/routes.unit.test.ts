@@ -112,6 +112,78 @@ describe('gateway routes over the in-memory upstream (routes translate HTTP; the
   });
 });
 
+describe('POST /v2/scrub: a body read in place from its bytes or parsed is the same request', () => {
+  const phones = ['+525512345678', '55 1234 5678', '(55) 1234-5678', 'x'.repeat(64), ''];
+  /** The same phones, written compactly (read in place) and with spaces in the array (parsed). */
+  const bodies = [
+    JSON.stringify({ country: 'mx', phones }),
+    `{ "phones": [ ${phones.map((p) => JSON.stringify(p)).join(' , ')} ], "country": "mx" }`,
+  ];
+
+  async function post(payload: string) {
+    const admitted: admissionv1.AdmitRequest[] = [];
+    const submitted: jobsv1.SubmitJobRequest[] = [];
+    const g = await gateway({
+      admit: (req) => {
+        admitted.push(req);
+        return {};
+      },
+      submitJob: (req) => {
+        submitted.push(req);
+        return job(req.jobId);
+      },
+    });
+    const r = await g.app.inject({
+      method: 'POST',
+      url: '/v2/scrub',
+      headers: {
+        authorization: 'Bearer dnc_test_key',
+        'idempotency-key': 'same',
+        'content-type': 'application/json',
+      },
+      payload,
+    });
+    return { r, admitted, submitted };
+  }
+
+  it('the same fingerprint, count and durable input (an exact retry in the other spelling replays)', async () => {
+    const [compact, spaced] = [await post(bodies[0] as string), await post(bodies[1] as string)];
+    for (const { r } of [compact, spaced]) expect(r.statusCode).toBe(202);
+    const sent = ({ admitted, submitted }: typeof compact) => ({
+      fingerprint: admitted[0]?.fingerprint,
+      inputCount: admitted[0]?.inputCount,
+      resultRules: admitted[0]?.resultRules,
+      canonical: Buffer.from(submitted[0]?.canonicalPhones ?? []).toString('utf8'),
+    });
+    expect(sent(compact)).toEqual(sent(spaced));
+    expect(sent(compact)).toEqual({
+      fingerprint: fingerprint('test-secret-0123456789', 'v1', 'mx', phones),
+      inputCount: phones.length,
+      resultRules: '',
+      canonical: JSON.stringify(phones),
+    });
+  });
+
+  it('the schema still judges a body read in place: an unknown country is the same 400 either way', async () => {
+    const answers = [];
+    for (const text of bodies) {
+      const { r, admitted } = await post(text.replace('"mx"', '"zz"'));
+      expect(r.statusCode).toBe(400);
+      expect(admitted).toEqual([]);
+      answers.push(r.body);
+    }
+    expect(answers[0]).toBe(answers[1]);
+    expect(JSON.parse(answers[0] as string)).toMatchObject({ error: 'validation_error' });
+  });
+
+  it('a phone over the limit is left to the parse and the schema: 400', async () => {
+    const { r, admitted } = await post(JSON.stringify({ country: 'mx', phones: ['1', 'x'.repeat(65)] }));
+    expect(r.statusCode).toBe(400);
+    expect(r.json()).toMatchObject({ error: 'validation_error' });
+    expect(admitted).toEqual([]);
+  });
+});
+
 describe('a fingerprint secret rotation (issue 14 item 4)', () => {
   it('Admit carries the fingerprint of the current and of the previous version, v1 and v2 alike', async () => {
     const seen: admissionv1.AdmitRequest[] = [];

@@ -1,4 +1,4 @@
-import { findDetail } from '@dnc/kit';
+import { findDetail, type PhoneSequence } from '@dnc/kit';
 import { admissionv1 } from '@dnc/proto';
 import type { ScrubCaller } from '../auth.js';
 import { type CallFailure, callFailure, type FlowLog, type Upstream } from './port.js';
@@ -18,7 +18,7 @@ export interface ScrubRequest {
 }
 
 /** The keyed fingerprint of (country, phones in order): all admission learns of the phones. */
-export type Fingerprinter = (country: string, phones: readonly string[], canonical?: Uint8Array) => string;
+export type Fingerprinter = (country: string, phones: PhoneSequence, canonical?: Uint8Array) => string;
 
 /** The fingerprint of a request: the current version, and during a rotation the previous one too. */
 export interface Fingerprints {
@@ -48,7 +48,7 @@ export type AdmitOutcome =
  */
 export async function admitScrub(
   deps: FlowDeps<Pick<Upstream, 'admit'>>,
-  request: ScrubRequest,
+  request: Omit<ScrubRequest, 'phones'> & { phones: PhoneSequence },
   kind: admissionv1.RequestKind,
   timeoutMs: number,
   /**

@@ -8,6 +8,7 @@ import {
 } from '@dnc/kit';
 import { decideFast, NUMBERING_RULES, outcomeOfNormalized, UNDECIDED } from '@dnc/numbering';
 import { canonicalFromBody } from './canonical-input.js';
+import { BodyPhones } from './durable-body.js';
 
 /** A v2 job's durable input and the conservative estimate of its complete result (spec: v2 limits). */
 export interface DurableSizes {
@@ -44,10 +45,18 @@ export function structuralOutcome(country: 'mx' | 'ar' | 'co'): InvalidOutcomeOf
  * for the inputs that are invalid and the rest at their safe/prohibited size (`structuralOutcome`). Validation stops as
  * soon as the inputs not yet validated fit even at their worst. Technical countries (refused at
  * admission anyway) keep the worst case. `body`, when given, is the request body the phones were parsed
- * from: the canonical input is a slice of it when it already is that (canonical-input.ts).
+ * from: the canonical input is a slice of it when it already is that (canonical-input.ts). Phones read
+ * on the body's bytes (durable-body.ts) carry that slice themselves.
  */
-export function durableInput(country: string, phones: readonly string[], body?: Buffer): DurableSizes {
-  const canonical = canonicalFromBody(body, phones) ?? Buffer.from(JSON.stringify(phones), 'utf8');
+export function durableInput(
+  country: string,
+  phones: readonly string[] | BodyPhones,
+  body?: Buffer,
+): DurableSizes {
+  const canonical =
+    phones instanceof BodyPhones
+      ? phones.canonical
+      : (canonicalFromBody(body, phones) ?? Buffer.from(JSON.stringify(phones), 'utf8'));
   const quoted = quotedBytes(canonical.length, phones.length);
   const worst = worstResultBytes(phones.length, quoted);
   const limit = LIMITS.maxBodyBytes;

@@ -5,6 +5,7 @@ import type { AuthenticatedCaller } from '../auth.js';
 import type { Deadline } from '../deadline.js';
 import { fromRpcError, type MappedError, toHttp } from '../errors.js';
 import { abortAdmission, admitScrub, type FlowDeps, type ScrubRequest } from './admit.js';
+import type { BodyPhones } from './durable-body.js';
 import { type CallFailure, callFailure, type Upstream } from './port.js';
 import { type DurableSizes, durableInput } from './result-estimate.js';
 
@@ -20,7 +21,9 @@ export type V2Outcome = (
 ) & { rateLimit: admissionv1.RateLimitInfo | undefined };
 
 /** A v2 scrub: always authenticated before its body was read (no authentication rides with Admit). */
-export type V2Request = ScrubRequest & {
+export type V2Request = Omit<ScrubRequest, 'phones'> & {
+  /** As parsed, or read in place from the body's bytes (durable-body.ts). */
+  phones: readonly string[] | BodyPhones;
   caller: AuthenticatedCaller;
   /** The bytes the body was parsed from, when the route has them: the durable input may be a slice. */
   body?: Buffer | undefined;

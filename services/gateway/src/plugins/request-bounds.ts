@@ -5,6 +5,7 @@ import fp from 'fastify-plugin';
 import secureJson from 'secure-json-parse';
 import { BodyBudget, nestsDeeperThan } from '../body-budget.js';
 import { PublicHttpError } from '../errors.js';
+import { type BodyPhones, readDurableBody } from '../flows/durable-body.js';
 import type { LingeringClose } from './lingering-close.js';
 
 /** Bodies up to this size are never counted nor kept waiting (a one-number request is ~100 bytes). */
@@ -21,10 +22,17 @@ declare module 'fastify' {
      * taken from them when they already are its canonical form (flows/canonical-input.ts).
      */
     jsonBytes: Buffer | undefined;
+    /**
+     * The phones of a v2 body read in place from its bytes (`phonesFromBytes` routes, when the bytes
+     * allow it: durable-body.ts). The parsed body then holds `phones: []`; these are its phones.
+     */
+    bodyPhones: BodyPhones | undefined;
   }
   interface FastifyContextConfig {
     /** The route reads `request.jsonBytes` (otherwise not kept: the bytes are garbage once parsed). */
     keepJsonBytes?: boolean;
+    /** The route's body is a v2 scrub body, and the route reads `request.bodyPhones` first. */
+    phonesFromBytes?: boolean;
   }
 }
 
@@ -60,6 +68,7 @@ export const requestBounds = fp(
   async (app: FastifyInstance, opts: RequestBoundsOptions) => {
     const budget = new BodyBudget(opts.budgetBytes);
     app.decorateRequest('jsonBytes', undefined);
+    app.decorateRequest('bodyPhones', undefined);
     new Gauge({
       name: 'dnc_gateway_body_budget_bytes',
       help: 'Request body memory admitted (in use) and the bodies waiting for room (queued).',
@@ -124,6 +133,16 @@ export const requestBounds = fp(
         return;
       }
       const bytes = body as Buffer;
+      const config = request.routeOptions.config;
+      // A v2 body read in place: the route's schema still judges what it holds but the phones (an empty
+      // array stands for them); the byte reader has held each phone to the schema's rules already.
+      const read = config.phonesFromBytes ? readDurableBody(bytes) : undefined;
+      if (read) {
+        if (config.keepJsonBytes) request.jsonBytes = bytes;
+        request.bodyPhones = read.phones;
+        done(null, { country: read.country, phones: [] });
+        return;
+      }
       if (nestsDeeperThan(bytes, MAX_JSON_DEPTH)) {
         done(
           new PublicHttpError('validation_error', `The body nests deeper than ${MAX_JSON_DEPTH} levels.`),
@@ -136,7 +155,7 @@ export const requestBounds = fp(
           protoAction: 'error',
           constructorAction: 'error',
         });
-        if (request.routeOptions.config.keepJsonBytes) request.jsonBytes = bytes;
+        if (config.keepJsonBytes) request.jsonBytes = bytes;
         done(null, parsed);
       } catch {
         const error = new Error('invalid JSON') as Error & { statusCode: number };

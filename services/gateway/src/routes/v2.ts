@@ -67,7 +67,7 @@ export function v2Routes(config: GatewayConfig, upstream: Upstream, fingerprints
     app.post<{ Body: ScrubBody }>(
       '/v2/scrub',
       {
-        config: { auth: true, keepJsonBytes: true },
+        config: { auth: true, keepJsonBytes: true, phonesFromBytes: true },
         schema: { ...routeSchema('createScrubJob'), body: DurableScrubRequest },
       },
       async (request, reply) => {
@@ -76,7 +76,7 @@ export function v2Routes(config: GatewayConfig, upstream: Upstream, fingerprints
           caller: authenticatedCaller(request),
           idempotencyKey: idempotencyKeyOf(request),
           country: request.body.country,
-          phones: request.body.phones,
+          phones: request.bodyPhones ?? request.body.phones,
           body: request.jsonBytes,
         };
         const outcome = await submitV2({ upstream, ...fingerprints, log: request.log }, scrub, deadline);

@@ -3,7 +3,15 @@ import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import { BinaryReader, WireType } from '@bufbuild/protobuf/wire';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { createRouterTransport } from '@connectrpc/connect';
-import { Code, ConnectError, PHONE_LIST_HEADER, publicError, type Reason, rpcStatusOf } from '@dnc/kit';
+import {
+  Code,
+  ConnectError,
+  PHONE_LIST_HEADER,
+  type PhoneSequence,
+  publicError,
+  type Reason,
+  rpcStatusOf,
+} from '@dnc/kit';
 import { admissionv1, jobsv1, registryv1 } from '@dnc/proto';
 import { deadlineOf } from '../../src/deadline.js';
 import type { FlowLog } from '../../src/flows/port.js';
@@ -165,7 +173,7 @@ function phoneListCount(list: Uint8Array): number {
   return n;
 }
 
-export const fingerprint = (country: string, phones: readonly string[]) =>
+export const fingerprint = (country: string, phones: PhoneSequence) =>
   `v1:${country}${phones.length}`.padEnd(67, '0');
 
 export const budget = (ms = 15_000) => deadlineOf(Date.now(), ms);
