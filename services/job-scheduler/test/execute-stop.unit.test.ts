@@ -159,3 +159,60 @@ describe('executeUnits when a runner stops the attempt', () => {
     expect(log.filter((c) => c.started > endedAt)).toEqual([]);
   });
 });
+
+describe('executeUnits renders each unit as it is answered (onUnitAnswered)', () => {
+  it('hands each answered unit its own phones and outcomes once, then releases them from the input', async () => {
+    const { clients } = slowAdapter(20);
+    const phones = ['1', '2', '3', '4', '5'];
+    const input = new StreamedInputs(
+      phones.length,
+      (async function* () {
+        yield Buffer.from(JSON.stringify(phones));
+      })(),
+      new AbortController().signal,
+    );
+    const seen: { from: number; phones: readonly string[]; outcomes: number[] }[] = [];
+    await executeUnits(
+      'mx',
+      input,
+      directory,
+      clients,
+      {
+        ...goOn(),
+        onUnitAnswered: (from, unit, outcomes) => {
+          seen.push({ from, phones: unit, outcomes: [...outcomes] });
+        },
+      },
+      options,
+    );
+    expect(seen.map((s) => s.from).sort()).toEqual([0, 1, 2, 3, 4]);
+    for (const s of seen) {
+      expect(s.phones).toEqual([phones[s.from]]);
+      expect(s.outcomes).toEqual([registryv1.Outcome.SAFE]);
+    }
+    // Rendered units are not held twice: the input let their phones go, and still holds its count.
+    expect(await input.all()).toEqual(['', '', '', '', '']);
+  });
+
+  it('a unit that cannot be rendered fails the attempt as a platform failure; no unit calls out after', async () => {
+    const { log, clients } = slowAdapter(20);
+    const error = await executeUnits(
+      'mx',
+      ['1', '2', '3', '4', '5', '6'],
+      directory,
+      clients,
+      {
+        ...goOn(),
+        onUnitAnswered: () => {
+          throw new Error('inconclusive outcome');
+        },
+      },
+      options,
+    ).catch((e: unknown) => e);
+    const endedAt = performance.now();
+    expect(error).toMatchObject({ failure: { kind: 'platform' } });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(log.filter((c) => c.started > endedAt)).toEqual([]);
+    expect(log.length).toBeLessThanOrEqual(2);
+  });
+});

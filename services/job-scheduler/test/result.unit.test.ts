@@ -3,7 +3,7 @@ import { registryv1 } from '@dnc/proto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { backoffMs, classifyAdapterError, publicJobError } from '../src/domain/failures.js';
-import { renderResult } from '../src/domain/result.js';
+import { ResultBuilder, renderResult } from '../src/domain/result.js';
 
 const { Outcome } = registryv1;
 
@@ -68,6 +68,58 @@ describe('ScrubResult of a job (same model as v1)', () => {
       ),
       { numRuns: 500 },
     );
+  });
+
+  it('is the same document when units are answered in any order (each rendered as it is answered)', () => {
+    const conclusive = [
+      Outcome.SAFE,
+      Outcome.PROHIBITED,
+      Outcome.INVALID_UNPARSEABLE,
+      Outcome.INVALID_LENGTH,
+    ];
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.string({ maxLength: 12, unit: 'binary' }), fc.constantFrom(...conclusive)), {
+          maxLength: 80,
+        }),
+        fc.integer({ min: 1, max: 25 }),
+        fc.integer({ min: 1, max: 60 }),
+        fc.integer(),
+        (rows, unitSize, piece, seed) => {
+          const phones = rows.map(([p]) => p);
+          const outcomes = rows.map(([, o]) => o);
+          const builder = new ResultBuilder(phones.length, piece);
+          const starts = Array.from({ length: Math.ceil(phones.length / unitSize) }, (_, k) => k * unitSize);
+          // A shuffle of the units: the order in which their answers came back.
+          starts.sort((a, b) => ((a * 7919 + seed) % 97) - ((b * 7919 + seed) % 97));
+          for (const from of starts)
+            builder.add(from, phones.slice(from, from + unitSize), outcomes.slice(from, from + unitSize));
+          let text = '';
+          const gen = builder.document();
+          let r = gen.next();
+          while (!r.done) {
+            text += r.value;
+            r = gen.next();
+          }
+          expect(text).toBe(JSON.stringify(buildScrubResult(phones, outcomes)));
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('refuses a document with an input not answered, or answered twice', () => {
+    const builder = new ResultBuilder(4);
+    builder.add(0, ['a', 'b'], [Outcome.SAFE, Outcome.SAFE]);
+    expect(() => builder.document().next()).toThrow('outcome count differs from input count');
+    expect(() => builder.add(0, ['a', 'b'], [Outcome.SAFE, Outcome.SAFE])).toThrow('answered twice');
+    expect(() => builder.add(3, ['c', 'd'], [Outcome.SAFE, Outcome.SAFE])).toThrow('outside the input');
+    // Inputs 1-2 answered again and 3 never: the count adds up, the coverage does not.
+    const gaps = new ResultBuilder(4);
+    gaps.add(0, ['a', 'b'], [Outcome.SAFE, Outcome.SAFE]);
+    gaps.add(1, ['b', 'c'], [Outcome.SAFE, Outcome.SAFE]);
+    expect(() => gaps.document().next()).toThrow('outcome count differs from input count');
+    expect(() => new ResultBuilder(1).add(0, ['a'], [Outcome.UNSPECIFIED])).toThrow('inconclusive');
   });
 
   it('an empty job has an empty, complete result', () => {

@@ -1,7 +1,7 @@
 import type { AdapterDirectory, Logger } from '@dnc/kit';
 import type { JsMsg } from '@nats-io/jetstream';
 import type { KeyRing } from '../crypto/envelope.js';
-import { renderResult } from '../domain/result.js';
+import { ResultBuilder } from '../domain/result.js';
 import type { QuotaSettlement } from '../settlement.js';
 import { readBlob } from '../store/blobs.js';
 import type { JobRow, JobStore } from '../store/jobs.js';
@@ -157,18 +157,25 @@ export async function runAttempt(
     const input = readPhones(store, ctx.deps.keys, job, reading.signal);
     // The oldest snapshot any unit was answered from: the result is only as fresh as that.
     let snapshotAt: Date | undefined;
-    const hooks = executionHooks(ctx, claimed, keeper, abort.signal, (time) => {
-      if (time && (!snapshotAt || time < snapshotAt)) snapshotAt = time;
-    });
-    const outcomes = await executeUnits(job.country, input, ctx.deps.directory, ctx.deps.clients, hooks, {
+    // Each unit's share of the result is rendered as it is answered, while the adapter has the others.
+    const result = new ResultBuilder(input.length);
+    const hooks = {
+      ...executionHooks(ctx, claimed, keeper, abort.signal, (time) => {
+        if (time && (!snapshotAt || time < snapshotAt)) snapshotAt = time;
+      }),
+      onUnitAnswered: (from: number, phones: readonly string[], outcomes: Uint8Array) =>
+        result.add(from, phones, outcomes),
+    };
+    await executeUnits(job.country, input, ctx.deps.directory, ctx.deps.clients, hooks, {
       unitSize: ctx.options.unitSize,
       concurrency: ctx.options.unitConcurrency,
       retries: ctx.options.retries,
       callTimeoutMs: ctx.options.callTimeoutMs,
     });
+    // The whole input read, holding exactly its count (else this throws): every unit was answered.
     const phones = await input.all();
     const t2 = performance.now();
-    const done = await store.complete(job.id, token, () => renderResult(phones, outcomes), snapshotAt);
+    const done = await store.complete(job.id, token, () => result.document(), snapshotAt);
     // Phase timings only: no inputs, no outcomes.
     logger.info(
       {

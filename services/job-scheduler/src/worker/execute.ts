@@ -29,6 +29,11 @@ export interface ExecutionHooks {
   onCallFailed?(unit: number, attempt: number, code: string): void;
   /** Each unit's answer: when the registry snapshot it was read from was taken (unset when it says none). */
   onSnapshot?(snapshotTime: Date | undefined): void;
+  /**
+   * A unit answered (every outcome conclusive), its phones and their outcomes: the result's share of it
+   * can be rendered now, while other units are out. A throw ends the attempt as a platform failure.
+   */
+  onUnitAnswered?(from: number, phones: readonly string[], outcomes: Uint8Array): void;
 }
 
 export interface ExecutionOptions {
@@ -198,8 +203,10 @@ export async function executeUnits(
         stopWith(new ExecutionStopped(begin));
         return;
       }
+      let answered = false;
       try {
         await checkUnit(run, from, to);
+        answered = true;
       } catch (error) {
         stopWith(
           error instanceof JobFailure || error instanceof ExecutionStopped
@@ -210,6 +217,16 @@ export async function executeUnits(
         // The call's outcome is reconciled here, also when it failed: a pending cancel now applies.
         const after = await hooks.endCall().catch(() => 'lease_lost' as const);
         if (after !== 'go') stopWith(new ExecutionStopped(after));
+      }
+      if (answered && !stop && hooks.onUnitAnswered) {
+        try {
+          hooks.onUnitAnswered(from, phones.slice(from, to), outcomes.subarray(from, to));
+          // Its phones are rendered: the input need not hold them any longer.
+          phones.release?.(from, to);
+        } catch {
+          stopWith(new JobFailure({ kind: 'platform' }));
+          return;
+        }
       }
     }
   };

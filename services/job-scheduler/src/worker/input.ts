@@ -6,6 +6,8 @@ export interface UnitInputs {
   /** Resolves once phones [0, to) can be sliced; rejects when they never will (the input unreadable). */
   ready(to: number): Promise<void>;
   slice(from: number, to: number): string[];
+  /** Phones [from, to) will not be sliced again (their unit is answered and rendered): let them go. */
+  release?(from: number, to: number): void;
 }
 
 /** Phones already in memory. */
@@ -16,6 +18,9 @@ export function inputsOf(phones: readonly string[]): UnitInputs {
     slice: (from, to) => phones.slice(from, to),
   };
 }
+
+/** What a released phone's slot holds once its unit is rendered. */
+const RELEASED = '';
 
 interface Waiter {
   to: number;
@@ -59,7 +64,16 @@ export class StreamedInputs implements UnitInputs {
     return this.phones.slice(from, to);
   }
 
-  /** Every phone, once the whole input is read and holds exactly `length` of them. */
+  release(from: number, to: number): void {
+    // Slots kept (the count stays checkable), their strings dropped for the collector.
+    const end = Math.min(to, this.phones.length);
+    for (let i = from; i < end; i++) this.phones[i] = RELEASED;
+  }
+
+  /**
+   * Every phone, once the whole input is read and holds exactly `length` of them (rejects when it does
+   * not or could not be read). A released unit's slots hold an empty string instead of its phones.
+   */
   async all(): Promise<string[]> {
     await this.done;
     return this.phones;
