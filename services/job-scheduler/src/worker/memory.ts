@@ -10,7 +10,10 @@ const MiB = 1024 * 1024;
  * (PARSE_RESERVE, sized when the whole input was parsed at once, so still an upper bound). Measured for the
  * admissible job that costs the most heap (500,000 inputs of 49 characters, 26.0 MB of JSON): ~40 MB
  * held; the estimate gives 26 MB + 40 x 500,000 + 2 MiB = 48 MB. (451,000 inputs / 22 MB, a result of
- * exactly 25 MiB: ~28 MB held, 42 MB estimated.)
+ * exactly 25 MiB: ~28 MB held, 42 MB estimated.) The result is rendered unit by unit as units are
+ * answered, and each unit's phones are released then (worker/input.ts): its pieces (a phone's characters
+ * and a few more, no string header nor slot) take the place of the phones released, so what a job holds
+ * alive stays within the same estimate; the released strings wait for the old generation's collection.
  */
 export function jobMemoryCost(inputBytes: number, inputCount: number): number {
   return inputBytes + 40 * inputCount + 2 * MiB;
