@@ -18,8 +18,12 @@ export interface ResultSummary {
   invalid_numbers: number;
 }
 
-/** One unit's items in one list: pieces of items joined by commas, without the list's brackets. */
-type ListPieces = string[];
+/**
+ * One unit's items in one list: pieces of items joined by commas, without the list's brackets, in UTF-8.
+ * Held as bytes outside V8's heap: the heap a job holds stays its phones (worker/memory.ts), which the
+ * pieces replace as units are released; the bytes are the result's, at most its 25 MiB.
+ */
+type ListPieces = Buffer[];
 
 interface RenderedUnit {
   count: number;
@@ -98,8 +102,8 @@ export class ResultBuilder {
     this.invalid += invalid;
   }
 
-  /** The document in order; every input must have been answered, each exactly once. */
-  *document(): Generator<string, ResultSummary> {
+  /** The document in order, text and bytes; every input must have been answered, each exactly once. */
+  *document(): Generator<string | Buffer, ResultSummary> {
     const starts = [...this.units.keys()].sort((a, b) => a - b);
     let next = 0;
     for (const from of starts) {
@@ -112,7 +116,8 @@ export class ResultBuilder {
       let head: string = open;
       for (const from of starts) {
         for (const piece of (this.units.get(from) as RenderedUnit)[key]) {
-          yield head + piece;
+          yield head;
+          yield piece;
           head = ',';
         }
       }
@@ -139,12 +144,12 @@ export class ResultBuilder {
       chunk.push(it);
       chars += (phones[i] as string).length + 3;
       if (chars >= this.pieceChars) {
-        pieces.push(JSON.stringify(chunk).slice(1, -1));
+        pieces.push(Buffer.from(JSON.stringify(chunk).slice(1, -1), 'utf8'));
         chunk = [];
         chars = 0;
       }
     }
-    if (chunk.length > 0) pieces.push(JSON.stringify(chunk).slice(1, -1));
+    if (chunk.length > 0) pieces.push(Buffer.from(JSON.stringify(chunk).slice(1, -1), 'utf8'));
     return pieces;
   }
 }
@@ -154,7 +159,7 @@ export function renderResult(
   phones: readonly string[],
   outcomes: ArrayLike<registryv1.Outcome>,
   pieceChars = 1 << 20,
-): Generator<string, ResultSummary> {
+): Generator<string | Buffer, ResultSummary> {
   const builder = new ResultBuilder(phones.length, pieceChars);
   if (phones.length > 0 || outcomes.length > 0) builder.add(0, phones, outcomes);
   return builder.document();

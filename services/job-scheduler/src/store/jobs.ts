@@ -212,7 +212,7 @@ export class JobStore {
   async complete(
     jobId: string,
     token: string,
-    resultPieces: () => Iterable<string>,
+    resultPieces: () => Iterable<string | Buffer>,
     registrySnapshotAt?: Date,
   ): Promise<{ kind: 'succeeded' | 'cancelled'; job: JobRow } | { kind: 'lost' }> {
     return inTransaction(this.pool, async (client) => {
