@@ -3,20 +3,42 @@ import { registryv1 } from '@dnc/proto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { backoffMs, classifyAdapterError, publicJobError } from '../src/domain/failures.js';
-import { ResultBuilder, renderResult } from '../src/domain/result.js';
+import { ResultBuilder, type ResultSummary, renderResult } from '../src/domain/result.js';
 
 const { Outcome } = registryv1;
 
-function render(phones: string[], outcomes: registryv1.Outcome[], piece?: number) {
-  const gen = renderResult(phones, outcomes, piece);
+/** The document's text, and the summary the generator returns. */
+function textOf(gen: Generator<string | Buffer, ResultSummary>): { text: string; summary: ResultSummary } {
   let text = '';
   let r = gen.next();
   while (!r.done) {
-    text += r.value;
+    text += r.value.toString();
     r = gen.next();
   }
-  return { doc: JSON.parse(text), summary: r.value, text };
+  return { text, summary: r.value };
 }
+
+function render(phones: string[], outcomes: registryv1.Outcome[], piece?: number) {
+  const { text, summary } = textOf(renderResult(phones, outcomes, piece));
+  return { doc: JSON.parse(text), summary, text };
+}
+
+/** Inputs of any characters, each with a conclusive outcome. */
+const inputRows = (maxChars: number, maxLength: number) =>
+  fc.array(
+    fc.tuple(
+      fc.string({ maxLength: maxChars, unit: 'binary' }),
+      fc.constantFrom(
+        Outcome.SAFE,
+        Outcome.PROHIBITED,
+        Outcome.INVALID_UNPARSEABLE,
+        Outcome.INVALID_LENGTH,
+        Outcome.INVALID_OBSOLETE_FORMAT,
+        Outcome.INVALID_REGISTRY_REJECTED,
+      ),
+    ),
+    { maxLength },
+  );
 
 describe('ScrubResult of a job (same model as v1)', () => {
   it('original inputs in order, duplicates kept, invalid with reasons, summary adds up', () => {
@@ -44,44 +66,23 @@ describe('ScrubResult of a job (same model as v1)', () => {
   });
 
   it("is v1's document byte for byte, whatever the inputs and however it is cut into pieces", () => {
-    const conclusive = [
-      Outcome.SAFE,
-      Outcome.PROHIBITED,
-      Outcome.INVALID_UNPARSEABLE,
-      Outcome.INVALID_OBSOLETE_FORMAT,
-      Outcome.INVALID_REGISTRY_REJECTED,
-    ];
     fc.assert(
-      fc.property(
-        fc.array(fc.tuple(fc.string({ maxLength: 20, unit: 'binary' }), fc.constantFrom(...conclusive)), {
-          maxLength: 60,
-        }),
-        fc.integer({ min: 1, max: 80 }),
-        (rows, piece) => {
-          const phones = rows.map(([p]) => p);
-          const outcomes = rows.map(([, o]) => o);
-          const { text, summary } = render(phones, outcomes, piece);
-          const v1 = buildScrubResult(phones, outcomes);
-          expect(text).toBe(JSON.stringify(v1));
-          expect(summary).toEqual(v1.summary);
-        },
-      ),
+      fc.property(inputRows(20, 60), fc.integer({ min: 1, max: 80 }), (rows, piece) => {
+        const phones = rows.map(([p]) => p);
+        const outcomes = rows.map(([, o]) => o);
+        const { text, summary } = render(phones, outcomes, piece);
+        const v1 = buildScrubResult(phones, outcomes);
+        expect(text).toBe(JSON.stringify(v1));
+        expect(summary).toEqual(v1.summary);
+      }),
       { numRuns: 500 },
     );
   });
 
   it('is the same document when units are answered in any order (each rendered as it is answered)', () => {
-    const conclusive = [
-      Outcome.SAFE,
-      Outcome.PROHIBITED,
-      Outcome.INVALID_UNPARSEABLE,
-      Outcome.INVALID_LENGTH,
-    ];
     fc.assert(
       fc.property(
-        fc.array(fc.tuple(fc.string({ maxLength: 12, unit: 'binary' }), fc.constantFrom(...conclusive)), {
-          maxLength: 80,
-        }),
+        inputRows(12, 80),
         fc.integer({ min: 1, max: 25 }),
         fc.integer({ min: 1, max: 60 }),
         fc.integer(),
@@ -94,14 +95,7 @@ describe('ScrubResult of a job (same model as v1)', () => {
           starts.sort((a, b) => ((a * 7919 + seed) % 97) - ((b * 7919 + seed) % 97));
           for (const from of starts)
             builder.add(from, phones.slice(from, from + unitSize), outcomes.slice(from, from + unitSize));
-          let text = '';
-          const gen = builder.document();
-          let r = gen.next();
-          while (!r.done) {
-            text += r.value;
-            r = gen.next();
-          }
-          expect(text).toBe(JSON.stringify(buildScrubResult(phones, outcomes)));
+          expect(textOf(builder.document()).text).toBe(JSON.stringify(buildScrubResult(phones, outcomes)));
         },
       ),
       { numRuns: 500 },
