@@ -2,7 +2,7 @@ import { registryv1 } from '@dnc/proto';
 import { OUTCOME_REASONS } from './scrub-result.js';
 
 // Byte bounds of a complete ScrubResult as it is served: JSON.stringify(buildScrubResult(...)) in
-// UTF-8 (the job-scheduler's renderResult writes the same bytes). The document is
+// UTF-8 (the job-scheduler's ResultBuilder writes the same bytes). The document is
 //
 //   {"prohibited_numbers_to_call":[P items],"safe_numbers_to_call":[S items],"invalid_numbers":[I items],
 //    "summary":{"total_checked":N,"prohibited_numbers":P,"safe_numbers":S,"invalid_numbers":I}}

@@ -3,7 +3,7 @@ import { registryv1 } from '@dnc/proto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { backoffMs, classifyAdapterError, publicJobError } from '../src/domain/failures.js';
-import { ResultBuilder, type ResultSummary, renderResult } from '../src/domain/result.js';
+import { ResultBuilder, type ResultSummary } from '../src/domain/result.js';
 
 const { Outcome } = registryv1;
 
@@ -18,8 +18,11 @@ function textOf(gen: Generator<string | Buffer, ResultSummary>): { text: string;
   return { text, summary: r.value };
 }
 
+/** The document of inputs answered at once, as one unit. */
 function render(phones: string[], outcomes: registryv1.Outcome[], piece?: number) {
-  const { text, summary } = textOf(renderResult(phones, outcomes, piece));
+  const builder = new ResultBuilder(phones.length, piece);
+  if (phones.length > 0 || outcomes.length > 0) builder.add(0, phones, outcomes);
+  const { text, summary } = textOf(builder.document());
   return { doc: JSON.parse(text), summary, text };
 }
 

@@ -153,14 +153,3 @@ export class ResultBuilder {
     return pieces;
   }
 }
-
-/** The whole document of inputs answered at once (one unit): `ResultBuilder`'s pieces. */
-export function renderResult(
-  phones: readonly string[],
-  outcomes: ArrayLike<registryv1.Outcome>,
-  pieceChars = 1 << 20,
-): Generator<string | Buffer, ResultSummary> {
-  const builder = new ResultBuilder(phones.length, pieceChars);
-  if (phones.length > 0 || outcomes.length > 0) builder.add(0, phones, outcomes);
-  return builder.document();
-}

@@ -87,9 +87,10 @@ interface UnitRun {
 
 /**
  * One unit, phones [from, to), against an adapter discovery picks, tried up to `retries` more times
- * on a temporary failure; maintenance, a permanent failure or the last failure fails the job.
+ * on a temporary failure; maintenance, a permanent failure or the last failure fails the job. Returns
+ * the phones the answered call was made with.
  */
-async function checkUnit(run: UnitRun, from: number, to: number): Promise<void> {
+async function checkUnit(run: UnitRun, from: number, to: number): Promise<string[]> {
   const { country, directory, hooks, options, signal } = run;
   let lastCause: FailureCause = { kind: 'country_unavailable', retryAfterSeconds: 0 };
   for (let attempt = 0; attempt <= options.retries; attempt++) {
@@ -106,7 +107,8 @@ async function checkUnit(run: UnitRun, from: number, to: number): Promise<void> 
     try {
       const callSignal = AbortSignal.any([signal, timeout]);
       hooks.onCall?.(Math.floor(from / options.unitSize), attempt);
-      const res = await checkAt(run.clients(adapter.address, country), country, run.phones.slice(from, to), {
+      const phones = run.phones.slice(from, to);
+      const res = await checkAt(run.clients(adapter.address, country), country, phones, {
         signal: callSignal,
       });
       if (res.outcomes.length !== to - from || !res.outcomes.every(isConclusive)) {
@@ -115,7 +117,7 @@ async function checkUnit(run: UnitRun, from: number, to: number): Promise<void> 
       }
       run.outcomes.set(res.outcomes, from);
       hooks.onSnapshot?.(res.snapshotTime ? timestampDate(res.snapshotTime) : undefined);
-      return;
+      return phones;
     } catch (error) {
       if (signal.aborted) throw run.stopped();
       // The call's own timeout aborts it as Canceled, a code that is not retried: it is a deadline
@@ -203,10 +205,10 @@ export async function executeUnits(
         stopWith(new ExecutionStopped(begin));
         return;
       }
-      let answered = false;
+      // The phones the unit was checked with, once it is answered.
+      let answered: string[] | undefined;
       try {
-        await checkUnit(run, from, to);
-        answered = true;
+        answered = await checkUnit(run, from, to);
       } catch (error) {
         stopWith(
           error instanceof JobFailure || error instanceof ExecutionStopped
@@ -220,7 +222,7 @@ export async function executeUnits(
       }
       if (answered && !stop && hooks.onUnitAnswered) {
         try {
-          hooks.onUnitAnswered(from, phones.slice(from, to), outcomes.subarray(from, to));
+          hooks.onUnitAnswered(from, answered, outcomes.subarray(from, to));
           // Its phones are rendered: the input need not hold them any longer.
           phones.release?.(from, to);
         } catch {
