@@ -25,6 +25,84 @@ function writeVarint(buf: Buffer, pos: number, n: number): number {
   return pos;
 }
 
+/**
+ * Phones already in the form `CheckRequest.phone_list` holds them (registry_adapter.proto): each one a
+ * length varint and its UTF-8 bytes, one after another, `count` of them. For a caller that holds its
+ * phones as bytes rather than strings (the job worker reads a job's input that way): `checkRequest` and
+ * `checkAt` send these bytes as they are, or with a tag before each as `phones`. Written with
+ * `PhoneListWriter`.
+ */
+export class PhoneList {
+  constructor(
+    readonly count: number,
+    readonly bytes: Buffer,
+  ) {}
+
+  /** The same records as the `phones` field's bytes (after its first tag): a tag before every other one. */
+  tagged(): Buffer {
+    const src = this.bytes;
+    const out = Buffer.allocUnsafe(src.length + Math.max(0, this.count - 1));
+    let at = 0;
+    let pos = 0;
+    for (let i = 0; i < this.count; i++) {
+      if (i > 0) out[pos++] = PHONES_TAG;
+      let n = 0;
+      let shift = 0;
+      const start = at;
+      for (;;) {
+        const b = src[at++];
+        if (b === undefined) throw new Error('a phone list record is cut short');
+        n += (b & 0x7f) * 2 ** shift;
+        shift += 7;
+        if (b < 0x80) break;
+      }
+      at += n;
+      if (at > src.length) throw new Error('a phone list record is cut short');
+      pos += src.copy(out, pos, start, at);
+    }
+    if (at !== src.length) throw new Error('a phone list holds more than its count');
+    return out;
+  }
+}
+
+/**
+ * Writes a `PhoneList` from phones' UTF-8 bytes, whose total size the caller knows in advance
+ * (`recordSize` of each phone's byte length, summed): one buffer, each phone's bytes copied into it.
+ */
+export class PhoneListWriter {
+  private readonly data: Buffer;
+  private pos = 0;
+  private count = 0;
+
+  /** What one phone of `byteLength` UTF-8 bytes takes in the list. */
+  static recordSize(byteLength: number): number {
+    return varintLength(byteLength) + byteLength;
+  }
+
+  constructor(size: number) {
+    this.data = Buffer.allocUnsafe(size);
+  }
+
+  /** One phone: the UTF-8 bytes `source[from, to)`. */
+  add(source: Uint8Array, from: number, to: number): void {
+    const data = this.data;
+    let pos = writeVarint(data, this.pos, to - from);
+    if (pos + (to - from) > data.length) throw new Error('the phone list outgrew its size');
+    // Phones are a few bytes each: a loop beats a native copy's call for them.
+    for (let k = from; k < to; k++) data[pos++] = source[k]!;
+    this.pos = pos;
+    this.count++;
+  }
+
+  finish(): PhoneList {
+    if (this.pos !== this.data.length) throw new Error('the phone list is not the size it was given');
+    return new PhoneList(this.count, this.data);
+  }
+}
+
+const phoneCount = (phones: readonly string[] | PhoneList): number =>
+  phones instanceof PhoneList ? phones.count : phones.length;
+
 /** The response header of an adapter that reads `CheckRequest.phone_list` (registry_adapter.proto). */
 export const PHONE_LIST_HEADER = 'dnc-check-phone-list';
 
@@ -44,12 +122,17 @@ export type PhonesForm = 'phone_list' | 'phones';
  */
 export function checkRequest(
   country: string,
-  phones: readonly string[],
+  phones: readonly string[] | PhoneList,
   form: PhonesForm = 'phones',
 ): registryv1.CheckRequest {
-  if (phones.length === 0) return create(registryv1.CheckRequestSchema, { country, phones: [] });
+  if (phoneCount(phones) === 0) return create(registryv1.CheckRequestSchema, { country, phones: [] });
   const tagged = form === 'phones';
-  const data = asciiPhonesField(phones, tagged) ?? utf8PhonesField(phones, tagged);
+  const data =
+    phones instanceof PhoneList
+      ? tagged
+        ? phones.tagged()
+        : phones.bytes
+      : (asciiPhonesField(phones, tagged) ?? utf8PhonesField(phones, tagged));
   if (!tagged) return create(registryv1.CheckRequestSchema, { country, phoneList: data });
   const request = create(registryv1.CheckRequestSchema, { country, phones: [] });
   request.$unknown = [{ no: PHONES_FIELD, wireType: WireType.LengthDelimited, data }];
@@ -124,11 +207,11 @@ const phonesOnlyUntil = new WeakMap<AdapterClient, number>();
 export async function checkAt(
   client: AdapterClient,
   country: string,
-  phones: readonly string[],
+  phones: readonly string[] | PhoneList,
   options: CallOptions = {},
 ): Promise<registryv1.CheckResponse> {
   const until = phonesOnlyUntil.get(client);
-  if (phones.length === 0 || (until !== undefined && Date.now() < until))
+  if (phoneCount(phones) === 0 || (until !== undefined && Date.now() < until))
     return client.check(checkRequest(country, phones), options);
   const started = Date.now();
   let reads = false;

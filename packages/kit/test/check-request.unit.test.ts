@@ -4,7 +4,7 @@ import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { registryv1 } from '@dnc/proto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { checkRequest, checkResponse } from '../src/check-request.js';
+import { checkRequest, checkResponse, PhoneList, PhoneListWriter } from '../src/check-request.js';
 
 describe('pre-encoded CheckRequest', () => {
   it('decodes to exactly the request protobuf-es would encode: order, duplicates, unicode, empty strings', () => {
@@ -105,6 +105,40 @@ describe('pre-encoded CheckRequest as phone_list', () => {
     );
     expect(decoded.phoneList.length).toBe(0);
     expect(decoded.phones).toEqual([]);
+  });
+});
+
+describe("a PhoneList written from bytes (the job worker holds phones as its input's bytes)", () => {
+  /** The list written from each phone's UTF-8 bytes, as a caller without strings writes it. */
+  const written = (phones: string[]) => {
+    const utf8 = phones.map((p) => Buffer.from(p, 'utf8'));
+    const writer = new PhoneListWriter(utf8.reduce((n, b) => n + PhoneListWriter.recordSize(b.length), 0));
+    for (const b of utf8) writer.add(b, 0, b.length);
+    return writer.finish();
+  };
+  const encoded = (phones: readonly string[] | PhoneList, form: 'phones' | 'phone_list') =>
+    Buffer.from(toBinary(registryv1.CheckRequestSchema, checkRequest('co', phones, form)));
+
+  it('is sent as the same request as the phones it holds, in either form', () => {
+    fc.assert(
+      fc.property(fc.array(anyPhone, { maxLength: 30 }), (phones) => {
+        const list = written(phones);
+        expect(list.count).toBe(phones.length);
+        expect(encoded(list, 'phone_list').equals(encoded(phones, 'phone_list'))).toBe(true);
+        expect(encoded(list, 'phones').equals(encoded(phones, 'phones'))).toBe(true);
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it('refuses a list that is not the size or the count it claims', () => {
+    const writer = new PhoneListWriter(5);
+    writer.add(Buffer.from('abc'), 0, 3);
+    expect(() => writer.finish()).toThrow('size');
+    expect(() => writer.add(Buffer.from('abc'), 0, 3)).toThrow('outgrew');
+    const list = written(['12', '345']);
+    expect(() => new PhoneList(3, list.bytes).tagged()).toThrow('cut short');
+    expect(() => new PhoneList(1, list.bytes).tagged()).toThrow('more than its count');
   });
 });
 

@@ -2,7 +2,9 @@ import { buildScrubResult, Code, ConnectError, publicError } from '@dnc/kit';
 import { registryv1 } from '@dnc/proto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { CanonicalInputReader } from '../src/domain/canonical-input.js';
 import { backoffMs, classifyAdapterError, publicJobError } from '../src/domain/failures.js';
+import { InputElements } from '../src/domain/input-elements.js';
 import { ResultBuilder, type ResultSummary } from '../src/domain/result.js';
 
 const { Outcome } = registryv1;
@@ -18,10 +20,27 @@ function textOf(gen: Generator<string | Buffer, ResultSummary>): { text: string;
   return { text, summary: r.value };
 }
 
+/**
+ * The phones as a job holds them: its canonical input's bytes, read in pieces cut at `cuts` (byte
+ * offsets), so the elements span several runs as a streamed input's do.
+ */
+function elementsOf(phones: string[], cuts: number[] = []): InputElements {
+  const bytes = Buffer.from(JSON.stringify(phones), 'utf8');
+  const reader = new CanonicalInputReader();
+  const parts: InputElements[] = [];
+  let from = 0;
+  for (const at of [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b)) {
+    parts.push(reader.push(bytes.subarray(from, at)));
+    from = at;
+  }
+  parts.push(reader.push(bytes.subarray(from)), reader.end());
+  return InputElements.concat(parts);
+}
+
 /** The document of inputs answered at once, as one unit. */
-function render(phones: string[], outcomes: registryv1.Outcome[], piece?: number) {
-  const builder = new ResultBuilder(phones.length, piece);
-  if (phones.length > 0 || outcomes.length > 0) builder.add(0, phones, outcomes);
+function render(phones: string[], outcomes: registryv1.Outcome[], cuts: number[] = []) {
+  const builder = new ResultBuilder(phones.length);
+  if (phones.length > 0 || outcomes.length > 0) builder.add(0, elementsOf(phones, cuts), outcomes);
   const { text, summary } = textOf(builder.document());
   return { doc: JSON.parse(text), summary, text };
 }
@@ -54,7 +73,7 @@ describe('ScrubResult of a job (same model as v1)', () => {
       Outcome.INVALID_OBSOLETE_FORMAT,
       Outcome.INVALID_REGISTRY_REJECTED,
     ];
-    const { doc } = render(phones, outcomes, 8);
+    const { doc } = render(phones, outcomes, [8]);
     expect(doc).toEqual({
       prohibited_numbers_to_call: ['55 1234 5678', '55 1234 5678'],
       safe_numbers_to_call: ['+52 55 1234 5678'],
@@ -68,12 +87,12 @@ describe('ScrubResult of a job (same model as v1)', () => {
     expect(Object.keys(doc)).not.toContain('matched');
   });
 
-  it("is v1's document byte for byte, whatever the inputs and however it is cut into pieces", () => {
+  it("is v1's document byte for byte, whatever the inputs and however the input's bytes were cut", () => {
     fc.assert(
-      fc.property(inputRows(20, 60), fc.integer({ min: 1, max: 80 }), (rows, piece) => {
+      fc.property(inputRows(20, 60), fc.array(fc.nat(), { maxLength: 8 }), (rows, cuts) => {
         const phones = rows.map(([p]) => p);
         const outcomes = rows.map(([, o]) => o);
-        const { text, summary } = render(phones, outcomes, piece);
+        const { text, summary } = render(phones, outcomes, cuts);
         const v1 = buildScrubResult(phones, outcomes);
         expect(text).toBe(JSON.stringify(v1));
         expect(summary).toEqual(v1.summary);
@@ -87,17 +106,18 @@ describe('ScrubResult of a job (same model as v1)', () => {
       fc.property(
         inputRows(12, 80),
         fc.integer({ min: 1, max: 25 }),
-        fc.integer({ min: 1, max: 60 }),
+        fc.array(fc.nat(), { maxLength: 6 }),
         fc.integer(),
-        (rows, unitSize, piece, seed) => {
+        (rows, unitSize, cuts, seed) => {
           const phones = rows.map(([p]) => p);
           const outcomes = rows.map(([, o]) => o);
-          const builder = new ResultBuilder(phones.length, piece);
+          const elements = elementsOf(phones, cuts);
+          const builder = new ResultBuilder(phones.length);
           const starts = Array.from({ length: Math.ceil(phones.length / unitSize) }, (_, k) => k * unitSize);
           // A shuffle of the units: the order in which their answers came back.
           starts.sort((a, b) => ((a * 7919 + seed) % 97) - ((b * 7919 + seed) % 97));
           for (const from of starts)
-            builder.add(from, phones.slice(from, from + unitSize), outcomes.slice(from, from + unitSize));
+            builder.add(from, elements.slice(from, from + unitSize), outcomes.slice(from, from + unitSize));
           expect(textOf(builder.document()).text).toBe(JSON.stringify(buildScrubResult(phones, outcomes)));
         },
       ),
@@ -107,16 +127,22 @@ describe('ScrubResult of a job (same model as v1)', () => {
 
   it('refuses a document with an input not answered, or answered twice', () => {
     const builder = new ResultBuilder(4);
-    builder.add(0, ['a', 'b'], [Outcome.SAFE, Outcome.SAFE]);
+    builder.add(0, elementsOf(['a', 'b']), [Outcome.SAFE, Outcome.SAFE]);
     expect(() => builder.document().next()).toThrow('outcome count differs from input count');
-    expect(() => builder.add(0, ['a', 'b'], [Outcome.SAFE, Outcome.SAFE])).toThrow('answered twice');
-    expect(() => builder.add(3, ['c', 'd'], [Outcome.SAFE, Outcome.SAFE])).toThrow('outside the input');
+    expect(() => builder.add(0, elementsOf(['a', 'b']), [Outcome.SAFE, Outcome.SAFE])).toThrow(
+      'answered twice',
+    );
+    expect(() => builder.add(3, elementsOf(['c', 'd']), [Outcome.SAFE, Outcome.SAFE])).toThrow(
+      'outside the input',
+    );
     // Inputs 1-2 answered again and 3 never: the count adds up, the coverage does not.
     const gaps = new ResultBuilder(4);
-    gaps.add(0, ['a', 'b'], [Outcome.SAFE, Outcome.SAFE]);
-    gaps.add(1, ['b', 'c'], [Outcome.SAFE, Outcome.SAFE]);
+    gaps.add(0, elementsOf(['a', 'b']), [Outcome.SAFE, Outcome.SAFE]);
+    gaps.add(1, elementsOf(['b', 'c']), [Outcome.SAFE, Outcome.SAFE]);
     expect(() => gaps.document().next()).toThrow('outcome count differs from input count');
-    expect(() => new ResultBuilder(1).add(0, ['a'], [Outcome.UNSPECIFIED])).toThrow('inconclusive');
+    expect(() => new ResultBuilder(1).add(0, elementsOf(['a']), [Outcome.UNSPECIFIED])).toThrow(
+      'inconclusive',
+    );
   });
 
   it('an empty job has an empty, complete result', () => {

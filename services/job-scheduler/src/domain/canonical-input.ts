@@ -1,5 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { LIMITS } from '@dnc/api-contract/limits';
+import { InputElements } from './input-elements.js';
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -117,82 +118,125 @@ export function canonicalPhoneCount(bytes: Uint8Array): number | undefined {
 
 const OPEN_BRACKET = 0x5b;
 const CLOSE_BRACKET = 0x5d;
-/** `","`: the end of one element, the comma, the start of the next (where a piece may end). */
-const BETWEEN = Buffer.from('","');
-
-/** The phones of `[` + text + `]`, text being whole elements of a canonical input and their commas. */
-function parseElements(bytes: Buffer, from: number, to: number): string[] {
-  if (from === to) return [];
-  return JSON.parse(`[${bytes.toString('utf8', from, to)}]`) as string[];
-}
-
-/**
- * The index of the last comma between two elements in `bytes[from, to)`, which start at an element's
- * opening quote, or -1. One pass outside and inside strings (a string may hold `","` itself).
- */
-function lastTopLevelComma(bytes: Buffer, from: number, to: number): number {
-  let comma = -1;
-  let inString = false;
-  for (let i = from; i < to; i++) {
-    const c = bytes[i];
-    if (inString) {
-      if (c === BACKSLASH) i++;
-      else if (c === QUOTE) inString = false;
-    } else if (c === QUOTE) inString = true;
-    else if (c === COMMA) comma = i;
-  }
-  return comma;
-}
+const EMPTY = Buffer.alloc(0);
 
 /**
  * A canonical durable input (see `canonicalPhoneCount`: what the scheduler stored once checked) read
- * piece by piece, as its segments arrive: each `push` gives the phones whose elements are complete so
- * far, in order, and `end` the rest. The phones are exactly those of `JSON.parse` of the whole input:
- * every piece parsed is whole elements cut at a comma between two of them.
+ * piece by piece, as its segments arrive: each `push` gives the elements complete so far, in order, and
+ * `end` the rest, as `InputElements`: the input's own bytes and where each element starts, not strings.
+ * Their phones are exactly those of `JSON.parse` of the whole input (`InputElements.strings`), wherever
+ * the segments cut it.
  *
- * The cut is found without a pass over the bytes for the inputs people send: the last `","` of the
- * bytes held, taken when `[` + the elements before it + `]` parses (a `","` inside a string, which the
- * element `","` or an escaped quote can make, leaves an unterminated string, so it never parses).
- * Otherwise the bytes are walked once for the last comma between elements.
+ * Read strictly: the bytes must be `JSON.stringify` of an array of strings (no whitespace, well-formed
+ * UTF-8, no control character unescaped), and an element written with an escape must be the one
+ * `JSON.stringify` writes for its phone (it is parsed, and written again to compare), since the result
+ * takes each element's text as the phone's JSON. Anything else is an error: the input is the one the
+ * scheduler checked, sealed since, so only a fault gets here.
  */
 export class CanonicalInputReader {
   /** The bytes of elements not yet complete: from an element's opening quote, or `]` at the end. */
-  private held: Buffer = Buffer.alloc(0);
+  private held: Buffer = EMPTY;
   private started = false;
+  /** The last complete element was followed by a comma: another element must come, not `]`. */
+  private afterComma = false;
+  /** The element `elementEnd` read last holds an escape. */
+  private escaped = false;
+  /** Where each element of a push starts, reused from push to push. */
+  private scratch = new Uint32Array(0);
 
-  push(segment: Buffer): string[] {
+  push(segment: Buffer): InputElements {
     let bytes = this.held.length > 0 ? Buffer.concat([this.held, segment]) : segment;
     if (!this.started) {
-      if (bytes.length === 0) return [];
+      if (bytes.length === 0) return InputElements.EMPTY;
       if (bytes[0] !== OPEN_BRACKET) throw new Error('the input is not a JSON array');
       this.started = true;
       bytes = bytes.subarray(1);
     }
-    let comma = bytes.lastIndexOf(BETWEEN) + 1;
-    let phones: string[] | undefined;
-    if (comma > 0) {
-      try {
-        phones = parseElements(bytes, 0, comma);
-      } catch {
-        comma = lastTopLevelComma(bytes, 0, bytes.length);
-      }
+    // Every element takes at least 3 bytes (`"",`).
+    const most = Math.ceil(bytes.length / 3) + 2;
+    if (this.scratch.length < most) this.scratch = new Uint32Array(most);
+    const starts = this.scratch;
+    const decoded = new Map<number, Buffer>();
+    let n = 0;
+    let pos = 0;
+    while (pos < bytes.length) {
+      const c = bytes[pos];
+      if (c === CLOSE_BRACKET && !this.afterComma) break;
+      if (c !== QUOTE) throw new Error('the input is not a canonical JSON array');
+      const end = this.elementEnd(bytes, pos);
+      // Complete only once the byte after it is here: a comma, or the bracket (the last, for `end`).
+      if (end < 0 || end >= bytes.length) break;
+      if (bytes[end] === CLOSE_BRACKET) break;
+      if (bytes[end] !== COMMA) throw new Error('the input is not a canonical JSON array');
+      if (this.escaped) decodeEscaped(bytes, pos, end, decoded);
+      starts[n++] = pos;
+      pos = end + 1;
+      this.afterComma = true;
     }
-    if (comma <= 0) {
-      this.held = bytes;
-      return [];
-    }
-    phones ??= parseElements(bytes, 0, comma);
-    this.held = bytes.subarray(comma + 1);
-    return phones;
+    this.held = bytes.subarray(pos);
+    if (n === 0) return InputElements.EMPTY;
+    starts[n] = pos;
+    return piece(bytes.subarray(0, pos), starts.slice(0, n + 1), decoded);
   }
 
-  /** The last phones: the rest must be whole elements and the closing bracket, nothing after it. */
-  end(): string[] {
+  /** The last elements: the rest must be at most one element and the closing bracket, nothing after it. */
+  end(): InputElements {
     const bytes = this.held;
-    if (!this.started || bytes.length === 0 || bytes[bytes.length - 1] !== CLOSE_BRACKET) {
+    this.held = EMPTY;
+    if (!this.started || bytes.length === 0 || bytes[bytes.length - 1] !== CLOSE_BRACKET)
       throw new Error('the input is not a JSON array');
+    if (bytes.length === 1) {
+      if (this.afterComma) throw new Error('the input is not a canonical JSON array');
+      return InputElements.EMPTY;
     }
-    this.held = Buffer.alloc(0);
-    return parseElements(bytes, 0, bytes.length - 1);
+    const end = bytes[0] === QUOTE ? this.elementEnd(bytes, 0) : -1;
+    if (end !== bytes.length - 1) throw new Error('the input is not a canonical JSON array');
+    const decoded = new Map<number, Buffer>();
+    if (this.escaped) decodeEscaped(bytes, 0, end, decoded);
+    return piece(bytes, Uint32Array.of(0, end + 1), decoded);
   }
+
+  /**
+   * The index after the closing quote of the element whose opening quote is at `start`, or -1 when its
+   * end is not in `bytes` yet; `escaped` says whether it holds an escape. A control character
+   * unescaped is an error, as in JSON.
+   */
+  private elementEnd(bytes: Buffer, start: number): number {
+    this.escaped = false;
+    let i = start + 1;
+    const n = bytes.length;
+    while (i < n) {
+      const c = bytes[i]!;
+      if (c === QUOTE) return i + 1;
+      if (c === BACKSLASH) {
+        this.escaped = true;
+        i += 2;
+      } else if (c < 0x20) {
+        throw new Error('the input is not a canonical JSON array');
+      } else i++;
+    }
+    return -1;
+  }
+}
+
+/** An escaped element's phone, which must be written as `JSON.stringify` writes it, into `decoded`. */
+function decodeEscaped(bytes: Buffer, start: number, end: number, decoded: Map<number, Buffer>): void {
+  const text = bytes.toString('utf8', start, end);
+  const phone: unknown = JSON.parse(text);
+  if (typeof phone !== 'string' || JSON.stringify(phone) !== text)
+    throw new Error('the input is not a canonical JSON array');
+  decoded.set(start, Buffer.from(phone, 'utf8'));
+}
+
+/** Whole elements of the input, which must be well-formed UTF-8. */
+function piece(bytes: Buffer, starts: Uint32Array, decoded: Map<number, Buffer>): InputElements {
+  if (!isUtf8(bytes)) throw new Error('the input is not well-formed UTF-8');
+  return InputElements.of(bytes, starts, decoded);
+}
+
+/** The elements of a whole canonical input (one piece: tests, and phones already in memory). */
+export function readCanonicalInput(bytes: Buffer): InputElements {
+  const reader = new CanonicalInputReader();
+  const elements = reader.push(bytes);
+  return InputElements.concat([elements, reader.end()]);
 }

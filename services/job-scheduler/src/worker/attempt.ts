@@ -1,6 +1,7 @@
 import type { AdapterDirectory, Logger } from '@dnc/kit';
 import type { JsMsg } from '@nats-io/jetstream';
 import type { KeyRing } from '../crypto/envelope.js';
+import type { InputElements } from '../domain/input-elements.js';
 import { ResultBuilder } from '../domain/result.js';
 import type { QuotaSettlement } from '../settlement.js';
 import { readBlob } from '../store/blobs.js';
@@ -42,9 +43,9 @@ export interface Claimed {
 }
 
 /**
- * A job's inputs, parsed as its segments are read (worker/input.ts): the first units call out while the
- * rest is read. The decrypted segments and their text are the reader's alone, garbage once parsed: a
- * running job holds its phones only (see memory.ts).
+ * A job's inputs, found as its segments are read (worker/input.ts): the first units call out while the
+ * rest is read. The decrypted segments are the phones themselves (InputElements), held until their
+ * units are rendered (see memory.ts).
  */
 function readPhones(store: JobStore, keys: KeyRing, job: JobRow, signal: AbortSignal): StreamedInputs {
   const segments = readBlob(store.pool, keys, { jobId: job.id, orgId: job.orgId, kind: 'input' });
@@ -163,7 +164,7 @@ export async function runAttempt(
       ...executionHooks(ctx, claimed, keeper, abort.signal, (time) => {
         if (time && (!snapshotAt || time < snapshotAt)) snapshotAt = time;
       }),
-      onUnitAnswered: (from: number, phones: readonly string[], outcomes: Uint8Array) =>
+      onUnitAnswered: (from: number, phones: InputElements, outcomes: Uint8Array) =>
         result.add(from, phones, outcomes),
     };
     await executeUnits(job.country, input, ctx.deps.directory, ctx.deps.clients, hooks, {
@@ -173,14 +174,14 @@ export async function runAttempt(
       callTimeoutMs: ctx.options.callTimeoutMs,
     });
     // The whole input read, holding exactly its count (else this throws): every unit was answered.
-    const phones = await input.all();
+    await input.complete();
     const t2 = performance.now();
     const done = await store.complete(job.id, token, () => result.document(), snapshotAt);
     // Phase timings only: no inputs, no outcomes.
     logger.info(
       {
         job_id: job.id,
-        inputs: phones.length,
+        inputs: input.length,
         // Reading runs beside the first units: read_ms is part of check_ms (start to every unit answered).
         read_ms: Math.round(input.readMs ?? 0),
         check_ms: Math.round(t2 - t0),

@@ -4,6 +4,7 @@ import type { AdapterDirectory } from '@dnc/kit';
 import { checkAt } from '@dnc/kit';
 import type { registryv1 } from '@dnc/proto';
 import { backoffMs, classifyAdapterError, type FailureCause, JobFailure } from '../domain/failures.js';
+import type { InputElements } from '../domain/input-elements.js';
 import { isConclusive } from '../domain/result.js';
 import { inputsOf, type UnitInputs } from './input.js';
 
@@ -33,7 +34,7 @@ export interface ExecutionHooks {
    * A unit answered (every outcome conclusive), its phones and their outcomes: the result's share of it
    * can be rendered now, while other units are out. A throw ends the attempt as a platform failure.
    */
-  onUnitAnswered?(from: number, phones: readonly string[], outcomes: Uint8Array): void;
+  onUnitAnswered?(from: number, phones: InputElements, outcomes: Uint8Array): void;
 }
 
 export interface ExecutionOptions {
@@ -90,9 +91,12 @@ interface UnitRun {
  * on a temporary failure; maintenance, a permanent failure or the last failure fails the job. Returns
  * the phones the answered call was made with.
  */
-async function checkUnit(run: UnitRun, from: number, to: number): Promise<string[]> {
+async function checkUnit(run: UnitRun, from: number, to: number): Promise<InputElements> {
   const { country, directory, hooks, options, signal } = run;
   let lastCause: FailureCause = { kind: 'country_unavailable', retryAfterSeconds: 0 };
+  const phones = run.phones.slice(from, to);
+  // Sent as the input's bytes (phone_list), never made strings; the same bytes on every try.
+  const list = phones.phoneList();
   for (let attempt = 0; attempt <= options.retries; attempt++) {
     if (attempt > 0) await run.sleep(backoffMs(attempt - 1), signal);
     if (signal.aborted) throw run.stopped();
@@ -107,8 +111,7 @@ async function checkUnit(run: UnitRun, from: number, to: number): Promise<string
     try {
       const callSignal = AbortSignal.any([signal, timeout]);
       hooks.onCall?.(Math.floor(from / options.unitSize), attempt);
-      const phones = run.phones.slice(from, to);
-      const res = await checkAt(run.clients(adapter.address, country), country, phones, {
+      const res = await checkAt(run.clients(adapter.address, country), country, list, {
         signal: callSignal,
       });
       if (res.outcomes.length !== to - from || !res.outcomes.every(isConclusive)) {
@@ -206,7 +209,7 @@ export async function executeUnits(
         return;
       }
       // The phones the unit was checked with, once it is answered.
-      let answered: string[] | undefined;
+      let answered: InputElements | undefined;
       try {
         answered = await checkUnit(run, from, to);
       } catch (error) {

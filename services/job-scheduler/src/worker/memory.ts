@@ -3,20 +3,17 @@ import { getHeapStatistics } from 'node:v8';
 const MiB = 1024 * 1024;
 
 /**
- * The V8 heap a running job holds: the array of its phones (an 8-byte slot and a string of its
- * characters plus ~24 bytes of header and padding each). The decrypted input is parsed a segment at a
- * time as it is read (worker/input.ts): a segment and its text (~2 MiB) live only while they are
- * parsed, one synchronous step, and are dropped then: that transient peak is kept out of the budget
- * (PARSE_RESERVE, sized when the whole input was parsed at once, so still an upper bound). Measured for the
- * admissible job that costs the most heap (500,000 inputs of 49 characters, 26.0 MB of JSON): ~40 MB
- * held; the estimate gives 26 MB + 40 x 500,000 + 2 MiB = 48 MB. (451,000 inputs / 22 MB, a result of
- * exactly 25 MiB: ~28 MB held, 42 MB estimated.) The result is rendered unit by unit as units are
- * answered (domain/result.ts), each unit's pieces kept as UTF-8 bytes outside the heap and its phones
- * released from the input then (worker/input.ts): the heap a job holds stays within this estimate
- * (measured: 500,000 inputs of 1, 11 and 49 characters, all invalid or all safe, live heap 4.5 / 20.2 /
- * 40.4 MB against 24.1 / 29.1 / 48.1 MB estimated), and the result's bytes, at most its 25 MiB, are held
- * beside it until they are stored: six jobs at once take at most ~150 MiB more RSS, within the chart's
- * 1 GiB limit of a worker with a 432 MiB heap.
+ * The memory a running job holds, in V8's heap and outside it. Its phones are its input's own bytes
+ * (domain/input-elements.ts: the decrypted segments, outside the heap, and 4 bytes per phone saying where
+ * each starts), not strings; each unit's share of the result is rendered into bytes as the unit is
+ * answered (domain/result.ts), and a piece of the input is dropped once every phone in it is rendered,
+ * so the input's bytes give way to the result's. The heap holds a few objects per piece. A segment being
+ * read lives one synchronous step (PARSE_RESERVE keeps that peak out of the budget). Measured in one
+ * process, 50,000-phone units, input and result together at their peak (heap and outside, after a
+ * collection): 500,000 inputs of 1 / 11 characters all invalid 20.5 / 24.6 MB (estimated 24.1 / 29.1 MB),
+ * 13 / 49 characters all safe 14.8 / 31.3 MB (30.1 / 48.1 MB), 451,000 of 49 characters all safe
+ * 28.7 MB (43.6 MB; all invalid, a result above the 25 MiB admission allows, 42.1 MB). With the
+ * chart's 1 GiB limit and a 432 MiB heap, the 304 MiB budget below holds six of the largest jobs.
  */
 export function jobMemoryCost(inputBytes: number, inputCount: number): number {
   return inputBytes + 40 * inputCount + 2 * MiB;
