@@ -76,11 +76,11 @@ describe('the canonical durable input, checked on its bytes (spec: v2 limits)', 
     const at64 = ['😀'.repeat(64), 'x'.repeat(64), '\\'.repeat(64), '\ud83d'.repeat(64)];
     for (const p of at64) expect(canonicalPhoneCount(encode([p]))).toBe(1);
     for (const p of at64.map((x) => `${x}y`)) expect(canonicalPhoneCount(encode([p]))).toBeUndefined();
-    // A surrogate pair written as two escapes is one character too (JSON.parse reads it so).
-    const escapedPairs = (n: number) => Buffer.from(`["${'\\ud83d\\ude00'.repeat(n)}"]`);
-    expect(canonicalPhoneCount(escapedPairs(64))).toBe(1);
-    expect(parsedCount(escapedPairs(64))).toBe(1);
-    expect(canonicalPhoneCount(escapedPairs(65))).toBeUndefined();
+    // Escaped lone surrogates are one character each, as JSON.parse reads them and JSON.stringify writes them.
+    const lone = (n: number) => Buffer.from(`["${'\\ud83d'.repeat(n)}"]`);
+    expect(canonicalPhoneCount(lone(64))).toBe(1);
+    expect(parsedCount(lone(64))).toBe(1);
+    expect(canonicalPhoneCount(lone(65))).toBeUndefined();
     const many = new Array<string>(LIMITS.v2MaxInputs).fill('+573001234567');
     expect(canonicalPhoneCount(encode(many))).toBe(LIMITS.v2MaxInputs);
     expect(canonicalPhoneCount(encode([...many, '1']))).toBeUndefined();
@@ -106,5 +106,49 @@ describe('the canonical durable input, checked on its bytes (spec: v2 limits)', 
     for (const text of ['[ "1"]', '["1" ]', '["1",2]', '{"a":"1"}', '[null]', '["1",]', '[', '', '"1"'])
       expect(canonicalPhoneCount(Buffer.from(text))).toBeUndefined();
     expect(canonicalPhoneCount(Uint8Array.from([0x5b, 0x22, 0xc3, 0x22, 0x5d]))).toBeUndefined();
+  });
+
+  it('refuses an escape JSON.stringify would not write: the worker reads the input as exactly its output', () => {
+    // Valid JSON all, each the same phones JSON.stringify writes another way.
+    const written = [
+      String.raw`["\/"]`,
+      String.raw`["\u0041"]`,
+      String.raw`["\u0022"]`,
+      String.raw`["\u000a"]`,
+      String.raw`["\u001F"]`,
+      String.raw`["\uD83D"]`,
+      String.raw`["\ud83d\ude00"]`,
+      String.raw`["1","\u00e9"]`,
+    ];
+    for (const text of written) {
+      expect(parsedCount(Buffer.from(text)), text).toBeDefined();
+      expect(canonicalPhoneCount(Buffer.from(text)), text).toBeUndefined();
+    }
+    for (const text of [String.raw`["\"\\\n\u001f"]`, String.raw`["\ud83d"]`, String.raw`["\ude00x"]`])
+      expect(canonicalPhoneCount(Buffer.from(text)), text).toBe(1);
+  });
+
+  it('whatever it accepts is JSON.stringify of the phones it holds, byte for byte', () => {
+    const part = fc.constantFrom(
+      '1',
+      '"',
+      '\\',
+      '\\/',
+      '\\u0041',
+      '\\u001f',
+      '\\n',
+      '\\ud83d',
+      '\\ude00',
+      'é',
+    );
+    const bytes = fc.array(part, { maxLength: 8 }).map((parts) => Buffer.from(`["${parts.join('')}","2"]`));
+    fc.assert(
+      fc.property(bytes, (b) => {
+        if (canonicalPhoneCount(b) === undefined) return;
+        const text = b.toString('utf8');
+        expect(JSON.stringify(JSON.parse(text))).toBe(text);
+      }),
+      { numRuns: 5_000 },
+    );
   });
 });

@@ -118,6 +118,23 @@ describe('job scheduler through its gRPC API (real quota, adapter, Postgres, NAT
     expect((await h.db.query('SELECT 1 FROM jobs.jobs WHERE id = $1', [id])).rowCount).toBe(0);
   });
 
+  it('SubmitJob refuses an input that is not JSON.stringify of its phones, and stores nothing of it', async () => {
+    // Valid JSON each, and the phones are fine: but the worker reads the input as JSON.stringify's output
+    // exactly, so an input written another way is refused here, not failed when it runs.
+    for (const text of [String.raw`["\/"]`, String.raw`["\u0035"]`, '[ "5"]', String.raw`["\ud83d\ude00"]`]) {
+      const id = randomUUID();
+      const refused = h.jobs.submitJob({
+        jobId: id,
+        orgId: h.org,
+        reservationId: `res_${id}`,
+        country: 'mx',
+        canonicalPhones: Buffer.from(text),
+      });
+      expect(await reason(refused), text).toBe('validation_error');
+      expect((await h.db.query('SELECT 1 FROM jobs.jobs WHERE id = $1', [id])).rowCount).toBe(0);
+    }
+  });
+
   it("another organization's job is indistinguishable from a missing one", async () => {
     const job = await h.submit(['55 1111 2222']);
     const other = await reason(h.jobs.getJob({ orgId: 'org_other', jobId: job.jobId }));

@@ -46,19 +46,24 @@ function phoneString(bytes: Uint8Array, start: number): number {
     i++;
   }
   if (bytes[i] === QUOTE) return i + 1;
-  return phoneStringRest(bytes, i, i - start - 1);
+  return phoneStringRest(bytes, start, i, i - start - 1);
 }
 
-/** The rest of a JSON string from `at`, `points` characters already counted (none half a pair). */
-function phoneStringRest(bytes: Uint8Array, at: number, points: number): number {
+/**
+ * The rest of a JSON string opened at `start`, from `at`, `points` characters already counted (none
+ * half a pair). A string with an escape must be written as `JSON.stringify` writes its phone.
+ */
+function phoneStringRest(bytes: Uint8Array, start: number, at: number, points: number): number {
   let highPending = false;
+  let escaped = false;
   let i = at;
   for (;;) {
     if (i >= bytes.length) return -1;
     const c = bytes[i]!;
-    if (c === QUOTE) return i + 1;
+    if (c === QUOTE) return !escaped || canonicalPhone(bytes, start, i + 1) !== undefined ? i + 1 : -1;
     if (c < 0x20) return -1;
     if (c === BACKSLASH) {
+      escaped = true;
       const e = bytes[i + 1];
       if (e === 0x75) {
         const unit = unicodeEscape(bytes, i);
@@ -94,11 +99,29 @@ function phoneStringRest(bytes: Uint8Array, at: number, points: number): number 
 }
 
 /**
+ * The phone of the JSON string `bytes[start, end)` (its quotes included) when it is exactly what
+ * `JSON.stringify` writes for that phone, else undefined. For strings with an escape, the rare case:
+ * `JSON.stringify` escapes only `"`, `\`, control characters and lone surrogates, in one way each
+ * (`\/`, `\u0041` or a surrogate pair written as escapes are valid JSON, but never its output).
+ */
+function canonicalPhone(bytes: Uint8Array, start: number, end: number): string | undefined {
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('utf8');
+  let phone: unknown;
+  try {
+    phone = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  return typeof phone === 'string' && JSON.stringify(phone) === text ? phone : undefined;
+}
+
+/**
  * The number of phones of a canonical durable input, or undefined when it is not one: exactly what
  * `JSON.stringify(phones)` writes for an array of at most 500,000 strings of at most 64 characters
- * (no whitespace), in well-formed UTF-8. Checked on the bytes, without building 500,000 strings (the
- * worker parses the input when it runs the job). Stricter than `JSON.parse` (no whitespace, no invalid
- * UTF-8), never more lenient.
+ * (no whitespace, an escape only where `JSON.stringify` writes one), in well-formed UTF-8: the form the
+ * worker reads (CanonicalInputReader), so an input admitted here can be run. Checked on the bytes,
+ * without building 500,000 strings. Stricter than `JSON.parse` (no whitespace, no invalid UTF-8, no
+ * escape `JSON.stringify` would not write), never more lenient.
  */
 export function canonicalPhoneCount(bytes: Uint8Array): number | undefined {
   if (bytes.length < 2 || bytes[0] !== 0x5b || bytes[bytes.length - 1] !== 0x5d) return undefined;
@@ -221,10 +244,8 @@ export class CanonicalInputReader {
 
 /** An escaped element's phone, which must be written as `JSON.stringify` writes it, into `decoded`. */
 function decodeEscaped(bytes: Buffer, start: number, end: number, decoded: Map<number, Buffer>): void {
-  const text = bytes.toString('utf8', start, end);
-  const phone: unknown = JSON.parse(text);
-  if (typeof phone !== 'string' || JSON.stringify(phone) !== text)
-    throw new Error('the input is not a canonical JSON array');
+  const phone = canonicalPhone(bytes, start, end);
+  if (phone === undefined) throw new Error('the input is not a canonical JSON array');
   decoded.set(start, Buffer.from(phone, 'utf8'));
 }
 

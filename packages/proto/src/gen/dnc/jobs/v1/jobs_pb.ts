@@ -130,7 +130,9 @@ export type SubmitJobRequest = Message<'dnc.jobs.v1.SubmitJobRequest'> & {
 
   /**
    * The inputs as one UTF-8 JSON array of strings (the canonical durable input), in order: one bytes
-   * field instead of up to 500,000 strings to encode and decode.
+   * field instead of up to 500,000 strings to encode and decode. Exactly `JSON.stringify(phones)`: no
+   * whitespace, an escape only where JSON.stringify writes one; anything else is INVALID_ARGUMENT
+   * (the worker reads the input as exactly that form).
    *
    * @generated from field: bytes canonical_phones = 6;
    */
