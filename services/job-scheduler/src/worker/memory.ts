@@ -20,8 +20,10 @@ export function jobMemoryCost(inputBytes: number, inputCount: number): number {
 }
 
 /**
- * Heap kept out of the job budget: the process itself (~40 MiB) and one parse at its peak (the
- * largest input's text and array at once, ~60 MB), with room for the garbage collector.
+ * Memory kept out of the job budget: the process itself (~40 MiB) and a segment being read (since the
+ * phones stay bytes, the segment, its carry-over and where its elements start: a few MiB). Sized when
+ * a whole input was parsed into strings at once (its text and array, ~60 MB) and kept at that: an upper
+ * bound, with room for the garbage collector.
  */
 export const PARSE_RESERVE_BYTES = 128 * MiB;
 
