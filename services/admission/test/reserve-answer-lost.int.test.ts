@@ -39,6 +39,9 @@ async function openReservations(orgId: string): Promise<number> {
   return r.rows[0].n as number;
 }
 
+/** Open connections quota's pool holds before the mute: more than its health probe can take meanwhile. */
+const WARM_CONNECTIONS = 4;
+
 async function until(what: string, check: () => Promise<boolean>, ms = 5_000): Promise<void> {
   const end = Date.now() + ms;
   while (!(await check())) {
@@ -59,7 +62,16 @@ describe.each([
     // The reserve reaches PostgreSQL (over a connection quota's pool holds open: a new one could not
     // even log in) and commits; its answer does not come back. Once the reservation is in the ledger,
     // every connection of quota's pool is cut.
-    await h.account(c.orgId, 'mx');
+    //
+    // Quota's health probe (`SELECT 1` every second) takes an idle connection of the same pool: under
+    // the mute its answer never comes, and that connection stays taken. With one connection open, a
+    // probe that fires between the mute and the reserve leaves the reserve only a new connection, which
+    // cannot log in (a CI run failed so). The pool holds several open connections first, so a probe
+    // cannot take the last one.
+    await until(`quota's pool holds ${WARM_CONNECTIONS} open connections`, async () => {
+      await Promise.all(Array.from({ length: 2 * WARM_CONNECTIONS }, () => h.account(c.orgId, 'mx')));
+      return proxy.open >= WARM_CONNECTIONS;
+    });
     proxy.setFault({ kind: 'mute' });
     const admitted = outcome(admission.admit(req));
     await until('the reservation is committed', async () => (await openReservations(c.orgId)) === 1);
