@@ -4,7 +4,7 @@
 // build and serialize the result with @dnc/kit's buildScrubResult. No network, no admission, no quota,
 // no storage: what is left when everything that makes it a service is taken away.
 //
-//   node scripts/bench/floor.mjs [--size 10000000] [--runs 20] [--job 500000] [--smoke]
+//   node scripts/bench/floor.mjs [--size 10000000] [--runs 20] [--job 500000] [--only job] [--smoke]
 //
 // Prints one JSON object; `npm run bench` runs it as a child process and prints each service figure
 // beside its floor.
@@ -274,6 +274,16 @@ export async function runFloor(options) {
   const parts = await adapterParts();
   const numbering = parts.createNumbering(COUNTRY, 'fast');
   const { index, index_build_ms } = indexFloor(parts, numbering, options.size);
+  if (options.only === 'job') {
+    // The v2 part alone, measured again right before the v2 phases (run.mjs).
+    return {
+      size: options.size,
+      cores: availableParallelism(),
+      index_build_ms,
+      ...jobFloor(numbering, index, options),
+      rss_mib: Math.round(process.memoryUsage().rss / 2 ** 20),
+    };
+  }
   const v1 = v1Floor(numbering, index, options);
   return {
     size: options.size,
@@ -294,6 +304,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
       runs: { type: 'string' },
       job: { type: 'string' },
       'small-job': { type: 'string' },
+      only: { type: 'string' },
       smoke: { type: 'boolean', default: false },
     },
   });
@@ -306,6 +317,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     jobSize: Number(values.job ?? (smoke ? 20_000 : 500_000)),
     concurrentJobSize: Number(values['small-job'] ?? (smoke ? 5_000 : 100_000)),
     singleMs: smoke ? 500 : 3_000,
+    only: values.only,
   });
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 }

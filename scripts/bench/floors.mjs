@@ -15,8 +15,11 @@ import { body, inputs } from './workload.mjs';
 
 const run = promisify(execFile);
 
-/** The work of a scrub in ONE process (floor.mjs as a child process, nothing else in it). */
-export function runFloorProcess() {
+/**
+ * The work of a scrub in ONE process (floor.mjs as a child process, nothing else in it); with `only:
+ * 'job'`, its v2 part alone (measured again right before the v2 phases, the stack up and idle).
+ */
+export function runFloorProcess({ only } = {}) {
   const floorArgs = [
     path.join(ROOT, 'scripts/bench/floor.mjs'),
     '--size',
@@ -28,6 +31,7 @@ export function runFloorProcess() {
     '--small-job',
     String(CONFIG.small_job_size),
   ];
+  if (only) floorArgs.push('--only', only);
   if (smoke) floorArgs.push('--smoke');
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, floorArgs, { stdio: ['ignore', 'pipe', 'inherit'] });

@@ -251,6 +251,16 @@ function v2Rows(r, add) {
     fmtRatio(ratio(j.total_ms, fj.total.p50)),
     '<= 3x floor',
   );
+  const twice = r.floor_v2_measured;
+  if (twice)
+    add(
+      'v2',
+      '  its floor, measured at the start / right before the v2 phases',
+      `${ms(twice.at_start.v2_job_ms.total.p50)} / ${ms(twice.before_v2.v2_job_ms.total.p50)}`,
+      ms(fj.total.p50),
+      '',
+      'every v2 ratio: against the faster',
+    );
   add(
     'v2',
     '  admission (POST until 202)',
