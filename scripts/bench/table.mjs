@@ -228,6 +228,20 @@ function v1LoadRows(r, add) {
   );
 }
 
+/** The v2 floor, measured twice (run.mjs `v2FloorAgain`): both, and the one judged by. */
+function v2FloorRow(r, add) {
+  const twice = r.floor_v2_measured;
+  if (!twice) return;
+  add(
+    'v2',
+    '  its floor, measured at the start / right before the v2 phases',
+    `${ms(twice.at_start.v2_job_ms.total.p50)} / ${ms(twice.before_v2.v2_job_ms.total.p50)}`,
+    ms(r.floor.v2_job_ms.total.p50),
+    '',
+    'every v2 ratio: against the faster',
+  );
+}
+
 function v2Rows(r, add) {
   if (!r.v2_job || r.v2_error) {
     add(
@@ -251,16 +265,7 @@ function v2Rows(r, add) {
     fmtRatio(ratio(j.total_ms, fj.total.p50)),
     '<= 3x floor',
   );
-  const twice = r.floor_v2_measured;
-  if (twice)
-    add(
-      'v2',
-      '  its floor, measured at the start / right before the v2 phases',
-      `${ms(twice.at_start.v2_job_ms.total.p50)} / ${ms(twice.before_v2.v2_job_ms.total.p50)}`,
-      ms(fj.total.p50),
-      '',
-      'every v2 ratio: against the faster',
-    );
+  v2FloorRow(r, add);
   add(
     'v2',
     '  admission (POST until 202)',
