@@ -270,28 +270,26 @@ function jobFloor(numbering, index, { size, runs, jobSize, concurrentJobSize }) 
   };
 }
 
+/** v1's floors and the adapter's; skipped with `only: 'job'`. */
+async function v1Floors(parts, numbering, index, options) {
+  const v1 = v1Floor(numbering, index, options);
+  return {
+    ...v1.figures,
+    v1_single: singleFloor(numbering, index, options),
+    ...(await checkFloor(parts, numbering, index, v1.v1, options)),
+  };
+}
+
 export async function runFloor(options) {
   const parts = await adapterParts();
   const numbering = parts.createNumbering(COUNTRY, 'fast');
   const { index, index_build_ms } = indexFloor(parts, numbering, options.size);
-  if (options.only === 'job') {
-    // The v2 part alone, measured again right before the v2 phases (run.mjs).
-    return {
-      size: options.size,
-      cores: availableParallelism(),
-      index_build_ms,
-      ...jobFloor(numbering, index, options),
-      rss_mib: Math.round(process.memoryUsage().rss / 2 ** 20),
-    };
-  }
-  const v1 = v1Floor(numbering, index, options);
   return {
     size: options.size,
     cores: availableParallelism(),
     index_build_ms,
-    ...v1.figures,
-    v1_single: singleFloor(numbering, index, options),
-    ...(await checkFloor(parts, numbering, index, v1.v1, options)),
+    // `only: 'job'`: the v2 part alone, measured again right before the v2 phases (run.mjs).
+    ...(options.only === 'job' ? {} : await v1Floors(parts, numbering, index, options)),
     ...jobFloor(numbering, index, options),
     rss_mib: Math.round(process.memoryUsage().rss / 2 ** 20),
   };

@@ -17,7 +17,7 @@ import { args, CONFIG, log, ROOT, smoke } from './config.mjs';
 import { httpFloor, pgFloor, runFloorProcess } from './floors.mjs';
 import { rssNow } from './memory.mjs';
 import { printReport } from './report.mjs';
-import { fasterV2Floor, now, round } from './stats.mjs';
+import { fasterV2Floor, now, round, v2FloorOf } from './stats.mjs';
 import { environment, rssMiB } from './system.mjs';
 import { benchV1Batch, benchV1FixedSplit, benchV1Lone, benchV1LoneWarmUp, benchV1Sustained } from './v1.mjs';
 import { benchV2Concurrent, benchV2First, benchV2Repeated } from './v2.mjs';
@@ -110,13 +110,7 @@ async function v1Phases(ctx, results) {
 async function v2FloorAgain(results) {
   log('floor again, its v2 part: right before the v2 phases');
   const again = await runFloorProcess({ only: 'job' });
-  const pick = (f) => ({
-    v2_job_ms: f.v2_job_ms,
-    v2_job_result_bytes: f.v2_job_result_bytes,
-    v2_small_job_ms: f.v2_small_job_ms,
-    v2_4_jobs_ms: f.v2_4_jobs_ms,
-  });
-  results.floor_v2_measured = { at_start: pick(results.floor), before_v2: pick(again) };
+  results.floor_v2_measured = { at_start: v2FloorOf(results.floor), before_v2: v2FloorOf(again) };
   Object.assign(results.floor, fasterV2Floor(results.floor, again));
 }
 

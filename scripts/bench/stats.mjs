@@ -42,6 +42,15 @@ export function sig(x) {
   return Number.isFinite(x) && x !== 0 ? Number(x.toPrecision(3)) : x;
 }
 
+const V2_JOB_FLOOR = ['v2_job_ms', 'v2_job_result_bytes'];
+const V2_SMALL_JOBS_FLOOR = ['v2_small_job_ms', 'v2_4_jobs_ms'];
+const fields = (f, keys) => Object.fromEntries(keys.map((k) => [k, f[k]]));
+
+/** The v2 figures of a floor (floor.mjs's output). */
+export function v2FloorOf(floor) {
+  return fields(floor, [...V2_JOB_FLOOR, ...V2_SMALL_JOBS_FLOOR]);
+}
+
 /**
  * The v2 floor to judge by, of two measured (at the bench's start and right before its v2 phases): for
  * each figure the faster of the two, so that a VM slowing down between them never flatters a ratio.
@@ -50,10 +59,5 @@ export function sig(x) {
 export function fasterV2Floor(start, again) {
   const job = again.v2_job_ms.total.p50 < start.v2_job_ms.total.p50 ? again : start;
   const small = again.v2_4_jobs_ms < start.v2_4_jobs_ms ? again : start;
-  return {
-    v2_job_ms: job.v2_job_ms,
-    v2_job_result_bytes: job.v2_job_result_bytes,
-    v2_small_job_ms: small.v2_small_job_ms,
-    v2_4_jobs_ms: small.v2_4_jobs_ms,
-  };
+  return { ...fields(job, V2_JOB_FLOOR), ...fields(small, V2_SMALL_JOBS_FLOOR) };
 }
