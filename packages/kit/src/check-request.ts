@@ -3,6 +3,12 @@ import { WireType } from '@bufbuild/protobuf/wire';
 import type { Timestamp } from '@bufbuild/protobuf/wkt';
 import { type CallOptions, type Client, Code, ConnectError } from '@connectrpc/connect';
 import { registryv1 } from '@dnc/proto';
+import {
+  type CheckAnswer,
+  type CheckResponseWire,
+  checkAnswerOf,
+  type RegistryAdapterCheck,
+} from './check-answer.js';
 
 const PHONES_FIELD = 2;
 const PHONES_TAG = (PHONES_FIELD << 3) | WireType.LengthDelimited;
@@ -186,7 +192,8 @@ function utf8PhonesField(phones: readonly string[], tagged: boolean): Buffer {
   return data;
 }
 
-type AdapterClient = Client<typeof registryv1.RegistryAdapterService>;
+/** A client of an adapter's Check (`createClient(RegistryAdapterCheck, transport)`). */
+export type AdapterClient = Client<typeof RegistryAdapterCheck>;
 
 /** How long a client sends `phones` to an adapter that ignored `phone_list`, before it tries again. */
 export const PHONES_ONLY_MS = 60_000;
@@ -209,7 +216,16 @@ export async function checkAt(
   country: string,
   phones: readonly string[] | PhoneList,
   options: CallOptions = {},
-): Promise<registryv1.CheckResponse> {
+): Promise<CheckAnswer> {
+  return checkAnswerOf(await checkOnce(client, country, phones, options));
+}
+
+async function checkOnce(
+  client: AdapterClient,
+  country: string,
+  phones: readonly string[] | PhoneList,
+  options: CallOptions,
+): Promise<CheckResponseWire> {
   const until = phonesOnlyUntil.get(client);
   if (phoneCount(phones) === 0 || (until !== undefined && Date.now() < until))
     return client.check(checkRequest(country, phones), options);

@@ -7,11 +7,13 @@ import { connectNodeAdapter } from '@connectrpc/connect-node';
 import { registryv1 } from '@dnc/proto';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
+  type AdapterClient,
   checkAt,
   createRpcServer,
   grpcTransport,
   PHONE_LIST_HEADER,
   PHONES_ONLY_MS,
+  RegistryAdapterCheck,
   rpcTransport,
   type Security,
 } from '../src/index.js';
@@ -68,10 +70,7 @@ describe.each(Object.entries(transports))('checkAt over %s', (_name, transport) 
   const servers: http2.Http2Server[] = [];
   const sessions: http2.ServerHttp2Session[] = [];
   const received: Record<Behaviour, Received[]> = { reads: [], ignores: [], 'refuses-empty': [] };
-  const clients = {} as Record<
-    Behaviour,
-    ReturnType<typeof createClient<typeof registryv1.RegistryAdapterService>>
-  >;
+  const clients = {} as Record<Behaviour, AdapterClient>;
 
   beforeAll(async () => {
     for (const behaviour of ['reads', 'ignores', 'refuses-empty'] as const) {
@@ -83,7 +82,7 @@ describe.each(Object.entries(transports))('checkAt over %s', (_name, transport) 
       await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
       servers.push(server);
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-      clients[behaviour] = createClient(registryv1.RegistryAdapterService, transport(url));
+      clients[behaviour] = createClient(RegistryAdapterCheck, transport(url));
     }
   });
   afterEach(() => {
@@ -96,7 +95,7 @@ describe.each(Object.entries(transports))('checkAt over %s', (_name, transport) 
   });
 
   const phones = ['9001', '3001', '', '9002', 'ñ 55', '9001'];
-  const expected = phones.map(outcomeOf);
+  const expected = Uint8Array.from(phones.map(outcomeOf));
 
   it('sends phone_list to an adapter that reads it, every time', async () => {
     for (let i = 0; i < 3; i++) {
@@ -142,7 +141,7 @@ describe.each(Object.entries(transports))('checkAt over %s', (_name, transport) 
 
   it('no phones: a plain request, answered with no outcomes', async () => {
     const answer = await checkAt(clients.reads, 'co', []);
-    expect(answer.outcomes).toEqual([]);
+    expect(answer.outcomes).toEqual(new Uint8Array());
     expect(received.reads).toEqual([{ form: 'none', count: 0 }]);
   });
 
@@ -177,7 +176,7 @@ describe('checkAt against an adapter that ignores phone_list, near the call time
     server.on('session', (s: http2.ServerHttp2Session) => sessions.push(s));
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    const client = createClient(registryv1.RegistryAdapterService, rpcTransport(url));
+    const client = createClient(RegistryAdapterCheck, rpcTransport(url));
     try {
       const started = Date.now();
       const error = await checkAt(client, 'co', ['3001'], { timeoutMs: 500 }).catch((e) => e);

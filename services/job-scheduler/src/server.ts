@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type { Client } from '@connectrpc/connect';
 import {
+  type AdapterClient,
   AdapterDirectory,
   adapterEntryVerifier,
   adapterIdentity,
@@ -20,11 +21,12 @@ import {
   PostgresAuditLog,
   probePostgres,
   provisionJetStream,
+  RegistryAdapterCheck,
   type Service,
   serviceClient,
   startService,
 } from '@dnc/kit';
-import { jobsv1, quotav1, registryv1 } from '@dnc/proto';
+import { jobsv1, quotav1 } from '@dnc/proto';
 import type { JobsConfig } from './config.js';
 import { KeyRing } from './crypto/envelope.js';
 import { BLOB_FORMAT } from './crypto/segment-codec.js';
@@ -210,7 +212,7 @@ async function startWorker(core: Core): Promise<void> {
   directory.followConnection(nc);
   await directory.start();
   service.onClose('adapter directory', () => directory.stop());
-  const adapterClients = new Map<string, Client<typeof registryv1.RegistryAdapterService>>();
+  const adapterClients = new Map<string, AdapterClient>();
   const worker = new JobWorker(
     {
       nc,
@@ -223,7 +225,7 @@ async function startWorker(core: Core): Promise<void> {
         const key = `${country} ${address}`;
         let c = adapterClients.get(key);
         if (!c) {
-          c = serviceClient(registryv1.RegistryAdapterService, address, config.DNC_ADAPTER_CALL_TIMEOUT_MS, {
+          c = serviceClient(RegistryAdapterCheck, address, config.DNC_ADAPTER_CALL_TIMEOUT_MS, {
             security: service.security,
             peer: adapterIdentity(country),
           });

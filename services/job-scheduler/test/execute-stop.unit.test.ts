@@ -1,5 +1,11 @@
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
-import { type AdapterDirectory, type AdapterEntry, PHONE_LIST_HEADER } from '@dnc/kit';
+import {
+  type AdapterDirectory,
+  type AdapterEntry,
+  CheckResponseWireSchema,
+  PHONE_LIST_HEADER,
+} from '@dnc/kit';
 import { registryv1 } from '@dnc/proto';
 import { describe, expect, it } from 'vitest';
 import {
@@ -28,6 +34,15 @@ const entry: AdapterEntry = {
 };
 const directory = { pick: () => entry, instances: () => [entry] } as unknown as AdapterDirectory;
 
+/** An adapter's answer of one SAFE outcome, as the worker's client reads it (kit RegistryAdapterCheck). */
+const safeAnswer = fromBinary(
+  CheckResponseWireSchema,
+  toBinary(
+    registryv1.CheckResponseSchema,
+    create(registryv1.CheckResponseSchema, { outcomes: [registryv1.Outcome.SAFE] }),
+  ),
+);
+
 /** An adapter whose every call takes `ms`, honours its abort signal, and records when calls run. */
 function slowAdapter(ms: number) {
   const log: { started: number; finished?: number; aborted?: boolean }[] = [];
@@ -40,7 +55,7 @@ function slowAdapter(ms: number) {
           call.finished = performance.now();
           // An adapter that reads phone_list says so (kit checkAt), else each call is sent twice.
           opts.onHeader?.(new Headers({ [PHONE_LIST_HEADER]: '1' }));
-          resolve({ outcomes: [registryv1.Outcome.SAFE], snapshotTime: undefined });
+          resolve(safeAnswer);
         }, ms);
         opts.signal.addEventListener('abort', () => {
           clearTimeout(t);

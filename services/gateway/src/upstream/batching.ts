@@ -2,6 +2,7 @@ import { create } from '@bufbuild/protobuf';
 import {
   Batcher,
   type BatcherOptions,
+  type CheckAnswer,
   Code,
   ConnectError,
   checkAt,
@@ -9,7 +10,7 @@ import {
   Histogram,
   type Registry,
 } from '@dnc/kit';
-import { admissionv1, type registryv1 } from '@dnc/proto';
+import { admissionv1 } from '@dnc/proto';
 import type { AdmitRequest, Upstream } from '../flows/port.js';
 import type { UpstreamClients } from './clients.js';
 
@@ -124,7 +125,7 @@ export function batchedCalls(upstreams: UpstreamClients, metrics?: Registry): Ba
   );
 
   // One batcher per adapter address (and country).
-  const checks = new Map<string, Batcher<Timed<readonly string[]>, registryv1.CheckResponse>>();
+  const checks = new Map<string, Batcher<Timed<readonly string[]>, CheckAnswer>>();
   function checkBatcher(address: string, country: string) {
     const key = `${country} ${address}`;
     let batcher = checks.get(key);
@@ -156,8 +157,8 @@ function sharedChecks(
   address: string,
   country: string,
   options: BatcherOptions,
-): Batcher<Timed<readonly string[]>, registryv1.CheckResponse> {
-  return new Batcher<Timed<readonly string[]>, registryv1.CheckResponse>(
+): Batcher<Timed<readonly string[]>, CheckAnswer> {
+  return new Batcher<Timed<readonly string[]>, CheckAnswer>(
     (items) =>
       sendLive(items, async (live, timeoutMs) => {
         const phones = live.length === 1 ? live[0]!.value : live.flatMap((i) => i.value);
@@ -167,7 +168,7 @@ function sharedChecks(
         if (live.length === 1) return [answer];
         let offset = 0;
         return live.map((i) => {
-          const outcomes = answer.outcomes.slice(offset, offset + i.value.length);
+          const outcomes = answer.outcomes.subarray(offset, offset + i.value.length);
           offset += i.value.length;
           return { ...answer, outcomes };
         });

@@ -1,10 +1,16 @@
 import { type Client, createClient, type Transport } from '@connectrpc/connect';
-import { adapterIdentity, rpcTransport, type Security } from '@dnc/kit';
-import { admissionv1, healthv1, jobsv1, registryv1 } from '@dnc/proto';
+import {
+  type AdapterClient,
+  adapterIdentity,
+  RegistryAdapterCheck,
+  rpcTransport,
+  type Security,
+} from '@dnc/kit';
+import { admissionv1, healthv1, jobsv1 } from '@dnc/proto';
 
 export type AdmissionClient = Client<typeof admissionv1.AdmissionService>;
 export type JobsClient = Client<typeof jobsv1.JobsService>;
-export type AdapterClient = Client<typeof registryv1.RegistryAdapterService>;
+export type { AdapterClient };
 
 /** The Connect clients of the services behind the gateway. */
 export interface UpstreamClients {
@@ -36,7 +42,7 @@ export function upstreamClients(transports: UpstreamTransports): UpstreamClients
       const key = `${country} ${address}`;
       let client = adapters.get(key);
       if (!client) {
-        client = createClient(registryv1.RegistryAdapterService, transports.adapter(address, country));
+        client = createClient(RegistryAdapterCheck, transports.adapter(address, country));
         adapters.set(key, client);
       }
       return client;

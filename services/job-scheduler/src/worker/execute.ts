@@ -1,8 +1,7 @@
 import { timestampDate } from '@bufbuild/protobuf/wkt';
-import { type Client, Code, ConnectError } from '@connectrpc/connect';
-import type { AdapterDirectory } from '@dnc/kit';
+import { Code, ConnectError } from '@connectrpc/connect';
+import type { AdapterClient, AdapterDirectory } from '@dnc/kit';
 import { checkAt } from '@dnc/kit';
-import type { registryv1 } from '@dnc/proto';
 import { backoffMs, classifyAdapterError, type FailureCause, JobFailure } from '../domain/failures.js';
 import type { InputElements } from '../domain/input-elements.js';
 import { isConclusive } from '../domain/result.js';
@@ -46,10 +45,7 @@ export interface ExecutionOptions {
 }
 
 /** The adapter client for an address discovery gave, which must prove it serves `country`. */
-export type AdapterClients = (
-  address: string,
-  country: string,
-) => Client<typeof registryv1.RegistryAdapterService>;
+export type AdapterClients = (address: string, country: string) => AdapterClient;
 
 const defaultSleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {

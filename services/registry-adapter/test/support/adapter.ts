@@ -8,6 +8,7 @@ import {
   clientTls,
   grpcTransport,
   parseConfig,
+  RegistryAdapterCheck,
   rpcTransport,
   type Security,
 } from '@dnc/kit';
@@ -132,6 +133,12 @@ export function adapterClients(address: string) {
     json: createClient(registryv1.RegistryAdapterService, json),
     inspect: createClient(registryv1.RegistryAdapterService, asOperator),
     admin: createClient(registryv1.RegistryAdminService, asOperator),
+    // Check as the platform's clients call it (kit checkAt: the answer read as bytes), per protocol.
+    checks: {
+      grpc: createClient(RegistryAdapterCheck, asGateway),
+      connect: createClient(RegistryAdapterCheck, connect),
+      json: createClient(RegistryAdapterCheck, json),
+    },
   };
 }
 
