@@ -8,6 +8,7 @@ import {
   segmentsOf,
 } from '../crypto/envelope.js';
 import { BLOB_FORMAT, type BlobFormat, frameSegment, unframeSegment } from '../crypto/segment-codec.js';
+import { readSegments } from './segment-copy.js';
 
 /** Segments per read, and decompressing at once. */
 const READ_BATCH = 4;
@@ -138,17 +139,10 @@ export async function* readBlob(pool: Pool, keys: KeyRing, binding: BlobBinding)
   const row = head.rows[0];
   if (!row) throw new BlobMissing();
   const dek = keys.unwrap(row.kek_id, row.wrapped_dek, binding);
-  // A batch fetched ahead may never be awaited (the reader stopped): observed.
+  // A batch fetched ahead may never be awaited (the reader stopped): observed. Read as stored (binary
+  // COPY), not as hex text.
   const fetchBatch = (from: number) =>
-    observed(
-      pool
-        .query<{ seq: number; sealed: Buffer }>(
-          `SELECT seq, sealed FROM jobs.job_blob_segments
-           WHERE job_id = $1 AND kind = $2 AND seq >= $3 AND seq < $4 ORDER BY seq`,
-          [binding.jobId, binding.kind, from, from + READ_BATCH],
-        )
-        .then((r) => r.rows),
-    );
+    observed(readSegments(pool, binding.jobId, binding.kind, from, from + READ_BATCH));
   try {
     // The next batch is fetched while this one is opened, and a batch's segments decompress at once
     // on the libuv pool; they are yielded in order.
