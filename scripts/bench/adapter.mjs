@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fromBinary, toBinary } from '@bufbuild/protobuf';
 import { createClient } from '@connectrpc/connect';
-import { checkAt, checkRequest, rpcTransport } from '@dnc/kit';
+import { checkAt, checkRequest, RegistryAdapterCheck, rpcTransport } from '@dnc/kit';
 import { quotav1, registryv1 } from '@dnc/proto';
 import grpc from '@grpc/grpc-js';
 import { histogram, metricsText } from './bench-stack.mjs';
@@ -79,8 +79,9 @@ async function benchAdapterCheckRaw(ctx, phones, expected) {
 }
 
 export async function benchAdapterCheck(ctx) {
+  // The gateway's client: Check's answer read as bytes (kit RegistryAdapterCheck).
   const client = createClient(
-    registryv1.RegistryAdapterService,
+    RegistryAdapterCheck,
     await transportAs(ctx, 'gateway', `registry-adapter-${COUNTRY}`, ctx.stack.addresses.adapters[COUNTRY]),
   );
   const { phones, expected } = inputs(CONFIG.v1_batch, CONFIG.registry_size, 1);

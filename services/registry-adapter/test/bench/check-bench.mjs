@@ -223,6 +223,8 @@ async function abRounds({ caller, phones, expected, ports, pids, base }) {
       peer: 'registry-adapter-mx',
     });
     const client = createClient(registryv1.RegistryAdapterService, transport);
+    // The gateway's client reads Check's answer as bytes where that kit has it (RegistryAdapterCheck).
+    const checker = createClient(kit.RegistryAdapterCheck ?? registryv1.RegistryAdapterService, transport);
     const raw = new grpc.Client(`127.0.0.1:${ports[name]}`, grpcCredentials(caller.material.dir), {
       'grpc.max_receive_message_length': 64 << 20,
       'grpc.max_send_message_length': 64 << 20,
@@ -233,7 +235,7 @@ async function abRounds({ caller, phones, expected, ports, pids, base }) {
       // What the gateway sends: phone_list through checkAt where that kit has it (a base from before
       // it sends the phones records).
       gateway: kit.checkAt
-        ? () => kit.checkAt(client, 'mx', phones, { timeoutMs: 10_000 })
+        ? () => kit.checkAt(checker, 'mx', phones, { timeoutMs: 10_000 })
         : () => client.check(kit.checkRequest('mx', phones), { timeoutMs: 10_000 }),
       grpc: () =>
         new Promise((resolve, reject) =>
