@@ -35,8 +35,10 @@ const { OPTIONAL, REPEATED } = FieldDescriptorProto_Label;
  * the registry can resolve the real file's `Outcome` beside it.
  *
  * A JSON answer (Connect's `application/json`) decodes `outcomes` into `outcomes_json`, the same JSON
- * name on a field number the contract never uses; a binary answer never fills it unless it carries that
- * number, which the real CheckResponse would have ignored, and it is then ignored here too.
+ * name on a field number the contract never uses. A binary answer fills it only if it carries that
+ * number, which the real CheckResponse ignores: it is read only when the answer has no `outcomes`
+ * record at all (one that carried only that number, which no adapter writes, would then give outcomes
+ * where protobuf-es gives none; the callers refuse any answer whose count is not the phones sent).
  */
 const file = createFileRegistry(
   create(FileDescriptorProtoSchema, {
@@ -127,8 +129,8 @@ const oneByte = (value: number): number =>
  * UNSPECIFIED (inconclusive, as any value that is no Outcome already was for every caller).
  */
 export function outcomesOf(answer: CheckResponseWire): Uint8Array {
-  if (answer.outcomesJson.length > 0) return Uint8Array.from(answer.outcomesJson, oneByte);
   const records = (answer.$unknown ?? []).filter((r) => r.no === OUTCOMES_FIELD);
+  if (records.length === 0) return Uint8Array.from(answer.outcomesJson, oneByte);
   if (records.length === 1 && records[0]!.wireType === WireType.LengthDelimited) {
     const data = records[0]!.data;
     const reader = new BinaryReader(data);

@@ -94,6 +94,15 @@ describe("a Check answer's outcomes, read as bytes", () => {
     expect(answer.snapshotTime).toEqual(snapshotTime);
   });
 
+  it("a binary answer that also carries the JSON field's number: its outcomes record, as protobuf-es reads it", () => {
+    const w = new BinaryWriter();
+    w.tag(1, WireType.LengthDelimited).bytes(Uint8Array.from([Outcome.SAFE, Outcome.PROHIBITED]));
+    w.tag(536_870_911, WireType.Varint).int32(Outcome.INVALID_LENGTH);
+    const bytes = w.finish();
+    expect([...read(bytes).outcomes]).toEqual(asProtobufEsReadsIt(bytes));
+    expect([...read(bytes).outcomes]).toEqual([Outcome.SAFE, Outcome.PROHIBITED]);
+  });
+
   it('no outcomes: an empty answer', () => {
     const bytes = toBinary(
       registryv1.CheckResponseSchema,
