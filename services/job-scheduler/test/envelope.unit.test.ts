@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { KeyRing, openSegment, sealSegment, segmentsOf } from '../src/crypto/envelope.js';
 
@@ -46,5 +47,29 @@ describe('envelope encryption (AES-256-GCM, per-blob data key wrapped by a KEK w
     expect(parts.every((p) => p.length <= 1000)).toBe(true);
     expect(Buffer.concat(parts).toString('utf8')).toBe(whole);
     expect([...segmentsOf([''], 10)]).toHaveLength(1);
+  });
+
+  it('segments of any pieces: every segment full but the last, the bytes in order', () => {
+    const piece = fc.oneof(
+      fc.uint8Array({ maxLength: 40 }).map((a) => Buffer.from(a)),
+      fc.string({ maxLength: 30 }),
+    );
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 30 }), fc.integer({ min: 1, max: 64 }), (pieces, size) => {
+        const whole = Buffer.concat(pieces.map((p) => (typeof p === 'string' ? Buffer.from(p, 'utf8') : p)));
+        const parts = [...segmentsOf(pieces, size)];
+        expect(Buffer.concat(parts).equals(whole)).toBe(true);
+        expect(parts.length).toBe(Math.max(1, Math.ceil(whole.length / size)));
+        expect(parts.slice(0, -1).every((p) => p.length === size)).toBe(true);
+      }),
+    );
+  });
+
+  it('a submitted input (one buffer) is cut into views of it, not copies', () => {
+    const input = Buffer.alloc(5 * 1000 + 7, 0x31);
+    const parts = [...segmentsOf([input], 1000)];
+    expect(parts.map((p) => p.length)).toEqual([1000, 1000, 1000, 1000, 1000, 7]);
+    expect(parts.every((p) => p.buffer === input.buffer)).toBe(true);
+    expect(parts.map((p) => p.byteOffset - input.byteOffset)).toEqual([0, 1000, 2000, 3000, 4000, 5000]);
   });
 });
