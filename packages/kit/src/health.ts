@@ -11,12 +11,15 @@ export type DependencyProbe = () => Promise<boolean>;
 
 /**
  * Honest health: NOT_SERVING while draining or while any required dependency is down. Probes run
- * in the background on an interval, so a health check never waits on a dependency.
+ * in the background on an interval, so a health check never waits on a dependency. A probe past its
+ * timeout counts as down, and is not started again until it settles: a dependency that hangs gets
+ * one probe waiting on it, not one more per interval (each holding a pool's queue slot or socket).
  */
 export class HealthState {
   private draining = false;
   private readonly probes = new Map<string, DependencyProbe>();
   private readonly results = new Map<string, boolean>();
+  private readonly running = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -61,9 +64,12 @@ export class HealthState {
   private async probeAll(): Promise<void> {
     await Promise.all(
       [...this.probes].map(async ([name, probe]) => {
+        if (this.running.has(name)) return; // still hung: already counted down at its timeout
+        this.running.add(name);
+        const answer = (async () => probe())().finally(() => this.running.delete(name));
         let ok = false;
         try {
-          ok = await withTimeout(probe(), Math.max(200, this.intervalMs - 100));
+          ok = await withTimeout(answer, Math.max(200, this.intervalMs - 100));
         } catch {
           ok = false;
         }

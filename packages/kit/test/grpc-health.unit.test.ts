@@ -148,3 +148,34 @@ describe('grpc.health.v1 Watch and the drain', () => {
     }
   });
 });
+
+describe('HealthState probes', () => {
+  it('a probe still running is not started again: a hung dependency gets one probe, not one per tick', async () => {
+    // A PostgreSQL that accepts connections and never answers: every tick's `SELECT 1` would wait in
+    // the pool's queue behind the last, one more per second, for as long as it hangs.
+    let calls = 0;
+    let answer: ((ok: boolean) => void) | undefined;
+    const state = new HealthState(pino({ level: 'silent' }), 50);
+    state.require('db', () => {
+      calls++;
+      return new Promise<boolean>((resolve) => {
+        answer = resolve;
+      });
+    });
+    const starting = state.start();
+    try {
+      await starting; // the first probe times out (200 ms) without settling
+      await new Promise((r) => setTimeout(r, 400));
+      expect(calls).toBe(1);
+      expect(state.serving).toBe(false);
+      expect(state.failing()).toEqual(['db']);
+      // Once it answers, the next tick probes again, and its answer counts.
+      answer?.(true);
+      await expect.poll(() => calls, { timeout: 2_000 }).toBe(2);
+      answer?.(true);
+      await expect.poll(() => state.serving, { timeout: 2_000 }).toBe(true);
+    } finally {
+      state.stop();
+    }
+  });
+});
