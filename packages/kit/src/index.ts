@@ -14,6 +14,7 @@ export * from './nats.js';
 export * from './redis.js';
 export * from './request-context.js';
 export * from './result-bound.js';
+export * from './result-lists.js';
 export * from './run-main.js';
 export * from './scrub-result.js';
 export * from './security/audit.js';

@@ -1,6 +1,6 @@
 import { create } from '@bufbuild/protobuf';
-import { Code, createLogger, HealthState, publicError, Registry } from '@dnc/kit';
-import { admissionv1, jobsv1 } from '@dnc/proto';
+import { buildScrubResult, Code, createLogger, HealthState, publicError, Registry } from '@dnc/kit';
+import { admissionv1, jobsv1, registryv1 } from '@dnc/proto';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
@@ -180,6 +180,99 @@ describe('POST /v2/scrub: a body read in place from its bytes or parsed is the s
     const { r, admitted } = await post(JSON.stringify({ country: 'mx', phones: ['1', 'x'.repeat(65)] }));
     expect(r.statusCode).toBe(400);
     expect(r.json()).toMatchObject({ error: 'validation_error' });
+    expect(admitted).toEqual([]);
+  });
+});
+
+describe('POST /v1/scrub: a body read in place from its bytes or parsed is the same request', () => {
+  const { Outcome } = registryv1;
+  const cycle = [
+    Outcome.SAFE,
+    Outcome.PROHIBITED,
+    Outcome.INVALID_LENGTH,
+    Outcome.SAFE,
+    Outcome.INVALID_NUMBER,
+  ];
+  const few = ['+525512345678', '55 1234 5678', '(55) 1234-5678', 'x'.repeat(64), ''];
+  // Over CHECK_SHARE_MAX_INPUTS: its Check goes alone, as the body's bytes (phone_list).
+  const many = Array.from({ length: 300 }, (_, i) =>
+    i % 7 === 0 ? `55 ${1000_0000 + i}` : `+52551${1000000 + i}`,
+  );
+
+  /** The same phones, written compactly (read in place) and with spaces in the array (parsed). */
+  const bodies = (phones: string[]) => [
+    JSON.stringify({ country: 'mx', phones }),
+    `{ "phones": [ ${phones.map((p) => JSON.stringify(p)).join(' , ')} ], "country": "mx" }`,
+  ];
+
+  async function post(payload: string) {
+    const admitted: admissionv1.AdmitRequest[] = [];
+    const g = await gateway({
+      admit: (req) => {
+        admitted.push(req);
+        return {};
+      },
+      check: (count) => Array.from({ length: count }, (_, i) => cycle[i % cycle.length]!),
+    });
+    const r = await g.app.inject({
+      method: 'POST',
+      url: '/v1/scrub',
+      headers: {
+        authorization: 'Bearer dnc_test_key',
+        'idempotency-key': 'same',
+        'content-type': 'application/json',
+      },
+      payload,
+    });
+    return { r, admitted, checked: g.checked };
+  }
+
+  it('the same fingerprint and count, the same phones checked, the same answer byte for byte', async () => {
+    for (const phones of [few, many]) {
+      const [compact, spaced] = [await post(bodies(phones)[0]!), await post(bodies(phones)[1]!)];
+      for (const { r } of [compact, spaced]) expect(r.statusCode).toBe(200);
+      expect(compact.admitted[0]?.fingerprint).toBe(
+        fingerprint('test-secret-0123456789', 'v1', 'mx', phones),
+      );
+      expect(spaced.admitted[0]?.fingerprint).toBe(compact.admitted[0]?.fingerprint);
+      expect([compact.admitted[0]?.inputCount, spaced.admitted[0]?.inputCount]).toEqual([
+        phones.length,
+        phones.length,
+      ]);
+      expect(compact.checked).toEqual([phones]);
+      expect(spaced.checked).toEqual([phones]);
+      const outcomes = phones.map((_, i) => cycle[i % cycle.length]!);
+      expect(compact.r.body).toBe(JSON.stringify(buildScrubResult(phones, outcomes)));
+      expect(spaced.r.body).toBe(compact.r.body);
+    }
+  });
+
+  it('an answer that misses an outcome is never a result: 503 either way, nothing of it answered', async () => {
+    for (const text of bodies(few)) {
+      const g = await gateway({ check: (count) => Array.from({ length: count - 1 }, () => Outcome.SAFE) });
+      const r = await g.app.inject({
+        method: 'POST',
+        url: '/v1/scrub',
+        headers: {
+          authorization: 'Bearer dnc_test_key',
+          'idempotency-key': 'k',
+          'content-type': 'application/json',
+        },
+        payload: text,
+      });
+      expect(r.statusCode).toBe(503);
+      expect(r.json()).toMatchObject({ error: 'country_service_temporarily_unavailable' });
+      expect(r.body).not.toContain('5512345678');
+      expect(g.calls.some((c) => c.startsWith('abort '))).toBe(true);
+    }
+  });
+
+  it("10,001 phones are left to the parse and the schema: v1's maxItems answers its 413 as before", async () => {
+    const phones = Array.from({ length: 10_001 }, () => '5512345678');
+    const { r, admitted } = await post(JSON.stringify({ country: 'mx', phones }));
+    expect(r.statusCode).toBe(413);
+    expect(r.json()).toMatchObject({ error: 'payload_too_large' });
+    expect(r.json().message).toContain('10,000');
     expect(admitted).toEqual([]);
   });
 });

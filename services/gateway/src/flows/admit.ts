@@ -2,6 +2,7 @@ import { findDetail, type PhoneSequence } from '@dnc/kit';
 import { admissionv1 } from '@dnc/proto';
 import type { ScrubCaller } from '../auth.js';
 import { type CallFailure, callFailure, type FlowLog, type Upstream } from './port.js';
+import { BodyPhones } from './scrub-body.js';
 
 /** The body of POST /v1/scrub and POST /v2/scrub, once validated against the contract's schema. */
 export interface ScrubBody {
@@ -14,7 +15,8 @@ export interface ScrubRequest {
   caller: ScrubCaller;
   idempotencyKey: string;
   country: string;
-  phones: readonly string[];
+  /** As parsed, or read in place from the body's bytes (scrub-body.ts). */
+  phones: readonly string[] | BodyPhones;
 }
 
 /** The keyed fingerprint of (country, phones in order): all admission learns of the phones. */
@@ -59,6 +61,8 @@ export async function admitScrub(
 ): Promise<AdmitOutcome> {
   const { caller, country, phones } = request;
   const deferred = caller.kind === 'deferred';
+  // The phones' JSON when it is at hand (v2's durable input, a body read on its bytes): hashed as is.
+  const canonical = v2?.canonical ?? (phones instanceof BodyPhones ? phones.canonical : undefined);
   try {
     const admission = await deps.upstream.admit(
       {
@@ -67,9 +71,9 @@ export async function admitScrub(
           : { orgId: caller.orgId, keyId: caller.keyId, orgAssertion: caller.orgAssertion }),
         country,
         idempotencyKey: request.idempotencyKey,
-        fingerprint: deps.fingerprint(country, phones, v2?.canonical),
+        fingerprint: deps.fingerprint(country, phones, canonical),
         ...(deps.previousFingerprint
-          ? { previousFingerprints: [deps.previousFingerprint(country, phones, v2?.canonical)] }
+          ? { previousFingerprints: [deps.previousFingerprint(country, phones, canonical)] }
           : {}),
         inputCount: phones.length,
         kind,

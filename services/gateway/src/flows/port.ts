@@ -1,6 +1,7 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { type CheckAnswer, Code, ConnectError } from '@dnc/kit';
 import type { admissionv1, jobsv1 } from '@dnc/proto';
+import type { BodyPhones } from './scrub-body.js';
 
 /** The key and address a request presented, for authentication by admission. */
 export interface PresentedCredentials {
@@ -41,7 +42,12 @@ export interface Upstream {
   /** Steps 5-9 (and 0-3 first when the request carries `credentials`): admission.Admit. */
   admit(request: AdmitRequest, timeoutMs: number): Promise<admissionv1.AdmitResponse>;
   /** Outcomes of `phones`, in order, from the adapter at `address` (chosen by admission). */
-  check(address: string, country: string, phones: readonly string[], timeoutMs: number): Promise<CheckAnswer>;
+  check(
+    address: string,
+    country: string,
+    phones: readonly string[] | BodyPhones,
+    timeoutMs: number,
+  ): Promise<CheckAnswer>;
   /** A v1 admission completed: quota committed, usage recorded, idempotency completed. */
   complete(admissionId: string, timeoutMs: number): Promise<void>;
   /** An admission undone: reservation released, idempotency claim dropped. */

@@ -8,7 +8,7 @@ import {
 } from '@dnc/kit';
 import { decideFast, NUMBERING_RULES, outcomeOfNormalized, UNDECIDED } from '@dnc/numbering';
 import { canonicalFromBody } from './canonical-input.js';
-import { BodyPhones } from './durable-body.js';
+import { BodyPhones } from './scrub-body.js';
 
 /** A v2 job's durable input and the conservative estimate of its complete result (spec: v2 limits). */
 export interface DurableSizes {
@@ -46,7 +46,7 @@ export function structuralOutcome(country: 'mx' | 'ar' | 'co'): InvalidOutcomeOf
  * soon as the inputs not yet validated fit even at their worst. Technical countries (refused at
  * admission anyway) keep the worst case. `body`, when given, is the request body the phones were parsed
  * from: the canonical input is a slice of it when it already is that (canonical-input.ts). Phones read
- * on the body's bytes (durable-body.ts) carry that slice themselves.
+ * on the body's bytes (scrub-body.ts) carry that slice themselves.
  */
 export function durableInput(
   country: string,

@@ -5,9 +5,9 @@ import type { AuthenticatedCaller } from '../auth.js';
 import type { Deadline } from '../deadline.js';
 import { fromRpcError, type MappedError, toHttp } from '../errors.js';
 import { abortAdmission, admitScrub, type FlowDeps, type ScrubRequest } from './admit.js';
-import type { BodyPhones } from './durable-body.js';
 import { type CallFailure, callFailure, type Upstream } from './port.js';
 import { type DurableSizes, durableInput } from './result-estimate.js';
+import type { BodyPhones } from './scrub-body.js';
 
 const ABORT_TIMEOUT_MS = 2_000;
 /** ConfirmJob gets at least this long, even when the budget is nearly spent. */
@@ -22,7 +22,7 @@ export type V2Outcome = (
 
 /** A v2 scrub: always authenticated before its body was read (no authentication rides with Admit). */
 export type V2Request = Omit<ScrubRequest, 'phones'> & {
-  /** As parsed, or read in place from the body's bytes (durable-body.ts). */
+  /** As parsed, or read in place from the body's bytes (scrub-body.ts). */
   phones: readonly string[] | BodyPhones;
   caller: AuthenticatedCaller;
   /** The bytes the body was parsed from, when the route has them: the durable input may be a slice. */

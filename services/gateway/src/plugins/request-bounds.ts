@@ -5,7 +5,7 @@ import fp from 'fastify-plugin';
 import secureJson from 'secure-json-parse';
 import { BodyBudget, nestsDeeperThan } from '../body-budget.js';
 import { PublicHttpError } from '../errors.js';
-import { type BodyPhones, readDurableBody } from '../flows/durable-body.js';
+import { type BodyPhones, readScrubBody } from '../flows/scrub-body.js';
 import type { LingeringClose } from './lingering-close.js';
 
 /** Bodies up to this size are never counted nor kept waiting (a one-number request is ~100 bytes). */
@@ -23,16 +23,19 @@ declare module 'fastify' {
      */
     jsonBytes: Buffer | undefined;
     /**
-     * The phones of a v2 body read in place from its bytes (`phonesFromBytes` routes, when the bytes
-     * allow it: durable-body.ts). The parsed body then holds `phones: []`; these are its phones.
+     * The phones of a scrub body read in place from its bytes (`phonesFromBytes` routes, when the bytes
+     * allow it: scrub-body.ts). The parsed body then holds `phones: []`; these are its phones.
      */
     bodyPhones: BodyPhones | undefined;
   }
   interface FastifyContextConfig {
     /** The route reads `request.jsonBytes` (otherwise not kept: the bytes are garbage once parsed). */
     keepJsonBytes?: boolean;
-    /** The route's body is a v2 scrub body, and the route reads `request.bodyPhones` first. */
-    phonesFromBytes?: boolean;
+    /**
+     * The route's body is a scrub body whose schema allows this many phones (its `maxItems`), and the
+     * route reads `request.bodyPhones` first.
+     */
+    phonesFromBytes?: number;
   }
 }
 
@@ -134,9 +137,9 @@ export const requestBounds = fp(
       }
       const bytes = body as Buffer;
       const config = request.routeOptions.config;
-      // A v2 body read in place: the route's schema still judges what it holds but the phones (an empty
-      // array stands for them); the byte reader has held each phone to the schema's rules already.
-      const read = config.phonesFromBytes ? readDurableBody(bytes) : undefined;
+      // A scrub body read in place: the route's schema still judges what it holds but the phones (an
+      // empty array stands for them); the byte reader has held each phone to the schema's rules already.
+      const read = config.phonesFromBytes ? readScrubBody(bytes, config.phonesFromBytes) : undefined;
       if (read) {
         if (config.keepJsonBytes) request.jsonBytes = bytes;
         request.bodyPhones = read.phones;

@@ -1,4 +1,4 @@
-import { ErrorBody, REGISTRY_SNAPSHOT_HEADER, ScrubRequest, ScrubResult } from '@dnc/api-contract';
+import { ErrorBody, LIMITS, REGISTRY_SNAPSHOT_HEADER, ScrubRequest, ScrubResult } from '@dnc/api-contract';
 import type { FastifyInstance } from 'fastify';
 import { checkedByAdmit, scrubCaller, setRateLimitHeaders } from '../auth.js';
 import type { GatewayConfig } from '../config.js';
@@ -19,7 +19,7 @@ export function v1Routes(
     app.post<{ Body: ScrubBody }>(
       '/v1/scrub',
       {
-        config: { auth: true, authWithAdmit: true },
+        config: { auth: true, authWithAdmit: true, phonesFromBytes: LIMITS.v1MaxInputs },
         schema: {
           body: ScrubRequest,
           response: { 200: ScrubResult, '4xx': ErrorBody, '5xx': ErrorBody },
@@ -31,7 +31,7 @@ export function v1Routes(
           caller: scrubCaller(request),
           idempotencyKey: idempotencyKeyOf(request),
           country: request.body.country,
-          phones: request.body.phones,
+          phones: request.bodyPhones ?? request.body.phones,
         };
         const flow = { upstream, ...fingerprints, log: request.log, ...(early ? { early } : {}) };
         const outcome = await scrubV1(flow, scrub, deadline).finally(() => checkedByAdmit(request));

@@ -1,6 +1,12 @@
 import { Readable } from 'node:stream';
 import { timestampDate } from '@bufbuild/protobuf/wkt';
-import { DurableScrubRequest, JOB_ID_REGEXP, REGISTRY_SNAPSHOT_HEADER, ROUTES } from '@dnc/api-contract';
+import {
+  DurableScrubRequest,
+  JOB_ID_REGEXP,
+  LIMITS,
+  REGISTRY_SNAPSHOT_HEADER,
+  ROUTES,
+} from '@dnc/api-contract';
 import type { jobsv1 } from '@dnc/proto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { authenticatedCaller, setRateLimitHeaders } from '../auth.js';
@@ -67,7 +73,7 @@ export function v2Routes(config: GatewayConfig, upstream: Upstream, fingerprints
     app.post<{ Body: ScrubBody }>(
       '/v2/scrub',
       {
-        config: { auth: true, keepJsonBytes: true, phonesFromBytes: true },
+        config: { auth: true, keepJsonBytes: true, phonesFromBytes: LIMITS.v2MaxInputs },
         schema: { ...routeSchema('createScrubJob'), body: DurableScrubRequest },
       },
       async (request, reply) => {

@@ -12,6 +12,7 @@ import {
 } from '@dnc/kit';
 import { admissionv1 } from '@dnc/proto';
 import type { AdmitRequest, Upstream } from '../flows/port.js';
+import { BodyPhones } from '../flows/scrub-body.js';
 import type { UpstreamClients } from './clients.js';
 
 /**
@@ -141,9 +142,12 @@ export function batchedCalls(upstreams: UpstreamClients, metrics?: Registry): Ba
     complete: (admissionId, timeoutMs) => submitTimed(completes, admissionId, timeoutMs),
     check(address, country, phones, timeoutMs) {
       if (phones.length > CHECK_SHARE_MAX_INPUTS) {
-        return checkAt(upstreams.adapter(address, country), country, phones, { timeoutMs });
+        // A body's phones go as its bytes: never made strings, copied once into the request.
+        const list = phones instanceof BodyPhones ? phones.phoneList() : phones;
+        return checkAt(upstreams.adapter(address, country), country, list, { timeoutMs });
       }
-      return submitTimed(checkBatcher(address, country), phones, timeoutMs);
+      const list = phones instanceof BodyPhones ? phones.strings() : phones;
+      return submitTimed(checkBatcher(address, country), list, timeoutMs);
     },
   };
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
-import { BinaryReader, WireType } from '@bufbuild/protobuf/wire';
+import { BinaryReader } from '@bufbuild/protobuf/wire';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { createRouterTransport } from '@connectrpc/connect';
 import {
@@ -71,6 +71,8 @@ export function inMemoryUpstream(script: Script = {}) {
   const assertions: string[] = [];
   /** One entry per internal call of a batched kind, with its size. */
   const batches: string[] = [];
+  /** The phones of each Check, as the adapter read them. */
+  const checked: string[][] = [];
   const admissionIds: string[] = [];
   const transport = createRouterTransport((router) => {
     router.service(admissionv1.AdmissionService, {
@@ -146,9 +148,11 @@ export function inMemoryUpstream(script: Script = {}) {
     router.service(registryv1.RegistryAdapterService, {
       async check(req, ctx) {
         // The gateway sends the phones as phone_list (kit checkAt) to an adapter that says it reads
-        // it, as this one does: count them from that field.
+        // it, as this one does: read them from that field.
         ctx.responseHeader.set(PHONE_LIST_HEADER, '1');
-        const count = req.phoneList.length > 0 ? phoneListCount(req.phoneList) : req.phones.length;
+        const phones = req.phoneList.length > 0 ? phoneListPhones(req.phoneList) : req.phones;
+        const count = phones.length;
+        checked.push(phones);
         calls.push(`check ${count}`);
         batches.push(`check ${count}`);
         const safe = Array.from({ length: count }, () => registryv1.Outcome.SAFE);
@@ -162,15 +166,15 @@ export function inMemoryUpstream(script: Script = {}) {
   const warnings: string[] = [];
   const errors: string[] = [];
   const log: FlowLog = { warn: (m) => warnings.push(m), error: (m) => errors.push(m) };
-  return { upstream, calls, batches, admissionIds, log, warnings, errors, assertions };
+  return { upstream, calls, batches, checked, admissionIds, log, warnings, errors, assertions };
 }
 
-/** How many phones a phone_list holds (each a length varint and its bytes). */
-function phoneListCount(list: Uint8Array): number {
+/** The phones a phone_list holds (each a length varint and its UTF-8 bytes). */
+function phoneListPhones(list: Uint8Array): string[] {
   const reader = new BinaryReader(list);
-  let n = 0;
-  for (; reader.pos < list.length; n++) reader.skip(WireType.LengthDelimited);
-  return n;
+  const phones: string[] = [];
+  while (reader.pos < list.length) phones.push(reader.string());
+  return phones;
 }
 
 export const fingerprint = (country: string, phones: PhoneSequence) =>

@@ -1,6 +1,6 @@
 import { isAscii } from 'node:buffer';
 import { LIMITS } from '@dnc/api-contract';
-import type { PhoneSequence } from '@dnc/kit';
+import { type ElementRun, type PhoneList, PhoneListWriter, type PhoneSequence } from '@dnc/kit';
 
 const QUOTE = 0x22;
 const COMMA = 0x2c;
@@ -15,11 +15,13 @@ const CONTROL_END = 0x20;
 const isWhitespace = (c: number | undefined) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 
 /**
- * The phones of a v2 body, read in place from its bytes: the offsets of their strings, and each phone
- * made as a string only when it is asked for (`at`). The body's JSON parse made 500,000 strings that
- * lived as long as the request: V8 allocates a string over ten characters in the young generation,
- * and every scavenge during the request copied all of them (two of ~16 ms per parse, whatever the
- * semi-space size). Here each string lives only while the one validation that reads it runs.
+ * The phones of a scrub body, read in place from its bytes: the offsets of their strings, and each
+ * phone made as a string only when it is asked for (`at`). The body's JSON parse made 500,000 strings
+ * (v2) that lived as long as the request: V8 allocates a string over ten characters in the young
+ * generation, and every scavenge during the request copied all of them (two of ~16 ms per parse,
+ * whatever the semi-space size). Here each string lives only while the one validation that reads it
+ * runs. A v1 request's phones never become strings: its fingerprint hashes `canonical`, its Check
+ * carries `phoneList()`, and its result is rendered from `runs` (kit's `renderScrubResult`).
  */
 export class BodyPhones implements PhoneSequence {
   constructor(
@@ -36,27 +38,51 @@ export class BodyPhones implements PhoneSequence {
     // From after the opening quote to before the closing one (followed by `,` or `]`, then the next).
     return this.bytes.toString('latin1', this.starts[index]! + 1, this.starts[index + 1]! - 2);
   }
+
+  /** Every phone as a string (a few of them: a Check shared with other small requests). */
+  strings(): string[] {
+    return Array.from({ length: this.length }, (_, i) => this.at(i) as string);
+  }
+
+  /** The elements as kit's `ElementRun`: each one's JSON text is the phone's `JSON.stringify`. */
+  get runs(): readonly ElementRun[] {
+    return [{ bytes: this.bytes, starts: this.starts, first: 0, end: this.length }];
+  }
+
+  /** The phones as a Check's `phone_list` (a length and the bytes of each), copied from the body. */
+  phoneList(): PhoneList {
+    const { bytes, starts, length } = this;
+    let size = 0;
+    for (let i = 0; i < length; i++) size += PhoneListWriter.recordSize(starts[i + 1]! - 3 - starts[i]!);
+    const writer = new PhoneListWriter(size);
+    for (let i = 0; i < length; i++) writer.add(bytes, starts[i]! + 1, starts[i + 1]! - 2);
+    return writer.finish();
+  }
 }
 
 /**
- * A v2 body (`{"country": ..., "phones": [...]}`) read on its bytes, when they are in the form nearly
- * every client sends: ASCII, no backslash anywhere, the two members once each in either order with any
+ * A scrub body, v1 or v2 (`{"country": ..., "phones": [...]}`), read on its bytes, when they are in the
+ * form nearly every client sends: ASCII, no backslash anywhere, the two members once each in either order with any
  * whitespace between the tokens, and the phones array written compactly (`["a","b"]`, nothing between
  * its tokens). Undefined for anything else — another key, a duplicate, an escape, a non-ASCII byte, a
- * control character, whitespace inside the array, no phones or more than the limit, a phone over the
- * limit — which the JSON parse and the route's schema then read as before, with their own errors.
+ * control character, whitespace inside the array, no phones or more than `maxInputs` (the route's
+ * `maxItems`), a phone over the limit — which the JSON parse and the route's schema then read as
+ * before, with their own errors.
  *
  * What this returns is what `JSON.parse` and the schema's phone rules give for the same bytes:
  * - ASCII without a backslash holds no escape, so every string is its bytes between two quotes, and a
  *   string ends at the first quote after its opening one. JSON forbids raw control characters in a
  *   string: any byte under 0x20 in the array declines, and in the country it declines too.
  * - The phones are strings of at most `LIMITS.maxPhoneLength` bytes, one byte a code point here, and
- *   at most `LIMITS.v2MaxInputs` of them: what the schema's `maxLength` and `maxItems` allow. The
+ *   at most `maxInputs` of them: what the schema's `maxLength` and `maxItems` allow. The
  *   country is returned as it was written; the schema judges it (its `enum`).
  * - Each phone is `"` + phone + `"` in `JSON.stringify` (no character of it is escaped) and the array
  *   has no whitespace, so its bytes are the serialization the durable input and the fingerprint take.
  */
-export function readDurableBody(bytes: Buffer): { country: string; phones: BodyPhones } | undefined {
+export function readScrubBody(
+  bytes: Buffer,
+  maxInputs: number,
+): { country: string; phones: BodyPhones } | undefined {
   if (!isAscii(bytes) || bytes.indexOf(BACKSLASH) !== -1) return undefined;
   const end = bytes.length;
   let at = skipWhitespace(bytes, 0);
@@ -77,7 +103,7 @@ export function readDurableBody(bytes: Buffer): { country: string; phones: BodyP
       country = bytes.toString('latin1', value.from, value.to);
       at = value.next;
     } else if (name === 'phones' && phones === undefined) {
-      phones = phonesAt(bytes, at);
+      phones = phonesAt(bytes, at, maxInputs);
       if (phones === undefined) return undefined;
       at = at + phones.canonical.length;
     } else return undefined;
@@ -99,10 +125,10 @@ function stringAt(bytes: Buffer, at: number): { from: number; to: number; next: 
 }
 
 /** The compact array of phone strings starting at `at` (its `[`), within the schema's limits. */
-function phonesAt(bytes: Buffer, at: number): BodyPhones | undefined {
+function phonesAt(bytes: Buffer, at: number, maxInputs: number): BodyPhones | undefined {
   if (bytes[at] !== OPEN_BRACKET || bytes[at + 1] !== QUOTE) return undefined;
   // Every phone takes at least three bytes (`"",`): no more of them than that, nor than the limit allows.
-  const most = Math.min(LIMITS.v2MaxInputs, Math.floor((bytes.length - at) / 3));
+  const most = Math.min(maxInputs, Math.floor((bytes.length - at) / 3));
   const starts = new Int32Array(most + 1);
   let count = 0;
   let i = at + 1;

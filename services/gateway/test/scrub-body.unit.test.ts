@@ -1,8 +1,10 @@
 import { LIMITS } from '@dnc/api-contract';
+import { buildScrubResult, renderScrubResult, summarizeOutcomes } from '@dnc/kit';
+import { registryv1 } from '@dnc/proto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { readDurableBody } from '../src/flows/durable-body.js';
 import { durableInput } from '../src/flows/result-estimate.js';
+import { readScrubBody } from '../src/flows/scrub-body.js';
 
 // A v2 body read on its bytes must give what the JSON parse and the route's schema give for the same
 // bytes — the same country, the same phones in order, a durable input that is `JSON.stringify(phones)`
@@ -32,7 +34,7 @@ const phonesPassSchema = (phones: unknown): phones is string[] =>
   phones.every((p) => typeof p === 'string' && [...p].length <= LIMITS.maxPhoneLength);
 
 function expectSameAsParse(text: string): boolean {
-  const read = readDurableBody(Buffer.from(text, 'utf8'));
+  const read = readScrubBody(Buffer.from(text, 'utf8'), LIMITS.v2MaxInputs);
   if (!read) return false;
   const parsed = jsonParse(text);
   expect(parsed, text).toBeDefined();
@@ -49,7 +51,41 @@ function expectSameAsParse(text: string): boolean {
   expect(Buffer.compare(fromBytes.canonical, fromParse.canonical)).toBe(0);
   expect(fromBytes.resultBytes).toBe(fromParse.resultBytes);
   expect(fromBytes.resultRules).toBe(fromParse.resultRules);
+  // v1 never makes them strings: its Check's phone_list and its rendered result, as from the parse.
+  expect(read.phones.strings()).toEqual(phones);
+  expect(Buffer.compare(read.phones.phoneList().bytes, phoneListOf(phones))).toBe(0);
+  expect(read.phones.phoneList().count).toBe(phones.length);
+  const outcomes = phones.map((_, i) => OUTCOME_CYCLE[i % OUTCOME_CYCLE.length]!);
+  const rendered = renderScrubResult(read.phones.runs, outcomes, summarizeOutcomes(outcomes, phones.length));
+  expect(rendered.toString('utf8')).toBe(JSON.stringify(buildScrubResult(phones, outcomes)));
   return true;
+}
+
+const { Outcome } = registryv1;
+/** Every list of a result gets some phones: prohibited, safe and two invalid reasons. */
+const OUTCOME_CYCLE = [
+  Outcome.SAFE,
+  Outcome.PROHIBITED,
+  Outcome.INVALID_LENGTH,
+  Outcome.SAFE,
+  Outcome.INVALID_NUMBER,
+];
+
+/** `phone_list` as protobuf defines it: each phone's UTF-8 byte length as a varint, then its bytes. */
+function phoneListOf(phones: readonly string[]): Buffer {
+  const parts: Buffer[] = [];
+  for (const phone of phones) {
+    const bytes = Buffer.from(phone, 'utf8');
+    const varint: number[] = [];
+    let n = bytes.length;
+    while (n >= 0x80) {
+      varint.push((n & 0x7f) | 0x80);
+      n >>>= 7;
+    }
+    varint.push(n);
+    parts.push(Buffer.from(varint), bytes);
+  }
+  return Buffer.concat(parts);
 }
 
 const digits = fc.stringMatching(/^[0-9]{7}$/);
@@ -152,7 +188,7 @@ const body = fc
     return `${i}{${ordered.join(`${j},`)}}${trailing}`;
   });
 
-describe('a v2 body read on its bytes (durable-body.ts)', () => {
+describe('a scrub body read on its bytes (scrub-body.ts)', () => {
   it('gives what JSON.parse and the schema give, or declines', () => {
     let read = 0;
     fc.assert(
@@ -203,22 +239,34 @@ describe('a v2 body read on its bytes (durable-body.ts)', () => {
       '["co",["1"]]',
       '',
     ];
-    for (const text of declined) expect(readDurableBody(Buffer.from(text, 'utf8')), text).toBeUndefined();
+    for (const text of declined)
+      expect(readScrubBody(Buffer.from(text, 'utf8'), LIMITS.v2MaxInputs), text).toBeUndefined();
   });
 
-  it('holds the limits: 500,000 phones of 64 characters are read, one more phone or character is not', () => {
+  it('holds the limits: 500,000 phones of 64 characters are read (v2), one more phone or character is not', () => {
     const at = (count: number, length: number) =>
       Buffer.from(
         JSON.stringify({ country: 'co', phones: Array.from({ length: count }, () => '7'.repeat(length)) }),
       );
-    expect(readDurableBody(at(LIMITS.v2MaxInputs, 1))?.phones.length).toBe(LIMITS.v2MaxInputs);
-    expect(readDurableBody(at(LIMITS.v2MaxInputs + 1, 1))).toBeUndefined();
-    expect(readDurableBody(at(3, LIMITS.maxPhoneLength))?.phones.at(2)).toBe('7'.repeat(64));
-    expect(readDurableBody(at(3, LIMITS.maxPhoneLength + 1))).toBeUndefined();
+    const v2 = LIMITS.v2MaxInputs;
+    expect(readScrubBody(at(v2, 1), v2)?.phones.length).toBe(v2);
+    expect(readScrubBody(at(v2 + 1, 1), v2)).toBeUndefined();
+    expect(readScrubBody(at(3, LIMITS.maxPhoneLength), v2)?.phones.at(2)).toBe('7'.repeat(64));
+    expect(readScrubBody(at(3, LIMITS.maxPhoneLength + 1), v2)).toBeUndefined();
+  });
+
+  it("holds v1's limit: 10,000 phones are read, 10,001 are left to the schema (its 400)", () => {
+    const at = (count: number) =>
+      Buffer.from(
+        JSON.stringify({ country: 'co', phones: Array.from({ length: count }, () => '3001234567') }),
+      );
+    const v1 = LIMITS.v1MaxInputs;
+    expect(readScrubBody(at(v1), v1)?.phones.length).toBe(v1);
+    expect(readScrubBody(at(v1 + 1), v1)).toBeUndefined();
   });
 
   it('answers `at` as an array does within the length, and undefined outside it', () => {
-    const read = readDurableBody(Buffer.from('{"country":"co","phones":["a","","b c"]}'));
+    const read = readScrubBody(Buffer.from('{"country":"co","phones":["a","","b c"]}'), LIMITS.v1MaxInputs);
     expect([0, 1, 2].map((i) => read?.phones.at(i))).toEqual(['a', '', 'b c']);
     expect([-1, 3, 1.5].map((i) => read?.phones.at(i))).toEqual([undefined, undefined, undefined]);
   });
