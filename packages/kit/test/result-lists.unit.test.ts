@@ -7,7 +7,7 @@ import {
   renderScrubResult,
   summarizeOutcomes,
 } from '../src/result-lists.js';
-import { buildScrubResult, IncompleteAnswerError } from '../src/scrub-result.js';
+import { buildScrubResult, IncompleteAnswerError, OUTCOME_REASONS } from '../src/scrub-result.js';
 
 const { Outcome } = registryv1;
 
@@ -37,16 +37,8 @@ function runsOf(phones: readonly string[], cuts: readonly number[]): ElementRun[
   return runs;
 }
 
-const CONCLUSIVE = [
-  Outcome.SAFE,
-  Outcome.PROHIBITED,
-  Outcome.INVALID_UNPARSEABLE,
-  Outcome.INVALID_LENGTH,
-  Outcome.INVALID_NUMBER,
-  Outcome.INVALID_WRONG_COUNTRY,
-  Outcome.INVALID_OBSOLETE_FORMAT,
-  Outcome.INVALID_REGISTRY_REJECTED,
-];
+/** Every outcome a result takes: safe, prohibited and each invalid reason. */
+const CONCLUSIVE = [Outcome.SAFE, Outcome.PROHIBITED, ...OUTCOME_REASONS.keys()];
 
 describe('a ScrubResult rendered from the phones’ bytes (v1 on its body’s bytes, v2 in the worker)', () => {
   it('is byte for byte JSON.stringify of buildScrubResult, for any phones, outcomes and runs', () => {

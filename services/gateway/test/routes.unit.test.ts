@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { gatewayConfig } from '../src/config.js';
 import { fingerprint } from '../src/fingerprint.js';
-import { inMemoryUpstream, job, type Script } from './support/upstream.js';
+import { inMemoryUpstream, job, OUTCOME_CYCLE, type Script } from './support/upstream.js';
 
 const rate = () =>
   create(admissionv1.RateLimitInfoSchema, { limit: 60, remaining: 41, resetUnix: 1_800_000_000n });
@@ -186,13 +186,7 @@ describe('POST /v2/scrub: a body read in place from its bytes or parsed is the s
 
 describe('POST /v1/scrub: a body read in place from its bytes or parsed is the same request', () => {
   const { Outcome } = registryv1;
-  const cycle = [
-    Outcome.SAFE,
-    Outcome.PROHIBITED,
-    Outcome.INVALID_LENGTH,
-    Outcome.SAFE,
-    Outcome.INVALID_NUMBER,
-  ];
+  const cycle = OUTCOME_CYCLE;
   const few = ['+525512345678', '55 1234 5678', '(55) 1234-5678', 'x'.repeat(64), ''];
   // Over CHECK_SHARE_MAX_INPUTS: its Check goes alone, as the body's bytes (phone_list).
   const many = Array.from({ length: 300 }, (_, i) =>

@@ -1,10 +1,10 @@
 import { LIMITS } from '@dnc/api-contract';
 import { buildScrubResult, renderScrubResult, summarizeOutcomes } from '@dnc/kit';
-import { registryv1 } from '@dnc/proto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { durableInput } from '../src/flows/result-estimate.js';
 import { readScrubBody } from '../src/flows/scrub-body.js';
+import { OUTCOME_CYCLE } from './support/upstream.js';
 
 // A v2 body read on its bytes must give what the JSON parse and the route's schema give for the same
 // bytes — the same country, the same phones in order, a durable input that is `JSON.stringify(phones)`
@@ -60,16 +60,6 @@ function expectSameAsParse(text: string): boolean {
   expect(rendered.toString('utf8')).toBe(JSON.stringify(buildScrubResult(phones, outcomes)));
   return true;
 }
-
-const { Outcome } = registryv1;
-/** Every list of a result gets some phones: prohibited, safe and two invalid reasons. */
-const OUTCOME_CYCLE = [
-  Outcome.SAFE,
-  Outcome.PROHIBITED,
-  Outcome.INVALID_LENGTH,
-  Outcome.SAFE,
-  Outcome.INVALID_NUMBER,
-];
 
 /** `phone_list` as protobuf defines it: each phone's UTF-8 byte length as a varint, then its bytes. */
 function phoneListOf(phones: readonly string[]): Buffer {

@@ -54,6 +54,15 @@ async function answer<T>(reply: Reply<T> | undefined, fallback: T): Promise<T> {
   return value ?? fallback;
 }
 
+/** Outcomes to cycle through so that every list of a result gets some phones (two invalid reasons). */
+export const OUTCOME_CYCLE = [
+  registryv1.Outcome.SAFE,
+  registryv1.Outcome.PROHIBITED,
+  registryv1.Outcome.INVALID_LENGTH,
+  registryv1.Outcome.SAFE,
+  registryv1.Outcome.INVALID_NUMBER,
+];
+
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** A public refusal as admission raises it. */
