@@ -3,6 +3,7 @@ import {
   OUTCOME_REASONS,
   RESULT_LISTS,
   renderResultLists,
+  type ScrubResult,
   summarizeOutcomes,
 } from '@dnc/kit';
 import { registryv1 } from '@dnc/proto';
@@ -18,12 +19,8 @@ export function isConclusive(outcome: registryv1.Outcome): boolean {
   return outcome === Outcome.SAFE || outcome === Outcome.PROHIBITED || INVALID_REASON.has(outcome);
 }
 
-export interface ResultSummary {
-  total_checked: number;
-  prohibited_numbers: number;
-  safe_numbers: number;
-  invalid_numbers: number;
-}
+/** The result's summary, as v1's (kit's `summarizeOutcomes` counts a unit's). */
+export type ResultSummary = ScrubResult['summary'];
 
 /** A unit's items of each list (kit's `renderResultLists`). */
 interface RenderedUnit {
