@@ -2,6 +2,7 @@
 // first, the process and dependency faults after.
 import { s10AdapterFaults, s11CancelInFlight, s12HardCap } from './adapter.mjs';
 import { s6NatsDown, s8PostgresRestart, s9Redis } from './dependencies.mjs';
+import { s18KillAdmissionAndScheduler } from './double-kill.mjs';
 import { s2RateLimit, s3IdempotencyRace, s16KeyRotation } from './limits.mjs';
 import { s1Load, s17SlowClients } from './load.mjs';
 import { s4WorkerKills, s5KillBetweenClaimAndInsert, s7RedeliveryAndStop } from './processes.mjs';
@@ -51,6 +52,11 @@ export const SCENARIOS = [
     id: 'S5',
     title: 'kills between claim and insert',
     run: (w, l, s) => s5KillBetweenClaimAndInsert(w, l, { perRound: s.smoke ? 4 : 10 }),
+  },
+  {
+    id: 'S18',
+    title: 'admission and scheduler killed together',
+    run: (w, l, s) => s18KillAdmissionAndScheduler(w, l, { submissions: s.smoke ? 16 : 40 }),
   },
   { id: 'S6', title: 'NATS down', run: (w, l, s) => s6NatsDown(w, l, { downS: s.smoke ? 15 : 60 }) },
   {

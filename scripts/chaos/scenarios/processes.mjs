@@ -99,32 +99,7 @@ export async function s5KillBetweenClaimAndInsert(world, ledger, { perRound = 6 
     keys.push(...round);
   }
   // Retry every key (a customer would) until it answers with a job; twice, to see the same job.
-  for (const k of keys) {
-    const ids = new Set();
-    for (let attempt = 0; attempt < 2; attempt++) {
-      const until = Date.now() + 40_000;
-      for (;;) {
-        const r = await api(world.publicBaseUrl, 'POST', '/v2/scrub', {
-          key: org.apiKey,
-          idem: k.idem,
-          json: { country: COUNTRY, phones: k.phones },
-        });
-        requests++;
-        if (r.status === 202 || r.status === 200) {
-          ids.add(r.body.job_id);
-          ledger.accept(org, r.body, k.idem);
-          break;
-        }
-        const retryable = r.status === 409 || r.status === 503 || r.status === 0;
-        if (!retryable || Date.now() > until) {
-          failures.push(`a retried key answered ${r.status} ${r.body?.error ?? r.error ?? ''}`);
-          break;
-        }
-        await sleep(Math.max(500, Number(r.headers?.get('retry-after') ?? 1) * 1000));
-      }
-    }
-    if (ids.size > 1) failures.push(`one key gave ${ids.size} jobs`);
-  }
+  for (const k of keys) requests += await retryToOneJob(world, ledger, org, k, failures);
   return {
     scenario: 'S5 kill of a gateway / admission between claim and insert',
     faults: 'gateway kill -9, admission kill -9 (scheduler stopped)',
@@ -224,4 +199,38 @@ export async function s7RedeliveryAndStop(world, ledger, { jobs = 6, stopMs = 10
     figures: `${outcomes.filter((x) => x === 'succeeded').length} succeeded, ${outcomes.filter((x) => x === 'failed').length} failed; stale attempts refused and counted: ${stale}`,
     failures,
   };
+}
+
+/**
+ * A v2 key retried as a customer would (503, 409 and no answer are retried, after Retry-After) until it
+ * answers with a job, twice: both answers must name the same job, which joins the ledger. Failures are
+ * pushed to `failures`; returns the requests made.
+ */
+export async function retryToOneJob(world, ledger, org, key, failures) {
+  let requests = 0;
+  const ids = new Set();
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const until = Date.now() + 40_000;
+    for (;;) {
+      const r = await api(world.publicBaseUrl, 'POST', '/v2/scrub', {
+        key: org.apiKey,
+        idem: key.idem,
+        json: { country: COUNTRY, phones: key.phones },
+      });
+      requests++;
+      if ((r.status === 202 || r.status === 200) && r.body?.job_id) {
+        ids.add(r.body.job_id);
+        ledger.accept(org, r.body, key.idem);
+        break;
+      }
+      const retryable = r.status === 409 || r.status === 503 || r.status === 0;
+      if (!retryable || Date.now() > until) {
+        failures.push(`a retried key answered ${r.status} ${r.body?.error ?? r.error ?? ''}`);
+        break;
+      }
+      await sleep(Math.max(500, Number(r.headers?.get('retry-after') ?? 1) * 1000));
+    }
+  }
+  if (ids.size > 1) failures.push(`one key gave ${ids.size} jobs`);
+  return requests;
 }
