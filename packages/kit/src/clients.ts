@@ -47,8 +47,9 @@ export function widenSessionWindow(session: http2.Http2Session): void {
  * A session's `ping` that never throws: on a destroyed session it answers its callback with
  * ERR_HTTP2_INVALID_SESSION on the next tick and reports nothing sent, where Node throws. Connect's
  * keep-alive timer can fire between a session's destruction and the handlers that stop it, and its
- * `ping` call has no guard (connect-es #1795, fix unreleased): the throw escaped the timer and ended
- * the process (test/http2-ping-guard.unit.test.ts). Remove once the released Connect checks itself.
+ * `ping` call has no guard (connect-es #1795): the throw escaped the timer and ended the process
+ * (test/http2-ping-guard.unit.test.ts). Connect 2.3.0 checks itself, but 2.2 and 2.3 declare Node >= 22
+ * (`engines`) and the services run on Node 20: remove this with the move to Node 22 and Connect 2.3.
  */
 export function guardPing(session: http2.Http2Session): void {
   const ping = session.ping;

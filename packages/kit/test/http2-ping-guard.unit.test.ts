@@ -4,8 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { guardPing } from '../src/index.js';
 
-// connect-es #1795 (open; fix #1797 unreleased): Connect's keep-alive timer pings a session that was
-// destroyed before its close handlers stopped the timer, and Node's `ping` throws
+// connect-es #1795 (fixed in Connect 2.3.0, which declares Node >= 22; we run 20): Connect's keep-alive
+// timer pings a session that was destroyed before its close handlers stopped the timer, and Node's `ping` throws
 // ERR_HTTP2_INVALID_SESSION synchronously from that timer: an uncaught exception that ends the process.
 // CI saw it end the fuzz runner after its 11 scenarios had passed (2026-11-27); every service's clients
 // run the same keep-alive.
