@@ -11,38 +11,32 @@ import { retryToOneJob } from './processes.mjs';
  * Where the submissions of `keys` stand in the stores (by key hash): claims in progress, of which with
  * their job stored, and claims accepted (their job stored and confirmed). A key with no claim has none.
  */
-async function claimStates(world, keys) {
-  const db = new pg.Client({ connectionString: world.stack.options.databaseUrl });
-  await db.connect();
-  try {
-    const hashes = keys.map((k) => createHash('sha256').update(k.idem, 'utf8').digest());
-    const r = await db.query(
-      `SELECT r.state, j.id IS NOT NULL AS stored, count(*)::int AS n
-         FROM admission.idempotency_records r LEFT JOIN jobs.jobs j ON j.id = r.job_id
-        WHERE r.key_hash = ANY($1) GROUP BY 1, 2`,
-      [hashes],
-    );
-    const n = (state, stored) =>
-      r.rows
-        .filter((row) => row.state === state && (stored === undefined || row.stored === stored))
-        .reduce((a, row) => a + row.n, 0);
-    return {
-      inProgress: n('in_progress'),
-      inProgressStored: n('in_progress', true),
-      accepted: n('accepted'),
-    };
-  } finally {
-    await db.end();
-  }
+async function claimStates(db, keys) {
+  const hashes = keys.map((k) => createHash('sha256').update(k.idem, 'utf8').digest());
+  const r = await db.query(
+    `SELECT r.state, j.id IS NOT NULL AS stored, count(*)::int AS n
+       FROM admission.idempotency_records r LEFT JOIN jobs.jobs j ON j.id = r.job_id
+      WHERE r.key_hash = ANY($1) GROUP BY 1, 2`,
+    [hashes],
+  );
+  const n = (state, stored) =>
+    r.rows
+      .filter((row) => row.state === state && (stored === undefined || row.stored === stored))
+      .reduce((a, row) => a + row.n, 0);
+  return {
+    inProgress: n('in_progress'),
+    inProgressStored: n('in_progress', true),
+    accepted: n('accepted'),
+  };
 }
 
 /** `keys`' claims once none is in progress any more (or after 90 s: what is left is a failure). */
-async function resolved(world, keys) {
+async function resolved(db, keys) {
   const until = Date.now() + 90_000;
-  let states = await claimStates(world, keys);
+  let states = await claimStates(db, keys);
   while (states.inProgress > 0 && Date.now() < until) {
     await sleep(1_000);
-    states = await claimStates(world, keys);
+    states = await claimStates(db, keys);
   }
   return states;
 }
@@ -55,15 +49,15 @@ async function resolved(world, keys) {
  * reaches the other replica), before or after its work messages went out. Both are started again.
  * Returns every submission's answer and where the claims stood with both dead.
  */
-async function submitIntoBoth(world, submit, keys, { storeFirst, stopMs }) {
+async function submitIntoBoth(world, db, submit, keys, { storeFirst, stopMs }) {
   const scheduler = world.stack.child('job-scheduler');
   scheduler.kill('SIGSTOP');
   const answers = keys.map(submit);
   const claimEnd = Date.now() + 10_000;
-  let claimed = await claimStates(world, keys);
+  let claimed = await claimStates(db, keys);
   while (claimed.inProgress < keys.length && Date.now() < claimEnd) {
     await sleep(50);
-    claimed = await claimStates(world, keys);
+    claimed = await claimStates(db, keys);
   }
   await world.stack.kill('admission');
   if (storeFirst) {
@@ -72,7 +66,7 @@ async function submitIntoBoth(world, submit, keys, { storeFirst, stopMs }) {
   }
   await world.stack.kill('job-scheduler');
   // With both dead nothing can move these claims until they are back.
-  const bothDead = await claimStates(world, keys);
+  const bothDead = await claimStates(db, keys);
   const results = await Promise.all(answers);
   await Promise.all([world.stack.start('admission'), world.stack.start('job-scheduler')]);
   return { results, claimed: claimed.inProgress, bothDead };
@@ -90,11 +84,18 @@ async function submitIntoBoth(world, submit, keys, { storeFirst, stopMs }) {
  * claim must end accepted (a 202 its key replays), and the final invariants hold the money to it:
  * nothing left reserved, every job charged once, one job per key.
  */
-export async function s18KillAdmissionAndScheduler(
-  world,
-  ledger,
-  { submissions = 24, paceMs = 60, stopMs = 500 },
-) {
+export async function s18KillAdmissionAndScheduler(world, ledger, options) {
+  // One connection to the stores for the scenario's reads (PostgreSQL is not among the processes killed).
+  const db = new pg.Client({ connectionString: world.stack.options.databaseUrl });
+  await db.connect();
+  try {
+    return await killBoth(world, ledger, db, options);
+  } finally {
+    await db.end();
+  }
+}
+
+async function killBoth(world, ledger, db, { submissions = 24, paceMs = 60, stopMs = 500 }) {
   const org = await scenarioOrg(world, 'Chaos S18');
   const keys = Array.from({ length: submissions }, () => ({
     idem: randomUUID(),
@@ -117,15 +118,15 @@ export async function s18KillAdmissionAndScheduler(
   }
   const half = paced.length + Math.floor((keys.length - paced.length) / 2);
   const rounds = [
-    await submitIntoBoth(world, submit, keys.slice(paced.length, half), { storeFirst: false, stopMs }),
-    await submitIntoBoth(world, submit, keys.slice(half), { storeFirst: true, stopMs }),
+    await submitIntoBoth(world, db, submit, keys.slice(paced.length, half), { storeFirst: false, stopMs }),
+    await submitIntoBoth(world, db, submit, keys.slice(half), { storeFirst: true, stopMs }),
   ];
-  const entered = { results: [...pacedResults, ...rounds.flatMap((r) => r.results)] };
+  const results = [...pacedResults, ...rounds.flatMap((r) => r.results)];
   const failures = [];
-  let requests = entered.results.length;
+  let requests = results.length;
   const answered = [];
   const unanswered = [];
-  entered.results.forEach((r, i) => {
+  results.forEach((r, i) => {
     if (r.status === 202 || (r.status === 200 && r.body?.job_id)) {
       ledger.accept(org, r.body, keys[i].idem);
       answered.push(keys[i]);
@@ -136,7 +137,7 @@ export async function s18KillAdmissionAndScheduler(
   const later = unanswered.filter((_, i) => i % 2 === 1);
   for (const k of now) requests += await retryToOneJob(world, ledger, org, k, failures);
   // The rest are not retried until the claim reconciler resolved them (DNC_JOB_CLAIM_TIMEOUT_SECONDS).
-  const [ofAnswered, ofLater] = await Promise.all([resolved(world, answered), resolved(world, later)]);
+  const [ofAnswered, ofLater] = await Promise.all([resolved(db, answered), resolved(db, later)]);
   const stuck = ofAnswered.inProgress + ofLater.inProgress;
   if (stuck > 0) failures.push(`${stuck} claims still in progress 90 s after the kills (not reconciled)`);
   const dropped = answered.length - ofAnswered.accepted - ofAnswered.inProgress;
