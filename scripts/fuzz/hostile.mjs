@@ -130,8 +130,8 @@ export function hostileRequests(ctx) {
           Buffer.from([0xc3, 0x28, 0xff]),
           Buffer.from('"]}'),
         ]),
-      [200, 400],
-      [202, 400],
+      [400],
+      [400],
     ),
     ...both(
       '65-character phone',
@@ -178,8 +178,8 @@ export function hostileRequests(ctx) {
     ...both(
       '20 KiB header',
       () => Buffer.from('{"country":"co","phones":[]}'),
-      [400, 431],
-      [400, 431],
+      [400],
+      [400],
       [['x-padding', 'p'.repeat(20_000)]],
     ),
     ...both(
@@ -197,7 +197,7 @@ export function hostileRequests(ctx) {
         route: `/v2/scrub/${'a'.repeat(20_000)}`,
         headers: [['authorization', `Bearer ${ctx.keys.own}`]],
       }),
-      [404, 414, 431],
+      [400, 404, 414],
     ],
     [
       'GET status with a NUL in the id',
@@ -217,7 +217,7 @@ export function hostileRequests(ctx) {
         route: '/v2/scrub/x',
         headers: [['authorization', `Bearer ${'k'.repeat(65_536)}`]],
       }),
-      [401, 431],
+      [400, 401],
     ],
   ];
 }

@@ -2,7 +2,13 @@
 // headers, body), no leak of internals. Problems are counted by kind so one bug is one line.
 import { createResponseValidator, findLeak } from '@dnc/devstack';
 
-const PROTOCOL_REFUSALS = new Set([431]);
+/** The answers Node's HTTP layer makes the gateway write before any route (plugins/lingering-close.ts). */
+const PROTOCOL_REFUSALS = new Set(['The request headers exceed 16 KiB.', 'The request is not valid HTTP.']);
+/** Spec, Endpoints/Common: the header policy by path, which those answers keep too. */
+const RETENTION = [
+  ['/v1/', 'zero'],
+  ['/v2/', 'transient-encrypted'],
+];
 
 export function createOracle(doc, publicBaseUrl) {
   const validator = createResponseValidator(doc);
@@ -42,9 +48,14 @@ export function createOracle(doc, publicBaseUrl) {
     if (route.startsWith('/openapi.json') || route.startsWith('/docs')) return body;
     const leak = findLeak(res.headers.entries(), res.text, publicBaseUrl);
     if (leak) add(`leak on ${req.method} ${templateOf(req.route)}`, leak.slice(0, 300));
-    if (PROTOCOL_REFUSALS.has(res.status)) {
-      // Node's HTTP parser refused the request before any route saw it (header block over 16 KiB).
+    if (res.status === 400 && PROTOCOL_REFUSALS.has(body?.message)) {
+      // Node's HTTP parser refused the request before any route saw it (a header block over 16 KiB):
+      // 400 on any path, with the service's error body and the path's header policy.
       refusals.count++;
+      const retention = RETENTION.find(([prefix]) => route.startsWith(prefix))?.[1];
+      if (retention && res.headers.get('x-retention') !== retention)
+        add(`protocol refusal without x-retention: ${retention}`, what);
+      if (body.error !== 'validation_error') add('protocol refusal not validation_error', what);
       return body;
     }
     for (const problem of validator.check({

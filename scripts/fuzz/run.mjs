@@ -182,7 +182,7 @@ try {
       requests: list.length,
       jobs: 0,
       pass: failures.length === 0 && unanswered.length === 0,
-      figures: `${failures.length === 0 ? 'each answered as specified' : `${failures.length} answered otherwise`}; ${oracle.refusals.count} header blocks over 16 KiB refused with 431 in the whole run`,
+      figures: `${failures.length === 0 ? 'each answered as specified' : `${failures.length} answered otherwise`}; ${oracle.refusals.count} header blocks over 16 KiB refused by the HTTP layer (400) in the whole run`,
       failures: [...failures, ...unanswered],
     });
   }

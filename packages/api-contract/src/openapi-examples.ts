@@ -105,9 +105,12 @@ balance, cost, credentials and raw provider errors are never exposed; such cause
 
 ## Choices this document makes where the service description leaves them open
 
-- Too many inputs (v1 over ${LIMITS.v1MaxInputs}, v2 over ${LIMITS.v2MaxInputs}) or an input over ${LIMITS.maxPhoneLength} characters: \`400 validation_error\`.
+- Too many inputs (v1 over ${LIMITS.v1MaxInputs}, v2 over ${LIMITS.v2MaxInputs}): \`413 payload_too_large\` (v1's message points to
+  \`POST /v2/scrub\`). An input over ${LIMITS.maxPhoneLength} characters: \`400 validation_error\`.
   A character is a Unicode code point, as JSON Schema \`maxLength\` counts: an emoji is one character.
-  A body that is not JSON: \`400 validation_error\`. Over ${LIMITS.maxBodyBytes} bytes (body, canonical input or result estimate): \`413 payload_too_large\`.
+  A body that is not JSON, or not UTF-8 (RFC 8259 §8.1): \`400 validation_error\`. A request the HTTP layer cannot accept
+  (a header block over 16 KiB, a control character in a header) is refused before any operation with \`400 validation_error\`
+  and the headers of its path. Over ${LIMITS.maxBodyBytes} bytes (body, canonical input or result estimate): \`413 payload_too_large\`.
 - Codes of the parenthesised errors: \`validation_error\` (400), \`subscription_inactive\` (402), \`account_suspended\`,
   \`activation_incomplete\`, \`country_not_in_plan\` (403), \`method_not_allowed\` (405, with \`Allow\`),
   \`payload_too_large\` (413), \`temporarily_blocked\` (429), \`internal_error\` (500).

@@ -11,7 +11,7 @@ import type { Upstream } from './flows/port.js';
 import { maxLengthByUnitsFirst } from './max-length.js';
 import { errorHandler } from './plugins/error-handler.js';
 import { applyHeaderPolicy, headerPolicy } from './plugins/header-policy.js';
-import { clientErrorHandler, LingeringClose } from './plugins/lingering-close.js';
+import { clientErrorHandler, LingeringClose, SocketRequests } from './plugins/lingering-close.js';
 import { methodNotAllowed } from './plugins/method-not-allowed.js';
 import { requestMetrics } from './plugins/metrics.js';
 import { openApi } from './plugins/openapi.js';
@@ -54,6 +54,7 @@ export interface AppDeps {
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, upstream, health, logger, metrics } = deps;
   const lingering = new LingeringClose(config.DNC_REQUEST_TIMEOUT_MS);
+  const requests = new SocketRequests();
   const app = Fastify({
     // The service's redacting logger, so `request.log` lines are kept; fastify's own per-request
     // lines are off (the metrics plugin logs the route template, status and time instead).
@@ -67,7 +68,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     connectionTimeout: config.DNC_SOCKET_IDLE_TIMEOUT_MS,
     keepAliveTimeout: config.DNC_KEEP_ALIVE_TIMEOUT_MS,
     http: { headersTimeout: config.DNC_HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1_000 },
-    clientErrorHandler: clientErrorHandler(lingering),
+    clientErrorHandler: clientErrorHandler(lingering, requests),
     // A path that is not valid percent-encoding (`/v2/scrub/%E9`) is routed with its `%` taken literally, so
     // it goes through every hook (request id, authentication, rate limit, 405) and ends as any unknown id
     // or path does.
@@ -90,6 +91,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       plugins: [maxLengthByUnitsFirst],
     },
   });
+  requests.watch(app.server);
 
   // Only JSON is accepted (spec item 5: no CSV); any other media type is a validation error.
   app.removeContentTypeParser('text/plain');

@@ -63,7 +63,7 @@ async function listeningApp(): Promise<FastifyInstance> {
 
 /**
  * The two kinds of answer that close before the request has arrived whole: fastify's (a body refused on
- * its declared length, 413) and Node's HTTP layer's own (a header block over 16 KiB, 431, answered by
+ * its declared length, 413) and Node's HTTP layer's own (a header block over 16 KiB, 400, answered by
  * `clientErrorHandler` before any route sees the request). Node applies its request timeout to the first
  * and none once its parser has failed, so the linger's own bound (DNC_REQUEST_TIMEOUT_MS) ends the second.
  */
@@ -76,8 +76,8 @@ const ANSWERS = [
     body: '{"error":"payload_too_large","message":"The body exceeds 26,214,400 bytes."}',
   },
   {
-    what: 'a header block over 16 KiB (431, from the HTTP layer)',
-    status: 431,
+    what: 'a header block over 16 KiB (400, from the HTTP layer)',
+    status: 400,
     headerPad: 20 * 1024,
     declared: 8 * 2 ** 20,
     body: '{"error":"validation_error","message":"The request headers exceed 16 KiB."}',
@@ -103,6 +103,9 @@ describe.each(ANSWERS)('an answer that closes before the request has arrived: $w
     expect(c.error(), text.slice(0, 40)).toBeUndefined();
     expect(text.startsWith(statusLine), text.slice(0, 40)).toBe(true);
     expect(text).toMatch(/\r\nconnection: close\r\n/i);
+    // Spec, Endpoints/Common: every v1 answer, errors included, carries the zero-retention headers.
+    expect(text).toMatch(/\r\nx-retention: zero\r\n/i);
+    expect(text).toMatch(/\r\ncache-control: no-store, max-age=0\r\n/i);
     // One answer, however much the client sends after it.
     expect(text.split('HTTP/1.1 ').length).toBe(2);
     expect(text.endsWith(answer.body)).toBe(true);
@@ -120,7 +123,7 @@ describe.each(ANSWERS)('an answer that closes before the request has arrived: $w
     await c.closed;
     clearInterval(dripping);
     // DNC_REQUEST_TIMEOUT_MS is 3 s here (for the 413, Node holds a request to the larger of it and the
-    // headers timeout, 2 s here, checked every second; for the 431, the linger's own timer).
+    // headers timeout, 2 s here, checked every second; for the header block's 400, the linger's own timer).
     expect(Date.now() - t0).toBeLessThan(6_000);
     expect(c.text().startsWith(statusLine)).toBe(true);
   });
@@ -141,5 +144,99 @@ describe.each(ANSWERS)('an answer that closes before the request has arrived: $w
     expect(Date.now() - t0).toBeLessThan(1_500);
     c.socket.destroy();
     await c.closed;
+  });
+});
+
+/** Write `head` (and `body`, if any) on a new connection; the answer read until the server closes. */
+async function rawExchange(port: number, head: string, body = ''): Promise<string> {
+  const socket = net.connect({ port, host: '127.0.0.1' });
+  const received: Buffer[] = [];
+  socket.on('data', (d: Buffer) => received.push(d));
+  socket.on('error', () => {});
+  const closed = once(socket, 'close');
+  await once(socket, 'connect');
+  socket.write(head + body);
+  // Whatever is answered first, the client reads it and ends its side.
+  await Promise.race([closed, sleep(8_000)]);
+  socket.destroy();
+  return Buffer.concat(received).toString('latin1');
+}
+
+/**
+ * Spec, Endpoints/Common: "All v1 responses (including errors, health and ready) carry `x-retention:
+ * zero` and `Cache-Control: no-store, max-age=0`. All v2 responses (including errors) carry
+ * `x-retention: transient-encrypted`." That holds for the answers Node's HTTP layer makes the gateway
+ * write by hand, before any route, too; and their status is one the spec lists (400, never 431).
+ */
+describe("Node's own refusals: 400 with the service's body and the header policy of the request's path", () => {
+  let app: FastifyInstance;
+  let port: number;
+  beforeAll(async () => {
+    app = await listeningApp();
+    port = (app.server.address() as net.AddressInfo).port;
+  });
+  afterAll(async () => {
+    await app.close();
+  });
+
+  const JOB = '/v2/scrub/5b3c1c6e-2a4f-4c8e-9a51-0d8c2f1e7a10';
+  const PATHS = [
+    { method: 'POST', path: '/v1/scrub', retention: 'zero', cache: 'no-store, max-age=0' },
+    { method: 'GET', path: '/v1/health', retention: 'zero', cache: 'no-store, max-age=0' },
+    { method: 'POST', path: '/v2/scrub', retention: 'transient-encrypted', cache: 'no-store' },
+    { method: 'GET', path: JOB, retention: 'transient-encrypted', cache: 'no-store' },
+  ];
+  const REFUSALS = [
+    {
+      what: 'a header holding a control character',
+      header: 'X-Bad: a\x01b',
+      message: 'The request is not valid HTTP.',
+    },
+    {
+      what: 'a header block over 16 KiB',
+      header: `X-Pad: ${'p'.repeat(17_000)}`,
+      message: 'The request headers exceed 16 KiB.',
+    },
+  ];
+
+  for (const refusal of REFUSALS) {
+    it.each(PATHS)(`${refusal.what}: $method $path`, async ({ method, path, retention, cache }) => {
+      const text = await rawExchange(
+        port,
+        `${method} ${path} HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer k\r\n${refusal.header}\r\n\r\n`,
+      );
+      expect(text.startsWith('HTTP/1.1 400 Bad Request\r\n'), text.slice(0, 40)).toBe(true);
+      expect(text).toContain(`\r\nx-retention: ${retention}\r\n`);
+      expect(text).toContain(`\r\ncache-control: ${cache}\r\n`);
+      expect(text.endsWith(JSON.stringify({ error: 'validation_error', message: refusal.message }))).toBe(
+        true,
+      );
+    });
+  }
+
+  it('a path over 16 KiB (the refusal itself): still the headers of its version', async () => {
+    const text = await rawExchange(
+      port,
+      `GET /v2/scrub/${'a'.repeat(20_000)} HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer k\r\n\r\n`,
+    );
+    expect(text.startsWith('HTTP/1.1 400 Bad Request\r\n'), text.slice(0, 40)).toBe(true);
+    expect(text).toContain('\r\nx-retention: transient-encrypted\r\n');
+    expect(text).toContain('\r\ncache-control: no-store\r\n');
+  });
+
+  it('a path outside v1 and v2: not cacheable, no retention claimed', async () => {
+    const text = await rawExchange(port, 'GET /openapi.json HTTP/1.1\r\nHost: gw\r\nX-Bad: a\x01b\r\n\r\n');
+    expect(text.startsWith('HTTP/1.1 400 Bad Request\r\n')).toBe(true);
+    expect(text).toContain('\r\ncache-control: no-store\r\n');
+    expect(text).not.toMatch(/x-retention/i);
+  });
+
+  it('a v2 body that never arrives whole: 400 at the request timeout, with the v2 headers', async () => {
+    const head = `POST /v2/scrub HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer k\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n`;
+    const text = await rawExchange(port, head, '{"country":"mx","phones":[');
+    expect(text.startsWith('HTTP/1.1 400 Bad Request\r\n'), text.slice(0, 40)).toBe(true);
+    expect(text).toContain('\r\nx-retention: transient-encrypted\r\n');
+    expect(text).toContain('\r\ncache-control: no-store\r\n');
+    expect(text).toContain('The request did not arrive within the time allowed.');
   });
 });

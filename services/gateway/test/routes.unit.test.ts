@@ -271,6 +271,66 @@ describe('POST /v1/scrub: a body read in place from its bytes or parsed is the s
   });
 });
 
+describe('a body that is not UTF-8 (RFC 8259 8.1: JSON between systems is UTF-8)', () => {
+  // Spec, ScrubResult: "Response arrays hold the original input strings". Decoded, these bytes would be
+  // U+FFFD, and the answer would list strings the client never sent.
+  const bad = [
+    Buffer.from([0xff]),
+    Buffer.from([0xc3, 0x28]),
+    Buffer.from([0xc0, 0xaf]), // an overlong '/'
+    Buffer.from([0xed, 0xa0, 0x80]), // a surrogate, encoded as if it were a character
+    Buffer.from([0xe2, 0x82]), // a character cut short
+  ];
+  const bodies = (phone: Buffer) => [
+    // Compact (read in place from the bytes) and with spaces (parsed): refused alike.
+    Buffer.concat([Buffer.from('{"country":"mx","phones":["5512345678","55'), phone, Buffer.from('12"]}')]),
+    Buffer.concat([Buffer.from('{ "country": "mx", "phones": [ "55'), phone, Buffer.from('12" ] }')]),
+  ];
+
+  it.each(['/v1/scrub', '/v2/scrub'])(
+    '%s: 400 validation_error before Admit, nothing of the body echoed',
+    async (url) => {
+      for (const phone of bad) {
+        for (const payload of bodies(phone)) {
+          const g = await gateway({ admit: () => ({ rateLimit: rate() }) });
+          const r = await g.app.inject({
+            method: 'POST',
+            url,
+            headers: {
+              authorization: 'Bearer dnc_test_key',
+              'idempotency-key': 'k',
+              'content-type': 'application/json',
+            },
+            payload,
+          });
+          expect(r.statusCode).toBe(400);
+          expect(r.json()).toEqual({ error: 'validation_error', message: 'The body is not valid UTF-8.' });
+          expect(r.headers['x-retention']).toBe(url === '/v1/scrub' ? 'zero' : 'transient-encrypted');
+          expect(r.body).not.toContain('5512345678');
+          expect(g.calls.filter((c) => c.startsWith('admit'))).toEqual([]);
+        }
+      }
+    },
+  );
+
+  it('valid UTF-8 beyond ASCII is accepted and answered as sent', async () => {
+    const phones = ['55 1234 5678', '\u00a055\u00a01234\u00a05678', '\uff15\uff15', '\u{1f4de}'];
+    const g = await gateway({ admit: () => ({ rateLimit: rate() }) });
+    const r = await g.app.inject({
+      method: 'POST',
+      url: '/v1/scrub',
+      headers: {
+        authorization: 'Bearer dnc_test_key',
+        'idempotency-key': 'k',
+        'content-type': 'application/json',
+      },
+      payload: Buffer.from(JSON.stringify({ country: 'mx', phones }), 'utf8'),
+    });
+    expect(r.statusCode).toBe(200);
+    expect(r.json().safe_numbers_to_call).toEqual(phones);
+  });
+});
+
 describe('a fingerprint secret rotation (issue 14 item 4)', () => {
   it('Admit carries the fingerprint of the current and of the previous version, v1 and v2 alike', async () => {
     const seen: admissionv1.AdmitRequest[] = [];

@@ -245,7 +245,7 @@ describe('a scrub body read on its bytes (scrub-body.ts)', () => {
     expect(readScrubBody(at(3, LIMITS.maxPhoneLength + 1), v2)).toBeUndefined();
   });
 
-  it("holds v1's limit: 10,000 phones are read, 10,001 are left to the schema (its 400)", () => {
+  it("holds v1's limit: 10,000 phones are read, 10,001 are left to the schema (its maxItems: 413 payload_too_large)", () => {
     const at = (count: number) =>
       Buffer.from(
         JSON.stringify({ country: 'co', phones: Array.from({ length: count }, () => '3001234567') }),

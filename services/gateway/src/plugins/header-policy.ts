@@ -18,11 +18,21 @@ export const headerPolicy = fp(
 
 /** The headers of the policy, for answers sent where no hook runs (fastify's framework errors). */
 export function applyHeaderPolicy(request: FastifyRequest, reply: FastifyReply): void {
-  if (request.url.startsWith('/v1/')) {
-    reply.header('x-retention', RETENTION.v1);
-    reply.header('cache-control', CACHE_CONTROL.v1);
-  } else if (request.url.startsWith('/v2/')) {
-    reply.header('x-retention', RETENTION.v2);
-    reply.header('cache-control', CACHE_CONTROL.v2);
-  }
+  for (const [name, value] of policyHeaders(request.url)) reply.header(name, value);
+}
+
+const V1_HEADERS: readonly (readonly [string, string])[] = [
+  ['x-retention', RETENTION.v1],
+  ['cache-control', CACHE_CONTROL.v1],
+];
+const V2_HEADERS: readonly (readonly [string, string])[] = [
+  ['x-retention', RETENTION.v2],
+  ['cache-control', CACHE_CONTROL.v2],
+];
+
+/** The policy's headers for a request to `url`: none for a path outside v1 and v2. */
+export function policyHeaders(url: string): readonly (readonly [string, string])[] {
+  if (url.startsWith('/v1/')) return V1_HEADERS;
+  if (url.startsWith('/v2/')) return V2_HEADERS;
+  return [];
 }

@@ -1,11 +1,13 @@
+import type { IncomingMessage, Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { policyHeaders } from './header-policy.js';
 
 /**
  * RFC 9112 §9.6, a lingering close: when an answer closes the connection before the request has
  * arrived whole, half-close and read on instead of closing outright. A client still sending would
  * otherwise meet a closed socket, and the reset that follows discards the answer before it reads it
- * (`EPIPE` or `ECONNRESET` where the spec promises a 413 or a 431). What still arrives is read and
+ * (`EPIPE` or `ECONNRESET` where the spec promises a 413 or a 400). What still arrives is read and
  * dropped by Node's parser, never kept. Two kinds of answer linger:
  * - fastify's (413 on a body's declared length, 415): Node's request timeout and idle-socket
  *   timeout bound how long, as for any request (`afterAnswer`);
@@ -55,15 +57,49 @@ export class LingeringClose {
 }
 
 /**
+ * The request each socket is receiving, for the answers `clientErrorHandler` writes by hand: a request
+ * that timed out while its body was arriving follows its path's header policy too.
+ */
+export class SocketRequests {
+  private readonly current = new WeakMap<Duplex, IncomingMessage>();
+
+  watch(server: Server): void {
+    server.on('request', (request: IncomingMessage) => this.current.set(request.socket, request));
+  }
+
+  /** The path of the request still arriving on `socket` (not one it finished before). */
+  pathOf(socket: Duplex): string | undefined {
+    const request = this.current.get(socket);
+    return request && !request.complete ? request.url : undefined;
+  }
+}
+
+/**
+ * The beginning of the request-target in the bytes Node's parser failed on, when they begin with a
+ * request line (a header block that is too long or not HTTP: the route is never reached, its path is
+ * only there). The header policy goes by the path's first segment, so a path longer than what is read
+ * here (one over 16 KiB is itself the refusal) still names it.
+ */
+function requestTarget(error: Error): string | undefined {
+  const raw = (error as { rawPacket?: unknown }).rawPacket;
+  if (!Buffer.isBuffer(raw)) return undefined;
+  const start = raw.toString('latin1', 0, Math.min(raw.length, 256));
+  return /^[A-Z]{3,7} (\/[^ \r\n]*)/.exec(start)?.[1];
+}
+
+/**
  * Fastify's `clientErrorHandler`: what a client gets when Node's HTTP layer gives up on its request
  * before any route sees it. A request (body included) not received within DNC_REQUEST_TIMEOUT_MS is
  * a 400 `validation_error` (a documented answer of the routes that take a body) instead of Node's
- * 408; a header block over Node's 16 KiB is 431 with the service's error body; anything else that
- * is not HTTP is 400. The connection closes lingering after the answer: the client may still be
- * sending the rest of its request. Node reports its failed parser again for every chunk that arrives
- * after: the socket is answered once.
+ * 408; a header block over Node's 16 KiB, and anything else that is not HTTP, is 400 too (the spec's
+ * errors of every endpoint: no 431), each with the service's error body and the header policy of the
+ * request's path when it is known (spec, Endpoints/Common: every v1 answer, errors included, is
+ * zero-retention and not cacheable; every v2 answer transient-encrypted), else `Cache-Control:
+ * no-store`. The connection closes lingering after the answer: the client may still be sending the
+ * rest of its request. Node reports its failed parser again for every chunk that arrives after: the
+ * socket is answered once.
  */
-export function clientErrorHandler(lingering: LingeringClose) {
+export function clientErrorHandler(lingering: LingeringClose, requests: SocketRequests) {
   const answered = new WeakSet<Duplex>();
   return (error: NodeJS.ErrnoException, socket: Duplex): void => {
     if (answered.has(socket)) return;
@@ -71,16 +107,19 @@ export function clientErrorHandler(lingering: LingeringClose) {
       socket.destroy();
       return;
     }
-    const [status, text, message] =
+    const message =
       error.code === 'HPE_HEADER_OVERFLOW'
-        ? [431, 'Request Header Fields Too Large', 'The request headers exceed 16 KiB.']
+        ? 'The request headers exceed 16 KiB.'
         : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-          ? [400, 'Bad Request', 'The request did not arrive within the time allowed.']
-          : [400, 'Bad Request', 'The request is not valid HTTP.'];
+          ? 'The request did not arrive within the time allowed.'
+          : 'The request is not valid HTTP.';
     const body = JSON.stringify({ error: 'validation_error', message });
+    const path = requestTarget(error) ?? requests.pathOf(socket);
+    const policy = path === undefined ? [] : policyHeaders(path);
+    const headers = policy.length > 0 ? policy : [['cache-control', 'no-store']];
     answered.add(socket);
     socket.write(
-      `HTTP/1.1 ${status} ${text}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${headers.map(([name, value]) => `${name}: ${value}\r\n`).join('')}Connection: close\r\n\r\n${body}`,
     );
     // A request that timed out has had its time: closed at once, as before.
     if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') socket.destroy();

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { LIMITS } from '@dnc/api-contract';
 import { Gauge, type Registry } from '@dnc/kit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -127,7 +128,7 @@ export const requestBounds = fp(
       },
     );
 
-    // JSON bodies: nesting checked on the bytes before the parse; prototype keys refused as before.
+    // JSON bodies: UTF-8 and nesting checked on the bytes before the parse; prototype keys refused as before.
     app.removeContentTypeParser('application/json');
     app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
       // A route that takes no body (cancel, reads, the 404/405 answers) ignores one sent anyway.
@@ -136,6 +137,12 @@ export const requestBounds = fp(
         return;
       }
       const bytes = body as Buffer;
+      // JSON between systems is UTF-8 (RFC 8259, 8.1). Other bytes would be decoded to U+FFFD, and the
+      // answer would hold strings the client never sent (spec: the original input strings).
+      if (!isUtf8(bytes)) {
+        done(new PublicHttpError('validation_error', 'The body is not valid UTF-8.'), undefined);
+        return;
+      }
       const config = request.routeOptions.config;
       // A scrub body read in place: the route's schema still judges what it holds but the phones (an
       // empty array stands for them); the byte reader has held each phone to the schema's rules already.
