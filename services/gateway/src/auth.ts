@@ -59,7 +59,12 @@ const CHECKED_BY_ADMIT: Caller = Object.freeze({ kind: 'checked_by_admit' });
  */
 export const AUTH_WITH_ADMIT_MAX_BYTES = 64 * 1024;
 
-const BEARER = /^Bearer ([\x21-\x7E]{1,512})$/;
+/**
+ * `Authorization: Bearer <API_KEY>`. The scheme is a case-insensitive token followed by one or more
+ * spaces (RFC 9110 11.1 and 11.4, RFC 6750 2.1): `bearer <key>` is the same credential. Anything else
+ * is a malformed header (an empty key: admission's 401, counted by the abuse guard).
+ */
+const BEARER = /^bearer +([\x21-\x7E]{1,512})$/i;
 
 /** The caller of a route marked `auth`; anything else is a wiring mistake (an internal error). */
 export function authenticatedCaller(request: FastifyRequest): AuthenticatedCaller {

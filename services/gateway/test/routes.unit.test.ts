@@ -271,6 +271,46 @@ describe('POST /v1/scrub: a body read in place from its bytes or parsed is the s
   });
 });
 
+describe('the Authorization header (spec, Authentication 1 and 3; RFC 9110 11.1: the scheme is case-insensitive)', () => {
+  async function keyPresented(authorization: string) {
+    const admitted: admissionv1.AdmitRequest[] = [];
+    const g = await gateway({
+      admit: (req) => {
+        admitted.push(req);
+        return { rateLimit: rate() };
+      },
+    });
+    await g.app.inject({
+      method: 'POST',
+      url: '/v1/scrub',
+      headers: { authorization, 'idempotency-key': 'k', 'content-type': 'application/json' },
+      payload: { country: 'mx', phones: ['5512345678'] },
+    });
+    return admitted[0]?.credentials?.apiKey;
+  }
+
+  it.each(['Bearer dnc_test_key', 'bearer dnc_test_key', 'BEARER dnc_test_key', 'Bearer  dnc_test_key'])(
+    '%j presents the key',
+    async (authorization) => {
+      expect(await keyPresented(authorization)).toBe('dnc_test_key');
+    },
+  );
+
+  it.each([
+    'Bearer',
+    'Bearer ',
+    'Bearerdnc_test_key',
+    'Basic ZG5jX3Rlc3Rfa2V5',
+    'Bearer dnc test key',
+    'Token dnc_test_key',
+  ])(
+    '%j is malformed: no key presented (admission answers 401 invalid_key and counts the failure)',
+    async (authorization) => {
+      expect(await keyPresented(authorization)).toBe('');
+    },
+  );
+});
+
 describe('a body that is not UTF-8 (RFC 8259 8.1: JSON between systems is UTF-8)', () => {
   // Spec, ScrubResult: "Response arrays hold the original input strings". Decoded, these bytes would be
   // U+FFFD, and the answer would list strings the client never sent.
