@@ -46,6 +46,21 @@ function scrub(g: { app: FastifyInstance }, url: '/v1/scrub' | '/v2/scrub', idem
   });
 }
 
+/** POST `payload` as a JSON body to `url`, with Idempotency-Key `k`. */
+function postBody(
+  g: { app: FastifyInstance },
+  url: string,
+  payload: string | Buffer,
+  authorization = 'Bearer dnc_test_key',
+) {
+  return g.app.inject({
+    method: 'POST',
+    url,
+    headers: { authorization, 'idempotency-key': 'k', 'content-type': 'application/json' },
+    payload,
+  });
+}
+
 describe('gateway routes over the in-memory upstream (routes translate HTTP; the flows decide)', () => {
   it('POST /v1/scrub: a small body is authenticated by Admit (no Authenticate call) and carries its rate-limit headers', async () => {
     const g = await gateway({ admit: () => ({ rateLimit: rate() }) });
@@ -244,16 +259,7 @@ describe('POST /v1/scrub: a body read in place from its bytes or parsed is the s
   it('an answer that misses an outcome is never a result: 503 either way, nothing of it answered', async () => {
     for (const text of bodies(few)) {
       const g = await gateway({ check: (count) => Array.from({ length: count - 1 }, () => Outcome.SAFE) });
-      const r = await g.app.inject({
-        method: 'POST',
-        url: '/v1/scrub',
-        headers: {
-          authorization: 'Bearer dnc_test_key',
-          'idempotency-key': 'k',
-          'content-type': 'application/json',
-        },
-        payload: text,
-      });
+      const r = await postBody(g, '/v1/scrub', text);
       expect(r.statusCode).toBe(503);
       expect(r.json()).toMatchObject({ error: 'country_service_temporarily_unavailable' });
       expect(r.body).not.toContain('5512345678');
@@ -280,12 +286,7 @@ describe('the Authorization header (spec, Authentication 1 and 3; RFC 9110 11.1:
         return { rateLimit: rate() };
       },
     });
-    await g.app.inject({
-      method: 'POST',
-      url: '/v1/scrub',
-      headers: { authorization, 'idempotency-key': 'k', 'content-type': 'application/json' },
-      payload: { country: 'mx', phones: ['5512345678'] },
-    });
+    await postBody(g, '/v1/scrub', JSON.stringify({ country: 'mx', phones: ['5512345678'] }), authorization);
     return admitted[0]?.credentials?.apiKey;
   }
 
@@ -333,16 +334,7 @@ describe('a body that is not UTF-8 (RFC 8259 8.1: JSON between systems is UTF-8)
       for (const phone of bad) {
         for (const payload of bodies(phone)) {
           const g = await gateway({ admit: () => ({ rateLimit: rate() }) });
-          const r = await g.app.inject({
-            method: 'POST',
-            url,
-            headers: {
-              authorization: 'Bearer dnc_test_key',
-              'idempotency-key': 'k',
-              'content-type': 'application/json',
-            },
-            payload,
-          });
+          const r = await postBody(g, url, payload);
           expect(r.statusCode).toBe(400);
           expect(r.json()).toEqual({ error: 'validation_error', message: 'The body is not valid UTF-8.' });
           expect(r.headers['x-retention']).toBe(url === '/v1/scrub' ? 'zero' : 'transient-encrypted');
@@ -356,16 +348,8 @@ describe('a body that is not UTF-8 (RFC 8259 8.1: JSON between systems is UTF-8)
   it('valid UTF-8 beyond ASCII is accepted and answered as sent', async () => {
     const phones = ['55 1234 5678', '\u00a055\u00a01234\u00a05678', '\uff15\uff15', '\u{1f4de}'];
     const g = await gateway({ admit: () => ({ rateLimit: rate() }) });
-    const r = await g.app.inject({
-      method: 'POST',
-      url: '/v1/scrub',
-      headers: {
-        authorization: 'Bearer dnc_test_key',
-        'idempotency-key': 'k',
-        'content-type': 'application/json',
-      },
-      payload: Buffer.from(JSON.stringify({ country: 'mx', phones }), 'utf8'),
-    });
+    const payload = Buffer.from(JSON.stringify({ country: 'mx', phones }), 'utf8');
+    const r = await postBody(g, '/v1/scrub', payload);
     expect(r.statusCode).toBe(200);
     expect(r.json().safe_numbers_to_call).toEqual(phones);
   });
