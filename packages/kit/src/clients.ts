@@ -49,7 +49,8 @@ export function widenSessionWindow(session: http2.Http2Session): void {
  * keep-alive timer can fire between a session's destruction and the handlers that stop it, and its
  * `ping` call has no guard (connect-es #1795): the throw escaped the timer and ended the process
  * (test/http2-ping-guard.unit.test.ts). Connect 2.3.0 checks itself, but 2.2 and 2.3 declare Node >= 22
- * (`engines`) and the services run on Node 20: remove this with the move to Node 22 and Connect 2.3.
+ * (`engines`), and the project supports Node 20.19+ (package.json `engines`, the quick start on a machine
+ * with Node 20; the image and CI run 22): remove this with Node 20's support, moving to Connect 2.3.
  */
 export function guardPing(session: http2.Http2Session): void {
   const ping = session.ping;
