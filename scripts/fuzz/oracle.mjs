@@ -1,14 +1,13 @@
 // What every fuzzed response must satisfy: no 5xx, documented by the OpenAPI document (status,
 // headers, body), no leak of internals. Problems are counted by kind so one bug is one line.
+import { RETENTION } from '@dnc/api-contract/limits';
 import { createResponseValidator, findLeak } from '@dnc/devstack';
 
 /** The answers Node's HTTP layer makes the gateway write before any route (plugins/lingering-close.ts). */
 const PROTOCOL_REFUSALS = new Set(['The request headers exceed 16 KiB.', 'The request is not valid HTTP.']);
 /** Spec, Endpoints/Common: the header policy by path, which those answers keep too. */
-const RETENTION = [
-  ['/v1/', 'zero'],
-  ['/v2/', 'transient-encrypted'],
-];
+const retentionOf = (route) =>
+  route.startsWith('/v1/') ? RETENTION.v1 : route.startsWith('/v2/') ? RETENTION.v2 : undefined;
 
 export function createOracle(doc, publicBaseUrl) {
   const validator = createResponseValidator(doc);
@@ -52,7 +51,7 @@ export function createOracle(doc, publicBaseUrl) {
       // Node's HTTP parser refused the request before any route saw it (a header block over 16 KiB):
       // 400 on any path, with the service's error body and the path's header policy.
       refusals.count++;
-      const retention = RETENTION.find(([prefix]) => route.startsWith(prefix))?.[1];
+      const retention = retentionOf(route);
       if (retention && res.headers.get('x-retention') !== retention)
         add(`protocol refusal without x-retention: ${retention}`, what);
       if (body.error !== 'validation_error') add('protocol refusal not validation_error', what);
