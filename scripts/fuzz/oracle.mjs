@@ -49,12 +49,14 @@ export function createOracle(doc, publicBaseUrl) {
     if (leak) add(`leak on ${req.method} ${templateOf(req.route)}`, leak.slice(0, 300));
     if (res.status === 400 && PROTOCOL_REFUSALS.has(body?.message)) {
       // Node's HTTP parser refused the request before any route saw it (a header block over 16 KiB):
-      // 400 on any path, with the service's error body and the path's header policy.
+      // 400 on any path, with the service's error body, the path's header policy and an X-Request-Id.
       refusals.count++;
       const retention = retentionOf(route);
       if (retention && res.headers.get('x-retention') !== retention)
         add(`protocol refusal without x-retention: ${retention}`, what);
       if (body.error !== 'validation_error') add('protocol refusal not validation_error', what);
+      if (!/^[A-Za-z0-9._:-]{1,128}$/.test(res.headers.get('x-request-id') ?? ''))
+        add('protocol refusal without X-Request-Id', what);
       return body;
     }
     for (const problem of validator.check({

@@ -68,7 +68,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     connectionTimeout: config.DNC_SOCKET_IDLE_TIMEOUT_MS,
     keepAliveTimeout: config.DNC_KEEP_ALIVE_TIMEOUT_MS,
     http: { headersTimeout: config.DNC_HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1_000 },
-    clientErrorHandler: clientErrorHandler(lingering, requests),
+    clientErrorHandler: clientErrorHandler(lingering, requests, logger),
     // A path that is not valid percent-encoding (`/v2/scrub/%E9`) is routed with its `%` taken literally, so
     // it goes through every hook (request id, authentication, rate limit, 405) and ends as any unknown id
     // or path does.

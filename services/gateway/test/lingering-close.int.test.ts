@@ -44,8 +44,11 @@ async function uploadThenRead(port: number, declared: number, chunks: number, he
   return { socket, closed, text: () => Buffer.concat(received).toString('latin1'), error: () => error };
 }
 
+/** What the gateway under test logged, a line each. */
+const logLines: string[] = [];
+
 async function listeningApp(): Promise<FastifyInstance> {
-  const logger = createLogger('gateway-test', 'silent');
+  const logger = createLogger('gateway-test', 'info', { write: (line: string) => logLines.push(line) });
   const app = await buildApp({
     config: gatewayConfig.parse({
       DNC_FINGERPRINT_SECRET: 'test-secret-0123456789',
@@ -168,6 +171,9 @@ async function rawExchange(port: number, head: string, body = ''): Promise<strin
  * `x-retention: transient-encrypted`." That holds for the answers Node's HTTP layer makes the gateway
  * write by hand, before any route, too; and their status is one the spec lists (400, never 431).
  */
+/** The OpenAPI document's X-Request-Id (`requestIdHeader`): 1-128 of `A-Z a-z 0-9 . _ : -`. */
+const REQUEST_ID = /\r\nx-request-id: ([A-Za-z0-9._:-]{1,128})\r\n/;
+
 describe("Node's own refusals: 400 with the service's body and the header policy of the request's path", () => {
   let app: FastifyInstance;
   let port: number;
@@ -211,8 +217,37 @@ describe("Node's own refusals: 400 with the service's body and the header policy
       expect(text.endsWith(JSON.stringify({ error: 'validation_error', message: refusal.message }))).toBe(
         true,
       );
+      // The OpenAPI document: X-Request-Id on every response (what to quote to support). The request's
+      // own never reached a hook, so the service makes one.
+      expect(text).toMatch(REQUEST_ID);
     });
   }
+
+  it('each refusal has its own X-Request-Id', async () => {
+    const ids: (string | undefined)[] = [];
+    for (let i = 0; i < 3; i++) {
+      const text = await rawExchange(port, 'GET /v1/health HTTP/1.1\r\nHost: gw\r\nX-Bad: a\x01b\r\n\r\n');
+      ids.push(REQUEST_ID.exec(text)?.[1]);
+    }
+    expect(new Set(ids).size).toBe(3);
+  });
+
+  it('is logged with its X-Request-Id and kind, and nothing of the request', async () => {
+    const secret = 'dnc_live_0123456789abcdef';
+    const text = await rawExchange(
+      port,
+      `POST /v1/scrub?phone=3001234567 HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer ${secret}\r\nX-Bad: 3001234567\x01\r\n\r\n`,
+    );
+    const id = REQUEST_ID.exec(text)?.[1] ?? 'none';
+    const lines = logLines.filter((l) => l.includes(id));
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0] ?? '{}')).toMatchObject({
+      requestId: id,
+      refusal: 'HPE_INVALID_HEADER_TOKEN',
+    });
+    for (const line of logLines)
+      for (const leak of [secret, '3001234567', 'X-Bad']) expect(line).not.toContain(leak);
+  });
 
   it('a path over 16 KiB (the refusal itself): still the headers of its version', async () => {
     const text = await rawExchange(
@@ -222,6 +257,7 @@ describe("Node's own refusals: 400 with the service's body and the header policy
     expect(text.startsWith('HTTP/1.1 400 Bad Request\r\n'), text.slice(0, 40)).toBe(true);
     expect(text).toContain('\r\nx-retention: transient-encrypted\r\n');
     expect(text).toContain('\r\ncache-control: no-store\r\n');
+    expect(text).toMatch(REQUEST_ID);
   });
 
   it('a path outside v1 and v2: not cacheable, no retention claimed', async () => {
@@ -229,6 +265,7 @@ describe("Node's own refusals: 400 with the service's body and the header policy
     expect(text.startsWith('HTTP/1.1 400 Bad Request\r\n')).toBe(true);
     expect(text).toContain('\r\ncache-control: no-store\r\n');
     expect(text).not.toMatch(/x-retention/i);
+    expect(text).toMatch(REQUEST_ID);
   });
 
   it('a v2 body that never arrives whole: 400 at the request timeout, with the v2 headers', async () => {
@@ -238,5 +275,13 @@ describe("Node's own refusals: 400 with the service's body and the header policy
     expect(text).toContain('\r\nx-retention: transient-encrypted\r\n');
     expect(text).toContain('\r\ncache-control: no-store\r\n');
     expect(text).toContain('The request did not arrive within the time allowed.');
+    expect(text).toMatch(REQUEST_ID);
+  });
+
+  it("a body that never arrives whole keeps the client's own X-Request-Id (its hooks ran with it)", async () => {
+    const head = `POST /v1/scrub HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer k\r\nX-Request-Id: slow-client.7\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n`;
+    const text = await rawExchange(port, head, '{"country":"mx","phones":[');
+    expect(text.startsWith('HTTP/1.1 400 Bad Request\r\n'), text.slice(0, 40)).toBe(true);
+    expect(text).toContain('\r\nx-request-id: slow-client.7\r\n');
   });
 });

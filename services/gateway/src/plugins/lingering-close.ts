@@ -1,6 +1,7 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { acceptRequestId, type Logger, REQUEST_ID_HEADER } from '@dnc/kit';
 import { policyHeaders } from './header-policy.js';
 
 /**
@@ -67,10 +68,10 @@ export class SocketRequests {
     server.on('request', (request: IncomingMessage) => this.current.set(request.socket, request));
   }
 
-  /** The path of the request still arriving on `socket` (not one it finished before). */
-  pathOf(socket: Duplex): string | undefined {
+  /** The request still arriving on `socket` (not one it finished before). */
+  arriving(socket: Duplex): IncomingMessage | undefined {
     const request = this.current.get(socket);
-    return request && !request.complete ? request.url : undefined;
+    return request && !request.complete ? request : undefined;
   }
 }
 
@@ -95,11 +96,13 @@ function requestTarget(error: Error): string | undefined {
  * errors of every endpoint: no 431), each with the service's error body and the header policy of the
  * request's path when it is known (spec, Endpoints/Common: every v1 answer, errors included, is
  * zero-retention and not cacheable; every v2 answer transient-encrypted), else `Cache-Control:
- * no-store`. The connection closes lingering after the answer: the client may still be sending the
- * rest of its request. Node reports its failed parser again for every chunk that arrives after: the
- * socket is answered once.
+ * no-store`; and an X-Request-Id, as on every answer (the request's own when its hooks ran with it, a
+ * request that timed out; else a new one), logged with the refusal's kind so support finds it. The
+ * connection closes lingering after the answer: the client may still be sending the rest of its
+ * request. Node reports its failed parser again for every chunk that arrives after: the socket is
+ * answered once.
  */
-export function clientErrorHandler(lingering: LingeringClose, requests: SocketRequests) {
+export function clientErrorHandler(lingering: LingeringClose, requests: SocketRequests, logger: Logger) {
   const answered = new WeakSet<Duplex>();
   return (error: NodeJS.ErrnoException, socket: Duplex): void => {
     if (answered.has(socket)) return;
@@ -114,9 +117,20 @@ export function clientErrorHandler(lingering: LingeringClose, requests: SocketRe
           ? 'The request did not arrive within the time allowed.'
           : 'The request is not valid HTTP.';
     const body = JSON.stringify({ error: 'validation_error', message });
-    const path = requestTarget(error) ?? requests.pathOf(socket);
+    const target = requestTarget(error);
+    const arriving = target === undefined ? requests.arriving(socket) : undefined;
+    const path = target ?? arriving?.url;
     const policy = path === undefined ? [] : policyHeaders(path);
-    const headers = policy.length > 0 ? policy : [['cache-control', 'no-store']];
+    const requestId = acceptRequestId(arriving?.headers[REQUEST_ID_HEADER]);
+    const headers = [
+      ...(policy.length > 0 ? policy : [['cache-control', 'no-store']]),
+      [REQUEST_ID_HEADER, requestId],
+    ];
+    // No path, header or byte of the request in the log: only what it was refused for.
+    logger.info(
+      { requestId, refusal: error.code ?? 'unknown', status: 400 },
+      'request refused by the HTTP layer',
+    );
     answered.add(socket);
     socket.write(
       `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${headers.map(([name, value]) => `${name}: ${value}\r\n`).join('')}Connection: close\r\n\r\n${body}`,
