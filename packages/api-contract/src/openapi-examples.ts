@@ -108,7 +108,8 @@ balance, cost, credentials and raw provider errors are never exposed; such cause
 - Too many inputs (v1 over ${LIMITS.v1MaxInputs}, v2 over ${LIMITS.v2MaxInputs}): \`413 payload_too_large\` (v1's message points to
   \`POST /v2/scrub\`). An input over ${LIMITS.maxPhoneLength} characters: \`400 validation_error\`.
   A character is a Unicode code point, as JSON Schema \`maxLength\` counts: an emoji is one character.
-  A body that is not JSON, or not UTF-8 (RFC 8259 §8.1): \`400 validation_error\`. A request the HTTP layer cannot accept
+  A body that is not JSON, not UTF-8 (RFC 8259 §8.1), or sent with a \`Content-Encoding\` other than \`identity\` (the
+  service reads uncompressed JSON only): \`400 validation_error\`. A request the HTTP layer cannot accept
   (a header block over 16 KiB, a control character in a header) is refused before any operation with \`400 validation_error\`
   and the headers of its path. Over ${LIMITS.maxBodyBytes} bytes (body, canonical input or result estimate): \`413 payload_too_large\`.
 - Codes of the parenthesised errors: \`validation_error\` (400), \`subscription_inactive\` (402), \`account_suspended\`,

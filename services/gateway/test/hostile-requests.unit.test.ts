@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { createLogger, HealthState, Registry } from '@dnc/kit';
 import { jobsv1 } from '@dnc/proto';
 import type { FastifyInstance } from 'fastify';
@@ -98,5 +99,52 @@ describe('requests the fuzzer sent', () => {
     });
     expect(r.statusCode).toBe(400);
     expect(r.json().error).toBe('validation_error');
+  });
+
+  // RFC 9110 8.4: a body declared with a content coding is that coding's bytes; the service decodes none,
+  // so it cannot read one (was: the header ignored, a plain body answered as if it were not declared gzip).
+  describe('a scrub body with a content coding is 400: the service reads only uncompressed JSON', () => {
+    const json = JSON.stringify({ country: 'co', phones: ['3001234567'] });
+    const cases = [
+      { coding: 'gzip', payload: gzipSync(json) },
+      { coding: 'gzip', payload: json },
+      { coding: 'br', payload: json },
+      { coding: 'identity, gzip', payload: json },
+    ];
+    it.each(cases)('Content-Encoding: $coding', async ({ coding, payload }) => {
+      for (const url of ['/v1/scrub', '/v2/scrub']) {
+        const r = await app.inject({
+          method: 'POST',
+          url,
+          headers: {
+            authorization: 'Bearer k',
+            'idempotency-key': 'k1',
+            'content-type': 'application/json',
+            'content-encoding': coding,
+          },
+          payload,
+        });
+        expect(r.statusCode, url).toBe(400);
+        expect(r.json(), url).toEqual({
+          error: 'validation_error',
+          message: 'Content-Encoding is not supported: send the JSON body uncompressed.',
+        });
+      }
+    });
+    it('Content-Encoding: identity is no coding at all: the body is read', async () => {
+      const r = await app.inject({
+        method: 'POST',
+        url: '/v1/scrub',
+        headers: {
+          authorization: 'Bearer k',
+          'idempotency-key': 'k1',
+          'content-type': 'application/json',
+          'content-encoding': 'Identity',
+        },
+        payload: json,
+      });
+      expect(r.statusCode).toBe(200);
+      expect(r.json().summary.total_checked).toBe(1);
+    });
   });
 });

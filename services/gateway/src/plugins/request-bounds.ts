@@ -57,6 +57,15 @@ function declaredLength(request: FastifyRequest): number {
   return Math.min(Number(raw), LIMITS.maxBodyBytes + 1);
 }
 
+/** Whether a Content-Encoding header names a coding other than `identity` (which is none). */
+function hasContentCoding(header: string | undefined): boolean {
+  if (header === undefined) return false;
+  return header.split(',').some((coding) => {
+    const c = coding.trim().toLowerCase();
+    return c !== '' && c !== 'identity';
+  });
+}
+
 function ownerOf(request: FastifyRequest): string {
   const c = request.caller;
   return c.kind === 'authenticated' ? `org:${c.orgId}` : `ip:${request.ip}`;
@@ -134,6 +143,18 @@ export const requestBounds = fp(
       // A route that takes no body (cancel, reads, the 404/405 answers) ignores one sent anyway.
       if (!request.routeOptions.schema?.body) {
         done(null, undefined);
+        return;
+      }
+      // RFC 9110 8.4: a coded body is the coding's bytes, and the service decodes none (the 25 MiB limits
+      // are on the bytes as sent). Read as JSON it would fail, or pass when the header was false.
+      if (hasContentCoding(request.headers['content-encoding'])) {
+        done(
+          new PublicHttpError(
+            'validation_error',
+            'Content-Encoding is not supported: send the JSON body uncompressed.',
+          ),
+          undefined,
+        );
         return;
       }
       const bytes = body as Buffer;
