@@ -32,7 +32,11 @@ export async function invite(
 ) {
   const email = normalEmail(i.email);
   if (!email) throw new HttpError(400, 'validation_error', 'Give a valid email address.');
-  if (await deps.members.byEmail(email))
+  // An owner learns only of their own organization's members: an email of another organization is
+  // invited as any other (its acceptance is refused, to the person who holds the email alone). The
+  // operator is told either way.
+  const existing = await deps.members.byEmail(email);
+  if (existing && (i.invitedBy === null || existing.orgId === i.orgId))
     throw new HttpError(409, 'email_taken', 'This email already belongs to a member of an organization.');
   const token = newToken();
   const invitation = await deps.invitations.create({

@@ -1,87 +1,25 @@
 import { randomUUID } from 'node:crypto';
-import { createClient } from '@connectrpc/connect';
-import { grpcTransport, parseConfig, readPublicReason } from '@dnc/kit';
+import { readPublicReason } from '@dnc/kit';
 import { dashboardv1 } from '@dnc/proto';
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DashboardClient } from '../../../test/support/dashboard.js';
-import { Harness } from '../../admission/test/harness.js';
-import { dashboardConfig } from '../src/config.js';
 import { totpCode } from '../src/domain/totp.js';
-import { type RunningDashboard, startDashboard } from '../src/server.js';
+import { startDashboard } from '../src/server.js';
+import {
+  admin,
+  base,
+  config,
+  h,
+  LIMIT,
+  orgId,
+  PUBLIC_URL,
+  person,
+  RATE,
+  sql,
+  withDashboard,
+} from './sign-in-harness.js';
 
-// Issue 16, item 2: people and sign-in, against the real PostgreSQL and Redis with admission in process
-// (the dashboard asks it whether an organization exists). Passwords are hashed with a lower scrypt cost
-// here (2^12) to keep the suite fast; the e2e suite runs the production cost.
-const LIMIT = 4;
-const PUBLIC_URL = 'https://dashboard.example.test';
-const RATE = 12;
-const h = new Harness();
-let dash: RunningDashboard;
-let base: string;
-let admin: ReturnType<typeof createClient<typeof dashboardv1.DashboardAdminService>>;
-let orgId: string;
-
-beforeAll(async () => {
-  await h.start();
-  await h.pki.write('dashboard', 'dashboard');
-  dash = await startDashboard(config());
-  base = `http://127.0.0.1:${dash.port}`;
-  admin = createClient(
-    dashboardv1.DashboardAdminService,
-    grpcTransport(`http://127.0.0.1:${dash.adminPort}`, [], {
-      security: await h.pki.security('operator'),
-      peer: 'dashboard',
-    }),
-  );
-  orgId = (await h.clients().admin.createOrganization({ name: 'Sign-in Org' })).orgId;
-});
-
-function config(over: Record<string, string> = {}) {
-  return parseConfig(dashboardConfig, {
-    DATABASE_URL: h.databaseUrl,
-    DNC_ADMISSION_ADDR: `http://127.0.0.1:${h.instances[0]!.port}`,
-    DNC_QUOTA_ADDR: `http://127.0.0.1:${h.quota.port}`,
-    DNC_JOBS_ADDR: 'http://127.0.0.1:9',
-    DNC_REDIS_PREFIX: h.prefix,
-    DNC_DASHBOARD_PORT: '0',
-    DNC_DASHBOARD_PUBLIC_URL: PUBLIC_URL,
-    DNC_GRPC_PORT: '0',
-    DNC_METRICS_PORT: '0',
-    DNC_LOG_LEVEL: 'silent',
-    DNC_SCRYPT_LOG_N: '12',
-    DNC_LOCKOUT_FAILURES: String(LIMIT),
-    DNC_SIGN_IN_RATE_PER_MINUTE: '10000',
-    DNC_TOTP_KEYS: `t1:${Buffer.alloc(32, 3).toString('base64')}`,
-    DNC_TOTP_KEY_ACTIVE_ID: 't1',
-    ...h.pki.env('dashboard'),
-    ...over,
-  });
-}
-
-afterAll(async () => {
-  await dash?.service.shutdown('test end');
-  await h.stop();
-});
-
-/** A member made the operator's way: invitation link, then a password on the invitation page. */
-async function person(role = dashboardv1.Role.OWNER, password = 'correct horse battery') {
-  const email = `p-${randomUUID().slice(0, 8)}@example.com`;
-  const { link } = await admin.inviteUser({ orgId, email, role });
-  const c = new DashboardClient(base);
-  expect((await c.accept(link, password)).status).toBe(201);
-  return { email, password, c, link };
-}
-
-async function sql(text: string, params: unknown[] = []) {
-  const db = new pg.Client({ connectionString: h.databaseUrl });
-  await db.connect();
-  try {
-    return await db.query(text, params);
-  } finally {
-    await db.end();
-  }
-}
+withDashboard();
 
 describe('invitations', () => {
   it('the operator invitation is one-time: a second use, a revoked or an expired link is refused', async () => {
@@ -291,13 +229,13 @@ describe('sessions, CSRF, second factor', () => {
     c.csrf = done.body.csrf_token;
     expect((await c.get('/api/session')).status).toBe(200);
 
-    // Wrong codes: after the limit the half session ends.
+    // Wrong codes: after the limit the email is locked and the half session ends.
     const d = new DashboardClient(base);
     await d.signIn(p.email, p.password);
     for (let i = 1; i < LIMIT; i++)
       expect((await d.post('/api/session/totp', { code: '123456' })).status).toBe(401);
     const last = await d.post('/api/session/totp', { code: '123456' });
-    expect(last.body.error).toBe('unauthenticated');
+    expect(last.body.error).toBe('too_many_attempts');
     expect((await d.post('/api/session/totp', { code: totpCode(secret, enabledAt + 60_000) })).status).toBe(
       401,
     );

@@ -1,9 +1,10 @@
+import type { FastifyInstance, onRequestHookHandler } from 'fastify';
 import type { SealingKeys } from '../domain/sealing.js';
 import type { InvitationDeps } from '../invitations.js';
 import type { SessionDeps } from '../session.js';
 import type { AuditLog } from '../store/audit.js';
 import type { LockoutPolicy } from '../store/members.js';
-import type { Upstreams } from '../upstream.js';
+import { HttpError, type Upstreams } from '../upstream.js';
 
 /** What the routes of the backend-for-frontend work with. */
 export interface RouteDeps extends SessionDeps, InvitationDeps {
@@ -19,9 +20,29 @@ export interface RouteDeps extends SessionDeps, InvitationDeps {
   totpKeys: SealingKeys;
 }
 
-/** Route config of the routes that take a secret from a person: rate-limited per client address. */
-export function signInLimit(deps: RouteDeps) {
-  return { rateLimit: { max: deps.signInRatePerMinute, timeWindow: 60_000 } };
+const gates = new WeakMap<FastifyInstance, onRequestHookHandler>();
+
+/**
+ * The hook of every route that takes a secret from a person (sign-in, second factor, invitation,
+ * password checks): one count of attempts per client address across all of them, not one per route
+ * (a route's own `config.rateLimit` would count apart).
+ */
+export function signInGate(app: FastifyInstance, deps: RouteDeps): onRequestHookHandler {
+  let gate = gates.get(app);
+  if (!gate) {
+    gate = app.rateLimit({ max: deps.signInRatePerMinute, timeWindow: 60_000 });
+    gates.set(app, gate);
+  }
+  return gate;
+}
+
+/** The answer while an email is locked (too many failed passwords or codes), whatever was sent. */
+export function lockedError(deps: RouteDeps): HttpError {
+  return new HttpError(
+    429,
+    'too_many_attempts',
+    `Too many failed sign-ins for this email: try again in ${deps.lockout.lockMinutes} minutes.`,
+  );
 }
 
 /** JSON bodies: exactly these string fields, each bounded. */

@@ -5,28 +5,34 @@ import { newTotpSecret, totpStep, totpUri } from '../domain/totp.js';
 import { openSeed } from '../second-factor.js';
 import { guards, who } from '../session.js';
 import { HttpError } from '../upstream.js';
-import { body, type RouteDeps, signInLimit } from './deps.js';
+import { body, lockedError, type RouteDeps, signInGate } from './deps.js';
 
 /** What every signed-in person manages of their own: password and second factor. */
 export function meRoutes(app: FastifyInstance, deps: RouteDeps): void {
   const { change } = guards(deps);
 
-  const checkPassword = async (password: string, stored: string) => {
-    if (!(await deps.verify(password, stored)))
+  // The current password, asked before a change: guesses count against the email's lockout as sign-ins
+  // do (a stolen session must not be a way to try passwords), and while it is locked nothing is judged.
+  const checkPassword = async (member: { email: string; passwordHash: string }, password: string) => {
+    if (await deps.members.isLocked(member.email)) throw lockedError(deps);
+    if (!(await deps.verify(password, member.passwordHash))) {
+      if (await deps.members.recordFailure(member.email, deps.lockout)) throw lockedError(deps);
       throw new HttpError(403, 'invalid_credentials', 'The current password is wrong.');
+    }
+    if (await deps.members.isLocked(member.email)) throw lockedError(deps);
   };
 
   app.post(
     '/api/me/password',
     {
       preHandler: change,
-      config: signInLimit(deps),
+      onRequest: signInGate(app, deps),
       schema: { body: body({ current_password: MAX_PASSWORD * 4, new_password: MAX_PASSWORD * 4 }) },
     },
     async (request, reply) => {
       const { member, tokenHash } = who(request);
       const b = request.body as { current_password: string; new_password: string };
-      await checkPassword(b.current_password, member.passwordHash);
+      await checkPassword(member, b.current_password);
       const problem = passwordProblem(b.new_password, member.email);
       if (problem) throw new HttpError(400, 'weak_password', problem);
       await deps.members.setPassword(member.memberId, await deps.hash(b.new_password));
@@ -54,7 +60,7 @@ export function meRoutes(app: FastifyInstance, deps: RouteDeps): void {
   /** Step 2: a code from the app proves it holds the secret; from now on sign-in asks for a code. */
   app.post(
     '/api/me/totp/enable',
-    { preHandler: change, config: signInLimit(deps), schema: { body: body({ code: 10 }) } },
+    { preHandler: change, onRequest: signInGate(app, deps), schema: { body: body({ code: 10 }) } },
     async (request, reply) => {
       const { member } = who(request);
       const pending = member.totpPending;
@@ -76,10 +82,14 @@ export function meRoutes(app: FastifyInstance, deps: RouteDeps): void {
 
   app.post(
     '/api/me/totp/disable',
-    { preHandler: change, config: signInLimit(deps), schema: { body: body({ password: MAX_PASSWORD * 4 }) } },
+    {
+      preHandler: change,
+      onRequest: signInGate(app, deps),
+      schema: { body: body({ password: MAX_PASSWORD * 4 }) },
+    },
     async (request, reply) => {
       const { member } = who(request);
-      await checkPassword((request.body as { password: string }).password, member.passwordHash);
+      await checkPassword(member, (request.body as { password: string }).password);
       await deps.members.disableTotp(member.memberId);
       await deps.audit.record(member.orgId, member.email, 'totp_disabled');
       return reply.code(204).send();

@@ -16,7 +16,7 @@ import {
   who,
 } from '../session.js';
 import { HttpError } from '../upstream.js';
-import { body, iso, type RouteDeps, signInLimit } from './deps.js';
+import { body, iso, lockedError, type RouteDeps, signInGate } from './deps.js';
 
 const wrongCredentials = () =>
   new HttpError(401, 'invalid_credentials', 'The email or the password is wrong.');
@@ -53,7 +53,7 @@ function signInRoutes(app: FastifyInstance, deps: RouteDeps): void {
 
   app.post(
     '/api/session',
-    { schema: { body: body({ email: 300, password: MAX_PASSWORD * 4 }) }, config: signInLimit(deps) },
+    { schema: { body: body({ email: 300, password: MAX_PASSWORD * 4 }) }, onRequest: signInGate(app, deps) },
     async (request, reply) => {
       sameOrigin(deps, request);
       const { email, password } = request.body as { email: string; password: string };
@@ -63,27 +63,33 @@ function signInRoutes(app: FastifyInstance, deps: RouteDeps): void {
 
   app.post(
     '/api/session/totp',
-    { schema: { body: body({ code: 10 }) }, config: signInLimit(deps) },
+    { schema: { body: body({ code: 10 }) }, onRequest: signInGate(app, deps) },
     async (request, reply) => {
       const pending = await readSession(deps, request, 'mfa');
       if (!pending) throw new HttpError(401, 'unauthenticated', 'Sign in with your password first.');
       checkCsrf(deps, request, pending.session);
       const { member } = pending;
       const { code } = request.body as { code: string };
+      // Codes count against the email's lockout as passwords do (the password step did not clear it):
+      // once locked, every answer is the lockout, a right code's too, and the half session ends.
+      const lockedOut = async () => {
+        await deps.sessions.end(pending.tokenHash);
+        clearSessionCookie(reply);
+        return lockedError(deps);
+      };
+      if (await deps.members.isLocked(member.email)) throw await lockedOut();
       // A seed that cannot be opened refuses the sign-in (503) before any code is judged.
       const seed = member.totp ? openSeed(deps.totpKeys, request, member.memberId, member.totp) : undefined;
       const step = seed ? totpStep(seed, code) : undefined;
       if (step === undefined || !(await deps.members.spendTotpStep(member.memberId, step))) {
-        const failures = await deps.sessions.countMfaFailure(pending.tokenHash);
+        const nowLocked = await deps.members.recordFailure(member.email, deps.lockout);
         await deps.audit.record(member.orgId, member.email, 'sign_in_failed', 'second factor');
-        if (failures >= deps.lockout.limit) {
-          await deps.sessions.end(pending.tokenHash);
-          await deps.members.recordFailure(member.email, deps.lockout);
-          clearSessionCookie(reply);
-          throw new HttpError(401, 'unauthenticated', 'Too many wrong codes: sign in again.');
-        }
+        if (nowLocked) throw await lockedOut();
         throw new HttpError(401, 'invalid_code', 'The code is wrong or was used already.');
       }
+      // Wrong codes of other half sessions may have locked it meanwhile.
+      if (await deps.members.isLocked(member.email)) throw await lockedOut();
+      await deps.members.clearFailures(member.email);
       await deps.sessions.end(pending.tokenHash);
       const { csrfToken } = await startSession(deps, reply, member, 'full');
       await deps.members.signedIn(member.memberId);
@@ -118,7 +124,7 @@ function signOutRoutes(app: FastifyInstance, deps: RouteDeps): void {
 function acceptInvitationRoutes(app: FastifyInstance, deps: RouteDeps): void {
   app.post(
     '/api/invitations/inspect',
-    { schema: { body: body({ token: 100 }) }, config: signInLimit(deps) },
+    { schema: { body: body({ token: 100 }) }, onRequest: signInGate(app, deps) },
     async (request) => {
       sameOrigin(deps, request);
       const invitation = await inspect(deps, (request.body as { token: string }).token);
@@ -136,7 +142,7 @@ function acceptInvitationRoutes(app: FastifyInstance, deps: RouteDeps): void {
 
   app.post(
     '/api/invitations/accept',
-    { schema: { body: body({ token: 100, password: MAX_PASSWORD * 4 }) }, config: signInLimit(deps) },
+    { schema: { body: body({ token: 100, password: MAX_PASSWORD * 4 }) }, onRequest: signInGate(app, deps) },
     async (request, reply) => {
       sameOrigin(deps, request);
       const { token, password } = request.body as { token: string; password: string };
@@ -159,15 +165,19 @@ async function signInWithPassword(
 ) {
   const email = normalEmail(given);
   if (!email) throw wrongCredentials();
-  if (await deps.members.isLocked(email)) throw locked(deps);
+  if (await deps.members.isLocked(email)) throw lockedError(deps);
   const member = await deps.members.byEmail(email);
   const ok = await deps.verify(password, member?.passwordHash ?? deps.decoyHash);
   if (!member || !ok) {
     const nowLocked = await deps.members.recordFailure(email, deps.lockout);
     if (member) await deps.audit.record(member.orgId, email, 'sign_in_failed', nowLocked ? 'locked' : '');
-    throw nowLocked ? locked(deps) : wrongCredentials();
+    throw nowLocked ? lockedError(deps) : wrongCredentials();
   }
-  await deps.members.clearFailures(email);
+  // Wrong guesses sent at the same time may have locked the email while this hash was verified: once
+  // locked, every answer is the lockout, so none tells the right password apart.
+  if (await deps.members.isLocked(email)) throw lockedError(deps);
+  // With a second factor the sign-in is not over: its codes keep counting (cleared by a right code).
+  if (!member.totp) await deps.members.clearFailures(email);
   // Never reuse a session across a sign-in (fixation): an earlier one of this browser ends.
   const previous = request.cookies[SESSION_COOKIE];
   if (previous) await deps.sessions.end(tokenHash(previous));
@@ -179,12 +189,4 @@ async function signInWithPassword(
   await deps.members.signedIn(member.memberId);
   await deps.audit.record(member.orgId, member.email, 'sign_in');
   return { stage: 'full', csrf_token: csrfToken };
-}
-
-function locked(deps: RouteDeps) {
-  return new HttpError(
-    429,
-    'too_many_attempts',
-    `Too many failed sign-ins for this email: try again in ${deps.lockout.lockMinutes} minutes.`,
-  );
 }

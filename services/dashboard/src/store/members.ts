@@ -85,8 +85,9 @@ export class MemberStore {
   }
 
   /**
-   * Remove a member of this organization, unless they are its last owner. 'absent' for an id that is
-   * not a member of this organization (another organization's member is absent too).
+   * Remove a member of this organization, unless they are its last owner, and revoke the invitations
+   * they sent that are still pending. 'absent' for an id that is not a member of this organization
+   * (another organization's member is absent too).
    */
   async remove(orgId: string, memberId: string): Promise<Member | 'absent' | 'last_owner'> {
     return inTransaction(this.pool, async (tx) => {
@@ -101,6 +102,12 @@ export class MemberStore {
       if (target.role === 'owner' && members.filter((m) => m.role === 'owner').length === 1)
         return 'last_owner';
       await tx.query('DELETE FROM dashboard.members WHERE member_id = $1', [memberId]);
+      // Their links still pending go with them: an invitation they sent is no way back in.
+      await tx.query(
+        `UPDATE dashboard.invitations SET revoked_at = now()
+         WHERE invited_by = $1 AND accepted_at IS NULL AND revoked_at IS NULL`,
+        [memberId],
+      );
       return target;
     });
   }

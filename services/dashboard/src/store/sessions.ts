@@ -7,7 +7,6 @@ export interface Session {
   orgId: string;
   stage: SessionStage;
   csrfToken: string;
-  mfaFailures: number;
   expiresAt: Date;
 }
 
@@ -53,7 +52,7 @@ export class SessionStore {
       `UPDATE dashboard.sessions SET last_seen_at = now(),
          expires_at = LEAST(now() + make_interval(mins => $2), created_at + make_interval(hours => $3))
        WHERE token_hash = $1 AND expires_at > now()
-       RETURNING member_id, org_id, stage, csrf_token, mfa_failures, expires_at`,
+       RETURNING member_id, org_id, stage, csrf_token, expires_at`,
       [tokenHash, this.policy.idleMinutes, this.policy.absoluteHours],
     );
     const row = r.rows[0];
@@ -63,17 +62,8 @@ export class SessionStore {
       orgId: row.org_id,
       stage: row.stage,
       csrfToken: row.csrf_token,
-      mfaFailures: row.mfa_failures,
       expiresAt: row.expires_at,
     };
-  }
-
-  async countMfaFailure(tokenHash: Buffer): Promise<number> {
-    const r = await this.pool.query<{ n: number }>(
-      'UPDATE dashboard.sessions SET mfa_failures = mfa_failures + 1 WHERE token_hash = $1 RETURNING mfa_failures AS n',
-      [tokenHash],
-    );
-    return r.rows[0]?.n ?? 0;
   }
 
   async end(tokenHash: Buffer): Promise<void> {
