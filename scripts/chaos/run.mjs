@@ -60,7 +60,12 @@ for (const [signal, code] of [
     void closeWorld().finally(() => process.exit(code));
   });
 }
-const world = await building;
+// A world that could not be built (a service not ready in time) ends the run: exit 1, not an
+// exception the handler above would ignore while the servers it started keep the process alive.
+const world = await building.catch((error) => {
+  process.stderr.write(`chaos: the stack could not be built: ${error.message}\n`);
+  process.exit(1);
+});
 const ledger = new Ledger();
 const rows = [];
 let exitCode = 1;

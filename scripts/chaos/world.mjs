@@ -107,6 +107,16 @@ const restartJobsOf = (stack) => async (extra) => {
 
 export async function buildWorld({ orgs, env = {} }) {
   const { close: closeServers, ...net } = await startServersAndProxies();
+  try {
+    return await worldOn(net, closeServers, { orgs, env });
+  } catch (error) {
+    // A world that cannot be built leaves nothing running (startStack stops its own stack).
+    await closeServers().catch(() => {});
+    throw error;
+  }
+}
+
+async function worldOn(net, closeServers, { orgs, env }) {
   const { adapterProxies, balancer, servers } = net;
   const publicBaseUrl = `http://${balancer.address}`;
   say('starting the stack (3 gateways, 2 admission, 2 workers, 2 co adapters)');
@@ -130,18 +140,24 @@ export async function buildWorld({ orgs, env = {} }) {
     },
   });
   say('loading the registry and seeding organizations');
-  await loadRegistries(stack, { [COUNTRY]: registryFile() });
-  const seeded = await pool(
-    Array.from({ length: orgs }, (_, i) => i),
-    6,
-    (i) =>
-      seedOrg(stack, {
-        name: `Chaos ${i + 1}`,
-        countries: [COUNTRY],
-        quota: 1_000_000_000,
-        rateLimit: 60_000,
-      }),
-  );
+  let seeded;
+  try {
+    await loadRegistries(stack, { [COUNTRY]: registryFile() });
+    seeded = await pool(
+      Array.from({ length: orgs }, (_, i) => i),
+      6,
+      (i) =>
+        seedOrg(stack, {
+          name: `Chaos ${i + 1}`,
+          countries: [COUNTRY],
+          quota: 1_000_000_000,
+          rateLimit: 60_000,
+        }),
+    );
+  } catch (error) {
+    await teardown().catch(() => {});
+    throw error;
+  }
   const close = async () => {
     await teardown();
     await closeServers();

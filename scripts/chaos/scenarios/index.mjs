@@ -3,6 +3,7 @@
 import { s10AdapterFaults, s11CancelInFlight, s12HardCap } from './adapter.mjs';
 import { s6NatsDown, s8PostgresRestart, s9Redis } from './dependencies.mjs';
 import { s18KillAdmissionAndScheduler } from './double-kill.mjs';
+import { s19KillQuotaAndAdapter } from './kills.mjs';
 import { s2RateLimit, s3IdempotencyRace, s16KeyRotation } from './limits.mjs';
 import { s1Load, s17SlowClients } from './load.mjs';
 import { s4WorkerKills, s5KillBetweenClaimAndInsert, s7RedeliveryAndStop } from './processes.mjs';
@@ -57,6 +58,18 @@ export const SCENARIOS = [
     id: 'S18',
     title: 'admission and scheduler killed together',
     run: (w, l, s) => s18KillAdmissionAndScheduler(w, l, { submissions: s.smoke ? 16 : 40 }),
+  },
+  {
+    id: 'S19',
+    title: 'quota and adapter killed',
+    run: (w, l, s) =>
+      s19KillQuotaAndAdapter(
+        w,
+        l,
+        s.smoke
+          ? { kills: 3, minGapS: 2, maxGapS: 4, downMs: 1_000 }
+          : { kills: 8, minGapS: 4, maxGapS: 12, downMs: 3_000 },
+      ),
   },
   { id: 'S6', title: 'NATS down', run: (w, l, s) => s6NatsDown(w, l, { downS: s.smoke ? 15 : 60 }) },
   {
