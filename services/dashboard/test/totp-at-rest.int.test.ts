@@ -4,17 +4,16 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createClient } from '@connectrpc/connect';
-import { ensureDatabase, grpcTransport, migrateSchema, parseConfig } from '@dnc/kit';
+import { ensureDatabase, grpcTransport, migrateSchema } from '@dnc/kit';
 import { dashboardv1 } from '@dnc/proto';
 import { Secret } from 'otpauth';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DashboardClient } from '../../../test/support/dashboard.js';
-import { Harness } from '../../admission/test/harness.js';
-import { dashboardConfig } from '../src/config.js';
 import { hashPassword } from '../src/domain/password.js';
 import { newTotpSecret, totpCode } from '../src/domain/totp.js';
 import { type RunningDashboard, startDashboard } from '../src/server.js';
+import { h, config as harnessConfig, sql } from './sign-in-harness.js';
 
 // TOTP seeds sealed at rest (AES-256-GCM, key id beside each value), against the real PostgreSQL: the
 // first release's plaintext rows are sealed when the dashboard starts; no row holds a seed in any
@@ -24,45 +23,18 @@ const key = (fill: number) => Buffer.alloc(32, fill).toString('base64');
 const K1 = `t1:${key(1)}`;
 const K2 = `t2:${key(2)}`;
 const PASSWORD = 'correct horse battery';
-const h = new Harness();
 const running: RunningDashboard[] = [];
 let orgId: string;
 
-function config(keys: string, active: string) {
-  return parseConfig(dashboardConfig, {
-    DATABASE_URL: h.databaseUrl,
-    DNC_ADMISSION_ADDR: `http://127.0.0.1:${h.instances[0]!.port}`,
-    DNC_QUOTA_ADDR: `http://127.0.0.1:${h.quota.port}`,
-    DNC_JOBS_ADDR: 'http://127.0.0.1:9',
-    DNC_REDIS_PREFIX: h.prefix,
-    DNC_DASHBOARD_PORT: '0',
-    DNC_DASHBOARD_PUBLIC_URL: 'https://dashboard.example.test',
-    DNC_GRPC_PORT: '0',
-    DNC_METRICS_PORT: '0',
-    DNC_LOG_LEVEL: 'silent',
-    DNC_SCRYPT_LOG_N: '12',
-    DNC_SIGN_IN_RATE_PER_MINUTE: '10000',
-    DNC_TOTP_KEYS: keys,
-    DNC_TOTP_KEY_ACTIVE_ID: active,
-    ...h.pki.env('dashboard'),
-  });
-}
+/** The suite's configuration with these TOTP keys (the sign-in suites' harness: its `h` is this file's). */
+const config = (keys: string, active: string) =>
+  harnessConfig({ DNC_TOTP_KEYS: keys, DNC_TOTP_KEY_ACTIVE_ID: active });
 
 /** A dashboard process-equivalent with these keys; its base URL. */
 async function dashboard(keys: string, active: string): Promise<string> {
   const d = await startDashboard(config(keys, active));
   running.push(d);
   return `http://127.0.0.1:${d.port}`;
-}
-
-async function sql(text: string, params: unknown[] = []) {
-  const db = new pg.Client({ connectionString: h.databaseUrl });
-  await db.connect();
-  try {
-    return await db.query(text, params);
-  } finally {
-    await db.end();
-  }
 }
 
 /** The whole member row as text, and every form of the seed that must not be in it. */
