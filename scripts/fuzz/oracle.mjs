@@ -1,11 +1,14 @@
 // What every fuzzed response must satisfy: no 5xx, documented by the OpenAPI document (status,
 // headers, body), no leak of internals. Problems are counted by kind so one bug is one line.
+import { requestIdHeader } from '@dnc/api-contract';
 import { RETENTION } from '@dnc/api-contract/limits';
 import { createResponseValidator, findLeak } from '@dnc/devstack';
 
 /** The answers Node's HTTP layer makes the gateway write before any route (plugins/lingering-close.ts). */
 const PROTOCOL_REFUSALS = new Set(['The request headers exceed 16 KiB.', 'The request is not valid HTTP.']);
 /** Spec, Endpoints/Common: the header policy by path, which those answers keep too. */
+/** The OpenAPI document's X-Request-Id, which those answers carry too. */
+const REQUEST_ID = new RegExp(requestIdHeader['X-Request-Id'].schema.pattern);
 const retentionOf = (route) =>
   route.startsWith('/v1/') ? RETENTION.v1 : route.startsWith('/v2/') ? RETENTION.v2 : undefined;
 
@@ -55,7 +58,7 @@ export function createOracle(doc, publicBaseUrl) {
       if (retention && res.headers.get('x-retention') !== retention)
         add(`protocol refusal without x-retention: ${retention}`, what);
       if (body.error !== 'validation_error') add('protocol refusal not validation_error', what);
-      if (!/^[A-Za-z0-9._:-]{1,128}$/.test(res.headers.get('x-request-id') ?? ''))
+      if (!REQUEST_ID.test(res.headers.get('x-request-id') ?? ''))
         add('protocol refusal without X-Request-Id', what);
       return body;
     }
