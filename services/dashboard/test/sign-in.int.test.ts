@@ -203,6 +203,9 @@ describe('sessions, CSRF, second factor', () => {
 
   it('TOTP: set up, turn on with a code; sign-in then needs a code, a replayed or wrong one is refused', async () => {
     const p = await signedIn();
+    // A session opened with the password alone (say, a stolen one) before the second factor was turned on.
+    const before = new DashboardClient(base);
+    expect((await before.signIn(p.email, p.password)).status).toBe(200);
     const setup = await p.c.post('/api/me/totp/setup');
     expect(setup.body.uri).toMatch(/^otpauth:\/\/totp\/dnc-scrub:/);
     const secret: string = setup.body.secret;
@@ -212,6 +215,8 @@ describe('sessions, CSRF, second factor', () => {
     const enabledAt = Date.now();
     expect((await p.c.post('/api/me/totp/enable', { code: totpCode(secret, enabledAt) })).status).toBe(204);
     expect((await p.c.get('/api/session')).body.member.totp_enabled).toBe(true);
+    // Turning it on ended every other session of the person; this one stays.
+    expect((await before.get('/api/session')).status).toBe(401);
 
     const c = new DashboardClient(base);
     const first = await c.signIn(p.email, p.password);

@@ -57,12 +57,16 @@ export function meRoutes(app: FastifyInstance, deps: RouteDeps): void {
     return { secret, uri, qr: qrPath(uri) };
   });
 
-  /** Step 2: a code from the app proves it holds the secret; from now on sign-in asks for a code. */
+  /**
+   * Step 2: a code from the app proves it holds the secret; from now on sign-in asks for a code. Every
+   * other session of the person ends: one opened with a stolen password alone must not outlive the
+   * second factor meant to stop it.
+   */
   app.post(
     '/api/me/totp/enable',
     { preHandler: change, onRequest: signInGate(app, deps), schema: { body: body({ code: 10 }) } },
     async (request, reply) => {
-      const { member } = who(request);
+      const { member, tokenHash } = who(request);
       const pending = member.totpPending;
       if (!pending) throw new HttpError(409, 'totp_not_set_up', 'Start the set-up again.');
       const secret = openSeed(deps.totpKeys, request, member.memberId, pending);
@@ -75,6 +79,7 @@ export function meRoutes(app: FastifyInstance, deps: RouteDeps): void {
           'totp_not_set_up',
           'The set-up was started again elsewhere; use the new one.',
         );
+      await deps.sessions.endAll(member.memberId, tokenHash);
       await deps.audit.record(member.orgId, member.email, 'totp_enabled');
       return reply.code(204).send();
     },
