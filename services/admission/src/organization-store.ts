@@ -84,14 +84,26 @@ export class OrganizationStore {
     });
   }
 
-  /** Revoke a key of this organization (again: no change); undefined when it has no such key. */
-  async revokeKey(orgId: string, keyId: string): Promise<OrganizationKeyRow | undefined> {
+  /**
+   * Revoke a key of this organization; again changes nothing. `revokedNow` says whether this call revoked
+   * it (of two concurrent calls exactly one does: the second's UPDATE waits for the first's row lock and
+   * then finds the key revoked). Undefined when the organization has no such key.
+   */
+  async revokeKey(
+    orgId: string,
+    keyId: string,
+  ): Promise<{ key: OrganizationKeyRow; revokedNow: boolean } | undefined> {
     const r = await this.pool.query(
-      `UPDATE admission.api_keys SET revoked_at = COALESCE(revoked_at, now())
-       WHERE key_id = $1 AND org_id = $2 RETURNING ${KEY_COLUMNS}`,
+      `UPDATE admission.api_keys SET revoked_at = now()
+       WHERE key_id = $1 AND org_id = $2 AND revoked_at IS NULL RETURNING ${KEY_COLUMNS}`,
       [keyId, orgId],
     );
-    return r.rows[0] ? keyOf(r.rows[0]) : undefined;
+    if (r.rows[0]) return { key: keyOf(r.rows[0]), revokedNow: true };
+    const known = await this.pool.query(
+      `SELECT ${KEY_COLUMNS} FROM admission.api_keys WHERE key_id = $1 AND org_id = $2`,
+      [keyId, orgId],
+    );
+    return known.rows[0] ? { key: keyOf(known.rows[0]), revokedNow: false } : undefined;
   }
 
   async listPurchases(orgId: string): Promise<OrganizationPurchaseRow[]> {

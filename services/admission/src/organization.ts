@@ -124,10 +124,10 @@ export function organizationService(
     async revokeKey(req) {
       const orgId = orgIdOf(req.orgId);
       if (!UUID_REGEXP.test(req.keyId)) throw notFound();
-      const key = await organizations.revokeKey(orgId, req.keyId);
-      if (!key) throw notFound();
-      deps.logger.info({ orgId, keyId: key.keyId }, 'API key revoked');
-      return { key: keyMessage(key) };
+      const revoked = await organizations.revokeKey(orgId, req.keyId);
+      if (!revoked) throw notFound();
+      if (revoked.revokedNow) deps.logger.info({ orgId, keyId: revoked.key.keyId }, 'API key revoked');
+      return { key: keyMessage(revoked.key), revokedNow: revoked.revokedNow };
     },
 
     async listPurchases(req) {

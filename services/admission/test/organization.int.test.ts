@@ -51,6 +51,7 @@ describe('OrganizationService keys', () => {
 
     const revoked = await org.revokeKey({ orgId, keyId: created.key!.keyId });
     expect(revoked.key!.revokedAt).toBeDefined();
+    expect(revoked.revokedNow).toBe(true);
     expect(
       await outcome(
         h.clients().admission.authenticate({ apiKey: created.apiKey, clientAddress: '10.0.0.1' }),
@@ -59,6 +60,19 @@ describe('OrganizationService keys', () => {
     // Again: no change, same revocation time.
     const again = await org.revokeKey({ orgId, keyId: created.key!.keyId });
     expect(timestampDate(again.key!.revokedAt!)).toEqual(timestampDate(revoked.key!.revokedAt!));
+    expect(again.revokedNow).toBe(false);
+  });
+
+  it('of concurrent revocations of one key exactly one revoked it; all answer the same time', async () => {
+    const { orgId } = await h.customer(['co']);
+    for (let round = 0; round < 5; round++) {
+      const created = await org.createKey({ orgId, name: `raced ${round}` });
+      const answers = await Promise.all(
+        Array.from({ length: 6 }, () => org.revokeKey({ orgId, keyId: created.key!.keyId })),
+      );
+      expect(answers.filter((a) => a.revokedNow)).toHaveLength(1);
+      expect(new Set(answers.map((a) => timestampDate(a.key!.revokedAt!).getTime())).size).toBe(1);
+    }
   });
 
   it('another organization cannot list, revoke or see a key: not_found, as for a missing id', async () => {

@@ -4,19 +4,24 @@ import { describe, expect, it } from 'vitest';
 import { DashboardClient } from '../../../test/support/dashboard.js';
 import { totpCode } from '../src/domain/totp.js';
 import { startDashboard } from '../src/server.js';
-import { admin, base, config, h, LIMIT, person, RATE, sql, withDashboard } from './sign-in-harness.js';
+import {
+  admin,
+  base,
+  config,
+  h,
+  LIMIT,
+  person,
+  RATE,
+  signedIn,
+  sql,
+  withDashboard,
+} from './sign-in-harness.js';
 
 // Found by a security review of the dashboard (2026-12-02): ways around the per-email lockout and the
 // per-address limit of docs/dashboard.md ("5 failed sign-ins of one email in a row lock it for 15
 // minutes"; "each client address may try 20 times a minute (sign-in, second factor, invitation,
 // password change)"), and a removed member's way back in. Each test failed on the code before the fix.
 withDashboard();
-
-async function signedIn(role = dashboardv1.Role.OWNER) {
-  const p = await person(role);
-  expect((await p.c.signIn(p.email, p.password)).status).toBe(200);
-  return p;
-}
 
 /** A signed-in person with the second factor on; `code(n)` is the n-th step after it was turned on. */
 async function withSecondFactor() {

@@ -76,6 +76,13 @@ export async function person(role = dashboardv1.Role.OWNER, password = 'correct 
   return { email, password, c, link };
 }
 
+/** A member made by `person`, signed in. */
+export async function signedIn(role = dashboardv1.Role.OWNER) {
+  const p = await person(role);
+  expect((await p.c.signIn(p.email, p.password)).status).toBe(200);
+  return p;
+}
+
 export async function sql(text: string, params: unknown[] = []) {
   const db = new pg.Client({ connectionString: h.databaseUrl });
   await db.connect();

@@ -15,6 +15,7 @@ import {
   PUBLIC_URL,
   person,
   RATE,
+  signedIn,
   sql,
   withDashboard,
 } from './sign-in-harness.js';
@@ -132,12 +133,6 @@ describe('sign-in', () => {
 });
 
 describe('sessions, CSRF, second factor', () => {
-  async function signedIn(role = dashboardv1.Role.OWNER) {
-    const p = await person(role);
-    expect((await p.c.signIn(p.email, p.password)).status).toBe(200);
-    return p;
-  }
-
   it('a state change needs the CSRF token and the dashboard origin; reads do not change anything', async () => {
     const { c } = await signedIn();
     const invite = { email: `csrf-${randomUUID().slice(0, 8)}@example.com`, role: 'member' };

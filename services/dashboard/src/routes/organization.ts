@@ -101,13 +101,15 @@ function keyRoutes(app: FastifyInstance, deps: RouteDeps): void {
     const { member } = who(request);
     const { keyId } = request.params as { keyId: string };
     if (!UUID.test(keyId)) throw notFound();
-    const { key: revoked } = await call(organization.revokeKey({ orgId: member.orgId, keyId }));
-    await deps.audit.record(
-      member.orgId,
-      member.email,
-      'key_revoked',
-      `${revoked!.name} (${revoked!.prefix})`,
-    );
+    const { key: revoked, revokedNow } = await call(organization.revokeKey({ orgId: member.orgId, keyId }));
+    // Revoking a revoked key answers the same and records nothing: the log says when it was revoked, once.
+    if (revokedNow)
+      await deps.audit.record(
+        member.orgId,
+        member.email,
+        'key_revoked',
+        `${revoked!.name} (${revoked!.prefix})`,
+      );
     return { key: key(revoked!) };
   });
 }

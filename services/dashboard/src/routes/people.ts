@@ -36,6 +36,8 @@ function memberRoutes(app: FastifyInstance, deps: RouteDeps): void {
         id: i.invitationId,
         email: i.email,
         role: i.role,
+        // Who sent it: a member's email, or null when the operator did.
+        invited_by: i.invitedByEmail,
         created_at: iso(i.createdAt),
         expires_at: iso(i.expiresAt),
       })),

@@ -83,15 +83,19 @@ export class InvitationStore {
     });
   }
 
-  /** Invitations of the organization not accepted, revoked or expired, newest first. */
-  async pending(orgId: string): Promise<Invitation[]> {
+  /**
+   * Invitations of the organization not accepted, revoked or expired, newest first, each with the email
+   * of the member who sent it (null: the operator sent it).
+   */
+  async pending(orgId: string): Promise<(Invitation & { invitedByEmail: string | null })[]> {
     const r = await this.pool.query(
-      `SELECT * FROM dashboard.invitations WHERE org_id = $1
-         AND accepted_at IS NULL AND revoked_at IS NULL AND expires_at > now()
-       ORDER BY created_at DESC LIMIT 200`,
+      `SELECT i.*, m.email AS invited_by_email FROM dashboard.invitations i
+         LEFT JOIN dashboard.members m ON m.member_id = i.invited_by
+       WHERE i.org_id = $1 AND i.accepted_at IS NULL AND i.revoked_at IS NULL AND i.expires_at > now()
+       ORDER BY i.created_at DESC LIMIT 200`,
       [orgId],
     );
-    return r.rows.map(invitationOf);
+    return r.rows.map((row) => ({ ...invitationOf(row), invitedByEmail: row.invited_by_email ?? null }));
   }
 
   /** Revoke a pending invitation of this organization; undefined for any other id. */

@@ -13,7 +13,14 @@ interface Member {
 }
 interface People {
   members: Member[];
-  invitations: { id: string; email: string; role: string; created_at: string; expires_at: string }[];
+  invitations: {
+    id: string;
+    email: string;
+    role: string;
+    invited_by: string | null;
+    created_at: string;
+    expires_at: string;
+  }[];
 }
 
 export function MembersPage() {
@@ -43,6 +50,7 @@ export function MembersPage() {
             <tr>
               <th scope="col">Email</th>
               <th scope="col">Role</th>
+              <th scope="col">Invited by</th>
               <th scope="col">Expires</th>
               {owner && <th scope="col">Action</th>}
             </tr>
@@ -52,6 +60,7 @@ export function MembersPage() {
               <tr key={i.id}>
                 <td>{i.email}</td>
                 <td>{i.role}</td>
+                <td>{i.invited_by ?? 'dnc-scrub operator'}</td>
                 <td>{when(i.expires_at)}</td>
                 {owner && (
                   <td>
