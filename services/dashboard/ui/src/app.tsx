@@ -41,8 +41,20 @@ export function App() {
     void refresh();
   }, [refresh]);
 
+  // A sign-out that did not reach the server (network, 5xx) leaves the session alive: the page says so
+  // and stays signed in, so nobody walks away from a shared computer believing they signed out. A 401
+  // means the session had ended already (elsewhere, or idle): nothing is left to end.
+  const [signOutFailed, setSignOutFailed] = useState(false);
   const signOut = useCallback(async () => {
-    await api.post('/api/session/sign-out').catch(() => {});
+    try {
+      await api.post('/api/session/sign-out');
+    } catch (error) {
+      if (!(error instanceof ApiError && error.status === 401)) {
+        setSignOutFailed(true);
+        return;
+      }
+    }
+    setSignOutFailed(false);
     setCsrfToken('');
     setMe(null);
     navigate('/sign-in');
@@ -71,7 +83,9 @@ export function App() {
   }
   if (location === '/sign-in' || location === '/') return <Redirect to="/keys" />;
 
-  return <SignedIn me={me} refresh={refresh} signOut={signOut} location={location} />;
+  return (
+    <SignedIn me={me} refresh={refresh} signOut={signOut} signOutFailed={signOutFailed} location={location} />
+  );
 }
 
 /** The pages of a signed-in person: header, navigation, the page of the location. */
@@ -79,9 +93,10 @@ function SignedIn(props: {
   me: Me;
   refresh: () => Promise<void>;
   signOut: () => Promise<void>;
+  signOutFailed: boolean;
   location: string;
 }) {
-  const { me, refresh, signOut, location } = props;
+  const { me, refresh, signOut, signOutFailed, location } = props;
   return (
     <SessionContext.Provider value={{ me, refresh, signOut }}>
       <Shell
@@ -110,6 +125,11 @@ function SignedIn(props: {
           </nav>
         }
       >
+        {signOutFailed && (
+          <p className="error" role="alert">
+            Sign-out failed: you are still signed in. Try again.
+          </p>
+        )}
         {me.organization?.suspended && (
           <p className="banner" role="status">
             This organization is suspended: requests to the API are refused. Contact support.
