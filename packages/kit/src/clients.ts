@@ -197,7 +197,7 @@ function guardedSessions(
  * multiplexed HTTP/2 connection (h2c) to `http://host:port`. Every server also speaks gRPC (see
  * `grpcTransport`); the Connect protocol is the one used inside the platform because it is the
  * cheaper of the two in Node: a unary call measured ~0.32 ms of CPU (client + server) against ~0.61
- * ms for gRPC, whose trailers cost the most (scripts/bench/README.md, "Transport").
+ * ms for gRPC, whose trailers cost the most (scripts/bench/JOURNAL.md, "Single-number requests").
  */
 export function rpcTransport(
   baseUrl: string,
