@@ -71,17 +71,18 @@ function auditRoutes(app: FastifyInstance, deps: RouteDeps): void {
 
   app.get('/api/audit', { preHandler: signedIn }, async (request) => {
     const { before } = request.query as { before?: string };
-    const cursor = before !== undefined && /^\d{1,15}$/.test(before) ? Number(before) : undefined;
-    const events = await deps.audit.list(who(request).member.orgId, cursor);
+    if (before !== undefined && !UUID.test(before))
+      throw new HttpError(400, 'validation_error', 'before must be the id of an audit event');
+    const events = await deps.audit.list(who(request).member.orgId, before);
     return {
       events: events.map((e) => ({
-        id: e.eventId,
+        id: e.id,
         at: iso(e.at),
         actor: e.actor,
         action: e.action,
         target: e.target,
       })),
-      next_before: events.length === AUDIT_PAGE ? events.at(-1)!.eventId : null,
+      next_before: events.length === AUDIT_PAGE ? events.at(-1)!.id : null,
     };
   });
 }

@@ -18,7 +18,8 @@ export type AuditAction =
   | 'job_cancelled';
 
 export interface AuditEvent {
-  eventId: number;
+  /** The event's id as its organization sees it (a random UUID; the sequence behind the order is not shown). */
+  id: string;
   at: Date;
   actor: string;
   action: AuditAction;
@@ -39,16 +40,20 @@ export class AuditLog {
     );
   }
 
-  /** Newest first; `before` pages back by event id. */
-  async list(orgId: string, before?: number): Promise<AuditEvent[]> {
+  /**
+   * Newest first; `before` (an event's id) pages back from that event. An id that is not an event of this
+   * organization gives an empty page: another organization's cursor shows nothing.
+   */
+  async list(orgId: string, before?: string): Promise<AuditEvent[]> {
     const r = await this.pool.query(
-      `SELECT event_id, at, actor, action, target FROM dashboard.audit_events
-       WHERE org_id = $1 AND ($2::bigint IS NULL OR event_id < $2)
+      `SELECT public_id, at, actor, action, target FROM dashboard.audit_events
+       WHERE org_id = $1 AND ($2::uuid IS NULL OR event_id < (
+         SELECT event_id FROM dashboard.audit_events WHERE public_id = $2 AND org_id = $1))
        ORDER BY event_id DESC LIMIT $3`,
       [orgId, before ?? null, AUDIT_PAGE],
     );
     return r.rows.map((row) => ({
-      eventId: Number(row.event_id),
+      id: row.public_id,
       at: row.at,
       actor: row.actor,
       action: row.action,

@@ -2,7 +2,7 @@ import { api, when } from '../api.js';
 import { ErrorText, Page, TableWrap, useLoad } from '../components/ui.js';
 
 interface Audit {
-  events: { id: number; at: string; actor: string; action: string; target: string }[];
+  events: { id: string; at: string; actor: string; action: string; target: string }[];
 }
 
 export function AuditPage() {
