@@ -19,7 +19,7 @@ export const ERROR_CODES = {
     retryAfter: 'absent',
     retryable: false,
     description:
-      'Invalid body (not JSON, wrong shape, unknown field, too many inputs, an input longer than 64 characters), invalid country or missing/invalid Idempotency-Key.',
+      'Invalid body (not JSON or another media type, wrong shape, unknown field, an input longer than 64 characters), invalid country or missing/invalid Idempotency-Key.',
   },
   invalid_key: {
     status: 401,
@@ -106,7 +106,8 @@ export const ERROR_CODES = {
     status: 413,
     retryAfter: 'absent',
     retryable: false,
-    description: 'The body, the canonical durable input or the complete-result estimate exceeds 25 MiB.',
+    description:
+      'The body, the canonical durable input or the complete-result estimate exceeds 25 MiB, or there are more inputs than the endpoint takes (10,000 for v1, 500,000 for v2).',
   },
   rate_limit_exceeded: {
     status: 429,

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { createLogger, HealthState, Registry } from '@dnc/kit';
 import { jobsv1 } from '@dnc/proto';
@@ -99,6 +100,46 @@ describe('requests the fuzzer sent', () => {
     });
     expect(r.statusCode).toBe(400);
     expect(r.json().error).toBe('validation_error');
+  });
+
+  // Found by a spec review (2026-12-03): a non-JSON body over 64 KiB was 413 "The body exceeds 26,214,400
+  // bytes." (false: the spec's 413 is for over 25 MiB); it is an invalid body, 400, whatever its size.
+  it.each([
+    ['declared length', { 'content-length': String(100_000) }],
+    ['chunked', { 'transfer-encoding': 'chunked' }],
+  ])(
+    'a scrub body of another media type over 64 KiB is 400 too (%s), not a false 413',
+    async (_, framing) => {
+      for (const url of ['/v1/scrub', '/v2/scrub']) {
+        const r = await app.inject({
+          method: 'POST',
+          url,
+          headers: {
+            authorization: 'Bearer k',
+            'idempotency-key': 'k1',
+            'content-type': 'text/csv',
+            ...framing,
+          },
+          payload: Readable.from([Buffer.alloc(100_000, 'a')]),
+        });
+        expect([r.statusCode, r.json().error], url).toEqual([400, 'validation_error']);
+        expect(r.body).not.toContain('26,214,400');
+      }
+    },
+  );
+
+  it('a route that takes no body drops up to 64 KiB of one; more is 413 that says so', async () => {
+    const send = (size: number) =>
+      app.inject({
+        method: 'POST',
+        url: `/v2/scrub/${id}/cancel`,
+        headers: { authorization: 'Bearer k', 'content-type': 'text/plain' },
+        payload: Buffer.alloc(size, 'a'),
+      });
+    expect((await send(64 * 1024)).statusCode).not.toBe(413);
+    const over = await send(64 * 1024 + 1);
+    expect([over.statusCode, over.json().error]).toEqual([413, 'payload_too_large']);
+    expect(over.json().message).toMatch(/takes no body/);
   });
 
   // RFC 9110 8.4: a body declared with a content coding is that coding's bytes; the service decodes none,

@@ -788,7 +788,7 @@ export interface operations {
       /**
        * @description Invalid request.
        *
-       *     - `validation_error`: Invalid body (not JSON, wrong shape, unknown field, too many inputs, an input longer than 64 characters), invalid country or missing/invalid Idempotency-Key. Do not retry without correcting the cause.
+       *     - `validation_error`: Invalid body (not JSON or another media type, wrong shape, unknown field, an input longer than 64 characters), invalid country or missing/invalid Idempotency-Key. Do not retry without correcting the cause.
        */
       400: {
         headers: {
@@ -977,7 +977,7 @@ export interface operations {
       /**
        * @description Payload too large.
        *
-       *     - `payload_too_large`: The body, the canonical durable input or the complete-result estimate exceeds 25 MiB. Do not retry without correcting the cause.
+       *     - `payload_too_large`: The body, the canonical durable input or the complete-result estimate exceeds 25 MiB, or there are more inputs than the endpoint takes (10,000 for v1, 500,000 for v2). Do not retry without correcting the cause.
        */
       413: {
         headers: {
@@ -1203,7 +1203,7 @@ export interface operations {
       /**
        * @description Invalid request.
        *
-       *     - `validation_error`: Invalid body (not JSON, wrong shape, unknown field, too many inputs, an input longer than 64 characters), invalid country or missing/invalid Idempotency-Key. Do not retry without correcting the cause.
+       *     - `validation_error`: Invalid body (not JSON or another media type, wrong shape, unknown field, an input longer than 64 characters), invalid country or missing/invalid Idempotency-Key. Do not retry without correcting the cause.
        */
       400: {
         headers: {
@@ -1392,7 +1392,7 @@ export interface operations {
       /**
        * @description Payload too large.
        *
-       *     - `payload_too_large`: The body, the canonical durable input or the complete-result estimate exceeds 25 MiB. Do not retry without correcting the cause.
+       *     - `payload_too_large`: The body, the canonical durable input or the complete-result estimate exceeds 25 MiB, or there are more inputs than the endpoint takes (10,000 for v1, 500,000 for v2). Do not retry without correcting the cause.
        */
       413: {
         headers: {

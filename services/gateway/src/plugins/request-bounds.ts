@@ -72,6 +72,55 @@ function ownerOf(request: FastifyRequest): string {
 }
 
 /**
+ * Any other media type than JSON: a route that takes a body answers 400 at once, whatever the body's size,
+ * and reads none of it (spec item 5: only JSON; fastify closes the connection after a parser's refusal). A
+ * route that takes none (cancel, reads) drops what a client sent anyway, up to the small-body size; more is
+ * 413 saying so (the 25 MiB message would be false for it).
+ */
+function otherMediaType(
+  request: FastifyRequest,
+  payload: NodeJS.ReadableStream,
+  done: (error: Error | null, body?: unknown) => void,
+): void {
+  if (request.routeOptions.schema?.body) {
+    const error = new Error('media type') as Error & { code: string; statusCode: number };
+    error.code = 'FST_ERR_CTP_INVALID_MEDIA_TYPE';
+    error.statusCode = 415;
+    done(error, undefined);
+    return;
+  }
+  const tooLarge = () =>
+    new PublicHttpError(
+      'payload_too_large',
+      `This request takes no body; one over ${SMALL_BODY_BYTES.toLocaleString('en-US')} bytes is refused.`,
+    );
+  if (Number(request.headers['content-length']) > SMALL_BODY_BYTES) {
+    done(tooLarge(), undefined);
+    return;
+  }
+  let received = 0;
+  const stop = () => {
+    payload.off('data', onData);
+    payload.off('end', onEnd);
+    payload.off('error', onEnd);
+  };
+  const onData = (chunk: Buffer | string) => {
+    received += chunk.length;
+    if (received <= SMALL_BODY_BYTES) return;
+    stop();
+    done(tooLarge(), undefined);
+  };
+  const onEnd = (error?: Error) => {
+    stop();
+    done(error ?? null, undefined);
+  };
+  payload.on('data', onData);
+  payload.on('end', onEnd);
+  payload.on('error', onEnd);
+  payload.resume();
+}
+
+/**
  * The gateway's own bounds on what a request may cost it (issue 15): memory per request admitted
  * against a budget before the body is read, JSON nesting limited before it is parsed. Timeouts on
  * headers, body and silent sockets are server options (app.ts). Registered after authentication, so
@@ -120,22 +169,7 @@ export const requestBounds = fp(
     });
     app.addHook('preClose', async () => opts.lingering.close());
 
-    // Any other media type: a route that takes a body answers 400 (only JSON, spec item 5); a route
-    // that takes none (cancel, reads) drops what a client sent anyway, up to the small-body size.
-    app.addContentTypeParser(
-      '*',
-      { parseAs: 'buffer', bodyLimit: SMALL_BODY_BYTES },
-      (request, _body, done) => {
-        if (request.routeOptions.schema?.body) {
-          const error = new Error('media type') as Error & { code: string; statusCode: number };
-          error.code = 'FST_ERR_CTP_INVALID_MEDIA_TYPE';
-          error.statusCode = 415;
-          done(error, undefined);
-          return;
-        }
-        done(null, undefined);
-      },
-    );
+    app.addContentTypeParser('*', otherMediaType);
 
     // JSON bodies: UTF-8 and nesting checked on the bytes before the parse; prototype keys refused as before.
     app.removeContentTypeParser('application/json');
