@@ -81,7 +81,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
     exposeHeadRoutes: false,
     forceCloseConnections: 'idle',
-    return503OnClosing: true,
+    // A request that reaches a keep-alive connection while the gateway closes is answered through every
+    // hook like any other (its connection closes after it); fastify's own 503 for it carried none of the
+    // spec's headers and no stable error code. Load balancers stop sending during the drain delay.
+    return503OnClosing: false,
     // X-Forwarded-For is believed for exactly the configured number of proxy hops, no more.
     trustProxy: (_address: string, hop: number) => hop < config.DNC_TRUST_PROXY_HOPS,
     ajv: {
