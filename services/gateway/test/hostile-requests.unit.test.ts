@@ -26,6 +26,15 @@ describe('requests the fuzzer sent', () => {
     await app.close();
   });
 
+  /** A keyed scrub POST with these headers on top. */
+  const scrubPost = (url: string, headers: Record<string, string>, payload: string | Buffer | Readable) =>
+    app.inject({
+      method: 'POST',
+      url,
+      headers: { authorization: 'Bearer k', 'idempotency-key': 'k1', ...headers },
+      payload,
+    });
+
   it('a job id that is not valid percent-encoding is 404 job_not_found (was 400)', async () => {
     for (const url of ['/v2/scrub/%E9', '/v2/scrub/%E9/result', '/v2/scrub/%/cancel']) {
       const r = await app.inject({
@@ -111,17 +120,11 @@ describe('requests the fuzzer sent', () => {
     'a scrub body of another media type over 64 KiB is 400 too (%s), not a false 413',
     async (_, framing) => {
       for (const url of ['/v1/scrub', '/v2/scrub']) {
-        const r = await app.inject({
-          method: 'POST',
+        const r = await scrubPost(
           url,
-          headers: {
-            authorization: 'Bearer k',
-            'idempotency-key': 'k1',
-            'content-type': 'text/csv',
-            ...framing,
-          },
-          payload: Readable.from([Buffer.alloc(100_000, 'a')]),
-        });
+          { 'content-type': 'text/csv', ...framing },
+          Readable.from([Buffer.alloc(100_000, 'a')]),
+        );
         expect([r.statusCode, r.json().error], url).toEqual([400, 'validation_error']);
         expect(r.body).not.toContain('26,214,400');
       }
@@ -154,17 +157,11 @@ describe('requests the fuzzer sent', () => {
     ];
     it.each(cases)('Content-Encoding: $coding', async ({ coding, payload }) => {
       for (const url of ['/v1/scrub', '/v2/scrub']) {
-        const r = await app.inject({
-          method: 'POST',
+        const r = await scrubPost(
           url,
-          headers: {
-            authorization: 'Bearer k',
-            'idempotency-key': 'k1',
-            'content-type': 'application/json',
-            'content-encoding': coding,
-          },
+          { 'content-type': 'application/json', 'content-encoding': coding },
           payload,
-        });
+        );
         expect(r.statusCode, url).toBe(400);
         expect(r.json(), url).toEqual({
           error: 'validation_error',
@@ -173,17 +170,11 @@ describe('requests the fuzzer sent', () => {
       }
     });
     it('Content-Encoding: identity is no coding at all: the body is read', async () => {
-      const r = await app.inject({
-        method: 'POST',
-        url: '/v1/scrub',
-        headers: {
-          authorization: 'Bearer k',
-          'idempotency-key': 'k1',
-          'content-type': 'application/json',
-          'content-encoding': 'Identity',
-        },
-        payload: json,
-      });
+      const r = await scrubPost(
+        '/v1/scrub',
+        { 'content-type': 'application/json', 'content-encoding': 'Identity' },
+        json,
+      );
       expect(r.statusCode).toBe(200);
       expect(r.json().summary.total_checked).toBe(1);
     });
