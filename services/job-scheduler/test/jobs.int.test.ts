@@ -1,6 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { ConnectError } from '@connectrpc/connect';
-import { readPublicReason } from '@dnc/kit';
 import { registryv1 } from '@dnc/proto';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
@@ -10,6 +8,7 @@ import { TEST_NATS_URL } from '../../../test/support/stack.js';
 import {
   type JobsHarness,
   plaintextInDatabase,
+  reason,
   startJobsHarness,
   status,
   waitAdapterServing,
@@ -28,15 +27,6 @@ const NEEDLES = [
   '88881111',
   '8888 2222',
 ];
-
-async function reason(p: Promise<unknown>): Promise<string | undefined> {
-  try {
-    await p;
-    return undefined;
-  } catch (error) {
-    return readPublicReason(ConnectError.from(error))?.reason;
-  }
-}
 
 describe('job scheduler through its gRPC API (real quota, adapter, Postgres, NATS; separate processes)', () => {
   let h: JobsHarness;

@@ -1,17 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { ConnectError } from '@connectrpc/connect';
-import { readPublicReason } from '@dnc/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type JobsHarness, plaintextInDatabase, startJobsHarness, status } from './support/harness.js';
-
-async function reason(p: Promise<unknown>): Promise<string | undefined> {
-  try {
-    await p;
-    return undefined;
-  } catch (error) {
-    return readPublicReason(ConnectError.from(error))?.reason;
-  }
-}
+import {
+  type JobsHarness,
+  plaintextInDatabase,
+  reason,
+  startJobsHarness,
+  status,
+} from './support/harness.js';
 
 const seconds = (ts: { seconds: bigint } | undefined) => Number(ts?.seconds ?? 0n);
 

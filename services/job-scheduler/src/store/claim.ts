@@ -3,7 +3,7 @@ import { isTerminalJobStatus } from '@dnc/api-contract/limits';
 import type { PoolClient } from '@dnc/kit';
 import type { RetentionPolicy } from '../domain/states.js';
 import { type JobRow, type Raw, toRow } from './job-row.js';
-import { terminalizeLocked } from './terminalize.js';
+import { expireIfPastCap, terminalizeLocked } from './terminalize.js';
 
 /** What claiming a job for one execution attempt came to. */
 export type Claim =
@@ -36,6 +36,9 @@ export async function claimLocked(
   if (isTerminalJobStatus(job.status)) return { kind: 'terminal' };
   const leaseLeft = (raw['lease_left_ms'] as number | null) ?? 0;
   if (job.status === 'running' && leaseLeft > 0) return { kind: 'held', retryInMs: leaseLeft };
+  // Past its hard cap a job never starts (or resumes): it is expired, as the sweep would make it.
+  const expired = await expireIfPastCap(client, policy, job);
+  if (expired) return { kind: 'terminalized', job: expired };
   if (job.status === 'running' && job.cancelRequested) {
     const done = await terminalizeLocked(client, policy, job, {
       to: 'cancelled',

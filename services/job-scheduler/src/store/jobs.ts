@@ -8,7 +8,7 @@ import { writeBlob } from './blobs.js';
 import { type Claim, claimLocked } from './claim.js';
 import { isJobId, JobFenced, type JobRow, type Raw, type Terminalization, toRow } from './job-row.js';
 import { JobSweeps } from './sweeps.js';
-import { lockLeased, terminalizeLocked } from './terminalize.js';
+import { expireIfPastCap, lockLeased, terminalizeLocked } from './terminalize.js';
 
 export { isJobId, JobFenced, type JobRow, type Raw, type Terminalization, toRow };
 
@@ -214,10 +214,13 @@ export class JobStore {
     token: string,
     resultPieces: () => Iterable<string | Buffer>,
     registrySnapshotAt?: Date,
-  ): Promise<{ kind: 'succeeded' | 'cancelled'; job: JobRow } | { kind: 'lost' }> {
+  ): Promise<{ kind: 'succeeded' | 'cancelled' | 'expired'; job: JobRow } | { kind: 'lost' }> {
     return inTransaction(this.pool, async (client) => {
       const job = await lockLeased(client, jobId, token);
       if (!job) return { kind: 'lost' as const };
+      // A result that comes after the hard cap is discarded: the job was not terminal within it.
+      const expired = await expireIfPastCap(client, this.policy, job);
+      if (expired) return { kind: 'expired' as const, job: expired };
       if (job.cancelRequested) {
         const done = await terminalizeLocked(client, this.policy, job, {
           to: 'cancelled',
@@ -246,6 +249,8 @@ export class JobStore {
     return inTransaction(this.pool, async (client) => {
       const job = await lockLeased(client, jobId, token);
       if (!job) return undefined;
+      const expired = await expireIfPastCap(client, this.policy, job);
+      if (expired) return expired;
       if (job.cancelRequested)
         return terminalizeLocked(client, this.policy, job, {
           to: 'cancelled',
@@ -267,10 +272,13 @@ export class JobStore {
     return inTransaction(this.pool, async (client) => {
       const job = await lockLeased(client, jobId, token);
       if (!job) return undefined;
-      return terminalizeLocked(client, this.policy, job, {
-        to: 'cancelled',
-        note: 'cancelled after the in-flight registry call was reconciled',
-      });
+      return (
+        (await expireIfPastCap(client, this.policy, job)) ??
+        terminalizeLocked(client, this.policy, job, {
+          to: 'cancelled',
+          note: 'cancelled after the in-flight registry call was reconciled',
+        })
+      );
     });
   }
 

@@ -3,12 +3,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { create } from '@bufbuild/protobuf';
-import { type Client, createClient, type Interceptor } from '@connectrpc/connect';
+import { type Client, ConnectError, createClient, type Interceptor } from '@connectrpc/connect';
 import {
   grpcTransport,
   type Identity,
   ORG_ASSERTION_HEADER,
   OrgAssertionIssuer,
+  readPublicReason,
   type Security,
 } from '@dnc/kit';
 import { jobsv1, quotav1, registryv1 } from '@dnc/proto';
@@ -220,6 +221,16 @@ export async function plaintextInDatabase(db: pg.Pool, needles: string[]): Promi
 }
 
 export const status = jobsv1.JobStatus;
+
+/** The public reason a call was refused with; undefined when it succeeded. */
+export async function reason(p: Promise<unknown>): Promise<string | undefined> {
+  try {
+    await p;
+    return undefined;
+  } catch (error) {
+    return readPublicReason(ConnectError.from(error))?.reason;
+  }
+}
 
 /**
  * Wait until the country's adapter announces itself as serving again in discovery (after a drill is
