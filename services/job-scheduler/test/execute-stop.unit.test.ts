@@ -233,3 +233,39 @@ describe('executeUnits renders each unit as it is answered (onUnitAnswered)', ()
     expect(log.length).toBeLessThanOrEqual(2);
   });
 });
+
+describe('executeUnits and a cancel accepted during a failing call', () => {
+  // Found by a review (2026-12-03): spec, a cancel "while an external registry call is in progress" leaves
+  // the job running "until the call outcome is reconciled, then cancelled". A unit whose call failed was
+  // tried again (up to `retries` more calls, each up to the call timeout) before the pending cancel was
+  // looked at; the failed call's outcome is known, so the cancel now applies before any new call.
+  it('a cancel accepted while a call fails is applied before the call is tried again', async () => {
+    let calls = 0;
+    const unavailable = (() => ({
+      check: () => {
+        calls++;
+        return Promise.reject(new ConnectError('down', Code.Unavailable));
+      },
+    })) as unknown as AdapterClients;
+    let asked = 0;
+    const hooks: ExecutionHooks = {
+      ...goOn(),
+      beforeRetry: async () => {
+        asked++;
+        return 'cancel';
+      },
+    };
+    const retrying = { ...options, concurrency: 1, retries: 3, sleep: async () => {} };
+    const error = await executeUnits('mx', ['1'], directory, unavailable, hooks, retrying).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ExecutionStopped);
+    expect((error as ExecutionStopped).reason).toBe('cancel');
+    expect([calls, asked]).toEqual([1, 1]);
+    // Without a pending cancel the unit is tried again, as before.
+    calls = 0;
+    const go = { ...goOn(), beforeRetry: async () => 'go' as const };
+    await executeUnits('mx', ['1'], directory, unavailable, go, retrying).catch(() => undefined);
+    expect(calls).toBe(4);
+  });
+});

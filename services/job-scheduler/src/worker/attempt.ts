@@ -127,6 +127,7 @@ function executionHooks(
       ),
     onSnapshot,
     beginCall: async () => state(await store.beginExternalCall(job.id, token)),
+    beforeRetry: async () => state(false),
     endCall: async () => {
       const r = await store.endExternalCall(job.id, token);
       return r.lost || keeper.lease.isLost ? 'lease_lost' : r.cancelRequested ? 'cancel' : 'go';

@@ -20,6 +20,12 @@ export interface ExecutionHooks {
   beginCall(): Promise<'go' | 'cancel' | 'lease_lost'>;
   /** After each adapter call (whatever its outcome): the call is reconciled. */
   endCall(): Promise<'go' | 'cancel' | 'lease_lost'>;
+  /**
+   * Before a unit's call is tried again (its last one failed, so its outcome is known): whether the job
+   * may still call out. A cancel accepted meanwhile applies now, not after every retry (spec: running
+   * "until the call outcome is reconciled, then cancelled").
+   */
+  beforeRetry?(): Promise<'go' | 'cancel' | 'lease_lost'>;
   /** Aborted when the lease is lost or the worker shuts down. */
   signal: AbortSignal;
   stopReason(): 'lease_lost' | 'shutdown';
@@ -94,7 +100,12 @@ async function checkUnit(run: UnitRun, from: number, to: number): Promise<InputE
   // Sent as the input's bytes (phone_list), never made strings; the same bytes on every try.
   const list = phones.phoneList();
   for (let attempt = 0; attempt <= options.retries; attempt++) {
-    if (attempt > 0) await run.sleep(backoffMs(attempt - 1), signal);
+    if (attempt > 0) {
+      await run.sleep(backoffMs(attempt - 1), signal);
+      // Unknown (PostgreSQL unreachable for a moment): tried anyway; the unit's end reconciles it.
+      const may = await hooks.beforeRetry?.().catch(() => 'go' as const);
+      if (may && may !== 'go') throw new ExecutionStopped(may);
+    }
     if (signal.aborted) throw run.stopped();
     const adapter = directory.pick(country);
     if (!adapter) {
