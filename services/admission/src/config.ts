@@ -43,8 +43,14 @@ export const admissionConfig = z.object({
   DNC_JOB_CLAIM_TIMEOUT_SECONDS: int(6, 3600, 10),
   /** How often claims left in progress past their timeout are resolved (reconciler.ts). */
   DNC_CLAIM_RECONCILE_INTERVAL_MS: int(100, 600_000, 5_000),
-  /** Idempotency records are kept at least 7 days (spec). */
+  /** v1 idempotency records are kept at least 7 days (spec). */
   DNC_IDEMPOTENCY_RETENTION_SECONDS: int(604_800, 31_536_000, 691_200),
+  /**
+   * v2 idempotency records are kept as long as their job can exist: the hard cap plus the metadata TTL
+   * (the job-scheduler's DNC_JOB_HARD_CAP_SECONDS + DNC_METADATA_TTL_SECONDS, 1 + 30 days), so an exact
+   * retry finds the same job for as long as the job is known, instead of a second job and a second charge.
+   */
+  DNC_JOB_IDEMPOTENCY_RETENTION_SECONDS: int(604_800, 63_072_000, 2_678_400),
   DNC_IDEMPOTENCY_PURGE_INTERVAL_MS: int(1000, 86_400_000, 3_600_000),
   /** How often the keys' last use is written (services/admission/src/key-usage.ts). */
   DNC_KEY_USAGE_FLUSH_MS: int(100, 600_000, 10_000),

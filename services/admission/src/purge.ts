@@ -1,7 +1,10 @@
 import type { Logger } from '@dnc/kit';
-import type { ClaimStore } from './store/index.js';
+import type { ClaimStore, Retention } from './store/index.js';
 
-/** Deletes idempotency records past their retention (at least 7 days, spec: Idempotency). */
+/**
+ * Deletes idempotency records past their retention: v1 at least 7 days (spec: Idempotency 4), v2 as
+ * long as the job can exist (spec: Idempotency 8, an exact retry returns the same job identity).
+ */
 export class IdempotencyPurge {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<number> | undefined;
@@ -9,7 +12,7 @@ export class IdempotencyPurge {
   constructor(
     private readonly claims: ClaimStore,
     private readonly logger: Logger,
-    private readonly retentionSeconds: number,
+    private readonly retention: Retention,
     private readonly intervalMs: number,
   ) {}
 
@@ -27,7 +30,7 @@ export class IdempotencyPurge {
     if (this.running) return this.running;
     this.running = (async () => {
       try {
-        const purged = await this.claims.purgeIdempotency(this.retentionSeconds);
+        const purged = await this.claims.purgeIdempotency(this.retention);
         if (purged > 0) this.logger.info({ purged }, 'purged expired idempotency records');
         return purged;
       } catch (error) {

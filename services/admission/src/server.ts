@@ -128,7 +128,10 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
   const purge = new IdempotencyPurge(
     stores.claims,
     logger,
-    config.DNC_IDEMPOTENCY_RETENTION_SECONDS,
+    {
+      syncSeconds: config.DNC_IDEMPOTENCY_RETENTION_SECONDS,
+      jobSeconds: config.DNC_JOB_IDEMPOTENCY_RETENTION_SECONDS,
+    },
     config.DNC_IDEMPOTENCY_PURGE_INTERVAL_MS,
   );
   purge.start();

@@ -461,21 +461,31 @@ describe('idempotency and quota (issue 3 items 7, 8)', () => {
     ).not.toBe('ok');
   });
 
-  it('idempotency records older than the retention are purged, younger ones kept', async () => {
+  it('idempotency records older than the retention are purged, younger ones kept; a v2 record lives as long as its job', async () => {
     const { admission } = h.clients();
-    const c = await h.customer(['mx']);
+    const c = await h.customer(['mx'], 1000);
     const old = await admission.admit(admitReq(c));
     const young = await admission.admit(admitReq(c));
-    await h.sql(
-      "UPDATE admission.idempotency_records SET created_at = now() - interval '9 days' WHERE admission_id = $1",
-      [old.admissionId],
-    );
-    expect(await h.instances[0]!.purge.purgeOnce()).toBeGreaterThanOrEqual(1);
+    // v2: the job's metadata is kept 30 days from terminalization, which comes at most 24 hours after
+    // admission; an exact retry on day 9 must find the same job (spec: Idempotency 8), not make a second.
+    const jobOf9Days = await admission.admit(admitReq(c, { kind: JOB, inputCount: 1 }));
+    const jobOf32Days = await admission.admit(admitReq(c, { kind: JOB, inputCount: 1 }));
+    const age = (days: number, admissionId: string) =>
+      h.sql(
+        'UPDATE admission.idempotency_records SET created_at = now() - make_interval(days => $2) WHERE admission_id = $1',
+        [admissionId, days],
+      );
+    await age(9, old.admissionId);
+    await age(9, jobOf9Days.admissionId);
+    await age(32, jobOf32Days.admissionId);
+    expect(await h.instances[0]!.purge.purgeOnce()).toBeGreaterThanOrEqual(2);
     const left = (await h.sql('SELECT admission_id FROM admission.idempotency_records')).rows.map(
       (r) => r.admission_id,
     );
     expect(left).toContain(young.admissionId);
+    expect(left).toContain(jobOf9Days.admissionId);
     expect(left).not.toContain(old.admissionId);
+    expect(left).not.toContain(jobOf32Days.admissionId);
   });
 });
 

@@ -94,6 +94,23 @@ describe('v2 submit flow over the in-memory upstream (spec: v2 submit, exactly o
     expect(calls.some((c) => c.startsWith('abort'))).toBe(false);
   });
 
+  it("a replay whose job's metadata passed its 30-day retention is 409 idempotency_key_reused, never 404 or a new job", async () => {
+    // Admission keeps a v2 claim for the job's whole metadata lifetime (hard cap + 30 days from admission);
+    // a job that ended early is purged up to a day before its claim: the key is spent, nothing is charged.
+    const { outcome, calls } = await run({
+      admit: () => ({ replay: true }),
+      getJob: () => refusal(Code.NotFound, 'job_not_found'),
+    });
+    expect(outcome).toMatchObject({
+      ok: false,
+      error: {
+        status: 409,
+        body: { error: 'idempotency_key_reused', message: expect.stringMatching(/retention.*new key/) },
+      },
+    });
+    expect(calls.some((c) => c.startsWith('abort') || c.startsWith('submit'))).toBe(false);
+  });
+
   it('a refused SubmitJob aborts the admission (the key can be retried) and answers the refusal', async () => {
     const { outcome, calls, admissionId } = await run({
       submitJob: () => refusal(Code.InvalidArgument, 'validation_error'),

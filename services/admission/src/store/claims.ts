@@ -18,6 +18,12 @@ export interface StoredClaim extends IdempotencyRecord {
   jobId: string | null;
 }
 
+/** How long idempotency records are kept, by kind (v1 `sync`, v2 `job`). */
+export interface Retention {
+  syncSeconds: number;
+  jobSeconds: number;
+}
+
 /** A claim found by its admission id. */
 export interface ClaimState {
   kind: Kind;
@@ -203,15 +209,17 @@ export class ClaimStore {
     }));
   }
 
-  /** Delete records past retention, in batches; returns how many went. */
-  async purgeIdempotency(retentionSeconds: number, batch = 1000): Promise<number> {
+  /** Delete records past their kind's retention, in batches; returns how many went. */
+  async purgeIdempotency(retention: Retention, batch = 1000): Promise<number> {
     let total = 0;
     for (;;) {
       const r = await this.pool.query(
         `DELETE FROM admission.idempotency_records WHERE ctid IN (
            SELECT ctid FROM admission.idempotency_records
-           WHERE created_at < now() - make_interval(secs => $1) LIMIT $2)`,
-        [retentionSeconds, batch],
+           WHERE created_at < now() - make_interval(secs => least($1::float8, $2::float8))
+             AND created_at < now() - make_interval(secs => CASE kind WHEN 2 THEN $2::float8 ELSE $1::float8 END)
+           LIMIT $3)`,
+        [retention.syncSeconds, retention.jobSeconds, batch],
       );
       total += r.rowCount ?? 0;
       if ((r.rowCount ?? 0) < batch) return total;

@@ -1,5 +1,5 @@
 import { JOB_ID_REGEXP, LIMITS } from '@dnc/api-contract';
-import { RESULT_TOO_LARGE_MESSAGE } from '@dnc/kit';
+import { RESULT_TOO_LARGE_MESSAGE, readPublicReason } from '@dnc/kit';
 import { admissionv1, type jobsv1 } from '@dnc/proto';
 import type { AuthenticatedCaller } from '../auth.js';
 import type { Deadline } from '../deadline.js';
@@ -39,6 +39,20 @@ function sizeRefusal(sizes: DurableSizes): MappedError | undefined {
   }
   if (sizes.resultBytes > LIMITS.maxBodyBytes) return toHttp('payload_too_large', RESULT_TOO_LARGE_MESSAGE);
   return undefined;
+}
+
+/**
+ * A replay whose job is gone: admission keeps a v2 claim for the hard cap plus the metadata TTL from
+ * admission, and a job that ended early has its metadata purged up to a day before its claim. The key
+ * is spent (spec: Idempotency 2, a new logical request needs a new key): a 409 that says so, not a
+ * 404 to a POST and never a second job.
+ */
+function replayError(error: unknown): MappedError {
+  if (readPublicReason(error)?.reason !== 'job_not_found') return fromRpcError(error);
+  return toHttp(
+    'idempotency_key_reused',
+    "This Idempotency-Key's job has passed its 30-day metadata retention; send the request with a new key.",
+  );
 }
 
 /**
@@ -89,7 +103,7 @@ export async function submitV2(
       const job = await deps.upstream.getJob(request.caller, admission.jobId, deadline.remaining());
       return { ok: true, job, replayed: true, rateLimit };
     } catch (error) {
-      return { ok: false, error: fromRpcError(error), rateLimit };
+      return { ok: false, error: replayError(error), rateLimit };
     }
   }
 
