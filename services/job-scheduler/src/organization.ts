@@ -4,7 +4,7 @@ import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { Code, jobStatusOf, publicError, validationError } from '@dnc/kit';
 import { jobsv1 } from '@dnc/proto';
 import { decodePageToken, encodePageToken } from './page-token.js';
-import { jobMessage, jobsService, type RouteDeps } from './routes.js';
+import { customerJob, jobMessage, jobsService, type RouteDeps } from './routes.js';
 import { listJobPage } from './store/job-pages.js';
 import type { JobRow } from './store/jobs.js';
 
@@ -47,7 +47,7 @@ export function organizationJobsService(deps: RouteDeps): ServiceImpl<typeof job
     },
 
     async getOrganizationJob(req) {
-      const job = await store.findForOrg(orgIdOf(req.orgId), req.jobId);
+      const job = await customerJob(deps, orgIdOf(req.orgId), req.jobId);
       if (!job) throw notFound();
       return { job: message(job) };
     },

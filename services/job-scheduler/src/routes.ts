@@ -96,11 +96,36 @@ async function submitJob(deps: RouteDeps, req: jobsv1.SubmitJobRequest): Promise
   return { job: jobMessage(job, store.policy) };
 }
 
+/** How far this process's clock may run behind the database's before a job past its cap is missed. */
+const CLOCK_SKEW_MS = 5_000;
+
+/**
+ * The organization's job as its customer reads it. An active job past its hard cap is expired here, by
+ * the database's clock, exactly as the sweep's next pass would expire it (spec, States: not terminal
+ * within 24 hours -> expired, job_expired, quota released): a status or result read in between never
+ * says `queued` or `running` past the cap. A failed release is retried by the sweeper.
+ */
+export async function customerJob(
+  deps: RouteDeps,
+  orgId: string,
+  jobId: string,
+): Promise<JobRow | undefined> {
+  const job = await deps.store.findForOrg(orgId, jobId);
+  if (!job || (job.status !== 'queued' && job.status !== 'running')) return job;
+  if (job.hardCapAt.getTime() > Date.now() + CLOCK_SKEW_MS) return job;
+  const [expired] = await deps.store.sweeps.expireOverdue(1, job.id);
+  if (!expired) return job;
+  deps.metrics.duration.observe({ state: expired.status }, (Date.now() - expired.createdAt.getTime()) / 1000);
+  deps.logger.info({ job_id: expired.id }, 'job expired at the hard cap (on read)');
+  await deps.settlement.settle(expired);
+  return expired;
+}
+
 /** GetJobResult: the stored result streamed in its segments once it is there and not expired. */
 async function* jobResult(deps: RouteDeps, req: jobsv1.GetJobResultRequest) {
   const { store, keys } = deps;
   const policy = store.policy;
-  const job = await store.findForOrg(req.orgId, req.jobId);
+  const job = await customerJob(deps, req.orgId, req.jobId);
   if (!job) throw notFound();
   const availability = resultAvailability(
     { status: job.status, terminalAt: job.terminalAt, resultPurged: job.resultPurgedAt !== null },
@@ -153,7 +178,7 @@ export function jobsService(deps: RouteDeps): ServiceImpl<typeof jobsv1.JobsServ
     },
 
     async getJob(req) {
-      const job = await store.findForOrg(req.orgId, req.jobId);
+      const job = await customerJob(deps, req.orgId, req.jobId);
       if (!job) throw notFound();
       return { job: jobMessage(job, policy) };
     },

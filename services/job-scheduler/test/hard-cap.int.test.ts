@@ -41,12 +41,33 @@ describe('the hard cap where a job ends, not only in the sweep', () => {
     const before = await h.reserved();
     const job = await h.submit(['55 1212 5656']);
     await new Promise((r) => setTimeout(r, 2_500));
-    expect((await h.jobs.getJob({ orgId: h.org, jobId: job.jobId })).job?.status).toBe(status.QUEUED);
+    // The stored state, not the customer's view (a status read past the cap expires the job itself).
+    expect((await h.admin.getJobDetail({ jobId: job.jobId })).job?.status).toBe(status.QUEUED);
     await h.stack.start('job-worker');
     const done = await h.waitFor(job.jobId, (j) => j.status !== status.QUEUED, 15_000);
     expect(done.status).toBe(status.EXPIRED);
     expect(done.error?.error).toBe('job_expired');
     expect((await h.admin.getJobDetail({ jobId: job.jobId })).attempts).toBe(0);
     await expect.poll(() => h.reserved(), { timeout: 5_000 }).toEqual(before);
+  });
+
+  it('a status or result read past the hard cap says expired, not queued or running until the sweep passes', async () => {
+    await h.stack.stop('job-worker');
+    try {
+      const before = await h.reserved();
+      const job = await h.submit(['55 1212 7878']);
+      const queued = await h.submit(['55 1212 7879']);
+      await new Promise((r) => setTimeout(r, 2_500));
+      // Spec, GET /v2/scrub/{job_id}/result: 410 job_expired, "job did not terminalize before the 24-hour hard cap".
+      expect(await reason(h.result(job.jobId))).toBe('job_expired');
+      const read = (await h.jobs.getJob({ orgId: h.org, jobId: queued.jobId })).job;
+      expect(read?.status).toBe(status.EXPIRED);
+      expect(read?.error?.error).toBe('job_expired');
+      expect((await h.jobs.getJob({ orgId: h.org, jobId: job.jobId })).job?.status).toBe(status.EXPIRED);
+      // Quota released, as the sweep releases it.
+      await expect.poll(() => h.reserved(), { timeout: 5_000 }).toEqual(before);
+    } finally {
+      await h.stack.start('job-worker');
+    }
   });
 });

@@ -14,13 +14,18 @@ export class JobSweeps {
     private readonly policy: RetentionPolicy,
   ) {}
 
-  /** Active jobs past the hard cap become `expired` (job_expired). Returns the expired jobs. */
-  async expireOverdue(limit = 100): Promise<JobRow[]> {
+  /**
+   * Active jobs past the hard cap (by the database's clock) become `expired` (job_expired), all of them
+   * or only `jobId`. A job locked by its ending elsewhere is skipped: that ending applies the cap itself.
+   * Returns the expired jobs.
+   */
+  async expireOverdue(limit = 100, jobId?: string): Promise<JobRow[]> {
     return inTransaction(this.pool, async (client) => {
       const r = await client.query(
         `SELECT * FROM jobs.jobs WHERE status IN ('queued', 'running') AND hard_cap_at <= now()
+           AND ($2::uuid IS NULL OR id = $2::uuid)
          ORDER BY hard_cap_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
-        [limit],
+        [limit, jobId ?? null],
       );
       const out: JobRow[] = [];
       for (const raw of r.rows) {
