@@ -11,6 +11,7 @@ import {
   fitsWidth,
   launchChromium,
 } from '../support/browser.js';
+import { DashboardClient } from '../support/dashboard.js';
 import { call } from '../support/http.js';
 import { expectInvariants } from '../support/invariants.js';
 import { loadRegistry, type SeededOrg, seedOrg } from '../support/seed.js';
@@ -240,6 +241,33 @@ describe('customer dashboard in Chromium (issue 16)', () => {
     expect(problems).toEqual([]);
     // Nor in plaintext in any store of the stack (Postgres, Redis, NATS), and the money adds up.
     await expectInvariants(stack, { canaries: [secret] });
+  });
+
+  it('sessions: another browser of the person is listed on the Account page and ended from there', async () => {
+    await page.goto(`${stack.addresses.dashboard}/account`);
+    await page.getByRole('heading', { level: 1, name: 'Your account' }).waitFor();
+    const email = (await page
+      .getByText(/^Signed in as/)
+      .locator('strong')
+      .textContent())!;
+    // A second browser signs in as the same person (a phone, by its User-Agent).
+    const phone = new DashboardClient(stack.addresses.dashboard);
+    const signedIn = await phone.post(
+      '/api/session',
+      { email, password: PASSWORD },
+      { headers: { 'user-agent': 'Mozilla/5.0 (Linux; Android 14) AppleWebKit/537.36 Chrome/131.0 Mobile' } },
+    );
+    expect(signedIn.status).toBe(200);
+    await page.reload();
+    const table = page.getByRole('region', { name: 'Your sessions' });
+    await table.getByRole('cell', { name: 'Chrome on Android' }).waitFor();
+    // Headless Chromium on Linux: this page's own session, which is ended by signing out.
+    await table.getByRole('row').filter({ hasText: 'This session' }).getByText('Chrome on Linux').waitFor();
+    await checkPage('account-sessions');
+    await table.getByRole('row').filter({ hasText: 'Chrome on Android' }).getByRole('button').click();
+    await page.getByText('Session ended.').waitFor();
+    await expect.poll(() => table.getByRole('row').count()).toBe(2); // the header and this session
+    expect((await phone.get('/api/session')).status).toBe(401);
   });
 
   it('second factor: a QR code drawn locally beside the setup key; the seed in no URL, log or store', async () => {

@@ -55,6 +55,7 @@ export async function startSession(
     orgId: member.orgId,
     stage,
     csrfToken,
+    userAgent: reply.request.headers['user-agent'] ?? '',
   });
   reply.setCookie(SESSION_COOKIE, token, cookieOptions);
   return { csrfToken };

@@ -4,12 +4,14 @@ import { qrPath } from '../domain/qr.js';
 import { newTotpSecret, totpStep, totpUri } from '../domain/totp.js';
 import { openSeed } from '../second-factor.js';
 import { guards, who } from '../session.js';
+import type { SessionListing } from '../store/sessions.js';
 import { HttpError } from '../upstream.js';
-import { body, lockedError, type RouteDeps, signInGate } from './deps.js';
+import { body, iso, lockedError, type RouteDeps, signInGate, UUID } from './deps.js';
 
-/** What every signed-in person manages of their own: password and second factor. */
+/** What every signed-in person manages of their own: password, second factor and sessions. */
 export function meRoutes(app: FastifyInstance, deps: RouteDeps): void {
   const { change } = guards(deps);
+  sessionListRoutes(app, deps);
 
   // The current password, asked before a change: guesses count against the email's lockout as sign-ins
   // do (a stolen session must not be a way to try passwords), and while it is locked nothing is judged.
@@ -100,4 +102,44 @@ export function meRoutes(app: FastifyInstance, deps: RouteDeps): void {
       return reply.code(204).send();
     },
   );
+}
+
+const listed = (s: SessionListing) => ({
+  id: s.id,
+  /** False while the password was given and the second factor is still awaited. */
+  complete: s.stage === 'full',
+  user_agent: s.userAgent,
+  signed_in_at: iso(s.createdAt),
+  last_seen_at: iso(s.lastSeenAt),
+  expires_at: iso(s.expiresAt),
+  current: s.current,
+});
+
+/**
+ * The person's live sessions (the browser that opened each, when, when last used), and ending one of the
+ * others: a session one does not recognise ends without signing out everywhere. Only one's own sessions,
+ * by a random id; one's current session is ended by signing out.
+ */
+function sessionListRoutes(app: FastifyInstance, deps: RouteDeps): void {
+  const { signedIn, change } = guards(deps);
+  app.get('/api/me/sessions', { preHandler: signedIn }, async (request) => {
+    const { member, tokenHash } = who(request);
+    return { sessions: (await deps.sessions.list(member.memberId, tokenHash)).map(listed) };
+  });
+
+  app.post('/api/me/sessions/:id/end', { preHandler: change }, async (request, reply) => {
+    const { member, tokenHash } = who(request);
+    const { id } = request.params as { id: string };
+    const ended = UUID.test(id) ? await deps.sessions.endOne(member.memberId, id, tokenHash) : undefined;
+    if (!ended) {
+      const mine =
+        UUID.test(id) &&
+        (await deps.sessions.list(member.memberId, tokenHash)).some((s) => s.current && s.id === id);
+      if (mine)
+        throw new HttpError(409, 'current_session', 'This is the session you are using: sign out instead.');
+      throw new HttpError(404, 'session_not_found', 'No such session of yours; it may have ended already.');
+    }
+    await deps.audit.record(member.orgId, member.email, 'session_ended', `signed in ${iso(ended.createdAt)}`);
+    return reply.code(204).send();
+  });
 }

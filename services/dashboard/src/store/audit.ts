@@ -6,6 +6,7 @@ export type AuditAction =
   | 'sign_in_failed'
   | 'sign_out'
   | 'sign_out_everywhere'
+  | 'session_ended'
   | 'password_changed'
   | 'totp_enabled'
   | 'totp_disabled'

@@ -10,6 +10,22 @@ export interface Session {
   expiresAt: Date;
 }
 
+/** A session as its person sees it on the Account page (never its token or the token's hash). */
+export interface SessionListing {
+  id: string;
+  stage: SessionStage;
+  userAgent: string;
+  createdAt: Date;
+  lastSeenAt: Date;
+  expiresAt: Date;
+  current: boolean;
+}
+
+/** What is kept of a User-Agent header: printable ASCII, at most 200 characters. */
+export function keptUserAgent(header: string | undefined): string {
+  return (header ?? '').replace(/[^\x20-\x7e]/g, '').slice(0, 200);
+}
+
 export interface SessionPolicy {
   idleMinutes: number;
   absoluteHours: number;
@@ -31,19 +47,63 @@ export class SessionStore {
     orgId: string;
     stage: SessionStage;
     csrfToken: string;
+    userAgent: string;
   }): Promise<void> {
     await this.pool.query(
-      `INSERT INTO dashboard.sessions (token_hash, member_id, org_id, stage, csrf_token, expires_at)
-       VALUES ($1, $2, $3, $4, $5, now() + make_interval(mins => $6))`,
+      `INSERT INTO dashboard.sessions (token_hash, member_id, org_id, stage, csrf_token, user_agent, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(mins => $7))`,
       [
         s.tokenHash,
         s.memberId,
         s.orgId,
         s.stage,
         s.csrfToken,
+        keptUserAgent(s.userAgent),
         Math.min(this.policy.idleMinutes, this.policy.absoluteHours * 60),
       ],
     );
+  }
+
+  /** The person's live sessions, the most recently used first; `current` marks the caller's. */
+  async list(memberId: string, current: Buffer): Promise<SessionListing[]> {
+    const r = await this.pool.query(
+      `SELECT public_id, stage, user_agent, created_at, last_seen_at, expires_at, token_hash = $2 AS current
+       FROM dashboard.sessions WHERE member_id = $1 AND expires_at > now()
+       ORDER BY last_seen_at DESC, created_at DESC LIMIT 100`,
+      [memberId, current],
+    );
+    return r.rows.map((row) => ({
+      id: row.public_id,
+      stage: row.stage,
+      userAgent: row.user_agent,
+      createdAt: row.created_at,
+      lastSeenAt: row.last_seen_at,
+      expiresAt: row.expires_at,
+      current: row.current,
+    }));
+  }
+
+  /**
+   * End one of the person's sessions by its id, never `keep` (the caller's own); the ended session's
+   * listing, or undefined when the person has no such other session.
+   */
+  async endOne(memberId: string, id: string, keep: Buffer): Promise<SessionListing | undefined> {
+    const r = await this.pool.query(
+      `DELETE FROM dashboard.sessions WHERE member_id = $1 AND public_id = $2 AND token_hash <> $3
+       RETURNING public_id, stage, user_agent, created_at, last_seen_at, expires_at`,
+      [memberId, id, keep],
+    );
+    const row = r.rows[0];
+    if (!row) return undefined;
+    return {
+      id: row.public_id,
+      stage: row.stage,
+      userAgent: row.user_agent,
+      createdAt: row.created_at,
+      lastSeenAt: row.last_seen_at,
+      expiresAt: row.expires_at,
+      current: false,
+    };
   }
 
   /** The live session of a token hash, its idle deadline moved forward; undefined when absent or over. */

@@ -1,6 +1,6 @@
 import { type FormEvent, useState } from 'react';
-import { api } from '../api.js';
-import { ErrorText, Page, type Run, useAction } from '../components/ui.js';
+import { api, when } from '../api.js';
+import { ErrorText, Page, type Run, TableWrap, useAction, useLoad } from '../components/ui.js';
 import { useSession } from '../session.js';
 
 /** The signed-in person's own password, second factor and sessions. */
@@ -16,7 +16,7 @@ export function AccountPage() {
       <ErrorText error={error} />
       <PasswordCard run={run} />
       <SecondFactorCard run={run} />
-      <SessionsCard run={run} />
+      <SessionsCard run={run} changed={message} />
     </Page>
   );
 }
@@ -165,12 +165,93 @@ function QrCode({ qr }: { qr: TotpSetup['qr'] }) {
   );
 }
 
-function SessionsCard({ run }: { run: Run }) {
+interface SessionRow {
+  id: string;
+  complete: boolean;
+  user_agent: string;
+  signed_in_at: string;
+  last_seen_at: string;
+  current: boolean;
+}
+
+/** "Chrome on Android" from a User-Agent header; the header itself is shown on hover. */
+export function browserName(userAgent: string): string {
+  const browser = [
+    ['Edg/', 'Edge'],
+    ['Firefox/', 'Firefox'],
+    ['Chrome/', 'Chrome'],
+    ['Safari/', 'Safari'],
+    ['curl/', 'curl'],
+  ].find(([mark]) => userAgent.includes(mark!))?.[1];
+  const system = [
+    ['Android', 'Android'],
+    ['iPhone', 'iOS'],
+    ['iPad', 'iPadOS'],
+    ['Windows', 'Windows'],
+    ['Mac OS X', 'macOS'],
+    ['Linux', 'Linux'],
+  ].find(([mark]) => userAgent.includes(mark!))?.[1];
+  if (!browser && !system) return userAgent ? 'Unknown browser' : 'Not recorded';
+  return [browser ?? 'A browser', system && `on ${system}`].filter(Boolean).join(' ');
+}
+
+/**
+ * The person's live sessions, with an End button for each other one (one not recognised ends without
+ * signing out everywhere), then Sign out everywhere. Reloaded after every action of the page: a password
+ * change or turning the second factor on ends the other sessions.
+ */
+function SessionsCard({ run, changed }: { run: Run; changed: string }) {
   const { signOut } = useSession();
+  const { data, error, reload } = useLoad(
+    () => api.get<{ sessions: SessionRow[] }>('/api/me/sessions'),
+    [changed],
+  );
   return (
-    <section className="card narrow" aria-labelledby="sessions">
+    <section className="card" aria-labelledby="sessions">
       <h2 id="sessions">Sessions</h2>
-      <p>Signs you out on every device and browser, this one included.</p>
+      <ErrorText error={error} />
+      {data && (
+        <TableWrap label="Your sessions">
+          <thead>
+            <tr>
+              <th scope="col">Browser</th>
+              <th scope="col">Signed in</th>
+              <th scope="col">Last active</th>
+              <th scope="col">Action</th>
+            </tr>
+          </thead>
+          <tbody>
+            {data.sessions.map((s) => (
+              <tr key={s.id}>
+                <td title={s.user_agent}>
+                  {browserName(s.user_agent)}
+                  {!s.complete && ' (second factor not given)'}
+                </td>
+                <td>{when(s.signed_in_at)}</td>
+                <td>{when(s.last_seen_at)}</td>
+                <td>
+                  {s.current ? (
+                    'This session'
+                  ) : (
+                    <button
+                      type="button"
+                      onClick={() =>
+                        void run(async () => {
+                          await api.post(`/api/me/sessions/${s.id}/end`);
+                          reload();
+                        }, 'Session ended.')
+                      }
+                    >
+                      End<span className="sr-only"> the session signed in {when(s.signed_in_at)}</span>
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </TableWrap>
+      )}
+      <p>Sign out everywhere ends every session above, this one included.</p>
       <button
         type="button"
         className="danger"
