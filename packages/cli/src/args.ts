@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { COUNTRY_CODES, type Country } from '@dnc-scrub/sdk';
+import { COUNTRY_CODES, type Country, IDEMPOTENCY_KEY_PATTERN } from '@dnc-scrub/sdk';
 import type { HelpTopic } from './help.js';
 import type { TableOptions } from './table.js';
 
@@ -151,7 +151,12 @@ function scrubCommand(values: Values, rest: string[]): ScrubCommand {
   const f = format(values, 'scrub');
   if (f !== undefined) command.format = f;
   if (values.out !== undefined) command.out = values.out;
-  if (values['idempotency-key'] !== undefined) command.idempotencyKey = values['idempotency-key'];
+  const key = values['idempotency-key'];
+  if (key !== undefined) {
+    if (!new RegExp(IDEMPOTENCY_KEY_PATTERN).test(key))
+      throw new UsageError('--idempotency-key: 1 to 255 visible ASCII characters, no spaces', 'scrub');
+    command.idempotencyKey = key;
+  }
   if (command.detach) refuse(values, ['out', 'format'], 'scrub --detach', 'scrub');
   return command;
 }

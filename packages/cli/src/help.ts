@@ -64,6 +64,10 @@ indicator on a terminal. --detach always submits a v2 job, prints its id and exi
 dnc jobs wait, then dnc jobs result). The request id and the time of the registry snapshot the answer came
 from are printed on stderr.
 
+--idempotency-key KEY (1 to 255 visible ASCII characters, no spaces) names this request; without it one is
+made. When the answer is lost or can be retried, stderr names the key: run the same command with it to get
+the first request's answer or job, never a second charge.
+
 ${TABLE_OPTIONS}
 
 ${OUTPUT_OPTIONS}

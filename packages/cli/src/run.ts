@@ -7,6 +7,7 @@ import {
   DncJobError,
   DncTimeoutError,
   DncWaitTimeoutError,
+  isRetryableAnswer,
 } from '@dnc-scrub/sdk';
 import { type Command, parseCommand, UsageError } from './args.js';
 import { jobs, scrub } from './commands.js';
@@ -80,10 +81,36 @@ export async function runCli(argv: readonly string[], io: CliEnvironment): Promi
     return await jobs(ctx, spooled ? { ...command, input: spooled.path } : command);
   } catch (error) {
     progress.stop();
-    return report(error, fail, { baseUrl, jobId, aborted: io.signal?.aborted === true });
+    const aborted = io.signal?.aborted === true;
+    const status = report(error, fail, { baseUrl, jobId, aborted });
+    for (const hint of afterError(error, aborted ? undefined : jobId)) io.stderr.write(`dnc: ${hint}\n`);
+    return status;
   } finally {
     await spooled?.dispose();
   }
+}
+
+/**
+ * What to do next after an error: a request whose outcome is unknown (no answer) or that may be retried
+ * (in progress, rate limited, unavailable) is run again with the same Idempotency-Key, which the user may
+ * not know (generated): the first request's answer, or its job, and never a second charge. A job admitted
+ * before the error keeps running.
+ */
+function afterError(error: unknown, jobId: string | undefined): string[] {
+  const hints: string[] = [];
+  const unknown = error instanceof DncConnectionError || error instanceof DncTimeoutError;
+  const retryable =
+    error instanceof DncApiError && (isRetryableAnswer(error.status, error.code) || error.status >= 500);
+  const key = unknown || retryable ? error.idempotencyKey : undefined;
+  if (key && !jobId) {
+    hints.push(
+      `to retry, run the same command with --idempotency-key ${key} (the first request's answer, never a second charge)`,
+    );
+  }
+  if (jobId && !(error instanceof DncJobError)) {
+    hints.push(`job ${jobId} was admitted and may still run; follow it with: dnc jobs wait ${jobId}`);
+  }
+  return hints;
 }
 
 function withId(message: string, requestId: string | undefined): string {

@@ -80,7 +80,10 @@ export function chooseColumn(
     const wanted = column.trim().toLowerCase();
     const index = first.findIndex((name) => name.trim().toLowerCase() === wanted);
     if (index < 0) {
-      const names = first.map((n) => JSON.stringify(n.trim().slice(0, 40))).join(', ');
+      // A file without a header has numbers in its first row: a cell with digits is never echoed.
+      const names = first
+        .map((n) => (/\d/.test(n) ? '(a value with digits)' : JSON.stringify(n.trim().slice(0, 40))))
+        .join(', ');
       throw new InputFileError(`no column named ${JSON.stringify(column)}; the header has ${names}`);
     }
     return index;

@@ -179,6 +179,60 @@ describe('dnc errors', () => {
     expect(calls).toHaveLength(0);
   });
 
+  it('a request whose outcome is unknown or retryable names its Idempotency-Key, to run again without a second charge', async () => {
+    // Still in progress with a Retry-After past what the SDK waits for: the CLI stops, and says how to retry.
+    answer = () => ({
+      status: 409,
+      body: { error: 'idempotency_request_in_progress' },
+      headers: { 'retry-after': '600' },
+    });
+    const t = io();
+    expect(await runCli(['scrub', '--country', 'co', await numbersFile(3)], t.env)).toBe(1);
+    const lines = t.err.join('').split('\n');
+    expect(lines[0]).toMatch(/^dnc: error idempotency_request_in_progress: /);
+    const key = /--idempotency-key ([0-9a-f-]{36})/.exec(lines[1] ?? '')?.[1];
+    expect(key, lines.join('\n')).toBeDefined();
+    // The key named is the one that was sent.
+    const t2 = io();
+    answer = () => ({ status: 200, body: result(3) });
+    expect(
+      await runCli(['scrub', '--country', 'co', '--idempotency-key', key!, await numbersFile(3)], t2.env),
+    ).toBe(0);
+    // A final refusal (fix the cause, then send a new request) names no key.
+    answer = () => ({ status: 429, body: { error: 'customer_quota_exceeded' } });
+    const t3 = io();
+    expect(await runCli(['scrub', '--country', 'co', await numbersFile(3)], t3.env)).toBe(1);
+    expect(t3.err.join('')).not.toContain('--idempotency-key');
+  });
+
+  it('a job admitted before an error is named with how to follow it (it keeps running)', async () => {
+    answer = (_method, url) =>
+      url === '/v2/scrub'
+        ? { status: 202, body: job('queued') }
+        : { status: 500, body: { error: 'internal_error' } };
+    const t = io();
+    expect(await runCli(['scrub', '--country', 'co', await numbersFile(10_001)], t.env)).toBe(1);
+    const err = t.err.join('');
+    expect(err).toMatch(/^dnc: error internal_error: /);
+    expect(err).toContain(
+      `dnc: job ${JOB_ID} was admitted and may still run; follow it with: dnc jobs wait ${JOB_ID}\n`,
+    );
+  });
+
+  it('an invalid --idempotency-key is a usage error (exit 2) before the file is read or anything is sent', async () => {
+    answer = () => ({ status: 200, body: result(1) });
+    for (const key of ['has space', 'x'.repeat(256), 'caf\u00e9']) {
+      const t = io();
+      expect(
+        await runCli(['scrub', '--country', 'co', '--idempotency-key', key, join(dir, 'absent.txt')], t.env),
+      ).toBe(2);
+      expect(t.err.join('')).toMatch(
+        /^dnc: error usage: --idempotency-key: 1 to 255 visible ASCII characters, no spaces/,
+      );
+    }
+    expect(calls).toHaveLength(0);
+  });
+
   it('jobs get|cancel print the job; jobs result prints the result', async () => {
     answer = (_method, url) =>
       url.endsWith('/result') ? { status: 200, body: result(1) } : { status: 200, body: job('cancelled') };

@@ -51,6 +51,16 @@ describe('CSV/TSV detection (pure)', () => {
     expect(() => chooseColumn(['a', 'b'], true, 'tel')).toThrow(
       /no column named "tel"; the header has "a", "b"/,
     );
+    // A file without a header read with --column NAME: its first row is numbers, which are never echoed.
+    const headless = (() => {
+      try {
+        chooseColumn(['+57 300 123 4567', 'Ana'], true, 'Phone');
+      } catch (e) {
+        return (e as Error).message;
+      }
+    })();
+    expect(headless).toMatch(/no column named "Phone"; the header has \(a value with digits\), "Ana"/);
+    expect(headless).not.toMatch(/300|4567/);
     expect(() => chooseColumn(['a', 'b'], false, 'tel')).toThrow(/no header row/);
     expect(() => chooseColumn(['a', 'b'], false, 3)).toThrow(/has 2 column/);
     expect(() => chooseColumn(['Name', 'City'], true, undefined)).toThrow(/use --column/);

@@ -7,6 +7,8 @@ import type { DurableScrubRequest, ScrubJobStatus, ScrubRequest, ScrubResult } f
 /** Kept equal to package.json's version by a test. */
 export const SDK_VERSION = '0.2.0';
 const IDEMPOTENCY_KEY = new RegExp(IDEMPOTENCY_KEY_PATTERN);
+/** What an `Authorization: Bearer` credential can hold (RFC 6750 b64token is narrower; keys here fit both). */
+const API_KEY = /^[\x21-\x7e]+$/;
 const TERMINAL: ReadonlySet<string> = new Set(TERMINAL_JOB_STATUSES);
 
 export interface DncClientOptions {
@@ -81,6 +83,10 @@ export class DncClient {
 
   constructor(options: DncClientOptions) {
     if (!options.apiKey) throw new TypeError('apiKey is required');
+    // Checked here, never echoed: a key read with a line break or a space (a key file's second line) would
+    // otherwise fail inside fetch, with the key in the error, and be retried as a network failure.
+    if (!API_KEY.test(options.apiKey))
+      throw new TypeError('apiKey must be visible ASCII characters without spaces or line breaks');
     this.#transport = new Transport({
       apiKey: options.apiKey,
       baseUrl: (options.baseUrl ?? 'http://127.0.0.1:8080').replace(/\/+$/, ''),

@@ -16,6 +16,12 @@ export class DncApiError extends Error {
   readonly retryAfter: number | undefined;
   /** The `X-Request-Id` of the answer (or the one this SDK sent): quote it to support. */
   readonly requestId: string | undefined;
+  /**
+   * The `Idempotency-Key` of the call when it was a `POST /v1/scrub` or `POST /v2/scrub` (the one given, or
+   * the one the SDK generated): when the outcome is unknown or the error is retryable, retry with this key
+   * to get the first request's answer (or its job) without a second charge. Undefined for other calls.
+   */
+  idempotencyKey: string | undefined = undefined;
 
   constructor(
     status: number,
@@ -38,6 +44,12 @@ export class DncConnectionError extends Error {
   readonly code = 'connection_failed';
   /** The `X-Request-Id` this SDK sent on the last attempt. */
   readonly requestId: string | undefined;
+  /**
+   * The `Idempotency-Key` of the call when it was a `POST /v1/scrub` or `POST /v2/scrub` (the one given, or
+   * the one the SDK generated): when the outcome is unknown or the error is retryable, retry with this key
+   * to get the first request's answer (or its job) without a second charge. Undefined for other calls.
+   */
+  idempotencyKey: string | undefined = undefined;
   constructor(message: string, options: { cause?: unknown; requestId?: string } = {}) {
     super(message, { cause: options.cause });
     this.requestId = options.requestId;
@@ -50,6 +62,12 @@ export class DncTimeoutError extends Error {
   readonly code = 'timeout';
   /** The `X-Request-Id` of the last attempt. */
   readonly requestId: string | undefined;
+  /**
+   * The `Idempotency-Key` of the call when it was a `POST /v1/scrub` or `POST /v2/scrub` (the one given, or
+   * the one the SDK generated): when the outcome is unknown or the error is retryable, retry with this key
+   * to get the first request's answer (or its job) without a second charge. Undefined for other calls.
+   */
+  idempotencyKey: string | undefined = undefined;
   constructor(message: string, requestId: string | undefined) {
     super(message);
     this.requestId = requestId;

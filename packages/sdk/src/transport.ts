@@ -54,13 +54,21 @@ export class Transport {
     const sent = { requestId: undefined as string | undefined };
     try {
       return await this.#attempts<T>(spec, signal, sent);
-    } catch (error) {
-      if (deadline?.aborted && !spec.signal?.aborted && !(error instanceof DncApiError)) {
-        throw new DncTimeoutError(
-          `${spec.method} ${spec.path}: no answer within ${spec.timeoutMs} ms`,
-          sent.requestId,
-        );
-      }
+    } catch (caught) {
+      const error =
+        deadline?.aborted && !spec.signal?.aborted && !(caught instanceof DncApiError)
+          ? new DncTimeoutError(
+              `${spec.method} ${spec.path}: no answer within ${spec.timeoutMs} ms`,
+              sent.requestId,
+            )
+          : caught;
+      // The key to retry with: the caller may not know it (generated here).
+      if (
+        error instanceof DncApiError ||
+        error instanceof DncConnectionError ||
+        error instanceof DncTimeoutError
+      )
+        error.idempotencyKey = spec.idempotencyKey;
       throw error;
     }
   }
@@ -131,11 +139,12 @@ export class Transport {
 
       const error = await toApiError(response, info.requestId);
       if (!isRetryableAnswer(error.status, error.code) || attempt >= o.maxRetries) throw error;
+      // The limit is the service's Retry-After itself: the jitter added to it cannot push it over.
+      if (error.retryAfter !== undefined && error.retryAfter * 1000 > o.maxRetryAfterMs) throw error;
       const delay =
         error.retryAfter !== undefined
           ? retryAfterDelay(error.retryAfter, o.random)
           : backoffDelay(attempt, backoff);
-      if (delay > o.maxRetryAfterMs) throw error;
       await sleep(delay, signal);
     }
   }

@@ -29,6 +29,7 @@ const result = {
   summary: { total_checked: 1, prohibited_numbers: 0, safe_numbers: 1, invalid_numbers: 0 },
 };
 const request = { country: 'co' as const, phones: ['3109999999'] };
+const UUID_OF_JOB = '2c0f4a52-6a3e-4bb4-8f0d-2a9e5f6a1b7c';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 let server: Awaited<ReturnType<typeof startScriptedServer>> | undefined;
@@ -201,6 +202,87 @@ describe('randomness comes only from the injected source', () => {
         .map((line) => `${f}: ${line.trim()}`),
     );
     expect(uses).toEqual(['client.ts: random: options.random ?? Math.random,']);
+  });
+});
+
+describe('an outcome left unknown can be retried safely (the key is on the error)', () => {
+  it('DncConnectionError, DncTimeoutError and DncApiError of a POST carry its Idempotency-Key; a GET carries none', async () => {
+    // Admitted, then every answer lost: a retry must reuse the key the SDK generated, or it is charged twice.
+    const dropped = await clientFor(sequence({ drop: true }), { maxRetries: 1 });
+    const lost = await rejection<DncConnectionError>(dropped.client.jobs.create(request));
+    expect(lost).toBeInstanceOf(DncConnectionError);
+    expect(lost.idempotencyKey).toMatch(UUID);
+    expect(dropped.calls.map((c) => c.headers['idempotency-key'])).toEqual([
+      lost.idempotencyKey,
+      lost.idempotencyKey,
+    ]);
+    await server!.close();
+
+    const busy = await clientFor(sequence({ status: 503, body: { error: 'platform_failure' } }), {
+      maxRetries: 0,
+    });
+    const refused = await rejection<DncApiError>(busy.client.scrub(request, { idempotencyKey: 'order-42' }));
+    expect(refused).toMatchObject({ code: 'platform_failure', idempotencyKey: 'order-42' });
+    await server!.close();
+
+    // The call's bound passes while the SDK waits on a Retry-After.
+    const slow = await clientFor(
+      sequence({ status: 503, body: { error: 'platform_failure' }, headers: { 'retry-after': '5' } }),
+    );
+    const late = await rejection<DncTimeoutError>(slow.client.scrub(request, { timeoutMs: 100 }));
+    expect(late).toBeInstanceOf(DncTimeoutError);
+    expect(late.idempotencyKey).toMatch(UUID);
+    expect(late.message).not.toContain(late.idempotencyKey!);
+    await server!.close();
+
+    const missing = await clientFor(sequence({ status: 404, body: { error: 'job_not_found' } }));
+    expect(await rejection<DncApiError>(missing.client.jobs.get(UUID_OF_JOB))).toMatchObject({
+      code: 'job_not_found',
+      idempotencyKey: undefined,
+    });
+  });
+});
+
+describe('the API key is checked before it is sent', () => {
+  it('a key with a line break or a space is refused at construction, without echoing it, and nothing is sent', async () => {
+    server = await startScriptedServer(sequence({ status: 200, body: result }));
+    for (const apiKey of [
+      'sk_live_SECRET\n#comment',
+      'sk_live_SECRET ',
+      ' sk_live_SECRET',
+      'sk_live_SECR\u00e9T',
+    ]) {
+      const error = (() => {
+        try {
+          new DncClient({ apiKey, baseUrl: server!.baseUrl });
+        } catch (e) {
+          return e as Error;
+        }
+        return undefined;
+      })();
+      expect(error).toBeInstanceOf(TypeError);
+      expect(error!.message).not.toContain('SECR');
+      expect(String(error!.cause ?? '')).not.toContain('SECR');
+    }
+    expect(server.calls).toHaveLength(0);
+  });
+});
+
+describe('Retry-After and its limit', () => {
+  it('a Retry-After equal to maxRetryAfterMs is waited for (the jitter does not push it over)', async () => {
+    let waited = 0;
+    const { client, calls } = await clientFor(
+      sequence(
+        { status: 429, body: { error: 'rate_limit_exceeded' }, headers: { 'retry-after': '1' } },
+        { status: 200, body: result },
+      ),
+      { maxRetryAfterMs: 1_000, random: () => 0.999 },
+    );
+    const started = Date.now();
+    await client.scrub(request);
+    waited = Date.now() - started;
+    expect(calls).toHaveLength(2);
+    expect(waited).toBeGreaterThanOrEqual(1_000);
   });
 });
 
