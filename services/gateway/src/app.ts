@@ -21,20 +21,34 @@ import { systemRoutes } from './routes/system.js';
 import { v1Routes } from './routes/v1.js';
 import { v2Routes } from './routes/v2.js';
 
+/** An absolute-form request target (`http://host/path`, RFC 9112 3.2.2): its scheme and authority. */
+const ABSOLUTE_FORM = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/;
+/** An escaped RFC 3986 unreserved character (letters, digits, - . _ ~): the same character escaped or not. */
+const ESCAPED_UNRESERVED = /%(?:[46][1-9a-f]|[57][0-9a]|3[0-9]|2[de]|5f|7e)/gi;
+
 /**
- * The URL with the `%` of its path escaped when the path is not valid percent-encoding (the query is left
- * alone: the routes read none). A valid path is returned as it is.
+ * The URL every hook and the router read, in the one form the router matches: an absolute-form target
+ * as its path, escapes of unreserved characters decoded (RFC 3986 6.2.2.2: `/v%31/scrub` is `/v1/scrub`,
+ * which the router matched while the hooks saw the raw path, and answered without the retention headers),
+ * and the `%` of a path that is not valid percent-encoding escaped (the query is left alone: the routes
+ * read none).
  */
-export function literalPercents(url: string): string {
+export function canonicalUrl(raw: string): string {
+  const url = raw.startsWith('/') ? raw : raw.replace(ABSOLUTE_FORM, '') || '/';
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
   if (!path.includes('%')) return url;
+  const query = q === -1 ? '' : url.slice(q);
   try {
     decodeURIComponent(path);
-    return url;
   } catch {
-    return path.replaceAll('%', '%25') + (q === -1 ? '' : url.slice(q));
+    return path.replaceAll('%', '%25') + query;
   }
+  return (
+    path.replace(ESCAPED_UNRESERVED, (escaped) =>
+      String.fromCharCode(Number.parseInt(escaped.slice(1), 16)),
+    ) + query
+  );
 }
 
 export interface AppDeps {
@@ -69,10 +83,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     keepAliveTimeout: config.DNC_KEEP_ALIVE_TIMEOUT_MS,
     http: { headersTimeout: config.DNC_HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1_000 },
     clientErrorHandler: clientErrorHandler(lingering, requests, logger),
-    // A path that is not valid percent-encoding (`/v2/scrub/%E9`) is routed with its `%` taken literally, so
-    // it goes through every hook (request id, authentication, rate limit, 405) and ends as any unknown id
-    // or path does.
-    rewriteUrl: (req) => literalPercents(req.url ?? '/'),
+    // One form of the URL for the router and every hook (canonicalUrl): a path that is not valid
+    // percent-encoding (`/v2/scrub/%E9`) is routed with its `%` taken literally, so it goes through every hook
+    // (request id, authentication, rate limit, 405) and ends as any unknown id or path does.
+    rewriteUrl: (req) => canonicalUrl(req.url ?? '/'),
     frameworkErrors: (error, request, reply) => {
       reply.header(REQUEST_ID_HEADER, acceptRequestId(request.headers[REQUEST_ID_HEADER]));
       applyHeaderPolicy(request, reply);

@@ -1,3 +1,4 @@
+import { type AddressInfo, connect } from 'node:net';
 import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { createLogger, HealthState, Registry } from '@dnc/kit';
@@ -34,6 +35,48 @@ describe('requests the fuzzer sent', () => {
       headers: { authorization: 'Bearer k', 'idempotency-key': 'k1', ...headers },
       payload,
     });
+
+  // Found by a review (2026-12-03): the router takes a path with escapes of unreserved characters
+  // (`/v%31/scrub`) and an absolute-form target (`http://host/v1/health`) as their plain path, but the hooks
+  // read the raw URL: the answer lost x-retention and Cache-Control, and a wrong method was 404, not 405.
+  it('an escaped or absolute-form path is answered as its plain path: retention headers, 405 with Allow', async () => {
+    for (const url of ['/v%31/health', '/%76%31/health', '/v%31/health?x=%31']) {
+      const r = await app.inject({ method: 'GET', url });
+      expect(r.statusCode, url).toBe(200);
+      expect(r.headers['x-retention'], url).toBe('zero');
+      expect(r.headers['cache-control'], url).toBe('no-store, max-age=0');
+    }
+    const wrong = await app.inject({ method: 'DELETE', url: '/v%31/scrub' });
+    expect(wrong.statusCode).toBe(405);
+    expect(wrong.headers.allow).toBe('POST');
+    expect(wrong.headers['x-retention']).toBe('zero');
+    const v2 = await app.inject({
+      method: 'GET',
+      url: `/v%32/scrub/${id}`,
+      headers: { authorization: 'Bearer k' },
+    });
+    expect(v2.statusCode).toBe(200);
+    expect(v2.headers['x-retention']).toBe('transient-encrypted');
+
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = app.server.address() as AddressInfo;
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () =>
+        socket.write(
+          'GET http://api.example.com/v1/health HTTP/1.1\r\nHost: api.example.com\r\nConnection: close\r\n\r\n',
+        ),
+      );
+      let text = '';
+      socket.on('data', (chunk) => {
+        text += chunk.toString('latin1');
+      });
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    expect(answer.toLowerCase()).toContain('\r\nx-retention: zero\r\n');
+    expect(answer.toLowerCase()).toContain('\r\ncache-control: no-store, max-age=0\r\n');
+  });
 
   it('a job id that is not valid percent-encoding is 404 job_not_found (was 400)', async () => {
     for (const url of ['/v2/scrub/%E9', '/v2/scrub/%E9/result', '/v2/scrub/%/cancel']) {
