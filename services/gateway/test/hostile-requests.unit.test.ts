@@ -174,6 +174,31 @@ describe('requests the fuzzer sent', () => {
     },
   );
 
+  // Found by a review (2026-12-03): a body declared over 25 MiB waited for room in the memory budget before
+  // fastify's length check, so while large bodies held the budget it was 503 platform_failure after the wait
+  // (spec: 413 for a body over 25 MiB).
+  it('a body declared over 25 MiB is 413 at once, even while large bodies hold the memory budget', async () => {
+    // A 25 MiB body of the same organization that never finishes arriving holds the budget.
+    const stalled = new Readable({ read() {} });
+    stalled.push('{"country":"co","phones":[');
+    const holding = scrubPost(
+      '/v2/scrub',
+      { 'content-type': 'application/json', 'content-length': String(25 * 2 ** 20) },
+      stalled,
+    ).catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 100));
+    const started = Date.now();
+    const over = await scrubPost(
+      '/v2/scrub',
+      { 'content-type': 'application/json', 'content-length': String(25 * 2 ** 20 + 1) },
+      Readable.from([Buffer.alloc(1024, ' ')]),
+    );
+    expect([over.statusCode, over.json().error]).toEqual([413, 'payload_too_large']);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    stalled.push(null); // ends short of its declared length: refused, and its place in the budget freed
+    await holding;
+  });
+
   it('a route that takes no body drops up to 64 KiB of one; more is 413 that says so', async () => {
     const send = (size: number) =>
       app.inject({

@@ -145,7 +145,9 @@ export const requestBounds = fp(
     app.addHook('preParsing', async (request, reply, payload) => {
       if (request.method !== 'POST' && request.method !== 'PUT' && request.method !== 'PATCH') return payload;
       const declared = declaredLength(request);
-      if (declared <= SMALL_BODY_BYTES) return payload;
+      // Small bodies take no place; one declared over the limit is refused (413) by the body parser before a
+      // byte is read, so it waits for no room (it was a 503 after the wait while large bodies held the budget).
+      if (declared <= SMALL_BODY_BYTES || declared > LIMITS.maxBodyBytes) return payload;
       const release = await budget.acquire(ownerOf(request), declared * HEAP_PER_BODY_BYTE, opts.waitMs);
       if (!release) {
         // Not a platform fault the client caused: try again shortly, as for any 503.
