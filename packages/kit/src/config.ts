@@ -57,6 +57,15 @@ export const serviceAddress = (fallback: string) =>
     .default(fallback)
     .refine((v) => /^https?:\/\/[^/\s]+$/.test(v), 'must be http://host:port or https://host:port');
 
+/**
+ * A fingerprint secret's version: `v` and 1 to 4 digits. The gateway stores it before every idempotency
+ * fingerprint (`v1:<hex>`) and admission reads it back: one rule for both (and the chart's schema).
+ */
+export const FINGERPRINT_VERSION_PATTERN = 'v[0-9]{1,4}';
+const FINGERPRINT_VERSION = new RegExp(`^${FINGERPRINT_VERSION_PATTERN}$`);
+export const fingerprintVersion = () =>
+  z.string().regex(FINGERPRINT_VERSION, '"v" and 1 to 4 digits, e.g. v2 (what admission reads)');
+
 export const commonConfig = {
   DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/dnc'),
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),

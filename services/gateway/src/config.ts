@@ -1,4 +1,4 @@
-import { commonConfig, flag, port, serviceAddress, z } from '@dnc/kit';
+import { commonConfig, fingerprintVersion, flag, port, serviceAddress, z } from '@dnc/kit';
 
 export const gatewayConfig = z.object({
   DNC_LOG_LEVEL: commonConfig.DNC_LOG_LEVEL,
@@ -20,20 +20,14 @@ export const gatewayConfig = z.object({
   DNC_JOBS_ADDR: serviceAddress('http://127.0.0.1:50053'),
   /** Keyed fingerprint of idempotent requests; the version is stored with each fingerprint. */
   DNC_FINGERPRINT_SECRET: z.string().min(16, 'must be at least 16 characters'),
-  DNC_FINGERPRINT_VERSION: z
-    .string()
-    .regex(/^[a-z0-9]{1,8}$/, 'lowercase letters and digits, at most 8')
-    .default('v1'),
+  DNC_FINGERPRINT_VERSION: fingerprintVersion().default('v1'),
   /**
    * During a rotation of the secret: the previous secret and its version. Admit then carries the
    * request's fingerprint of both versions, so a record stored under the previous one is compared with
    * the same request's fingerprint of its version; keep them for the idempotency retention (7 days).
    */
   DNC_FINGERPRINT_PREVIOUS_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
-  DNC_FINGERPRINT_PREVIOUS_VERSION: z
-    .string()
-    .regex(/^[a-z0-9]{1,8}$/, 'lowercase letters and digits, at most 8')
-    .optional(),
+  DNC_FINGERPRINT_PREVIOUS_VERSION: fingerprintVersion().optional(),
   /** v1 execution budget (spec: 15 seconds). */
   DNC_V1_BUDGET_MS: z.coerce.number().int().min(100).max(15_000).default(15_000),
   /** v2 admission budget (spec: 5 seconds). */

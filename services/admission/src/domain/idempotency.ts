@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { IDEMPOTENCY_KEY_REGEXP } from '@dnc/api-contract/limits';
+import { FINGERPRINT_VERSION_PATTERN } from '@dnc/kit';
 
 /**
  * Idempotency decisions (spec: Idempotency). A record is keyed by (API key, SHA-256 of the
@@ -33,7 +34,7 @@ export type IdempotencyDecision =
   /** v2: the job may or may not be stored; the same job id and reservation are handed out again. */
   | { action: 'resume' };
 
-const FINGERPRINT = /^(v[0-9]{1,4}):([0-9a-f]{64})$/;
+const FINGERPRINT = new RegExp(`^(${FINGERPRINT_VERSION_PATTERN}):([0-9a-f]{64})$`);
 
 /** 1 to 255 visible ASCII characters, no spaces (spec: Limits). */
 export function isValidIdempotencyKey(key: string): boolean {
