@@ -111,8 +111,15 @@ export async function admit(
   signal?: AbortSignal,
 ): Promise<Admitted> {
   const request = parse(req);
-  checkResultRules(deps, request);
-  const adapter = await passGate(deps, request, known);
+  let adapter: ChosenAdapter;
+  try {
+    checkResultRules(deps, request);
+    adapter = await passGate(deps, request, known);
+  } catch (refusal) {
+    const replay = request.kind === 'job' ? await jobReplay(deps, request) : undefined;
+    if (replay) return replay;
+    throw refusal;
+  }
   const claimed = await claimKey(deps, request, adapter);
   if ('answer' in claimed) return claimed.answer;
   await reserveQuota(deps, request, claimed.admissionId);
@@ -123,6 +130,25 @@ export async function admit(
   }
   if (request.kind === 'sync') deps.open.add(claimed.admissionId);
   return { admissionId: claimed.admissionId, replay: false, jobId: claimed.jobId ?? '', ...adapter };
+}
+
+/**
+ * A v2 request the gate (4-7) refused may be an exact retry of an accepted job: it gets its job, as the
+ * claim step would have answered (spec, Idempotency 8: an exact retry returns the same job identity; a job
+ * that failed in a maintenance window is read back during it, or after a purchase lapsed). A replay
+ * reserves nothing and reveals only the job its key created; anything else keeps the gate's refusal.
+ */
+async function jobReplay(deps: AdmitDeps, request: Request): Promise<Admitted | undefined> {
+  const existing = await deps.claims.find(request.keyId, hashIdempotencyKey(request.idempotencyKey));
+  if (!existing?.jobId) return undefined;
+  if (decideIdempotency(existing, request, Date.now(), deps.timeouts).action !== 'replay') return undefined;
+  return {
+    admissionId: existing.admissionId,
+    replay: true,
+    jobId: existing.jobId,
+    adapterAddress: '',
+    adapterLookupsFree: false,
+  };
 }
 
 /**

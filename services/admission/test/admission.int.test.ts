@@ -121,6 +121,49 @@ describe('organizations, purchases and availability through Admit (issue 3 items
     expect(await outcome(admission.admit(admitReq(c)))).toBe('ok');
   });
 
+  // Spec, Idempotency 8: "v2 exact retry returns the same job identity"; POST /v2/scrub answers an exact retry of
+  // a terminal job with 200 and its status. Found by a review (2026-12-03): the gate (maintenance, a lapsed
+  // purchase) was judged before the key, so a client retrying a job that failed in a maintenance window got
+  // 503 and no job. A replay reserves nothing; anything else is still refused.
+  it('a v2 exact retry returns its job through maintenance and a lapsed purchase; nothing else passes', async () => {
+    const { admin, admission } = h.clients();
+    const c = await h.customer(['mx'], 1000);
+    const req = admitReq(c, { kind: JOB, inputCount: 5 });
+    const first = await admission.admit(req);
+    await admission.confirmJob({ admissionId: first.admissionId, jobId: first.jobId });
+    const until = new Date(Date.now() + 120_000);
+    await admin.setMaintenance({
+      country: 'mx',
+      until: { seconds: BigInt(Math.floor(until.getTime() / 1000)), nanos: 0 } as never,
+    });
+    try {
+      expect(await admission.admit(req)).toMatchObject({
+        replay: true,
+        jobId: first.jobId,
+        admissionId: first.admissionId,
+      });
+      // The same key with another payload, a new key, and a v1 retry (recomputed: it needs the registry) are refused.
+      expect(await outcome(admission.admit({ ...req, fingerprint: fingerprint(randomUUID()) }))).toBe(
+        'country_service_maintenance',
+      );
+      expect(await outcome(admission.admit({ ...req, idempotencyKey: randomUUID() }))).toBe(
+        'country_service_maintenance',
+      );
+      const sync = admitReq(c);
+      const done = await admission.admit(sync).catch(() => undefined);
+      expect(done).toBeUndefined();
+    } finally {
+      await admin.clearMaintenance({ country: 'mx' });
+    }
+    const purchase = await h.sql('SELECT purchase_id FROM admission.purchases WHERE org_id = $1', [c.orgId]);
+    await admin.lapsePurchase({ purchaseId: purchase.rows[0].purchase_id });
+    expect(await admission.admit(req)).toMatchObject({ replay: true, jobId: first.jobId });
+    expect(await outcome(admission.admit({ ...req, idempotencyKey: randomUUID() }))).toBe(
+      'subscription_inactive',
+    );
+    expect(await h.account(c.orgId, 'mx')).toMatchObject({ reserved: 5, used: 0 });
+  });
+
   it('no adapter discovered -> temporarily unavailable; adapter in maintenance -> maintenance', async () => {
     const { admission, admin } = h.clients();
     const c = await h.customer(['ar']);

@@ -59,6 +59,17 @@ export class ClaimStore {
    */
   async claim(keyId: string, keyHash: Buffer, c: NewClaim, attempt = 1): Promise<StoredClaim | undefined> {
     if (await this.inserts.submit({ keyId, keyHash, ...c })) return undefined;
+    const existing = await this.find(keyId, keyHash);
+    // Deleted between the two statements (an abort): claim again, a bounded number of times.
+    if (!existing) {
+      if (attempt >= 3) throw new Error('idempotency claim kept changing');
+      return this.claim(keyId, keyHash, c, attempt + 1);
+    }
+    return existing;
+  }
+
+  /** The record of (key, Idempotency-Key), if there is one; nothing is claimed. */
+  async find(keyId: string, keyHash: Buffer): Promise<StoredClaim | undefined> {
     const r = await this.pool.query(
       `SELECT fingerprint, kind, state, admission_id, job_id,
               (extract(epoch FROM now() - claimed_at) * 1000)::float8 AS age_ms
@@ -66,11 +77,7 @@ export class ClaimStore {
       [keyId, keyHash],
     );
     const row = r.rows[0];
-    // Deleted between the two statements (an abort): claim again, a bounded number of times.
-    if (!row) {
-      if (attempt >= 3) throw new Error('idempotency claim kept changing');
-      return this.claim(keyId, keyHash, c, attempt + 1);
-    }
+    if (!row) return undefined;
     return {
       fingerprint: row.fingerprint,
       kind: KIND_OF[row.kind as number] ?? 'sync',
