@@ -60,20 +60,22 @@ export class Completion {
    * and then failed to mark the claim, or its answer was lost), the request was completed — the claim
    * is marked completed, never dropped, so a retry of the key replays for free instead of being
    * charged again. If marking fails the abort fails and the claim stays in progress: the reclaim of a
-   * retry (or the reconciler) finds the commit the same way.
+   * retry (or the reconciler) finds the commit the same way. Says whether the request turned out
+   * completed (nothing undone), so a v1 caller that holds its result answers it instead of an error.
    */
-  async abort(admissionId: string): Promise<void> {
+  async abort(admissionId: string): Promise<{ completed: boolean }> {
     const { claims, open, reservations } = this.deps;
     requireUuid(admissionId, 'admission_id');
     open.delete(admissionId);
     const claim = await claims.claimByAdmission(admissionId);
-    if (claim && claim.state !== 'in_progress') return;
+    if (claim && claim.state !== 'in_progress') return { completed: true };
     const released = await reservations.release(admissionId);
     if (released.committed) {
       if (claim) await claims.markClaim(admissionId, claim.kind === 'job' ? 'accepted' : 'completed');
-      return;
+      return { completed: true };
     }
     await claims.dropClaim(admissionId);
+    return { completed: false };
   }
 
   /** The v2 claim of `admissionId` accepted: its job `jobId` is stored. */

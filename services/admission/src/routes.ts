@@ -146,8 +146,7 @@ export function admissionService(
     },
 
     async abort(req) {
-      await completion.abort(req.admissionId);
-      return {};
+      return completion.abort(req.admissionId);
     },
 
     async confirmJob(req) {

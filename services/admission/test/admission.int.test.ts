@@ -407,8 +407,8 @@ describe('idempotency and quota (issue 3 items 7, 8)', () => {
     const c = await h.customer(['mx'], 100);
     const req = admitReq(c, { inputCount: 60 });
     const first = await admission.admit(req);
-    await admission.abort({ admissionId: first.admissionId });
-    await admission.abort({ admissionId: first.admissionId });
+    expect(await admission.abort({ admissionId: first.admissionId })).toMatchObject({ completed: false });
+    expect(await admission.abort({ admissionId: first.admissionId })).toMatchObject({ completed: false });
     expect(await h.account(c.orgId, 'mx')).toMatchObject({ used: 0, reserved: 0 });
     const again = await admission.admit(req);
     expect(again.replay).toBe(false);

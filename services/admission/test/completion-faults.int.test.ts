@@ -57,7 +57,9 @@ describe('issue 14 item 3: a v1 request committed but not marked completed is ch
       await allow();
     }
     expect(await usageRecords(c.orgId)).toBe(1);
-    await admission.abort({ admissionId: first.admissionId });
+    // The abort says the request was completed after all: the gateway answers the result it holds.
+    expect(await admission.abort({ admissionId: first.admissionId })).toMatchObject({ completed: true });
+    expect(await admission.abort({ admissionId: first.admissionId })).toMatchObject({ completed: true });
 
     // The client's retry of the same request: the request was completed, so it replays for free.
     const retry = await admission.admit(req);

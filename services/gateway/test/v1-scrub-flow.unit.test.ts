@@ -136,6 +136,38 @@ describe('v1 scrub flow over the in-memory upstream (spec: v1 execution, no part
     expect(calls).toEqual(['admit k1', 'check 2', `complete ${admissionId}`, `abort ${admissionId}`]);
   });
 
+  // Spec: "A country or platform failure returns no partial result and consumes no customer quota." Found by
+  // a review (2026-12-03): when Complete committed but its answer was lost, the abort found the commit (one
+  // charge, kept) and the client still got 503: charged for an answer it never had.
+  it('a Complete whose answer was lost but which committed is answered with its result (the abort says so), once charged', async () => {
+    const { outcome, calls, admissionId } = await run({
+      complete: () => new ConnectError('connection reset', Code.Unavailable),
+      abort: () => ({ completed: true }),
+    });
+    expect(outcome).toMatchObject({ ok: true, replayed: false });
+    expect(calls).toEqual(['admit k1', 'check 2', `complete ${admissionId}`, `abort ${admissionId}`]);
+    const undone = await run({
+      complete: () => new ConnectError('connection reset', Code.Unavailable),
+      abort: () => ({ completed: false }),
+    });
+    expect(undone.outcome).toMatchObject({
+      ok: false,
+      error: { status: 503, body: { error: 'platform_failure' } },
+    });
+  });
+
+  it('the abort after a Complete cut by the deadline is waited for within the budget, not 2 s past it', async () => {
+    const started = Date.now();
+    const { outcome } = await run(
+      { complete: () => sleep(5_000), abort: () => sleep(5_000).then(() => ({ completed: false })) },
+      request('k1'),
+      budget(1_500),
+    );
+    expect(outcome).toMatchObject({ ok: false, error: { body: { error: 'platform_failure' } } });
+    // The budget, Complete's minimum past it (250 ms) and the abort's (250 ms); it was 2 s more.
+    expect(Date.now() - started).toBeLessThan(1_500 + 800);
+  });
+
   it('an exact retry of a completed request is recalculated, not completed again, and a failed one is not aborted', async () => {
     const replay = await run({ admit: () => ({ replay: true }) });
     expect(replay.outcome).toMatchObject({ ok: true, replayed: true });

@@ -91,18 +91,19 @@ export async function admitScrub(
 }
 
 /**
- * Undo an admission (reservation released, idempotency claim dropped) after a later step failed. The
- * answer is not waited for by the client: a failed abort is left to admission's own bounds.
+ * Undo an admission (reservation released, idempotency claim dropped) after a later step failed:
+ * `completed` when admission found it completed after all (its reservation committed; nothing undone). A
+ * failed or unanswered abort is left to admission's own bounds (it runs on there when its caller stops
+ * waiting) and to its claim reconciler.
  */
 export async function abortAdmission(
   deps: FlowDeps<Pick<Upstream, 'abort'>>,
   admissionId: string,
   timeoutMs: number,
   failedMessage: string,
-): Promise<'aborted' | 'not_aborted'> {
+): Promise<'aborted' | 'completed' | 'not_aborted'> {
   try {
-    await deps.upstream.abort(admissionId, timeoutMs);
-    return 'aborted';
+    return (await deps.upstream.abort(admissionId, timeoutMs)).completed ? 'completed' : 'aborted';
   } catch {
     deps.log.warn(failedMessage);
     return 'not_aborted';

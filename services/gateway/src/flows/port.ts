@@ -50,8 +50,11 @@ export interface Upstream {
   ): Promise<CheckAnswer>;
   /** A v1 admission completed: quota committed, usage recorded, idempotency completed. */
   complete(admissionId: string, timeoutMs: number): Promise<void>;
-  /** An admission undone: reservation released, idempotency claim dropped. */
-  abort(admissionId: string, timeoutMs: number): Promise<void>;
+  /**
+   * An admission undone: reservation released, idempotency claim dropped; or, when it turned out
+   * completed (its reservation was committed), nothing undone and `completed` true.
+   */
+  abort(admissionId: string, timeoutMs: number): Promise<{ completed: boolean }>;
   /** A v2 job stored and dispatched (idempotent by job id); the stored job. */
   submitJob(request: SubmitJobRequest, orgAssertion: string, timeoutMs: number): Promise<jobsv1.Job>;
   /** The v2 idempotency claim marked accepted once its job is stored. */

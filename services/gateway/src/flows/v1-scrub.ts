@@ -15,6 +15,8 @@ const COMPLETE_RESERVE_MS = 1_000;
 /** Complete gets at least this long, even when the budget is nearly spent. */
 const COMPLETE_MIN_MS = 250;
 const ABORT_TIMEOUT_MS = 2_000;
+/** An abort gets at least this long, even when the budget is spent. */
+const ABORT_MIN_MS = 250;
 
 export type V1Upstream = Pick<Upstream, 'admit' | 'check' | 'complete' | 'abort'>;
 
@@ -57,7 +59,8 @@ type CompleteOutcome = { outcome: 'completed' } | CallFailure;
  *   Check     checked | failed               abort
  *   Complete  completed | refused | unknown  abort; when the commit was done after all (unknown, or
  *                                            committed but not marked), admission's abort marks the
- *                                            request completed instead: one charge, a retry replays
+ *                                            request completed instead and says so: the result is
+ *                                            answered, charged once (a retry replays free)
  */
 export async function scrubV1(deps: V1Deps, request: ScrubRequest, deadline: Deadline): Promise<V1Outcome> {
   const early = earlyCheck(deps, request, deadline);
@@ -76,16 +79,16 @@ export async function scrubV1(deps: V1Deps, request: ScrubRequest, deadline: Dea
   }
   const { admission } = admitted;
   deps.early?.admitted(request, admission.adapterAddress, admission.adapterLookupsFree);
-  const abort = async () => {
-    if (!admission.replay) {
-      await abortAdmission(
-        deps,
-        admission.admissionId,
-        ABORT_TIMEOUT_MS,
-        'abort of a failed v1 admission did not complete',
-      );
-    }
-  };
+  // Waited for within the budget (at least ABORT_MIN_MS): one that takes longer runs on in admission.
+  const abort = async () =>
+    admission.replay
+      ? 'aborted'
+      : abortAdmission(
+          deps,
+          admission.admissionId,
+          Math.min(ABORT_TIMEOUT_MS, Math.max(deadline.remaining(), ABORT_MIN_MS)),
+          'abort of a failed v1 admission did not complete',
+        );
 
   const checked =
     (await earlyAnswer(deps, early)) ??
@@ -107,7 +110,9 @@ export async function scrubV1(deps: V1Deps, request: ScrubRequest, deadline: Dea
       return { ok: true, body, replayed: false, snapshotAt, rateLimit };
     case 'refused':
     case 'unknown':
-      await abort();
+      // Committed after all (the answer of Complete was lost): the request is charged once and answered,
+      // never charged for an error (spec: a platform failure consumes no customer quota).
+      if ((await abort()) === 'completed') return { ok: true, body, replayed: false, snapshotAt, rateLimit };
       return { ok: false, error: fromRpcError(completed.error), rateLimit };
   }
 }

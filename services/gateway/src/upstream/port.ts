@@ -25,7 +25,8 @@ export function upstreamPort(clients: UpstreamClients, metrics?: Registry): Upst
     check: batched.check,
     complete: batched.complete,
     async abort(admissionId, timeoutMs) {
-      await admission.abort({ admissionId }, { timeoutMs });
+      const { completed } = await admission.abort({ admissionId }, { timeoutMs });
+      return { completed };
     },
     async submitJob(request, orgAssertion, timeoutMs) {
       return present((await jobs.submitJob(request, { timeoutMs, headers: asserting(orgAssertion) })).job);

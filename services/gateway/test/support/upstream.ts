@@ -31,7 +31,7 @@ export interface Script {
   admit?: (req: admissionv1.AdmitRequest) => Reply<MessageInitShape<typeof admissionv1.AdmitResponseSchema>>;
   check?: (phones: number) => Reply<registryv1.Outcome[]>;
   complete?: () => Reply<void>;
-  abort?: () => Reply<void>;
+  abort?: () => Reply<{ completed: boolean } | undefined>;
   submitJob?: (req: jobsv1.SubmitJobRequest) => Reply<jobsv1.Job>;
   confirmJob?: () => Reply<void>;
   getJob?: () => Reply<jobsv1.Job>;
@@ -133,8 +133,7 @@ export function inMemoryUpstream(script: Script = {}) {
       },
       async abort(req) {
         calls.push(`abort ${req.admissionId}`);
-        await answer(script.abort?.(), undefined);
-        return {};
+        return (await answer(script.abort?.(), undefined)) ?? { completed: false };
       },
       async confirmJob(req) {
         calls.push(`confirm ${req.admissionId} ${req.jobId}`);
