@@ -80,6 +80,16 @@ describe('customer dashboard in Chromium (issue 16)', () => {
     await page.getByRole('heading', { level: 1, name: heading }).waitFor();
   }
 
+  /** The Account page, and the email of the person signed in. */
+  async function openAccount(): Promise<string> {
+    await page.goto(`${stack.addresses.dashboard}/account`);
+    await page.getByRole('heading', { level: 1, name: 'Your account' }).waitFor();
+    return (await page
+      .getByText(/^Signed in as/)
+      .locator('strong')
+      .textContent())!;
+  }
+
   it('invite -> set password -> sign in -> create a key -> scrub with it -> revoke -> 401 within 2 s', async () => {
     const email = `owner-${randomUUID().slice(0, 8)}@example.com`;
     const invitation = (await stack.admin([
@@ -244,12 +254,7 @@ describe('customer dashboard in Chromium (issue 16)', () => {
   });
 
   it('sessions: another browser of the person is listed on the Account page and ended from there', async () => {
-    await page.goto(`${stack.addresses.dashboard}/account`);
-    await page.getByRole('heading', { level: 1, name: 'Your account' }).waitFor();
-    const email = (await page
-      .getByText(/^Signed in as/)
-      .locator('strong')
-      .textContent())!;
+    const email = await openAccount();
     // A second browser signs in as the same person (a phone, by its User-Agent).
     const phone = new DashboardClient(stack.addresses.dashboard);
     const signedIn = await phone.post(
@@ -271,12 +276,7 @@ describe('customer dashboard in Chromium (issue 16)', () => {
   });
 
   it('second factor: a QR code drawn locally beside the setup key; the seed in no URL, log or store', async () => {
-    await page.goto(`${stack.addresses.dashboard}/account`);
-    await page.getByRole('heading', { level: 1, name: 'Your account' }).waitFor();
-    const email = (await page
-      .getByText(/^Signed in as/)
-      .locator('strong')
-      .textContent())!;
+    const email = await openAccount();
     const [setup] = await Promise.all([
       page.waitForResponse((r) => r.url().endsWith('/api/me/totp/setup')),
       page.getByRole('button', { name: 'Set up' }).click(),

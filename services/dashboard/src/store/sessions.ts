@@ -26,6 +26,19 @@ export function keptUserAgent(header: string | undefined): string {
   return (header ?? '').replace(/[^\x20-\x7e]/g, '').slice(0, 200);
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: a row of the listing's columns
+function listingOf(row: any, current: boolean): SessionListing {
+  return {
+    id: row.public_id,
+    stage: row.stage,
+    userAgent: row.user_agent,
+    createdAt: row.created_at,
+    lastSeenAt: row.last_seen_at,
+    expiresAt: row.expires_at,
+    current,
+  };
+}
+
 export interface SessionPolicy {
   idleMinutes: number;
   absoluteHours: number;
@@ -72,15 +85,7 @@ export class SessionStore {
        ORDER BY last_seen_at DESC, created_at DESC LIMIT 100`,
       [memberId, current],
     );
-    return r.rows.map((row) => ({
-      id: row.public_id,
-      stage: row.stage,
-      userAgent: row.user_agent,
-      createdAt: row.created_at,
-      lastSeenAt: row.last_seen_at,
-      expiresAt: row.expires_at,
-      current: row.current,
-    }));
+    return r.rows.map((row) => listingOf(row, row.current));
   }
 
   /**
@@ -93,17 +98,7 @@ export class SessionStore {
        RETURNING public_id, stage, user_agent, created_at, last_seen_at, expires_at`,
       [memberId, id, keep],
     );
-    const row = r.rows[0];
-    if (!row) return undefined;
-    return {
-      id: row.public_id,
-      stage: row.stage,
-      userAgent: row.user_agent,
-      createdAt: row.created_at,
-      lastSeenAt: row.last_seen_at,
-      expiresAt: row.expires_at,
-      current: false,
-    };
+    return r.rows[0] ? listingOf(r.rows[0], false) : undefined;
   }
 
   /** The live session of a token hash, its idle deadline moved forward; undefined when absent or over. */
