@@ -120,6 +120,21 @@ describe('v2 submit flow over the in-memory upstream (spec: v2 submit, exactly o
     expect(calls.some((c) => c.startsWith('confirm'))).toBe(false);
   });
 
+  it('the abort after a refused SubmitJob is waited for within the 5 s admission budget, not 2 s past it', async () => {
+    const started = Date.now();
+    const { outcome, calls, admissionId } = await run(
+      {
+        submitJob: () => sleep(600).then(() => refusal(Code.InvalidArgument, 'validation_error')),
+        abort: () => sleep(5_000).then(() => ({ completed: false })),
+      },
+      request('k2'),
+      budget(800),
+    );
+    expect(outcome).toMatchObject({ ok: false, error: { status: 400 } });
+    expect(calls.at(-1)).toBe(`abort ${admissionId}`);
+    expect(Date.now() - started).toBeLessThan(800 + 400);
+  });
+
   it('a SubmitJob whose answer never comes (deadline) is an unknown outcome: never aborted (issue 14 item 2)', async () => {
     const { outcome, calls, warnings } = await run(
       { submitJob: (req) => sleep(1_500).then(() => job(req.jobId)) },

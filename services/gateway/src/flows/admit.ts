@@ -1,8 +1,13 @@
 import { findDetail, type PhoneSequence } from '@dnc/kit';
 import { admissionv1 } from '@dnc/proto';
 import type { ScrubCaller } from '../auth.js';
+import type { Deadline } from '../deadline.js';
 import { type CallFailure, callFailure, type FlowLog, type Upstream } from './port.js';
 import { BodyPhones } from './scrub-body.js';
+
+/** An abort gets at least this long, even when the budget is spent, and at most this long. */
+const ABORT_MIN_MS = 250;
+const ABORT_MAX_MS = 2_000;
 
 /** The body of POST /v1/scrub and POST /v2/scrub, once validated against the contract's schema. */
 export interface ScrubBody {
@@ -99,9 +104,12 @@ export async function admitScrub(
 export async function abortAdmission(
   deps: FlowDeps<Pick<Upstream, 'abort'>>,
   admissionId: string,
-  timeoutMs: number,
+  deadline: Deadline,
   failedMessage: string,
 ): Promise<'aborted' | 'completed' | 'not_aborted'> {
+  // Waited for within the request's budget (at least ABORT_MIN_MS, at most ABORT_MAX_MS): an abort that
+  // takes longer runs on in admission, which the caller's giving up does not stop.
+  const timeoutMs = Math.min(ABORT_MAX_MS, Math.max(deadline.remaining(), ABORT_MIN_MS));
   try {
     return (await deps.upstream.abort(admissionId, timeoutMs)).completed ? 'completed' : 'aborted';
   } catch {

@@ -14,9 +14,6 @@ const ADMIT_MAX_MS = 5_000;
 const COMPLETE_RESERVE_MS = 1_000;
 /** Complete gets at least this long, even when the budget is nearly spent. */
 const COMPLETE_MIN_MS = 250;
-const ABORT_TIMEOUT_MS = 2_000;
-/** An abort gets at least this long, even when the budget is spent. */
-const ABORT_MIN_MS = 250;
 
 export type V1Upstream = Pick<Upstream, 'admit' | 'check' | 'complete' | 'abort'>;
 
@@ -79,14 +76,13 @@ export async function scrubV1(deps: V1Deps, request: ScrubRequest, deadline: Dea
   }
   const { admission } = admitted;
   deps.early?.admitted(request, admission.adapterAddress, admission.adapterLookupsFree);
-  // Waited for within the budget (at least ABORT_MIN_MS): one that takes longer runs on in admission.
   const abort = async () =>
     admission.replay
       ? 'aborted'
       : abortAdmission(
           deps,
           admission.admissionId,
-          Math.min(ABORT_TIMEOUT_MS, Math.max(deadline.remaining(), ABORT_MIN_MS)),
+          deadline,
           'abort of a failed v1 admission did not complete',
         );
 

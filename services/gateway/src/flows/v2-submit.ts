@@ -9,7 +9,6 @@ import { type CallFailure, callFailure, type Upstream } from './port.js';
 import { type DurableSizes, durableInput } from './result-estimate.js';
 import type { BodyPhones } from './scrub-body.js';
 
-const ABORT_TIMEOUT_MS = 2_000;
 /** ConfirmJob gets at least this long, even when the budget is nearly spent. */
 const CONFIRM_MIN_MS = 250;
 
@@ -116,7 +115,7 @@ export async function submitV2(
       await abortAdmission(
         deps,
         admission.admissionId,
-        ABORT_TIMEOUT_MS,
+        deadline,
         'abort of a failed v2 admission did not complete',
       );
       return { ok: false, error: fromRpcError(submitted.error), rateLimit };
