@@ -162,7 +162,7 @@ const notLengthDelimited = () =>
 /**
  * A walk over the bytes from the first record's data to the last record's end, which protobuf-es has
  * already read without error: between two records lie only tags and the fields it decoded itself
- * (`country` and `phonesJson`, strings: a length varint and the bytes).
+ * (`country`, `phonesJson` and `phone_list`: a length varint and the bytes).
  */
 class RecordWalk {
   /** protobuf-es's own reader, for its varints exactly (lengths are read as uint32, as it reads them). */
@@ -192,12 +192,15 @@ class RecordWalk {
     return phones;
   }
 
-  /** Past the tags and payloads of decoded fields, and the tag of the next unknown record. */
+  /**
+   * Past the tags and payloads of decoded fields (`country`, `phonesJson`, and an empty `phone_list`: a
+   * non-empty one with phones is refused before), and the tag of the next unknown record.
+   */
   private toNextRecord(): void {
     const reader = this.reader;
     for (;;) {
       const [no] = reader.tag();
-      if (no !== 1 && no !== JSON_PHONES_FIELD) return;
+      if (no !== 1 && no !== JSON_PHONES_FIELD && no !== PHONE_LIST_FIELD) return;
       reader.skip(WireType.LengthDelimited, no);
     }
   }

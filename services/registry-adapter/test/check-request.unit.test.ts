@@ -157,6 +157,27 @@ describe('CheckRequest as the adapter reads it', () => {
     expect(reference(Uint8Array.from([0x13, 0x00]))).toEqual({ country: '', phones: [''] });
   });
 
+  // Found by a review (2026-12-03): an empty `phone_list` record (field 3, length 0: valid protobuf that
+  // another encoder may write) between `phones` records was read as a phone, shifting every later input
+  // onto the outcome of the one before it (a registered number could be answered with its neighbour's
+  // `safe`).
+  it('an empty phone_list record anywhere among the phones records changes nothing', () => {
+    fc.assert(
+      fc.property(rawPhones(1), fc.array(fc.nat(12), { minLength: 1, maxLength: 4 }), (phones, at) => {
+        const records = phones.map((p) => [0x12, ...varint(p.length), ...p]);
+        for (const i of at) records.splice(Math.min(i, records.length), 0, [0x1a, 0x00]);
+        records.unshift([0x0a, 0x02, 0x63, 0x6f]);
+        const bytes = Uint8Array.from(records.flat());
+        expect(adapter(bytes)).toEqual(reference(bytes));
+      }),
+      { numRuns: 5_000 },
+    );
+    const bytes = Uint8Array.from([
+      0x0a, 0x02, 0x6d, 0x78, 0x12, 0x01, 0x31, 0x1a, 0x00, 0x12, 0x01, 0x32, 0x12, 0x01, 0x33,
+    ]);
+    expect(adapter(bytes)).toEqual({ country: 'mx', phones: ['1', '2', '3'] });
+  });
+
   it('reads a JSON request (Connect application/json) from its phones', () => {
     const json = { country: 'co', phones: ['+573001234567', 'ñ 300', ''] };
     const m = fromJson(CheckRequestWireSchema, json) as unknown as CheckRequestWire;
