@@ -80,8 +80,13 @@ describe('registry adapters as processes: dnc-admin, discovery, restarts, confor
       'not a number',
       '55 1234 5678',
     ].join('\n');
+    // A line that is not a number of the country refuses the load unless allowed (it may be a registered
+    // subscriber the rules do not read): nothing is loaded, the adapter stays unavailable.
+    await expect(
+      stack.admin(['registry', 'load', '--country', 'mx', '--file', '-', '--address', mxAdmin()], file),
+    ).rejects.toThrow(/1 line is not a number of this country \(line 4\)/);
     const loaded = (await stack.admin(
-      ['registry', 'load', '--country', 'mx', '--file', '-', '--address', mxAdmin()],
+      ['registry', 'load', '--country', 'mx', '--file', '-', '--max-rejected', '1', '--address', mxAdmin()],
       file,
     )) as Record<string, unknown>;
     expect(loaded).toMatchObject({

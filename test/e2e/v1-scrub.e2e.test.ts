@@ -49,7 +49,7 @@ describe('POST /v1/scrub end to end (issue 5)', () => {
   beforeAll(async () => {
     stack = await startTestStack({ label: 'v1', countries: ['mx', 'ar', 'co'] });
     org = await seedOrg(stack, ['mx', 'ar', 'co']);
-    await loadRegistry(stack, 'co', ['+57 300 123 4567', '(601) 234 5678', 'not a number']);
+    await loadRegistry(stack, 'co', ['+57 300 123 4567', '(601) 234 5678']);
     await loadRegistry(stack, 'mx', ['+52 55 1234 5678']);
     await loadRegistry(stack, 'ar', ['+54 11 4123 4567']);
   });

@@ -178,7 +178,14 @@ async function loadSnapshot(deps: AdapterDeps, requests: AsyncIterable<registryv
   }
   const started = Date.now();
   try {
-    const result = await loadRegistry(store, deps.normalizer, mode, chunks());
+    const result = await loadRegistry(
+      store,
+      deps.normalizer,
+      mode,
+      chunks(),
+      undefined,
+      Number(header.maxRejected),
+    );
     deps.logger.info(
       {
         mode,

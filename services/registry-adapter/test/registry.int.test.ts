@@ -57,16 +57,50 @@ describe('registry adapter (mx) against PostgreSQL and NATS', () => {
     expect(h.status).toBe(healthv1.HealthCheckResponse_ServingStatus.SERVING);
   });
 
+  // Found by a review (2026-12-03): a line the validator rejects was dropped and the load committed; if it
+  // was a registered subscriber written in a form the rules do not read, every other form of the number was
+  // then answered safe. A load with rejected lines is refused unless the operator allows that many.
+  it('a replace or add with lines that are not numbers of the country is refused unless allowed; the registry is unchanged', async () => {
+    const before = await loadLines(adapter.address, 'mx', LoadMode.REPLACE, REGISTERED);
+    const file = [...REGISTERED, '81 8123 4567', '# note', 'not a number', '+1 212 555 0123'];
+    for (const [mode, allowed] of [
+      [LoadMode.REPLACE, 0],
+      [LoadMode.REPLACE, 1],
+      [LoadMode.ADD, 0],
+    ] as const) {
+      const error = await loadLines(adapter.address, 'mx', mode, file, 1000, allowed).then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      );
+      expect(error?.code, `${mode} ${allowed}`).toBe(Code.FailedPrecondition);
+      // Which lines, by number (never their text: a registry line is a phone number).
+      expect(error?.rawMessage).toMatch(/2 lines .*lines 5, 6\b.*unchanged/);
+      expect(error?.rawMessage).not.toContain('212');
+    }
+    const { admin } = adapterClients(adapter.address);
+    expect((await admin.getRegistryStatus({})).snapshotId).toBe(before.snapshotId);
+    // A removal's rejected lines remove nothing: the numbers stay prohibited, so it is never refused for them.
+    const removed = await loadLines(adapter.address, 'mx', LoadMode.REMOVE, ['not a number', '81 8123 4567']);
+    expect(removed.rejected).toBe(1n);
+  });
+
   it('loads a file, counts bad lines, and finds every written form of a registered line', async () => {
-    const res = await loadLines(adapter.address, 'mx', LoadMode.REPLACE, [
-      ...REGISTERED,
-      '# a comment',
-      '',
-      'not a number',
-      '+1 212 555 0123',
-      '55 1234 5678', // duplicate
-      'x'.repeat(80),
-    ]);
+    const res = await loadLines(
+      adapter.address,
+      'mx',
+      LoadMode.REPLACE,
+      [
+        ...REGISTERED,
+        '# a comment',
+        '',
+        'not a number',
+        '+1 212 555 0123',
+        '55 1234 5678', // duplicate
+        'x'.repeat(80),
+      ],
+      1000,
+      3,
+    );
     expect(res.linesRead).toBe(6n);
     expect(res.accepted).toBe(3n);
     expect(res.rejected).toBe(3n);

@@ -81,11 +81,13 @@ async function* fileChunks(file: string, onLines: (n: number) => void): AsyncGen
 
 export const registryLoadCommand: Command = {
   name: 'registry load',
-  usage: 'registry load --country CC --file F|- [--mode replace|add|remove] [--address HOST:PORT]',
+  usage:
+    'registry load --country CC --file F|- [--mode replace|add|remove] [--max-rejected N] [--address HOST:PORT]',
   options: {
     country: { type: 'string' },
     file: { type: 'string' },
     mode: { type: 'string' },
+    'max-rejected': { type: 'string' },
     address: { type: 'string' },
   },
   async run(flags, env) {
@@ -94,6 +96,12 @@ export const registryLoadCommand: Command = {
     const modeName = typeof flags['mode'] === 'string' ? flags['mode'] : 'replace';
     const mode = MODES[modeName];
     if (mode === undefined) throw new UsageError('--mode must be replace, add or remove');
+    // Lines that are not numbers of the country a replace or add may hold (default none): such a line
+    // may be a registered subscriber the rules do not read, so the load is refused rather than drop it.
+    const allowed = flags['max-rejected'] ?? '0';
+    if (typeof allowed !== 'string' || !/^[0-9]{1,12}$/.test(allowed))
+      throw new UsageError('--max-rejected must be a whole number of lines');
+    const maxRejected = BigInt(allowed);
     if (file !== '-') {
       // Fail before connecting when the file cannot be read.
       await new Promise<void>((resolve, reject) => {
@@ -114,7 +122,7 @@ export const registryLoadCommand: Command = {
     let nextProgress = PROGRESS_EVERY;
     const started = Date.now();
     async function* requests(): AsyncGenerator<registryv1.LoadRequest | object> {
-      yield { part: { case: 'header', value: { country, mode } } };
+      yield { part: { case: 'header', value: { country, mode, maxRejected } } };
       for await (const lines of fileChunks(file, (n) => {
         sent += n;
       })) {

@@ -16,7 +16,7 @@ export interface LoadResult {
 export class LoadRefused extends Error {
   constructor(
     message: string,
-    readonly kind: 'busy' | 'empty' | 'no_base',
+    readonly kind: 'busy' | 'empty' | 'no_base' | 'rejected',
   ) {
     super(message);
     this.name = 'LoadRefused';
@@ -29,10 +29,26 @@ function isNoise(line: string): boolean {
   return t === '' || t.startsWith('#');
 }
 
+/** Rejected lines named by number in a refusal. */
+const REJECTED_NAMED = 10;
+
+/** The refusal of a load with more rejected lines than allowed: which lines, by number, never their text. */
+function rejectedLines(rejected: number, first: number[], allowed: number): LoadRefused {
+  const which = `line${first.length > 1 ? 's' : ''} ${first.join(', ')}${rejected > first.length ? ', ...' : ''}`;
+  return new LoadRefused(
+    `${rejected} line${rejected > 1 ? 's are' : ' is'} not a number of this country (${which}); ` +
+      `${allowed} allowed. Such a line may be a registered subscriber written in a form the rules do not read: ` +
+      'correct it, or allow the lines with max_rejected (dnc-admin registry load --max-rejected N). ' +
+      'The registry is unchanged.',
+    'rejected',
+  );
+}
+
 /**
  * Load a registry file (an async sequence of chunks of lines) into a new snapshot. Every line goes
- * through the SAME normalizer as Check, so every written form of a listed line is found later. Bad lines
- * are counted, never fatal. Memory: the keys live in Float64Arrays (8 bytes per number, plus the base
+ * through the SAME normalizer as Check, so every written form of a listed line is found later. Lines it
+ * rejects are counted; a replace or add with more than `maxRejected` of them is refused (a removal never:
+ * its rejected lines remove nothing). Memory: the keys live in Float64Arrays (8 bytes per number, plus the base
  * snapshot for add/remove), never in a JS array or Set, so 10,000,000 lines fit.
  *
  * - replace: the file becomes the whole registry;
@@ -45,6 +61,7 @@ export async function loadRegistry(
   mode: LoadMode,
   chunks: AsyncIterable<readonly string[]>,
   onProgress?: (linesRead: number) => void,
+  maxRejected = Number.POSITIVE_INFINITY,
 ): Promise<LoadResult> {
   const result = await store.withLoadLock(async (client) => {
     const base = await store.current(client);
@@ -53,20 +70,25 @@ export async function loadRegistry(
     const buffer = new KeyBuffer();
     let linesRead = 0;
     let rejected = 0;
+    let lineNumber = 0;
+    const firstRejected: number[] = [];
     let nextProgress = 1_000_000;
     for await (const chunk of chunks) {
       for (const line of chunk) {
+        lineNumber++;
         if (isNoise(line)) continue;
         linesRead++;
         const key = isPhoneWithinLimit(line) ? normalizer.normalize(line) : 0;
         if (isRegistryKey(key)) buffer.push(key);
-        else rejected++;
+        else if (++rejected <= REJECTED_NAMED) firstRejected.push(lineNumber);
       }
       if (onProgress && linesRead >= nextProgress) {
         onProgress(linesRead);
         nextProgress += 1_000_000;
       }
     }
+    if (rejected > maxRejected && mode !== 'remove')
+      throw rejectedLines(rejected, firstRejected, maxRejected);
     const accepted = linesRead - rejected;
     const fileKeys = buffer.takeSortedDistinct();
     let keys: Float64Array;

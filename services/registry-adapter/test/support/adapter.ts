@@ -149,10 +149,11 @@ export async function loadLines(
   mode: registryv1.LoadMode,
   lines: string[],
   chunkSize = 1000,
+  maxRejected = 0,
 ) {
   const { admin } = adapterClients(address);
   async function* requests() {
-    yield { part: { case: 'header' as const, value: { country, mode } } };
+    yield { part: { case: 'header' as const, value: { country, mode, maxRejected: BigInt(maxRejected) } } };
     for (let i = 0; i < lines.length; i += chunkSize) {
       yield { part: { case: 'chunk' as const, value: { lines: lines.slice(i, i + chunkSize) } } };
     }
