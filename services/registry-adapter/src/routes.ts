@@ -178,14 +178,10 @@ async function loadSnapshot(deps: AdapterDeps, requests: AsyncIterable<registryv
   }
   const started = Date.now();
   try {
-    const result = await loadRegistry(
-      store,
-      deps.normalizer,
-      mode,
-      chunks(),
-      undefined,
-      Number(header.maxRejected),
-    );
+    const result = await loadRegistry(store, deps.normalizer, mode, chunks(), undefined, {
+      maxRejected: Number(header.maxRejected),
+      allowShrink: header.allowShrink,
+    });
     deps.logger.info(
       {
         mode,

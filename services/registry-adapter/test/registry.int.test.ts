@@ -84,6 +84,28 @@ describe('registry adapter (mx) against PostgreSQL and NATS', () => {
     expect(removed.rejected).toBe(1n);
   });
 
+  // Found by a review (2026-12-03): a replace of a file cut short (an upload or a pipe that died) became the
+  // whole registry, answering safe for every number it lost.
+  it('a replace that would halve a registry of 10,000 numbers or more is refused unless the shrink is meant', async () => {
+    const numbers = (n: number) => Array.from({ length: n }, (_, i) => String(5_510_000_000 + i));
+    const { admin } = adapterClients(adapter.address);
+    const full = await loadLines(adapter.address, 'mx', LoadMode.REPLACE, numbers(12_000), 5_000);
+    expect(full.registrySize).toBe(12_000n);
+    const cut = await loadLines(adapter.address, 'mx', LoadMode.REPLACE, numbers(5_000), 5_000).then(
+      () => undefined,
+      (e: unknown) => ConnectError.from(e),
+    );
+    expect(cut?.code).toBe(Code.FailedPrecondition);
+    expect(cut?.rawMessage).toMatch(/5000 numbers against 12000 .*unchanged/);
+    expect((await admin.getRegistryStatus({})).snapshotId).toBe(full.snapshotId);
+    // More than half is an ordinary replace; a shrink that is meant is loaded when said so.
+    expect(
+      (await loadLines(adapter.address, 'mx', LoadMode.REPLACE, numbers(6_001), 5_000)).registrySize,
+    ).toBe(6_001n);
+    const meant = await loadLines(adapter.address, 'mx', LoadMode.REPLACE, REGISTERED, 1000, 0, true);
+    expect(meant.registrySize).toBe(2n);
+  });
+
   it('loads a file, counts bad lines, and finds every written form of a registered line', async () => {
     const res = await loadLines(
       adapter.address,

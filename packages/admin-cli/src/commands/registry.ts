@@ -82,12 +82,13 @@ async function* fileChunks(file: string, onLines: (n: number) => void): AsyncGen
 export const registryLoadCommand: Command = {
   name: 'registry load',
   usage:
-    'registry load --country CC --file F|- [--mode replace|add|remove] [--max-rejected N] [--address HOST:PORT]',
+    'registry load --country CC --file F|- [--mode replace|add|remove] [--max-rejected N] [--allow-shrink] [--address HOST:PORT]',
   options: {
     country: { type: 'string' },
     file: { type: 'string' },
     mode: { type: 'string' },
     'max-rejected': { type: 'string' },
+    'allow-shrink': { type: 'boolean' },
     address: { type: 'string' },
   },
   async run(flags, env) {
@@ -122,7 +123,8 @@ export const registryLoadCommand: Command = {
     let nextProgress = PROGRESS_EVERY;
     const started = Date.now();
     async function* requests(): AsyncGenerator<registryv1.LoadRequest | object> {
-      yield { part: { case: 'header', value: { country, mode, maxRejected } } };
+      const allowShrink = flags['allow-shrink'] === true;
+      yield { part: { case: 'header', value: { country, mode, maxRejected, allowShrink } } };
       for await (const lines of fileChunks(file, (n) => {
         sent += n;
       })) {

@@ -16,7 +16,7 @@ export interface LoadResult {
 export class LoadRefused extends Error {
   constructor(
     message: string,
-    readonly kind: 'busy' | 'empty' | 'no_base' | 'rejected',
+    readonly kind: 'busy' | 'empty' | 'no_base' | 'rejected' | 'shrink',
   ) {
     super(message);
     this.name = 'LoadRefused';
@@ -28,6 +28,9 @@ function isNoise(line: string): boolean {
   const t = line.trim();
   return t === '' || t.startsWith('#');
 }
+
+/** A replace may not halve a registry of at least this many numbers unless the shrink is meant. */
+const SHRINK_GUARD_MIN = 10_000;
 
 /** Rejected lines named by number in a refusal. */
 const REJECTED_NAMED = 10;
@@ -48,7 +51,8 @@ function rejectedLines(rejected: number, first: number[], allowed: number): Load
  * Load a registry file (an async sequence of chunks of lines) into a new snapshot. Every line goes
  * through the SAME normalizer as Check, so every written form of a listed line is found later. Lines it
  * rejects are counted; a replace or add with more than `maxRejected` of them is refused (a removal never:
- * its rejected lines remove nothing). Memory: the keys live in Float64Arrays (8 bytes per number, plus the base
+ * its rejected lines remove nothing); a replace that would halve a large registry is refused unless
+ * `allowShrink` (a file cut short). Memory: the keys live in Float64Arrays (8 bytes per number, plus the base
  * snapshot for add/remove), never in a JS array or Set, so 10,000,000 lines fit.
  *
  * - replace: the file becomes the whole registry;
@@ -61,8 +65,12 @@ export async function loadRegistry(
   mode: LoadMode,
   chunks: AsyncIterable<readonly string[]>,
   onProgress?: (linesRead: number) => void,
-  maxRejected = Number.POSITIVE_INFINITY,
+  guards: { maxRejected: number; allowShrink: boolean } = {
+    maxRejected: Number.POSITIVE_INFINITY,
+    allowShrink: true,
+  },
 ): Promise<LoadResult> {
+  const { maxRejected, allowShrink } = guards;
   const result = await store.withLoadLock(async (client) => {
     const base = await store.current(client);
     // A seed only ever creates the first snapshot; another replica may have seeded already.
@@ -105,6 +113,20 @@ export async function loadRegistry(
       // An empty registry answers `safe` for everyone: never the result of a file with no valid line
       // or of a removal of everything. (A country with a truly empty registry is not a case to serve.)
       throw new LoadRefused('the result would be an empty registry; the registry is unchanged', 'empty');
+    }
+    if (
+      mode === 'replace' &&
+      base &&
+      !allowShrink &&
+      base.size >= SHRINK_GUARD_MIN &&
+      keys.length * 2 < base.size
+    ) {
+      throw new LoadRefused(
+        `the file holds ${keys.length} numbers against ${base.size} in the registry: less than half, as a file ` +
+          'cut short would. Check the file; if the shrink is meant, load it with allow_shrink ' +
+          '(dnc-admin registry load --allow-shrink). The registry is unchanged.',
+        'shrink',
+      );
     }
     const snapshot = await store.commitSnapshot(client, keys, { mode, linesRead, accepted, rejected }, base);
     await store.dropOldSnapshots(client, snapshot.id).catch(() => 0);

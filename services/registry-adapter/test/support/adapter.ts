@@ -150,10 +150,16 @@ export async function loadLines(
   lines: string[],
   chunkSize = 1000,
   maxRejected = 0,
+  allowShrink = false,
 ) {
   const { admin } = adapterClients(address);
   async function* requests() {
-    yield { part: { case: 'header' as const, value: { country, mode, maxRejected: BigInt(maxRejected) } } };
+    yield {
+      part: {
+        case: 'header' as const,
+        value: { country, mode, maxRejected: BigInt(maxRejected), allowShrink },
+      },
+    };
     for (let i = 0; i < lines.length; i += chunkSize) {
       yield { part: { case: 'chunk' as const, value: { lines: lines.slice(i, i + chunkSize) } } };
     }
