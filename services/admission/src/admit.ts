@@ -116,7 +116,8 @@ export async function admit(
     checkResultRules(deps, request);
     adapter = await passGate(deps, request, known);
   } catch (refusal) {
-    const replay = request.kind === 'job' ? await jobReplay(deps, request) : undefined;
+    // A failed lookup keeps the gate's refusal (the retry is answered as before, never with a store error).
+    const replay = request.kind === 'job' ? await jobReplay(deps, request).catch(() => undefined) : undefined;
     if (replay) return replay;
     throw refusal;
   }
