@@ -50,6 +50,30 @@ describe('a batch and its members deadlines (issue 14 item 5)', () => {
     expect(u.batches).toEqual(['admitMany 2']);
   });
 
+  // Found by a review (2026-12-03): a single Admit that its caller gives up on is undone by admission (it sees
+  // the call's signal); a batched one is not (the batch's call lives on for the others), so the member's
+  // reservation and claim were held for nobody until the reconciler (10-20 s): its retries got 409, and a
+  // customer near the limit a false 429.
+  it('Admit: a member that gave up before its batch answered has its admission aborted; the others keep theirs', async () => {
+    const u = inMemoryUpstream({ admit: () => sleep(300).then(() => ({})) });
+    const short = settle(u.upstream.admit(admitReq('short'), 100));
+    const long = settle(u.upstream.admit(admitReq('long'), 10_000));
+    expect(await Promise.all([short, long])).toEqual(['DeadlineExceeded', 'ok']);
+    const [shortId, longId] = u.admissionIds;
+    await expect.poll(() => u.calls).toContain(`abort ${shortId}`);
+    expect(u.calls).not.toContain(`abort ${longId}`);
+    // A replay reserved nothing; a v2 admission may be the resume of a claim whose job is stored (admission's
+    // reconciler asks the scheduler before undoing it): neither is aborted here.
+    const replays = inMemoryUpstream({ admit: () => sleep(300).then(() => ({ replay: true })) });
+    expect(await settle(replays.upstream.admit(admitReq('replayed'), 100))).toBe('DeadlineExceeded');
+    const job = { ...admitReq('job'), kind: admissionv1.RequestKind.JOB };
+    expect(await settle(replays.upstream.admit(job, 100))).toBe('DeadlineExceeded');
+    const jobs = inMemoryUpstream({ admit: () => sleep(300).then(() => ({})) });
+    expect(await settle(jobs.upstream.admit(job, 100))).toBe('DeadlineExceeded');
+    await sleep(400);
+    expect([...replays.calls, ...jobs.calls].filter((c) => c.startsWith('abort'))).toEqual([]);
+  });
+
   it('Check and Complete: one member past its deadline does not fail the others', async () => {
     const safe = (n: number) => Array.from({ length: n }, () => registryv1.Outcome.SAFE);
     const u = inMemoryUpstream({ check: (n) => sleep(200).then(() => safe(n)) });

@@ -68,13 +68,33 @@ function ownDeadline<R>(answer: Promise<R>, deadline: number): Promise<R> {
   return Promise.race([answer, late]).finally(() => clearTimeout(timer));
 }
 
-function submitTimed<T, R>(batcher: Batcher<Timed<T>, R>, value: T, timeoutMs: number): Promise<R> {
+/**
+ * A member's call through its batch. A member that gave up is still answered by its batch: that answer
+ * goes to `late` (to undo what it did for nobody), an error is dropped.
+ */
+function submitTimed<T, R>(
+  batcher: Batcher<Timed<T>, R>,
+  value: T,
+  timeoutMs: number,
+  late?: (answer: R) => void,
+): Promise<R> {
   const deadline = Date.now() + timeoutMs;
   const answer = batcher.submit({ value, deadline });
-  // A member that gave up is still answered by its batch; that answer (or error) is dropped.
-  answer.catch(() => {});
-  return ownDeadline(answer, deadline);
+  let gaveUp = false;
+  answer.then(
+    (r) => {
+      if (gaveUp) late?.(r);
+    },
+    () => {},
+  );
+  return ownDeadline(answer, deadline).catch((error: unknown) => {
+    gaveUp = true;
+    throw error;
+  });
 }
+
+/** How long the undo of an admission whose caller gave up may take (it is waited for by nobody). */
+const LATE_ABORT_MS = 2_000;
 
 export function batchedCalls(upstreams: UpstreamClients, metrics?: Registry): BatchedCalls {
   const sizes = new Histogram({
@@ -138,7 +158,17 @@ export function batchedCalls(upstreams: UpstreamClients, metrics?: Registry): Ba
   }
 
   return {
-    admit: (request, timeoutMs) => submitTimed(admits, request, timeoutMs),
+    // A v1 admission answered after its request gave up is undone at once, as admission undoes a single
+    // Admit whose caller gave up (a batch's call lives on for its other members): not held for nobody until
+    // the reconciler. A replay reserved nothing. Not a v2 one: it may be the resume of an earlier claim
+    // whose job is stored; admission's reconciler asks the scheduler (FenceJob) before undoing it.
+    admit: (request, timeoutMs) =>
+      submitTimed(admits, request, timeoutMs, (admitted) => {
+        if (request.kind !== admissionv1.RequestKind.SYNC || admitted.replay || !admitted.admissionId) return;
+        upstreams.admission
+          .abort({ admissionId: admitted.admissionId }, { timeoutMs: LATE_ABORT_MS })
+          .catch(() => {});
+      }),
     complete: (admissionId, timeoutMs) => submitTimed(completes, admissionId, timeoutMs),
     check(address, country, phones, timeoutMs) {
       if (phones.length > CHECK_SHARE_MAX_INPUTS) {
