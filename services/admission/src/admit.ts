@@ -117,7 +117,7 @@ export async function admit(
     adapter = await passGate(deps, request, known);
   } catch (refusal) {
     // A failed lookup keeps the gate's refusal (the retry is answered as before, never with a store error).
-    const replay = request.kind === 'job' ? await jobReplay(deps, request).catch(() => undefined) : undefined;
+    const replay = await replayPastGate(deps, request, refusal).catch(() => undefined);
     if (replay) return replay;
     throw refusal;
   }
@@ -133,22 +133,42 @@ export async function admit(
   return { admissionId: claimed.admissionId, replay: false, jobId: claimed.jobId ?? '', ...adapter };
 }
 
+/** Refusals that say the country cannot answer now: a v1 replay, recalculated from the registry, keeps them. */
+const UNAVAILABLE = new Set([
+  'country_service_maintenance',
+  'country_service_temporarily_unavailable',
+  'platform_failure',
+]);
+
 /**
- * A v2 request the gate (4-7) refused may be an exact retry of an accepted job: it gets its job, as the
- * claim step would have answered (spec, Idempotency 8: an exact retry returns the same job identity; a job
- * that failed in a maintenance window is read back during it, or after a purchase lapsed). A replay
- * reserves nothing and reveals only the job its key created; anything else keeps the gate's refusal.
+ * A request the gate (4-7) refused may be an exact retry of a request already admitted: it gets the
+ * answer the claim step would give (spec, Idempotency 5 and 8). v2: its job (one that failed in a
+ * maintenance window is read back during it, or after a purchase lapsed). v1: recalculated, so only when
+ * the refusal is not the country's unavailability and a serving adapter is there to ask (a customer
+ * charged for a request whose answer was lost gets it after the purchase lapsed). A replay reserves
+ * nothing; anything else keeps the gate's refusal.
  */
-async function jobReplay(deps: AdmitDeps, request: Request): Promise<Admitted | undefined> {
+async function replayPastGate(
+  deps: AdmitDeps,
+  request: Request,
+  refusal: unknown,
+): Promise<Admitted | undefined> {
   const existing = await deps.claims.find(request.keyId, hashIdempotencyKey(request.idempotencyKey));
-  if (!existing?.jobId) return undefined;
+  if (!existing) return undefined;
   if (decideIdempotency(existing, request, Date.now(), deps.timeouts).action !== 'replay') return undefined;
+  const replay = { admissionId: existing.admissionId, replay: true };
+  if (request.kind === 'job') {
+    if (!existing.jobId) return undefined;
+    return { ...replay, jobId: existing.jobId, adapterAddress: '', adapterLookupsFree: false };
+  }
+  if (UNAVAILABLE.has(readPublicReason(refusal)?.reason ?? 'platform_failure')) return undefined;
+  const picked = deps.directory.pick(request.country);
+  if (!picked) return undefined;
   return {
-    admissionId: existing.admissionId,
-    replay: true,
-    jobId: existing.jobId,
-    adapterAddress: '',
-    adapterLookupsFree: false,
+    ...replay,
+    jobId: '',
+    adapterAddress: picked.address,
+    adapterLookupsFree: picked.provider === 'local',
   };
 }
 
@@ -350,7 +370,9 @@ async function reserveQuota(deps: AdmitDeps, request: Request, admissionId: stri
   } catch (error) {
     const reason = readPublicReason(error)?.reason;
     if (reason === QUOTA_EXCEEDED) {
-      await deps.claims.dropClaim(admissionId).catch(() => {});
+      await deps.claims.dropClaim(admissionId).catch(() => {
+        deps.logger.warn('claim drop after a quota refusal did not complete; left to the claim reconciler');
+      });
       throw error;
     }
     if (!reason) deps.logger.error({ err: error }, 'quota reservation failed');

@@ -164,6 +164,37 @@ describe('organizations, purchases and availability through Admit (issue 3 items
     expect(await h.account(c.orgId, 'mx')).toMatchObject({ reserved: 5, used: 0 });
   });
 
+  // Spec, Idempotency 5: a v1 exact retry of a completed request is recalculated, 200, no quota. Found by a
+  // review (2026-12-03): a customer charged for a request whose answer was lost, whose purchase then lapsed,
+  // got 402 on the retry (a refusal not to retry): paid for a result it could never get.
+  it('a v1 exact retry of a completed request is answered after the purchase lapsed, not in a maintenance window', async () => {
+    const { admin, admission } = h.clients();
+    const c = await h.customer(['mx'], 1000);
+    const req = admitReq(c, { inputCount: 4 });
+    const first = await admission.admit(req);
+    await admission.complete({ admissionId: first.admissionId });
+    const until = new Date(Date.now() + 120_000);
+    await admin.setMaintenance({
+      country: 'mx',
+      until: { seconds: BigInt(Math.floor(until.getTime() / 1000)), nanos: 0 } as never,
+    });
+    try {
+      // Recalculated from the registry: not while the country is in maintenance.
+      expect(await outcome(admission.admit(req))).toBe('country_service_maintenance');
+    } finally {
+      await admin.clearMaintenance({ country: 'mx' });
+    }
+    const purchase = await h.sql('SELECT purchase_id FROM admission.purchases WHERE org_id = $1', [c.orgId]);
+    await admin.lapsePurchase({ purchaseId: purchase.rows[0].purchase_id });
+    const retry = await admission.admit(req);
+    expect(retry).toMatchObject({ replay: true, admissionId: first.admissionId });
+    expect(retry.adapterAddress).toMatch(/^http/);
+    expect(await outcome(admission.admit({ ...req, idempotencyKey: randomUUID() }))).toBe(
+      'subscription_inactive',
+    );
+    expect(await h.account(c.orgId, 'mx')).toMatchObject({ used: 4, reserved: 0 });
+  });
+
   it('no adapter discovered -> temporarily unavailable; adapter in maintenance -> maintenance', async () => {
     const { admission, admin } = h.clients();
     const c = await h.customer(['ar']);

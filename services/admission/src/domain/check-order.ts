@@ -30,8 +30,10 @@ import { Code } from '@dnc/kit';
  * every answer after step 1 carries the rate-limit figures. For a small v1 body the gateway sends the
  * key with Admit instead (one call fewer): steps 0-3 then run at the start of Admit (routes.ts), and a
  * request the gateway refuses at step 4 is authenticated before the refusal, so the order above holds
- * either way. One exception to "the first that fails": a v2 request refused at steps 4-7 that is an exact
- * retry of an accepted job gets its job (admit.ts jobReplay; spec, Idempotency 8), as step 8 would answer.
+ * either way. One exception to "the first that fails": a request refused at steps 4-7 that is an exact
+ * retry of one already admitted gets the answer step 8 would give (admit.ts replayPastGate; spec,
+ * Idempotency 5 and 8): a v2 one its job; a v1 one, recalculated, unless the refusal is the country's
+ * unavailability.
  * What is batched (key lookups, claims, reservations, completions) is batched below these
  * steps, in the store and reservations modules: each request still passes them one by one.
  */
