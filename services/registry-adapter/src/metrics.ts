@@ -24,6 +24,7 @@ export class AdapterMetrics {
     readonly country: string,
     state: () => ProviderState,
     maxAgeSeconds = 0,
+    rulesMismatch: () => boolean = () => false,
   ) {
     this.checkDuration = new Histogram({
       name: 'dnc_adapter_check_duration_seconds',
@@ -61,6 +62,15 @@ export class AdapterMetrics {
       collect() {
         const t = state().snapshotTime;
         this.set({ country }, t ? t.getTime() / 1000 : 0);
+      },
+    });
+    new Gauge({
+      name: 'dnc_registry_snapshot_rules_mismatch',
+      help: 'Whether the current registry snapshot was built with other numbering rules than this replica applies (1: not served).',
+      labelNames: ['country'],
+      registers: [registry],
+      collect() {
+        this.set({ country }, rulesMismatch() ? 1 : 0);
       },
     });
     if (maxAgeSeconds > 0) {

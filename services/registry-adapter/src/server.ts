@@ -71,7 +71,13 @@ export function startAdapter(config: AdapterConfig): Promise<RunningAdapter> {
       const registry = await openRegistry(service, config, normalizer, logger);
       const provider = new DrillProvider(registry.provider);
       const { store, watcher, maxAgeSeconds } = registry;
-      const metrics = new AdapterMetrics(service.metrics, country, () => provider.state(), maxAgeSeconds);
+      const metrics = new AdapterMetrics(
+        service.metrics,
+        country,
+        () => provider.state(),
+        maxAgeSeconds,
+        () => watcher?.refused === true,
+      );
       // gRPC health says whether the process can take work (Check AND the admin Load that brings the
       // first snapshot), so it does not wait for a snapshot: Kubernetes would otherwise keep the pod out
       // of its Service and no registry could ever be loaded. Without a snapshot the adapter is
@@ -210,7 +216,7 @@ async function openRegistry(
   const pool = createPool(config.DATABASE_URL);
   service.onClose('postgres', () => pool.end());
   service.health.require('postgres', () => probePostgres(pool));
-  const store = new RegistryStore(pool, country);
+  const store = new RegistryStore(pool, country, NUMBERING_RULES);
   await migrateSchema(config.DATABASE_URL, store.schema, MIGRATIONS);
   if (config.DNC_REGISTRY_PROVIDER !== 'local') {
     const provider = new RemoteProvider({
@@ -244,9 +250,13 @@ async function openRegistry(
   };
 }
 
-/** Load the seed file as the first snapshot when the store has none (development and e2e stacks). */
+/**
+ * Load the seed file as the first snapshot when the store has none, or has one built with other numbering
+ * rules (development and e2e stacks).
+ */
 async function seed(store: RegistryStore, normalizer: Normalizer, file: string) {
-  if (await store.current()) return;
+  const current = await store.current();
+  if (current && store.isOwn(current)) return;
   async function* chunks(): AsyncGenerator<string[]> {
     const lines = createInterface({ input: createReadStream(file), crlfDelay: Number.POSITIVE_INFINITY });
     let chunk: string[] = [];

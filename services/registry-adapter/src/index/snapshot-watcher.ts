@@ -8,12 +8,18 @@ import { RegistryIndex } from './registry-index.js';
  * `pollMs` and, when it moved, reads the new snapshot into a fresh index and swaps ONE reference. A
  * Check holding the previous index finishes on it; the next Check sees the new one. Until the first
  * snapshot is read `current` is undefined and the adapter answers nothing (never `safe`).
+ *
+ * A snapshot built with other numbering rules (`RegistryStore.isOwn`) is never swapped in: its keys may not
+ * be what this replica's rules make of the same written numbers. The replica keeps the index it has (none:
+ * unavailable), reports the refusal (`refused`, the dnc_registry_snapshot_rules_mismatch gauge) and logs it
+ * once per snapshot, until a snapshot of its own rules is loaded.
  */
 export class SnapshotWatcher {
   private index: RegistryIndex | undefined;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private failures = 0;
+  private refusedId: string | undefined;
 
   constructor(
     private readonly store: RegistryStore,
@@ -24,6 +30,11 @@ export class SnapshotWatcher {
 
   get current(): RegistryIndex | undefined {
     return this.index;
+  }
+
+  /** Whether the store's current snapshot was built with other numbering rules and is not served. */
+  get refused(): boolean {
+    return this.refusedId !== undefined;
   }
 
   async start(): Promise<void> {
@@ -56,6 +67,12 @@ export class SnapshotWatcher {
     const snapshot = await this.store.current();
     if (!snapshot || snapshot.id === this.index?.snapshotId) {
       this.failures = 0;
+      this.refusedId = undefined;
+      return;
+    }
+    if (!this.store.isOwn(snapshot)) {
+      this.failures = 0;
+      this.refuse(snapshot.id, snapshot.rules);
       return;
     }
     const started = Date.now();
@@ -63,10 +80,25 @@ export class SnapshotWatcher {
     const next = RegistryIndex.fromSorted(snapshot.id, snapshot.time, keys);
     this.index = next;
     this.failures = 0;
+    this.refusedId = undefined;
     this.onSwap(next);
     this.logger.info(
       { snapshot_id: next.snapshotId, registry_size: next.size, ms: Date.now() - started },
       'registry snapshot swapped in',
+    );
+  }
+
+  private refuse(snapshotId: string, rules: string | null): void {
+    if (this.refusedId === snapshotId) return;
+    this.refusedId = snapshotId;
+    this.logger.error(
+      {
+        snapshot_id: snapshotId,
+        snapshot_rules: rules,
+        rules: this.store.rules,
+        serving_snapshot_id: this.index?.snapshotId ?? null,
+      },
+      'registry snapshot built with other numbering rules: not served; load the whole registry (mode replace)',
     );
   }
 }

@@ -16,7 +16,7 @@ export interface LoadResult {
 export class LoadRefused extends Error {
   constructor(
     message: string,
-    readonly kind: 'busy' | 'empty' | 'no_base' | 'rejected' | 'shrink',
+    readonly kind: 'busy' | 'empty' | 'no_base' | 'rejected' | 'rules' | 'shrink',
   ) {
     super(message);
     this.name = 'LoadRefused';
@@ -47,6 +47,16 @@ function rejectedLines(rejected: number, first: number[], allowed: number): Load
   );
 }
 
+/** The refusal of a delta on a snapshot built with other numbering rules. */
+function otherRules(base: SnapshotInfo, store: RegistryStore): LoadRefused {
+  return new LoadRefused(
+    `the current registry (snapshot ${base.id}) was built with numbering rules ${base.rules}; this adapter ` +
+      `applies ${store.rules} and does not serve it. Load the whole registry with mode replace first. ` +
+      'The registry is unchanged.',
+    'rules',
+  );
+}
+
 /**
  * Load a registry file (an async sequence of chunks of lines) into a new snapshot. Every line goes
  * through the SAME normalizer as Check, so every written form of a listed line is found later. Lines it
@@ -57,7 +67,8 @@ function rejectedLines(rejected: number, first: number[], allowed: number): Load
  *
  * - replace: the file becomes the whole registry;
  * - add / remove: a new snapshot from the current one (none: empty) plus / minus the file's numbers.
- * A load whose result is an empty registry is refused: it would answer `safe` for everyone.
+ * A load whose result is an empty registry is refused: it would answer `safe` for everyone. The snapshot is
+ * stamped with the store's numbering rules; an add or remove on a snapshot of other rules is refused.
  */
 export async function loadRegistry(
   store: RegistryStore,
@@ -73,8 +84,12 @@ export async function loadRegistry(
   const { maxRejected, allowShrink } = guards;
   const result = await store.withLoadLock(async (client) => {
     const base = await store.current(client);
-    // A seed only ever creates the first snapshot; another replica may have seeded already.
-    if (mode === 'seed' && base) return { snapshot: base, linesRead: 0, accepted: 0, rejected: 0 };
+    // A seed only ever creates the first snapshot (another replica may have seeded already), or replaces
+    // one built with other numbering rules, which no replica of this release serves.
+    if (mode === 'seed' && base && store.isOwn(base))
+      return { snapshot: base, linesRead: 0, accepted: 0, rejected: 0 };
+    // A delta on keys built by other rules would mix two readings of the same numbers in one snapshot.
+    if ((mode === 'add' || mode === 'remove') && base && !store.isOwn(base)) throw otherRules(base, store);
     const buffer = new KeyBuffer();
     let linesRead = 0;
     let rejected = 0;

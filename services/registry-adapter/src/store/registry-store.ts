@@ -9,6 +9,8 @@ export interface SnapshotInfo {
   id: string;
   time: Date;
   size: number;
+  /** The numbering rules its keys were built with; null: committed before snapshots were stamped. */
+  rules: string | null;
 }
 
 export type SnapshotMode = 'replace' | 'add' | 'remove' | 'seed';
@@ -31,9 +33,14 @@ export class RegistryStore {
   readonly schema: string;
   private readonly lockKey: string;
 
+  /**
+   * `rules`: the numbering rules of this process (NUMBERING_RULES), stamped on every snapshot it commits;
+   * a snapshot stamped with other rules is not this process's to serve or to build on (`isOwn`).
+   */
   constructor(
     private readonly pool: Pool,
     readonly country: string,
+    readonly rules: string,
   ) {
     if (!/^[a-z]{2}$/.test(country)) throw new Error('country must be two lowercase letters');
     this.schema = `registry_${country}`;
@@ -50,12 +57,24 @@ export class RegistryStore {
   }
 
   async current(client: Pool | PoolClient = this.pool): Promise<SnapshotInfo | undefined> {
-    const { rows } = await client.query<{ id: number; created_at: Date; size: number }>(
-      `SELECT s.id, s.created_at, s.size FROM ${this.t('current_snapshot')} c
+    const { rows } = await client.query<{
+      id: number;
+      created_at: Date;
+      size: number;
+      numbering_rules: string | null;
+    }>(
+      `SELECT s.id, s.created_at, s.size, s.numbering_rules FROM ${this.t('current_snapshot')} c
          JOIN ${this.t('snapshots')} s ON s.id = c.snapshot_id`,
     );
     const row = rows[0];
-    return row ? { id: String(row.id), time: row.created_at, size: Number(row.size) } : undefined;
+    return row
+      ? { id: String(row.id), time: row.created_at, size: Number(row.size), rules: row.numbering_rules }
+      : undefined;
+  }
+
+  /** Whether a snapshot's keys were built with this process's numbering rules (an unstamped one was). */
+  isOwn(snapshot: SnapshotInfo): boolean {
+    return snapshot.rules === null || snapshot.rules === this.rules;
   }
 
   /**
@@ -148,8 +167,9 @@ export class RegistryStore {
         client.query(copyFrom(`COPY ${this.t(table)} (key) FROM STDIN`)),
       );
       const inserted = await client.query<{ created_at: Date }>(
-        `INSERT INTO ${this.t('snapshots')} (id, mode, size, lines_read, accepted, rejected, based_on, table_name)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING created_at`,
+        `INSERT INTO ${this.t('snapshots')}
+           (id, mode, size, lines_read, accepted, rejected, based_on, table_name, numbering_rules)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING created_at`,
         [
           id,
           stats.mode,
@@ -159,6 +179,7 @@ export class RegistryStore {
           stats.rejected,
           basedOn?.id ?? null,
           table,
+          this.rules,
         ],
       );
       await client.query(
@@ -167,7 +188,7 @@ export class RegistryStore {
         [id],
       );
       await client.query('COMMIT');
-      return { id: String(id), time: inserted.rows[0]!.created_at, size: keys.length };
+      return { id: String(id), time: inserted.rows[0]!.created_at, size: keys.length, rules: this.rules };
     } catch (error) {
       await client.query('ROLLBACK').catch(() => {});
       throw error;

@@ -1,0 +1,155 @@
+import { writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Code, ConnectError } from '@connectrpc/connect';
+import { createPool, readPublicReason } from '@dnc/kit';
+import { NUMBERING_RULES } from '@dnc/numbering';
+import { registryv1 } from '@dnc/proto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningAdapter } from '../src/index.js';
+import { createNormalizer } from '../src/index.js';
+import { loadRegistry } from '../src/store/registry-load.js';
+import { RegistryStore } from '../src/store/registry-store.js';
+import { adapterClients, isolatedEnv, loadLines, startTestAdapter } from './support/adapter.js';
+
+const { Outcome, LoadMode, AdapterStatus } = registryv1;
+
+// Found by a review (2026-12-03): snapshots did not record the numbering rules that built their keys. A
+// Check normalizes with the replica's rules; after a rules revision or a libphonenumber upgrade, a key
+// built by the old rules may not be what the new rules make of the same written number (or is missing,
+// for a range the old rules rejected at load), and the lookup answers `safe` for a registered number.
+// A replica serves only snapshots stamped with its own rules (an unstamped one predates the stamp).
+const OTHER_RULES = 'dnc-numbering/0 libphonenumber-js@0.0.0';
+const OLD = ['+52 55 1234 5678', '+52 81 8123 4567'];
+const NEW = ['+52 33 3123 4567', '+52 55 1234 5678'];
+
+async function* linesOf(lines: string[]): AsyncGenerator<string[]> {
+  yield lines;
+}
+
+const waitFor = async (done: () => boolean, what: string) => {
+  const until = Date.now() + 5_000;
+  while (!done()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+};
+
+describe('registry snapshots carry the numbering rules that built them (mx)', () => {
+  const env = isolatedEnv('adapter_rules');
+  const pool = createPool(env.databaseUrl);
+  const adapters: RunningAdapter[] = [];
+  const start = async (extra: Record<string, string> = {}) => {
+    const a = await startTestAdapter(env, 'mx', extra);
+    adapters.push(a);
+    return a;
+  };
+  const check = (a: RunningAdapter, phones: string[]) =>
+    adapterClients(a.address).adapter.check({ country: 'mx', phones });
+  /** A load as another release (other numbering rules) commits it, straight into the store. */
+  const loadAsOtherRelease = (lines: string[]) =>
+    loadRegistry(
+      new RegistryStore(pool, 'mx', OTHER_RULES),
+      createNormalizer('mx'),
+      'replace',
+      linesOf(lines),
+    );
+  const rulesOf = async (snapshotId: string) =>
+    (await pool.query('SELECT numbering_rules FROM registry_mx.snapshots WHERE id = $1', [snapshotId]))
+      .rows[0]?.numbering_rules;
+
+  let serving: RunningAdapter;
+  beforeAll(async () => {
+    serving = await start();
+  });
+  afterAll(async () => {
+    for (const a of adapters) await a.shutdown();
+    await pool.end();
+    await env.drop();
+  });
+
+  it('stamps every snapshot it commits with its rules', async () => {
+    const loaded = await loadLines(serving.address, 'mx', LoadMode.REPLACE, OLD);
+    expect(await rulesOf(loaded.snapshotId)).toBe(NUMBERING_RULES);
+    await waitFor(() => serving.watcher?.current?.snapshotId === loaded.snapshotId, 'the first snapshot');
+  });
+
+  it('a snapshot of other rules is never served: a replica keeps its own, a new one is unavailable (never safe)', async () => {
+    const own = serving.watcher!.current!.snapshotId;
+    const other = await loadAsOtherRelease(NEW);
+    expect(await rulesOf(other.snapshot.id)).toBe(OTHER_RULES);
+    // Several polls (200 ms each) later the serving replica still answers from its own snapshot.
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(serving.watcher?.refused).toBe(true);
+    const kept = await check(serving, ['+52 81 8123 4567', '+52 33 3123 4567']);
+    expect(kept.snapshotId).toBe(own);
+    expect(kept.outcomes).toEqual([Outcome.PROHIBITED, Outcome.SAFE]);
+    expect(await serving.service.metrics.metrics()).toMatch(
+      /dnc_registry_snapshot_rules_mismatch\{[^}]*country="mx"[^}]*\} 1/,
+    );
+
+    const fresh = await start();
+    const err = await check(fresh, ['+52 33 3123 4567']).catch((e) => e);
+    expect(err).toBeInstanceOf(ConnectError);
+    expect(err.code).toBe(Code.Unavailable);
+    expect(readPublicReason(err)?.reason).toBe('country_service_temporarily_unavailable');
+    expect((await adapterClients(fresh.address).inspect.describe({})).status).toBe(AdapterStatus.UNAVAILABLE);
+  });
+
+  it('an add or remove on it is refused, the registry unchanged; a replace brings every replica back', async () => {
+    const before = (await pool.query('SELECT snapshot_id FROM registry_mx.current_snapshot')).rows[0]
+      .snapshot_id;
+    for (const mode of [LoadMode.ADD, LoadMode.REMOVE]) {
+      const err = await loadLines(serving.address, 'mx', mode, ['+52 55 9999 0000']).catch((e) => e);
+      expect(err).toBeInstanceOf(ConnectError);
+      expect(err.code).toBe(Code.FailedPrecondition);
+      expect(err.rawMessage).toContain('mode replace');
+    }
+    expect(
+      (await pool.query('SELECT snapshot_id FROM registry_mx.current_snapshot')).rows[0].snapshot_id,
+    ).toBe(before);
+
+    const replaced = await loadLines(serving.address, 'mx', LoadMode.REPLACE, NEW);
+    for (const a of adapters)
+      await waitFor(
+        () => a.watcher?.current?.snapshotId === replaced.snapshotId,
+        'the replace on every replica',
+      );
+    expect(serving.watcher?.refused).toBe(false);
+    for (const a of adapters) {
+      const r = await check(a, ['+52 33 3123 4567', '+52 81 8123 4567']);
+      expect(r.outcomes).toEqual([Outcome.PROHIBITED, Outcome.SAFE]);
+    }
+    expect(await serving.service.metrics.metrics()).toMatch(
+      /dnc_registry_snapshot_rules_mismatch\{[^}]*country="mx"[^}]*\} 0/,
+    );
+  });
+
+  it('an unstamped snapshot (committed before the stamp) is served', async () => {
+    await pool.query(
+      'UPDATE registry_mx.snapshots SET numbering_rules = NULL WHERE id = (SELECT snapshot_id FROM registry_mx.current_snapshot)',
+    );
+    const legacy = await start();
+    await waitFor(() => legacy.watcher?.current !== undefined, 'the unstamped snapshot');
+    expect((await check(legacy, ['+52 33 3123 4567'])).outcomes).toEqual([Outcome.PROHIBITED]);
+  });
+
+  it('a seed file replaces a snapshot of other rules (development stacks), and only that', async () => {
+    const seedFile = join(tmpdir(), `dnc-seed-rules-${process.pid}.txt`);
+    await writeFile(seedFile, '+52 81 8123 4567\n');
+    const other = await loadAsOtherRelease(NEW);
+    const seeded = await start({ DNC_REGISTRY_SEED_FILE: seedFile });
+    await waitFor(() => seeded.watcher?.current !== undefined, 'the seeded snapshot');
+    const id = seeded.watcher!.current!.snapshotId;
+    expect(id).not.toBe(other.snapshot.id);
+    expect(await rulesOf(id)).toBe(NUMBERING_RULES);
+    expect((await check(seeded, ['+52 81 8123 4567', '+52 33 3123 4567'])).outcomes).toEqual([
+      Outcome.PROHIBITED,
+      Outcome.SAFE,
+    ]);
+    // A seed on a snapshot of its own rules changes nothing.
+    const again = await start({ DNC_REGISTRY_SEED_FILE: seedFile });
+    await waitFor(() => again.watcher?.current !== undefined, 'the same snapshot');
+    expect(again.watcher!.current!.snapshotId).toBe(id);
+  });
+});
