@@ -1,8 +1,14 @@
 import { Batcher, Code, ConnectError } from '@dnc/kit';
 import type { OpenAdmissions } from './open-admissions.js';
-import { requireUuid } from './public-errors.js';
+import { CallerGaveUp, requireUuid } from './public-errors.js';
 import type { Reservations } from './reservations.js';
 import type { ClaimStore } from './store/index.js';
+
+/** One v1 completion waiting for its batch: the admission and when its caller stops waiting. */
+interface Completing {
+  id: string;
+  deadline: number;
+}
 
 export interface CompletionDeps {
   claims: ClaimStore;
@@ -20,7 +26,7 @@ export class Completion {
    * here), their reservations committed in one quota call and the claims marked completed in one
    * statement. The order per claim is the single call's: commit first, then mark completed.
    */
-  private readonly completions = new Batcher<string, void>((ids) => this.completeMany(ids), {
+  private readonly completions = new Batcher<Completing, void>((items) => this.completeMany(items), {
     maxBatch: 256,
     maxInFlight: 2,
     sameTurn: true,
@@ -28,13 +34,18 @@ export class Completion {
 
   constructor(private readonly deps: CompletionDeps) {}
 
-  /** Complete one v1 admission, as one item of a completion batch. */
-  complete(admissionId: string): Promise<void> {
-    return this.completions.submit(requireUuid(admissionId, 'admission_id'));
+  /**
+   * Complete one v1 admission, as one item of a completion batch. `deadline` (epoch ms; none: no limit) is
+   * when its caller stops waiting: a completion whose commit has not started by then fails
+   * DEADLINE_EXCEEDED and commits nothing (its caller answers an error and aborts).
+   */
+  complete(admissionId: string, deadline = Number.POSITIVE_INFINITY): Promise<void> {
+    return this.completions.submit({ id: requireUuid(admissionId, 'admission_id'), deadline });
   }
 
-  private async completeMany(ids: string[]): Promise<(undefined | Error)[]> {
+  private async completeMany(items: Completing[]): Promise<(undefined | Error)[]> {
     const { claims, open, reservations } = this.deps;
+    const ids = items.map((i) => i.id);
     const unknown = ids.filter((id) => !open.has(id));
     const read = unknown.length > 0 ? await claims.claimsByAdmission(unknown) : new Map();
     const claimOf = (id: string) => (open.has(id) ? { kind: 'sync', state: 'in_progress' } : read.get(id));
@@ -43,6 +54,12 @@ export class Completion {
         ? undefined
         : new ConnectError('no v1 admission in progress with this id', Code.FailedPrecondition),
     );
+    // The last moment to give up a commit: a caller past its deadline has answered an error.
+    const now = Date.now();
+    items.forEach((item, i) => {
+      if (!results[i] && claimOf(item.id)?.state !== 'completed' && item.deadline <= now)
+        results[i] = new CallerGaveUp();
+    });
     const pending = [...new Set(ids.filter((id, i) => !results[i] && claimOf(id)?.state !== 'completed'))];
     const committed = await reservations.commit(pending);
     ids.forEach((id, i) => {

@@ -18,6 +18,16 @@ export function requireUuid(value: string, name: string): string {
 }
 
 /**
+ * A v1 completion not committed because its caller stopped waiting before its commit began: nothing
+ * charged, the caller aborts. Passes to the caller as it is (not a dependency failure).
+ */
+export class CallerGaveUp extends ConnectError {
+  constructor() {
+    super('the caller gave up before the completion was committed: nothing charged', Code.DeadlineExceeded);
+  }
+}
+
+/**
  * Admission's refusals as they leave the service: each one a public error, counted by reason in
  * `dnc_admission_rejections_total`; a dependency failing (Postgres, Redis, quota) becomes the public
  * platform failure, never an internal message.
@@ -66,11 +76,12 @@ export class Refusals {
 
   /**
    * What a caller sees of a failure: public reasons pass unchanged, and so do the precondition and
-   * not-found answers of Complete, Abort and ConfirmJob; anything else is a dependency failing, logged
-   * here and answered as the platform failure.
+   * not-found answers of Complete, Abort and ConfirmJob and a completion its caller gave up
+   * (CallerGaveUp); anything else is a dependency failing, logged here and answered as the platform
+   * failure.
    */
   toPublic(method: string, error: unknown): ConnectError {
-    if (readPublicReason(error)) return ConnectError.from(error);
+    if (readPublicReason(error) || error instanceof CallerGaveUp) return ConnectError.from(error);
     const ce = ConnectError.from(error);
     // PERMISSION_DENIED: an Admit without a valid organization assertion (routes.ts), as it is.
     if (ce.code === Code.FailedPrecondition || ce.code === Code.NotFound || ce.code === Code.PermissionDenied)

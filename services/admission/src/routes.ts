@@ -1,5 +1,5 @@
 import { create } from '@bufbuild/protobuf';
-import type { ConnectRouter, ServiceImpl } from '@connectrpc/connect';
+import type { ConnectRouter, HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { isCountryCode } from '@dnc/api-contract/limits';
 import {
   CALLER,
@@ -140,8 +140,8 @@ export function admissionService(
       }
     },
 
-    async complete(req) {
-      await completion.complete(req.admissionId);
+    async complete(req, ctx) {
+      await completion.complete(req.admissionId, completionDeadline(req.timeoutMs, ctx));
       return {};
     },
 
@@ -157,6 +157,19 @@ export function admissionService(
     ...batchCalls((req, ctx) => impl.admit(req, ctx), completion, refusals),
   };
   return impl;
+}
+
+/**
+ * When the caller of a completion stops waiting (epoch ms): its own `timeout_ms` from now, and the call's
+ * deadline, whichever comes first; neither: never.
+ */
+function completionDeadline(timeoutMs: number, ctx: HandlerContext): number {
+  const now = Date.now();
+  const call = ctx.timeoutMs();
+  return Math.min(
+    timeoutMs > 0 ? now + timeoutMs : Number.POSITIVE_INFINITY,
+    call !== undefined ? now + call : Number.POSITIVE_INFINITY,
+  );
 }
 
 /** AdmitMany and CompleteMany: the single calls for each item, concurrently, sharing their batches. */
@@ -180,10 +193,10 @@ function batchCalls(
       };
     },
 
-    /** Complete for each admission of a batch; they share the completion batches. */
-    async completeMany(req) {
+    /** Complete for each admission of a batch, each within its own deadline; they share the completion batches. */
+    async completeMany(req, ctx) {
       const results = await eachOf(req.requests, refusals, 'complete', (one) =>
-        completion.complete(one.admissionId),
+        completion.complete(one.admissionId, completionDeadline(one.timeoutMs, ctx)),
       );
       return {
         results: results.map((r) =>

@@ -89,4 +89,23 @@ describe('a batch and its members deadlines (issue 14 item 5)', () => {
     ]);
     expect(completes).toEqual(['DeadlineExceeded', 'ok']);
   });
+
+  // Found by a review (2026-12-03): a batch's CompleteMany carries the latest deadline of its members, so
+  // admission could commit a member whose request had already answered an error (charged for a 503).
+  it('Complete: each member tells admission its own deadline, not the batch call', async () => {
+    const u = inMemoryUpstream({ complete: () => sleep(100) });
+    const ids = ['00000000-0000-4000-8000-000000000005', '00000000-0000-4000-8000-000000000006'];
+    const first = u.upstream.complete(ids[0]!, 10_000);
+    // Sent while the first call is on the wire: the second and third travel together.
+    await sleep(10);
+    const together = [u.upstream.complete(ids[1]!, 300), u.upstream.complete(ids[0]!, 8_000)];
+    await Promise.all([first, ...together].map(settle));
+    expect(u.batches).toEqual(['completeMany 1', 'completeMany 2']);
+    const [alone, short, long] = u.completeTimeouts;
+    expect(alone).toBeGreaterThan(9_900);
+    expect(short).toBeGreaterThan(0);
+    expect(short).toBeLessThanOrEqual(300);
+    expect(long).toBeGreaterThan(7_800);
+    expect(long).toBeLessThanOrEqual(8_000);
+  });
 });

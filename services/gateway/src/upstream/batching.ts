@@ -130,8 +130,16 @@ export function batchedCalls(upstreams: UpstreamClients, metrics?: Registry): Ba
   const completes = new Batcher<Timed<string>, void>(
     (items) =>
       sendLive(items, async (live, timeoutMs) => {
+        // Each member's own deadline goes with it (the call carries the latest one): admission commits
+        // none whose request has given up, which would charge the customer for the error it answered.
+        const now = Date.now();
         const res = await upstreams.admission.completeMany(
-          { requests: live.map((i) => ({ admissionId: i.value })) },
+          {
+            requests: live.map((i) => ({
+              admissionId: i.value,
+              timeoutMs: Math.max(1, i.deadline - now),
+            })),
+          },
           { timeoutMs },
         );
         return res.results.map((r) =>

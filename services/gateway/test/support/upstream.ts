@@ -83,6 +83,8 @@ export function inMemoryUpstream(script: Script = {}) {
   /** The phones of each Check, as the adapter read them. */
   const checked: string[][] = [];
   const admissionIds: string[] = [];
+  /** The timeout_ms each completion of a CompleteMany carried. */
+  const completeTimeouts: number[] = [];
   const transport = createRouterTransport((router) => {
     router.service(admissionv1.AdmissionService, {
       async authenticate() {
@@ -121,6 +123,7 @@ export function inMemoryUpstream(script: Script = {}) {
         const results = await Promise.all(
           req.requests.map(async (one) => {
             calls.push(`complete ${one.admissionId}`);
+            completeTimeouts.push(one.timeoutMs);
             try {
               await answer(script.complete?.(), undefined);
               return { result: { case: 'completed' as const, value: {} } };
@@ -174,7 +177,18 @@ export function inMemoryUpstream(script: Script = {}) {
   const warnings: string[] = [];
   const errors: string[] = [];
   const log: FlowLog = { warn: (m) => warnings.push(m), error: (m) => errors.push(m) };
-  return { upstream, calls, batches, checked, admissionIds, log, warnings, errors, assertions };
+  return {
+    upstream,
+    calls,
+    batches,
+    checked,
+    admissionIds,
+    completeTimeouts,
+    log,
+    warnings,
+    errors,
+    assertions,
+  };
 }
 
 /** The phones a phone_list holds (each a length varint and its UTF-8 bytes). */

@@ -1,0 +1,94 @@
+import { Code, ConnectError } from '@connectrpc/connect';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { admitReq, Harness } from './harness.js';
+
+// Found by a review (2026-12-03): a v1 completion that waited in admission past the moment its caller gave
+// up was still committed. The gateway had answered 503 and aborted; when the abort's answer was lost too,
+// the customer was charged for an error. A batched CompleteMany carries the latest deadline of its
+// members, so a member with a shorter one was never protected. Now each completion carries its caller's
+// deadline (CompleteRequest.timeout_ms, and the call's own) and admission commits none past it.
+const h = new Harness();
+
+beforeAll(async () => {
+  await h.start();
+  await h.addInstance();
+  await h.adapter('mx');
+});
+
+afterAll(async () => {
+  await h.stop();
+});
+
+/**
+ * Hold the claims table (ACCESS EXCLUSIVE) for `ms`: a replica's read of claims it did not make, the first
+ * step of its completion batch, waits until then, as it would behind a slow or locked database.
+ */
+async function holdClaims(ms: number): Promise<{ released: Promise<void> }> {
+  const db = new pg.Client({ connectionString: h.databaseUrl });
+  await db.connect();
+  await db.query('BEGIN');
+  await db.query('LOCK TABLE admission.idempotency_records IN ACCESS EXCLUSIVE MODE');
+  const released = (async () => {
+    await new Promise((r) => setTimeout(r, ms));
+    await db.query('COMMIT');
+    await db.end();
+  })();
+  return { released };
+}
+
+describe('a v1 completion is never committed after its caller gave up', () => {
+  it('CompleteMany: the member past its own deadline is refused, nothing charged; its neighbour is committed', async () => {
+    const c = await h.customer(['mx']);
+    const admitted = h.clients(0).admission;
+    const late = await admitted.admit(admitReq(c, { inputCount: 10 }));
+    const onTime = await admitted.admit(admitReq(c, { inputCount: 3 }));
+    // Completed on the other replica (as after a gateway's reconnect), which reads the claims first.
+    const { released } = await holdClaims(800);
+    const answer = await h.clients(1).admission.completeMany(
+      {
+        requests: [
+          { admissionId: late.admissionId, timeoutMs: 200 },
+          { admissionId: onTime.admissionId, timeoutMs: 5_000 },
+        ],
+      },
+      { timeoutMs: 5_000 },
+    );
+    await released;
+    const [first, second] = answer.results;
+    expect(first?.result.case).toBe('error');
+    expect(first?.result.case === 'error' && first.result.value.code).toBe(Code.DeadlineExceeded);
+    expect(second?.result.case).toBe('completed');
+    expect(await h.account(c.orgId, 'mx')).toMatchObject({ used: 3, reserved: 10 });
+    // The gateway's abort then undoes the refused one: nothing was committed.
+    expect(await admitted.abort({ admissionId: late.admissionId })).toMatchObject({ completed: false });
+    expect(await h.account(c.orgId, 'mx')).toMatchObject({ used: 3, reserved: 0 });
+  });
+
+  it('Complete: past the call deadline the completion is not committed, though admission went on', async () => {
+    const c = await h.customer(['mx']);
+    const first = await h.clients(0).admission.admit(admitReq(c, { inputCount: 10 }));
+    const { released } = await holdClaims(800);
+    const err = await h
+      .clients(1)
+      .admission.complete({ admissionId: first.admissionId }, { timeoutMs: 200 })
+      .catch((e) => e);
+    expect(err).toBeInstanceOf(ConnectError);
+    expect(err.code).toBe(Code.DeadlineExceeded);
+    await released;
+    // Admission's batch ran once the table was free: it must not have committed for a caller gone.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await h.account(c.orgId, 'mx')).toMatchObject({ used: 0, reserved: 10 });
+    expect(await h.clients(0).admission.abort({ admissionId: first.admissionId })).toMatchObject({
+      completed: false,
+    });
+    expect(await h.account(c.orgId, 'mx')).toMatchObject({ used: 0, reserved: 0 });
+  });
+
+  it('a completion within its deadline commits as before (timeout_ms 0: the call deadline only)', async () => {
+    const c = await h.customer(['mx']);
+    const first = await h.clients(0).admission.admit(admitReq(c, { inputCount: 4 }));
+    await h.clients(1).admission.complete({ admissionId: first.admissionId, timeoutMs: 0 });
+    expect(await h.account(c.orgId, 'mx')).toMatchObject({ used: 4, reserved: 0 });
+  });
+});
