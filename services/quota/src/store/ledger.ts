@@ -1,5 +1,5 @@
 import { Code, ConnectError, inTransaction, type Pool, type PoolClient, publicError } from '@dnc/kit';
-import { periodOf, type ReservationState, transition } from '../domain/period.js';
+import { type ReservationState, transition } from '../domain/period.js';
 
 export interface ReserveInput {
   reservationId: string;
@@ -43,6 +43,12 @@ interface ReservationRow {
   state: ReservationState;
 }
 
+/**
+ * The quota period (`YYYY-MM`, the UTC calendar month) of the database's clock, in SQL: the same clock as
+ * the time of every usage record and reservation (`periodOf` is its reading of a given instant).
+ */
+const CURRENT_PERIOD = `to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM')`;
+
 /** SQLSTATE serialization_failure: reserve_many saw one of its ids written concurrently. */
 const SERIALIZATION_FAILURE = '40001';
 const ATTEMPTS = 5;
@@ -54,10 +60,7 @@ const ATTEMPTS = 5;
  * reservations are serialized per account and `used + reserved` can never pass the limit.
  */
 export class Ledger {
-  constructor(
-    private readonly pool: Pool,
-    private readonly now: () => Date = () => new Date(),
-  ) {}
+  constructor(private readonly pool: Pool) {}
 
   /**
    * Reserve every input in order, each as `reserve` would; a later input sees the reservations of
@@ -65,20 +68,20 @@ export class Ledger {
    */
   async reserveMany(inputs: readonly ReserveInput[]): Promise<ReserveOutcome[]> {
     if (inputs.length === 0) return [];
-    const period = periodOf(this.now());
     const params = [
       inputs.map((i) => i.reservationId),
       inputs.map((i) => i.orgId),
       inputs.map((i) => i.country),
       inputs.map((i) => i.amount),
       inputs.map((i) => i.kind),
-      period,
     ];
     for (let attempt = 1; ; attempt++) {
       try {
         const r = await this.pool.query<{ outcomes: ReserveOutcome[] }>({
           name: 'quota.reserve_many',
-          text: 'SELECT quota.reserve_many($1::text[], $2::text[], $3::text[], $4::bigint[], $5::smallint[], $6) AS outcomes',
+          // The month is the database's (CURRENT_PERIOD), as every usage record's time is: a replica's
+          // clock a few seconds off at 00:00 UTC on the 1st would put a reservation in the other month.
+          text: `SELECT quota.reserve_many($1::text[], $2::text[], $3::text[], $4::bigint[], $5::smallint[], ${CURRENT_PERIOD}) AS outcomes`,
           values: params,
         });
         return r.rows[0]!.outcomes;
@@ -218,23 +221,24 @@ export class Ledger {
 
   /** Every country with a limit, with the figures of the current month. */
   async accounts(orgId: string): Promise<Account[]> {
-    const period = periodOf(this.now());
     const r = await this.pool.query<{
       country: string;
+      period: string;
       monthly_limit: number;
       used: number | null;
       reserved: number | null;
     }>(
-      `SELECT l.country, l.monthly_limit, a.used, a.reserved
-       FROM quota.limits l
-       LEFT JOIN quota.accounts a ON a.org_id = l.org_id AND a.country = l.country AND a.period = $2
+      `SELECT l.country, p.period, l.monthly_limit, a.used, a.reserved
+       FROM (SELECT ${CURRENT_PERIOD} AS period) p
+       CROSS JOIN quota.limits l
+       LEFT JOIN quota.accounts a ON a.org_id = l.org_id AND a.country = l.country AND a.period = p.period
        WHERE l.org_id = $1 ORDER BY l.country`,
-      [orgId, period],
+      [orgId],
     );
     return r.rows.map((row) => ({
       orgId,
       country: row.country,
-      period,
+      period: row.period,
       limit: row.monthly_limit,
       used: row.used ?? 0,
       reserved: row.reserved ?? 0,
