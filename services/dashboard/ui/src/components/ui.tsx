@@ -52,17 +52,20 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []) {
 export function useAction() {
   const [message, setMessage] = useState('');
   const [error, setError] = useState<unknown>();
+  // How many actions succeeded: what a view that shows their effect reloads on (once per action).
+  const [succeeded, setSucceeded] = useState(0);
   async function run(work: () => Promise<unknown>, done = '') {
     setError(undefined);
     setMessage('');
     try {
       await work();
       setMessage(done);
+      setSucceeded((n) => n + 1);
     } catch (e) {
       setError(e);
     }
   }
-  return { message, error, run };
+  return { message, error, run, succeeded };
 }
 
 export type Run = ReturnType<typeof useAction>['run'];

@@ -6,7 +6,7 @@ import { useSession } from '../session.js';
 /** The signed-in person's own password, second factor and sessions. */
 export function AccountPage() {
   const { me } = useSession();
-  const { message, error, run } = useAction();
+  const { message, error, run, succeeded } = useAction();
   return (
     <Page title="Your account">
       <p>
@@ -16,7 +16,7 @@ export function AccountPage() {
       <ErrorText error={error} />
       <PasswordCard run={run} />
       <SecondFactorCard run={run} />
-      <SessionsCard run={run} changed={message} />
+      <SessionsCard run={run} changed={succeeded} />
     </Page>
   );
 }
@@ -175,7 +175,7 @@ interface SessionRow {
 }
 
 /** "Chrome on Android" from a User-Agent header; the header itself is shown on hover. */
-export function browserName(userAgent: string): string {
+function browserName(userAgent: string): string {
   const browser = [
     ['Edg/', 'Edge'],
     ['Firefox/', 'Firefox'],
@@ -200,12 +200,9 @@ export function browserName(userAgent: string): string {
  * signing out everywhere), then Sign out everywhere. Reloaded after every action of the page: a password
  * change or turning the second factor on ends the other sessions.
  */
-function SessionsCard({ run, changed }: { run: Run; changed: string }) {
+function SessionsCard({ run, changed }: { run: Run; changed: number }) {
   const { signOut } = useSession();
-  const { data, error, reload } = useLoad(
-    () => api.get<{ sessions: SessionRow[] }>('/api/me/sessions'),
-    [changed],
-  );
+  const { data, error } = useLoad(() => api.get<{ sessions: SessionRow[] }>('/api/me/sessions'), [changed]);
   return (
     <section className="card" aria-labelledby="sessions">
       <h2 id="sessions">Sessions</h2>
@@ -236,10 +233,7 @@ function SessionsCard({ run, changed }: { run: Run; changed: string }) {
                     <button
                       type="button"
                       onClick={() =>
-                        void run(async () => {
-                          await api.post(`/api/me/sessions/${s.id}/end`);
-                          reload();
-                        }, 'Session ended.')
+                        void run(() => api.post(`/api/me/sessions/${s.id}/end`), 'Session ended.')
                       }
                     >
                       End<span className="sr-only"> the session signed in {when(s.signed_in_at)}</span>
