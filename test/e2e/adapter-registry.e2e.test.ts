@@ -117,17 +117,58 @@ describe('registry adapters as processes: dnc-admin, discovery, restarts, confor
     expect(typeof status['snapshot_time']).toBe('string');
   });
 
-  it('dnc-admin adds and removes through the same normalization', async () => {
+  it('dnc-admin adds and removes through the same normalization; a delta keeps its base’s time unless --as-of', async () => {
+    const base = (await stack.admin([
+      'registry',
+      'status',
+      '--country',
+      'mx',
+      '--address',
+      mxAdmin(),
+    ])) as Record<string, unknown>;
     const added = (await stack.admin(
       ['registry', 'load', '--country', 'mx', '--mode', 'add', '--file', '-', '--address', mxAdmin()],
       '+52 1 33 3123 4567\n',
     )) as Record<string, unknown>;
     expect(added['registry_size']).toBe(3);
+    expect(added['snapshot_time']).toBe(base['snapshot_time']);
     const removed = (await stack.admin(
-      ['registry', 'load', '--country', 'mx', '--mode', 'remove', '--file', '-', '--address', mxAdmin()],
+      [
+        'registry',
+        'load',
+        '--country',
+        'mx',
+        '--mode',
+        'remove',
+        '--file',
+        '-',
+        '--as-of',
+        '2026-11-30T12:00:00Z',
+        '--address',
+        mxAdmin(),
+      ],
       '(55) 1234-5678\n',
     )) as Record<string, unknown>;
     expect(removed['registry_size']).toBe(2);
+    expect(removed['snapshot_time']).toBe('2026-11-30T12:00:00.000Z');
+    // A time without its zone would be read in the operator's local zone: a usage error, nothing sent.
+    await expect(
+      stack.admin(
+        [
+          'registry',
+          'load',
+          '--country',
+          'mx',
+          '--file',
+          '-',
+          '--as-of',
+          '2026-11-30T12:00',
+          '--address',
+          mxAdmin(),
+        ],
+        '+52 55 1234 5678\n',
+      ),
+    ).rejects.toThrow(/--as-of must be an ISO 8601 time with its zone/);
   });
 
   it('drills change the discovery status within seconds, and --clear restores it', async () => {

@@ -1,5 +1,5 @@
 import { create } from '@bufbuild/protobuf';
-import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter, HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { isPhoneWithinLimit } from '@dnc/api-contract/limits';
 import { Code, ConnectError, checkResponse, PHONE_LIST_HEADER, publicError, validationError } from '@dnc/kit';
@@ -33,6 +33,9 @@ export interface AdapterDeps {
   metrics: AdapterMetrics;
   logger: Logger;
 }
+
+/** How far in the future a load's `as_of` may be (clocks apart), no more. */
+const AS_OF_FUTURE_MS = 5 * 60_000;
 
 const STATUS: Record<ProviderState['status'], registryv1.AdapterStatus> = {
   serving: registryv1.AdapterStatus.SERVING,
@@ -166,6 +169,9 @@ async function loadSnapshot(deps: AdapterDeps, requests: AsyncIterable<registryv
   }
   const mode = LOAD_MODES[header.mode];
   if (!mode) throw new ConnectError('mode must be replace, add or remove', Code.InvalidArgument);
+  const asOf = header.asOf ? timestampDate(header.asOf) : undefined;
+  if (asOf && !(asOf.getTime() <= Date.now() + AS_OF_FUTURE_MS))
+    throw new ConnectError('as_of is in the future: when was the registry consulted?', Code.InvalidArgument);
   async function* chunks(): AsyncGenerator<readonly string[]> {
     for (;;) {
       const next = await iterator.next();
@@ -181,6 +187,7 @@ async function loadSnapshot(deps: AdapterDeps, requests: AsyncIterable<registryv
     const result = await loadRegistry(store, deps.normalizer, mode, chunks(), undefined, {
       maxRejected: Number(header.maxRejected),
       allowShrink: header.allowShrink,
+      ...(asOf ? { asOf } : {}),
     });
     deps.logger.info(
       {

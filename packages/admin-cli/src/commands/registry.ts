@@ -1,6 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { timestampDate } from '@bufbuild/protobuf/wkt';
+import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { createClient } from '@connectrpc/connect';
 import { adapterIdentity } from '@dnc/kit';
 import { admissionv1, registryv1 } from '@dnc/proto';
@@ -79,16 +79,20 @@ async function* fileChunks(file: string, onLines: (n: number) => void): AsyncGen
   }
 }
 
+/** An ISO 8601 time with its zone (a time without one would be read in the operator's local zone). */
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
+
 export const registryLoadCommand: Command = {
   name: 'registry load',
   usage:
-    'registry load --country CC --file F|- [--mode replace|add|remove] [--max-rejected N] [--allow-shrink] [--address HOST:PORT]',
+    'registry load --country CC --file F|- [--mode replace|add|remove] [--max-rejected N] [--allow-shrink] [--as-of ISO-TIME] [--address HOST:PORT]',
   options: {
     country: { type: 'string' },
     file: { type: 'string' },
     mode: { type: 'string' },
     'max-rejected': { type: 'string' },
     'allow-shrink': { type: 'boolean' },
+    'as-of': { type: 'string' },
     address: { type: 'string' },
   },
   async run(flags, env) {
@@ -103,6 +107,14 @@ export const registryLoadCommand: Command = {
     if (typeof allowed !== 'string' || !/^[0-9]{1,12}$/.test(allowed))
       throw new UsageError('--max-rejected must be a whole number of lines');
     const maxRejected = BigInt(allowed);
+    // When the registry was consulted for the file (default: a replace now, a delta its base's time).
+    const asOfFlag = flags['as-of'];
+    const asOf = typeof asOfFlag === 'string' ? Date.parse(asOfFlag) : undefined;
+    if (
+      asOfFlag !== undefined &&
+      (typeof asOfFlag !== 'string' || !ISO_TIME.test(asOfFlag) || !Number.isFinite(asOf))
+    )
+      throw new UsageError('--as-of must be an ISO 8601 time with its zone, e.g. 2026-12-01T00:00:00Z');
     if (file !== '-') {
       // Fail before connecting when the file cannot be read.
       await new Promise<void>((resolve, reject) => {
@@ -124,7 +136,14 @@ export const registryLoadCommand: Command = {
     const started = Date.now();
     async function* requests(): AsyncGenerator<registryv1.LoadRequest | object> {
       const allowShrink = flags['allow-shrink'] === true;
-      yield { part: { case: 'header', value: { country, mode, maxRejected, allowShrink } } };
+      const header = {
+        country,
+        mode,
+        maxRejected,
+        allowShrink,
+        ...(asOf !== undefined ? { asOf: timestampFromDate(new Date(asOf)) } : {}),
+      };
+      yield { part: { case: 'header', value: header } };
       for await (const lines of fileChunks(file, (n) => {
         sent += n;
       })) {

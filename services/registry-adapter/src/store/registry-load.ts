@@ -66,7 +66,8 @@ function otherRules(base: SnapshotInfo, store: RegistryStore): LoadRefused {
  * snapshot for add/remove), never in a JS array or Set, so 10,000,000 lines fit.
  *
  * - replace: the file becomes the whole registry;
- * - add / remove: a new snapshot from the current one (none: empty) plus / minus the file's numbers.
+ * - add / remove: a new snapshot from the current one (none: empty) plus / minus the file's numbers, as of
+ *   the current one's time unless `asOf` says when the registry published the delta.
  * A load whose result is an empty registry is refused: it would answer `safe` for everyone. The snapshot is
  * stamped with the store's numbering rules; an add or remove on a snapshot of other rules is refused.
  */
@@ -76,7 +77,7 @@ export async function loadRegistry(
   mode: LoadMode,
   chunks: AsyncIterable<readonly string[]>,
   onProgress?: (linesRead: number) => void,
-  guards: { maxRejected: number; allowShrink: boolean } = {
+  guards: { maxRejected: number; allowShrink: boolean; asOf?: Date } = {
     maxRejected: Number.POSITIVE_INFINITY,
     allowShrink: true,
   },
@@ -143,7 +144,10 @@ export async function loadRegistry(
         'shrink',
       );
     }
-    const snapshot = await store.commitSnapshot(client, keys, { mode, linesRead, accepted, rejected }, base);
+    // A delta without its own as_of keeps its base's: it does not make the rest of the copy fresher.
+    const asOf = guards.asOf ?? (mode === 'add' || mode === 'remove' ? (base?.time ?? null) : null);
+    const stats = { mode, linesRead, accepted, rejected, asOf };
+    const snapshot = await store.commitSnapshot(client, keys, stats, base);
     await store.dropOldSnapshots(client, snapshot.id).catch(() => 0);
     return { snapshot, linesRead, accepted, rejected };
   });

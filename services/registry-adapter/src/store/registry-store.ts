@@ -7,6 +7,7 @@ import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 /** Identity of one committed registry snapshot. */
 export interface SnapshotInfo {
   id: string;
+  /** When the registry was consulted for it (its `as_of`, else its commit time): what its age is read from. */
   time: Date;
   size: number;
   /** The numbering rules its keys were built with; null: committed before snapshots were stamped. */
@@ -20,6 +21,8 @@ export interface SnapshotStats {
   linesRead: number;
   accepted: number;
   rejected: number;
+  /** When the registry was consulted for it; null: now (its commit). */
+  asOf: Date | null;
 }
 
 /** Old snapshot tables kept besides the current one, so a replica still reading one is not cut off. */
@@ -63,7 +66,8 @@ export class RegistryStore {
       size: number;
       numbering_rules: string | null;
     }>(
-      `SELECT s.id, s.created_at, s.size, s.numbering_rules FROM ${this.t('current_snapshot')} c
+      `SELECT s.id, COALESCE(s.as_of, s.created_at) AS created_at, s.size, s.numbering_rules
+         FROM ${this.t('current_snapshot')} c
          JOIN ${this.t('snapshots')} s ON s.id = c.snapshot_id`,
     );
     const row = rows[0];
@@ -168,8 +172,8 @@ export class RegistryStore {
       );
       const inserted = await client.query<{ created_at: Date }>(
         `INSERT INTO ${this.t('snapshots')}
-           (id, mode, size, lines_read, accepted, rejected, based_on, table_name, numbering_rules)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING created_at`,
+           (id, mode, size, lines_read, accepted, rejected, based_on, table_name, numbering_rules, as_of)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING COALESCE(as_of, created_at) AS created_at`,
         [
           id,
           stats.mode,
@@ -180,6 +184,7 @@ export class RegistryStore {
           basedOn?.id ?? null,
           table,
           this.rules,
+          stats.asOf,
         ],
       );
       await client.query(
