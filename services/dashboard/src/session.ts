@@ -40,23 +40,29 @@ const cookieOptions = {
   sameSite: 'strict' as const,
 };
 
-/** Start a session (`mfa` until the second factor, `full` after): cookie set, CSRF token returned. */
+/**
+ * Start a session (`mfa` until the second factor, `full` after): cookie set, CSRF token returned. Undefined,
+ * and nothing started, when all the member's sessions were ended since `member` was read (a password
+ * change, the second factor turned on, sign out everywhere): what was judged may no longer hold.
+ */
 export async function startSession(
   deps: SessionDeps,
   reply: FastifyReply,
   member: Member,
   stage: SessionStage,
-): Promise<{ csrfToken: string }> {
+): Promise<{ csrfToken: string } | undefined> {
   const token = newToken();
   const csrfToken = newToken();
-  await deps.sessions.create({
+  const created = await deps.sessions.create({
     tokenHash: tokenHash(token),
     memberId: member.memberId,
     orgId: member.orgId,
+    sessionsEpoch: member.sessionsEpoch,
     stage,
     csrfToken,
     userAgent: reply.request.headers['user-agent'] ?? '',
   });
+  if (!created) return undefined;
   reply.setCookie(SESSION_COOKIE, token, cookieOptions);
   return { csrfToken };
 }

@@ -91,10 +91,14 @@ function signInRoutes(app: FastifyInstance, deps: RouteDeps): void {
       if (await deps.members.isLocked(member.email)) throw await lockedOut();
       await deps.members.clearFailures(member.email);
       await deps.sessions.end(pending.tokenHash);
-      const { csrfToken } = await startSession(deps, reply, member, 'full');
+      const started = await startSession(deps, reply, member, 'full');
+      if (!started) {
+        clearSessionCookie(reply);
+        throw new HttpError(401, 'unauthenticated', 'Your sessions were ended meanwhile; sign in again.');
+      }
       await deps.members.signedIn(member.memberId);
       await deps.audit.record(member.orgId, member.email, 'sign_in', 'with second factor');
-      return { stage: 'full', csrf_token: csrfToken };
+      return { stage: 'full', csrf_token: started.csrfToken };
     },
   );
 }
@@ -181,12 +185,12 @@ async function signInWithPassword(
   // Never reuse a session across a sign-in (fixation): an earlier one of this browser ends.
   const previous = request.cookies[SESSION_COOKIE];
   if (previous) await deps.sessions.end(tokenHash(previous));
-  if (member.totp) {
-    const { csrfToken } = await startSession(deps, reply, member, 'mfa');
-    return { stage: 'mfa', csrf_token: csrfToken };
-  }
-  const { csrfToken } = await startSession(deps, reply, member, 'full');
+  // Created only if no password change, second factor or sign out everywhere ended the person's sessions
+  // while this one was judged on what `member` said: it is refused as a wrong password would be.
+  const started = await startSession(deps, reply, member, member.totp ? 'mfa' : 'full');
+  if (!started) throw wrongCredentials();
+  if (member.totp) return { stage: 'mfa', csrf_token: started.csrfToken };
   await deps.members.signedIn(member.memberId);
   await deps.audit.record(member.orgId, member.email, 'sign_in');
-  return { stage: 'full', csrf_token: csrfToken };
+  return { stage: 'full', csrf_token: started.csrfToken };
 }

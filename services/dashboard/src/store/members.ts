@@ -16,6 +16,8 @@ export interface Member {
   totpLastStep: number | null;
   createdAt: Date;
   lastSignInAt: Date | null;
+  /** Bumped whenever all the person's sessions end; a session is created only against the one read. */
+  sessionsEpoch: string;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: pg rows
@@ -33,6 +35,7 @@ function memberOf(r: any): Member {
     totpLastStep: r.totp_last_step,
     createdAt: r.created_at,
     lastSignInAt: r.last_sign_in_at,
+    sessionsEpoch: String(r.sessions_epoch),
   };
 }
 

@@ -1,4 +1,4 @@
-import type { Pool } from '@dnc/kit';
+import { inTransaction, type Pool } from '@dnc/kit';
 
 export type SessionStage = 'mfa' | 'full';
 
@@ -54,17 +54,27 @@ export class SessionStore {
     private readonly policy: SessionPolicy,
   ) {}
 
+  /**
+   * A new session of the member, only while its `sessionsEpoch` is still the one the caller read: false
+   * when all its sessions were ended since (or it is gone), and nothing is created. The member row is
+   * locked FOR SHARE, so an `endAll` either waits for this insert and then deletes the session, or has
+   * bumped the epoch first and the insert finds no row.
+   */
   async create(s: {
     tokenHash: Buffer;
     memberId: string;
     orgId: string;
+    sessionsEpoch: string;
     stage: SessionStage;
     csrfToken: string;
     userAgent: string;
-  }): Promise<void> {
-    await this.pool.query(
+  }): Promise<boolean> {
+    const r = await this.pool.query(
       `INSERT INTO dashboard.sessions (token_hash, member_id, org_id, stage, csrf_token, user_agent, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(mins => $7))`,
+       SELECT $1, m.member_id, m.org_id, $4, $5, $6, now() + make_interval(mins => $7)
+       FROM dashboard.members m
+       WHERE m.member_id = $2 AND m.org_id = $3 AND m.sessions_epoch = $8
+       FOR SHARE`,
       [
         s.tokenHash,
         s.memberId,
@@ -73,8 +83,10 @@ export class SessionStore {
         s.csrfToken,
         keptUserAgent(s.userAgent),
         Math.min(this.policy.idleMinutes, this.policy.absoluteHours * 60),
+        s.sessionsEpoch,
       ],
     );
+    return r.rowCount === 1;
   }
 
   /** The person's live sessions, the most recently used first; `current` marks the caller's. */
@@ -125,13 +137,23 @@ export class SessionStore {
     await this.pool.query('DELETE FROM dashboard.sessions WHERE token_hash = $1', [tokenHash]);
   }
 
-  /** Sign out everywhere: every session of the member, except `keep` when given. */
+  /**
+   * Sign out everywhere: every session of the member, except `keep` when given; a sign-in still in flight
+   * creates none after this (the epoch is bumped first, in its own statement, so the deletion's snapshot
+   * sees a session whose insert this bump waited for).
+   */
   async endAll(memberId: string, keep?: Buffer): Promise<number> {
-    const r = await this.pool.query(
-      'DELETE FROM dashboard.sessions WHERE member_id = $1 AND ($2::bytea IS NULL OR token_hash <> $2)',
-      [memberId, keep ?? null],
-    );
-    return r.rowCount ?? 0;
+    return inTransaction(this.pool, async (tx) => {
+      await tx.query(
+        'UPDATE dashboard.members SET sessions_epoch = sessions_epoch + 1 WHERE member_id = $1',
+        [memberId],
+      );
+      const r = await tx.query(
+        'DELETE FROM dashboard.sessions WHERE member_id = $1 AND ($2::bytea IS NULL OR token_hash <> $2)',
+        [memberId, keep ?? null],
+      );
+      return r.rowCount ?? 0;
+    });
   }
 
   /** Delete sessions past their end (they are refused anyway; this keeps the table small). */
