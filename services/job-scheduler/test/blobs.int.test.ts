@@ -92,6 +92,24 @@ describe('writeBlob (real PostgreSQL)', () => {
     expect(Buffer.concat(parts).equals(plain)).toBe(true);
   });
 
+  // Found by a review (2026-12-03): the segment count is the header's, not authenticated; truncated to
+  // fewer segments the last one read fails its "last" binding, but a count of 0 opened nothing and read
+  // as an empty blob: a result served as an empty 200.
+  it('a header cut to fewer segments, or to none, fails to open; never an empty or shorter blob', async () => {
+    for (const count of [0, 1]) {
+      const b = await newJob();
+      await inTransaction(pool, (c) => writeBlob(c, keys, b, [randomBytes(2 * MIB + 1)]));
+      await pool.query('UPDATE jobs.job_blobs SET segment_count = $2 WHERE job_id = $1', [b.jobId, count]);
+      await pool.query('DELETE FROM jobs.job_blob_segments WHERE job_id = $1 AND seq >= $2', [
+        b.jobId,
+        count,
+      ]);
+      await expect(readBlobWhole(pool, keys, b), `${count} segments`).rejects.toThrow(
+        /authenticate|no segment/,
+      );
+    }
+  });
+
   it('pieces that fail half way (segments already sent) leave nothing: the transaction rolls back', async () => {
     const b = await newJob();
     const unhandled: unknown[] = [];

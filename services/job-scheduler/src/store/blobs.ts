@@ -138,6 +138,9 @@ export async function* readBlob(pool: Pool, keys: KeyRing, binding: BlobBinding)
   );
   const row = head.rows[0];
   if (!row) throw new BlobMissing();
+  // A blob is written with one segment at least (an empty one too); the count is not authenticated, and
+  // fewer segments fail the last one's binding, but none would open nothing: an empty blob, not an error.
+  if (!(row.segment_count >= 1)) throw new Error('blob header names no segment: damaged or truncated');
   const dek = keys.unwrap(row.kek_id, row.wrapped_dek, binding);
   // A batch fetched ahead may never be awaited (the reader stopped): observed. Read as stored (binary
   // COPY), not as hex text.
