@@ -1,6 +1,10 @@
 import { commonConfig, port, serviceAddress, z } from '@dnc/kit';
 
-const seconds = (fallback: number) => z.coerce.number().int().min(1).max(31_536_000).default(fallback);
+/**
+ * A retention or cap in seconds, at most the spec's value (its default): "a country or legal requirement
+ * may shorten them", never lengthen them.
+ */
+const atMost = (spec: number) => z.coerce.number().int().min(1).max(spec).default(spec);
 
 export const jobsConfig = z.object({
   ...commonConfig,
@@ -11,9 +15,9 @@ export const jobsConfig = z.object({
   /** `id:base64key,id2:base64key`: 256-bit key-encryption keys by id. Old ids stay for decryption. */
   DNC_KEKS: z.string().min(1),
   DNC_KEK_ACTIVE_ID: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, _ . - only'),
-  DNC_JOB_HARD_CAP_SECONDS: seconds(86_400),
-  DNC_RESULT_TTL_SECONDS: seconds(604_800),
-  DNC_METADATA_TTL_SECONDS: seconds(2_592_000),
+  DNC_JOB_HARD_CAP_SECONDS: atMost(86_400),
+  DNC_RESULT_TTL_SECONDS: atMost(604_800),
+  DNC_METADATA_TTL_SECONDS: atMost(2_592_000),
   /**
    * Admission's idempotency retention (same setting, same bounds): a job id fenced by its claim
    * reconciler (FenceJob) is kept this long, then purged by the sweeper.
