@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { connectNats, type NatsConnection, natsNames, openBucket, provisionJetStream } from '@dnc/kit';
 import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { headers } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalNatsServer } from '../src/nats-server.js';
 
@@ -51,6 +52,23 @@ describe('NATS: each service its own user with the narrowest subject permissions
     expect(await putAdapter('registry-adapter-co', 'co.i1')).toBe('allowed');
     expect(await putAdapter('registry-adapter-co', 'mx.i1')).toBe('refused');
     expect(await putAdapter('registry-adapter-mx', 'co.forged')).toBe('refused');
+  });
+
+  // Found by a review (2026-12-03): the KV client creates buckets allowing rollup headers, so a put to an
+  // adapter's own key with `Nats-Rollup: all` purged every other country's entries from the bucket.
+  it("an adapter's own key cannot carry a rollup that purges the other countries' entries", async () => {
+    expect(await putAdapter('registry-adapter-co', 'co.i2')).toBe('allowed');
+    const h = headers();
+    h.set('Nats-Rollup', 'all');
+    const rollup = await jetstream(as('registry-adapter-mx'))
+      .publish(`$KV.${n.adaptersBucket}.mx.i1`, '{}', { headers: h, timeout: 2_000 })
+      .then(
+        () => 'allowed',
+        (e: Error) => e.message,
+      );
+    expect(rollup).toMatch(/rollup/i);
+    const kv = await openBucket(as('admission'), n.adaptersBucket);
+    expect((await kv.get('co.i2'))?.operation).toBe('PUT');
   });
 
   it('no other service can write the discovery bucket', async () => {

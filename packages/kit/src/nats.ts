@@ -106,7 +106,19 @@ export async function provisionJetStream(
       () => false,
     );
     if (!exists) await kvm.create(bucket, options);
+    await refuseRollups(jsm, `KV_${bucket}`);
   }
+}
+
+/**
+ * A bucket's stream refuses the `Nats-Rollup` header (the KV client creates it allowing them): a put with
+ * `Nats-Rollup: all` by any writer of one key would purge the whole bucket, every other country's
+ * discovery entries included, though its user may write only its own country's keys. Nothing here purges
+ * a key (deletes are markers), so nothing needs them. Existing buckets are changed too.
+ */
+async function refuseRollups(jsm: JetStreamManager, stream: string): Promise<void> {
+  const { config } = await jsm.streams.info(stream);
+  if (config.allow_rollup_hdrs) await jsm.streams.update(stream, { ...config, allow_rollup_hdrs: false });
 }
 
 export async function openBucket(nc: NatsConnection, bucket: string): Promise<KV> {
