@@ -53,6 +53,13 @@ export const STALE_AFTER_MS = 6_000;
  * treat as the country being unavailable.
  */
 export const OUTAGE_GRACE_MS = 120_000;
+/**
+ * How far ahead of the NATS server's time of a write (the KV entry's `created`) an entry's own
+ * `updated_at` may count. An adapter signs its clock's time; one running ahead (or a compromised one
+ * that dates its last "serving" an hour ahead, then dies) would otherwise stay fresh for that long, and
+ * a KV entry's expiry is not seen by a watch. Clocks within this of the server's change nothing.
+ */
+export const ENTRY_CLOCK_SKEW_MS = 5_000;
 /** The watch is started again after an error, waiting 0.5 s doubling to 10 s between tries. */
 export const WATCH_RETRY_MIN_MS = 500;
 export const WATCH_RETRY_MAX_MS = 10_000;
@@ -82,6 +89,8 @@ type Watch = Awaited<ReturnType<KV['watch']>>;
 
 export class AdapterDirectory {
   private readonly entries = new Map<string, AdapterEntry>();
+  /** When each entry was last refreshed, as its freshness is judged (`updated_at`, bounded by the server's time). */
+  private readonly refreshedAt = new Map<string, number>();
   private stopped = false;
   private cursor = 0;
 
@@ -153,12 +162,17 @@ export class AdapterDirectory {
   private apply(e: KvEntry): void {
     if (e.operation === 'DEL' || e.operation === 'PURGE') {
       this.entries.delete(e.key);
+      this.refreshedAt.delete(e.key);
       return;
     }
     try {
       const entry = JSON.parse(e.string()) as AdapterEntry;
       // A refused write leaves the last verified entry in place (it goes stale on its own).
-      if (this.accept(e.key, entry)) this.entries.set(e.key, entry);
+      if (this.accept(e.key, entry)) {
+        this.entries.set(e.key, entry);
+        const written = e.created.getTime() + ENTRY_CLOCK_SKEW_MS;
+        this.refreshedAt.set(e.key, Math.min(Date.parse(entry.updated_at), written));
+      }
     } catch {
       this.logger.warn('ignored a malformed adapter entry');
     }
@@ -195,8 +209,9 @@ export class AdapterDirectory {
   instances(country: string, now = Date.now()): AdapterEntry[] {
     const out: AdapterEntry[] = [];
     const asOf = this.freshAsOf(now);
-    for (const entry of this.entries.values()) {
-      if (entry.country === country && asOf - Date.parse(entry.updated_at) <= STALE_AFTER_MS) out.push(entry);
+    for (const [key, entry] of this.entries) {
+      const refreshed = this.refreshedAt.get(key) ?? Date.parse(entry.updated_at);
+      if (entry.country === country && asOf - refreshed <= STALE_AFTER_MS) out.push(entry);
     }
     return out;
   }
