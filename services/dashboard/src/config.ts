@@ -38,6 +38,8 @@ export const dashboardConfig = z.object({
   /** Consecutive failed sign-ins of one email that lock it, and for how long. */
   DNC_LOCKOUT_FAILURES: int(1, 100, 5),
   DNC_LOCKOUT_MINUTES: int(1, 1440, 15),
+  /** How often expired sessions and forgotten sign-in failures (the emails typed) are deleted. */
+  DNC_PURGE_INTERVAL_MS: int(100, 3_600_000, 600_000),
   /**
    * scrypt cost exponent (N = 2^n). 17 is OWASP's current recommendation for scrypt (N=2^17, r=8, p=1,
    * 128 MiB); tests may lower it, never production (the chart does not expose it).

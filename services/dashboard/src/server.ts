@@ -61,9 +61,12 @@ async function wire(service: Service, config: DashboardConfig): Promise<RunningD
 
   const purge = setInterval(() => {
     deps.sessions.purgeExpired().catch((err) => logger.warn({ err }, 'expired sessions not purged'));
-  }, 600_000);
+    deps.members
+      .purgeForgottenFailures(deps.lockout)
+      .catch((err) => logger.warn({ err }, 'forgotten sign-in failures not purged'));
+  }, config.DNC_PURGE_INTERVAL_MS);
   purge.unref();
-  service.onClose('session purge', () => clearInterval(purge));
+  service.onClose('session and sign-in failure purge', () => clearInterval(purge));
 
   // The gRPC listener serves health and service info; DashboardAdminService is on the admin listener.
   const { port: grpcPort } = await service.startGrpcServer({

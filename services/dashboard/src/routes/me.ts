@@ -15,10 +15,22 @@ export function meRoutes(app: FastifyInstance, deps: RouteDeps): void {
 
   // The current password, asked before a change: guesses count against the email's lockout as sign-ins
   // do (a stolen session must not be a way to try passwords), and while it is locked nothing is judged.
-  const checkPassword = async (member: { email: string; passwordHash: string }, password: string) => {
+  // Each wrong one is in the organization's audit log as a failed sign-in is (target "current password",
+  // "locked" when it locked the email): guesses made from a stolen session show there.
+  const checkPassword = async (
+    member: { orgId: string; email: string; passwordHash: string },
+    password: string,
+  ) => {
     if (await deps.members.isLocked(member.email)) throw lockedError(deps);
     if (!(await deps.verify(password, member.passwordHash))) {
-      if (await deps.members.recordFailure(member.email, deps.lockout)) throw lockedError(deps);
+      const nowLocked = await deps.members.recordFailure(member.email, deps.lockout);
+      await deps.audit.record(
+        member.orgId,
+        member.email,
+        'sign_in_failed',
+        nowLocked ? 'current password, locked' : 'current password',
+      );
+      if (nowLocked) throw lockedError(deps);
       throw new HttpError(403, 'invalid_credentials', 'The current password is wrong.');
     }
     if (await deps.members.isLocked(member.email)) throw lockedError(deps);

@@ -211,4 +211,18 @@ export class MemberStore {
   async clearFailures(email: string): Promise<void> {
     await this.pool.query('DELETE FROM dashboard.sign_in_failures WHERE email = $1', [email]);
   }
+
+  /**
+   * Delete the failures that no longer count (older than the lock period, no lock in force): each row is
+   * an email someone typed, a member's or not, kept no longer than the lockout needs it.
+   */
+  async purgeForgottenFailures(policy: LockoutPolicy): Promise<number> {
+    const r = await this.pool.query(
+      `DELETE FROM dashboard.sign_in_failures
+       WHERE (last_failure_at IS NULL OR last_failure_at <= now() - make_interval(mins => $1))
+         AND (locked_until IS NULL OR locked_until <= now())`,
+      [policy.lockMinutes],
+    );
+    return r.rowCount ?? 0;
+  }
 }
