@@ -265,4 +265,30 @@ describe('dashboard backend: roles, organizations, CSRF, secrets (issue 16)', ()
     expect(inB.status).toBe(200);
     for (const j of inB.body.jobs as { id: string }[]) expect(submitted).not.toContain(j.id);
   });
+  // Found by a review (2026-12-03): every 200 of a cancel was an audit event, a job that had ended (or was
+  // cancelled already) included: the log said jobs were cancelled that succeeded.
+  it('cancelling a job that has ended answers it as it is and records nothing', async () => {
+    const job = await call(stack.baseUrl, 'POST', '/v2/scrub', {
+      apiKey: a.apiKey,
+      idempotencyKey: randomUUID(),
+      json: { country: 'co', phones: ['3001234567'] },
+    });
+    expect(job.status).toBe(202);
+    const id = job.body.job_id as string;
+    await expect
+      .poll(
+        async () => (await call(stack.baseUrl, 'GET', `/v2/scrub/${id}`, { apiKey: a.apiKey })).body.status,
+        {
+          timeout: 30_000,
+        },
+      )
+      .toBe('succeeded');
+    for (let i = 0; i < 2; i++) {
+      const r = await ownerA.c.post(`/api/jobs/${id}/cancel`, {});
+      expect(r.status).toBe(200);
+      expect(r.body.job.status).toBe('succeeded');
+    }
+    const events = (await ownerA.c.get('/api/audit')).body.events as { action: string; target: string }[];
+    expect(events.filter((e) => e.action === 'job_cancelled' && e.target === id)).toEqual([]);
+  });
 });

@@ -1,10 +1,10 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
+import type { ServiceImpl } from '@connectrpc/connect';
 import { Code, jobStatusOf, publicError, validationError } from '@dnc/kit';
 import { jobsv1 } from '@dnc/proto';
 import { decodePageToken, encodePageToken } from './page-token.js';
-import { customerJob, jobMessage, jobsService, type RouteDeps } from './routes.js';
+import { cancelCustomerJob, customerJob, jobMessage, type RouteDeps } from './routes.js';
 import { listJobPage } from './store/job-pages.js';
 import type { JobRow } from './store/jobs.js';
 
@@ -20,7 +20,6 @@ const notFound = () => publicError(Code.NotFound, 'job_not_found');
  */
 export function organizationJobsService(deps: RouteDeps): ServiceImpl<typeof jobsv1.OrganizationJobsService> {
   const { store } = deps;
-  const jobs = jobsService(deps);
   const message = (job: JobRow) =>
     create(jobsv1.OrganizationJobSchema, {
       job: jobMessage(job, store.policy),
@@ -52,13 +51,10 @@ export function organizationJobsService(deps: RouteDeps): ServiceImpl<typeof job
       return { job: message(job) };
     },
 
-    async cancelOrganizationJob(req, context: HandlerContext) {
-      const orgId = orgIdOf(req.orgId);
-      // Throws job_not_found for a job of another organization, exactly as for a missing one.
-      await jobs.cancelJob(create(jobsv1.CancelJobRequestSchema, { orgId, jobId: req.jobId }), context);
-      const row = await store.findForOrg(orgId, req.jobId);
-      if (!row) throw notFound();
-      return { job: message(row) };
+    async cancelOrganizationJob(req) {
+      // The gateway's cancel; job_not_found for a job of another organization, exactly as for a missing one.
+      const { job, cancelled } = await cancelCustomerJob(deps, orgIdOf(req.orgId), req.jobId);
+      return { job: message(job), cancelled };
     },
   };
 }

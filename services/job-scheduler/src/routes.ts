@@ -105,6 +105,28 @@ const CLOCK_SKEW_MS = 5_000;
  * within 24 hours -> expired, job_expired, quota released): a status or result read in between never
  * says `queued` or `running` past the cap. A failed release is retried by the sweeper.
  */
+/**
+ * Cancel a customer's job (POST /v2/scrub/{job_id}/cancel, the dashboard's cancel): the job as it is now,
+ * and whether this call cancelled it (`cancelled`: it was active and no cancel was requested before)
+ * rather than found it ended or already being cancelled. job_not_found for another organization's job.
+ */
+export async function cancelCustomerJob(
+  deps: RouteDeps,
+  orgId: string,
+  jobId: string,
+): Promise<{ job: JobRow; cancelled: boolean }> {
+  const outcome = await deps.store.cancel(orgId, jobId);
+  if (!outcome) throw notFound();
+  if (outcome.decision.kind === 'cancel_now') {
+    deps.metrics.duration.observe(
+      { state: 'cancelled' },
+      (Date.now() - outcome.job.createdAt.getTime()) / 1000,
+    );
+    await deps.settlement.settle(outcome.job);
+  }
+  return { job: outcome.job, cancelled: outcome.changed };
+}
+
 export async function customerJob(
   deps: RouteDeps,
   orgId: string,
@@ -165,7 +187,7 @@ async function* jobResult(deps: RouteDeps, req: jobsv1.GetJobResultRequest) {
 }
 
 export function jobsService(deps: RouteDeps): ServiceImpl<typeof jobsv1.JobsService> {
-  const { store, settlement } = deps;
+  const { store } = deps;
   const policy = store.policy;
   return {
     submitJob: (req) => submitJob(deps, req),
@@ -186,16 +208,8 @@ export function jobsService(deps: RouteDeps): ServiceImpl<typeof jobsv1.JobsServ
     getJobResult: (req) => jobResult(deps, req),
 
     async cancelJob(req) {
-      const outcome = await store.cancel(req.orgId, req.jobId);
-      if (!outcome) throw notFound();
-      if (outcome.decision.kind === 'cancel_now') {
-        deps.metrics.duration.observe(
-          { state: 'cancelled' },
-          (Date.now() - outcome.job.createdAt.getTime()) / 1000,
-        );
-        await settlement.settle(outcome.job);
-      }
-      return { job: jobMessage(outcome.job, policy) };
+      const { job } = await cancelCustomerJob(deps, req.orgId, req.jobId);
+      return { job: jobMessage(job, policy) };
     },
   };
 }

@@ -61,12 +61,20 @@ describe('OrganizationJobsService', () => {
       expect(started).toBeGreaterThanOrEqual(timestampDate(detail.job!.createdAt!).getTime());
       expect(finished).toBeGreaterThanOrEqual(started);
 
-      const cancelled = (await org.cancelOrganizationJob({ orgId: h.org, jobId: queued.jobId })).job!;
+      const cancel = await org.cancelOrganizationJob({ orgId: h.org, jobId: queued.jobId });
+      const cancelled = cancel.job!;
       expect(cancelled.job!.status).toBe(S.CANCELLED);
       expect(cancelled.finishedAt).toBeDefined();
+      // Found by a review (2026-12-03): the dashboard recorded job_cancelled for every 200, a job that had
+      // ended or was cancelled already included. The answer says whether this call cancelled it.
+      expect(cancel.cancelled).toBe(true);
+      const twice = await org.cancelOrganizationJob({ orgId: h.org, jobId: queued.jobId });
+      expect(twice.job!.job!.status).toBe(S.CANCELLED);
+      expect(twice.cancelled).toBe(false);
       // A terminal job keeps its state.
-      const again = (await org.cancelOrganizationJob({ orgId: h.org, jobId: first.jobId })).job!;
-      expect(again.job!.status).toBe(S.SUCCEEDED);
+      const again = await org.cancelOrganizationJob({ orgId: h.org, jobId: first.jobId });
+      expect(again.job!.job!.status).toBe(S.SUCCEEDED);
+      expect(again.cancelled).toBe(false);
     } finally {
       await h.stack.start('job-worker');
     }

@@ -214,7 +214,9 @@ function jobRoutes(app: FastifyInstance, deps: RouteDeps): void {
     const { jobId } = request.params as { jobId: string };
     if (!UUID.test(jobId)) throw notFound();
     const res = await call(jobs.cancelOrganizationJob({ orgId: member.orgId, jobId }));
-    await deps.audit.record(member.orgId, member.email, 'job_cancelled', jobId);
+    // Only a cancel that changed something is an event: a job that had ended, or whose cancel was already
+    // requested, is answered as it is and recorded nowhere (as a revoked key's revocation is not).
+    if (res.cancelled) await deps.audit.record(member.orgId, member.email, 'job_cancelled', jobId);
     return { job: job(res.job!) };
   });
 }

@@ -283,7 +283,14 @@ export class JobStore {
   }
 
   /** Cancel by the States table. `job` is the state after the request. */
-  async cancel(orgId: string, jobId: string): Promise<{ decision: CancelDecision; job: JobRow } | undefined> {
+  /**
+   * Cancel a job of `orgId`: what was decided, the job after it, and whether this call changed anything
+   * (`changed`: cancelled now, or a cancel requested for the first time).
+   */
+  async cancel(
+    orgId: string,
+    jobId: string,
+  ): Promise<{ decision: CancelDecision; job: JobRow; changed: boolean } | undefined> {
     if (!isJobId(jobId)) return undefined;
     return inTransaction(this.pool, async (client) => {
       const r = await client.query('SELECT * FROM jobs.jobs WHERE id = $1 AND org_id = $2 FOR UPDATE', [
@@ -295,15 +302,15 @@ export class JobStore {
       // A lease holder that vanished has no call in flight any more.
       const calls = job.leaseToken ? job.externalCalls : 0;
       const decision = decideCancel(job.status, calls);
-      if (decision.kind === 'keep_terminal') return { decision, job };
+      if (decision.kind === 'keep_terminal') return { decision, job, changed: false };
       if (decision.kind === 'cancel_now') {
         const done = await terminalizeLocked(client, this.policy, job, {
           to: 'cancelled',
           note: 'cancelled by the client',
         });
-        return { decision, job: done };
+        return { decision, job: done, changed: true };
       }
-      if (job.cancelRequested) return { decision, job };
+      if (job.cancelRequested) return { decision, job, changed: false };
       const u = await client.query('UPDATE jobs.jobs SET cancel_requested = true WHERE id = $1 RETURNING *', [
         jobId,
       ]);
@@ -312,7 +319,7 @@ export class JobStore {
          VALUES ($1, 'running', 'cancel accepted; waiting for the in-flight registry call')`,
         [jobId],
       );
-      return { decision, job: toRow(u.rows[0] as Raw) };
+      return { decision, job: toRow(u.rows[0] as Raw), changed: true };
     });
   }
 }
