@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, fchmod } from 'node:fs';
 import { stringify } from 'csv-stringify';
 import type { OutputFormat } from './args.js';
 import type { PhoneInput } from './input.js';
@@ -25,9 +25,11 @@ export async function toDestination(
 ): Promise<void> {
   if (out === undefined) return write(stdout);
   const file = createWriteStream(out, { mode: 0o600 });
-  const opened = once(file, 'open');
-  await opened;
+  const [fd] = (await once(file, 'open')) as [number];
   try {
+    // The mode applies to a file created here only: an existing file readable by others is made private
+    // before a number is written to it.
+    await new Promise<void>((resolve, reject) => fchmod(fd, 0o600, (e) => (e ? reject(e) : resolve())));
     await write(file);
   } finally {
     file.end();

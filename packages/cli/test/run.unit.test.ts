@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -133,6 +133,20 @@ describe('dnc scrub chooses the interface by size', () => {
     expect(JSON.parse(await readFile(out, 'utf8'))).toEqual(result(10_001));
     expect(t.out).toEqual([]);
     expect(t.err.join('')).toContain('\r');
+  });
+});
+
+// Found by a review (2026-12-03): --out created a new file readable by its owner only, but an existing
+// file kept its mode, so a result (phone numbers) went into a file others could read.
+describe('dnc --out keeps results private', () => {
+  it('an existing file readable by others is made readable by its owner only before the result is written', async () => {
+    answer = () => ({ status: 200, body: result(3) });
+    const out = join(dir, 'shared.json');
+    await writeFile(out, 'old content\n', { mode: 0o644 });
+    await chmod(out, 0o644);
+    expect(await runCli(['scrub', '--country', 'co', await numbersFile(3), '--out', out], io().env)).toBe(0);
+    expect((await stat(out)).mode & 0o777).toBe(0o600);
+    expect(JSON.parse(await readFile(out, 'utf8'))).toEqual(result(3));
   });
 });
 
