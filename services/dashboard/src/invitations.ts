@@ -47,6 +47,7 @@ export async function invite(
     invitedBy: i.invitedBy?.memberId ?? null,
     ttlHours: deps.ttlHours,
   });
+  if (!invitation) throw new HttpError(401, 'unauthenticated', 'Sign in again.');
   await deps.audit.record(
     i.orgId,
     i.invitedBy?.email ?? 'operator',

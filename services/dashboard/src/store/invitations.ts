@@ -40,13 +40,20 @@ export class InvitationStore {
     tokenHash: Buffer;
     invitedBy: string | null;
     ttlHours: number;
-  }): Promise<Invitation> {
+  }): Promise<Invitation | undefined> {
+    // An owner's invitation is made only while they are still an owner of the organization: their row is
+    // locked FOR SHARE, so a removal either waits and then revokes this invitation with their others, or
+    // has removed them and nothing is made (undefined).
     const r = await this.pool.query(
       `INSERT INTO dashboard.invitations (invitation_id, org_id, email, role, token_hash, invited_by, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(hours => $7)) RETURNING *`,
+       SELECT $1, $2, $3, $4, $5, $6, now() + make_interval(hours => $7)
+       WHERE $6::uuid IS NULL OR EXISTS (
+         SELECT 1 FROM dashboard.members
+         WHERE member_id = $6::uuid AND org_id = $2 AND role = 'owner' FOR SHARE)
+       RETURNING *`,
       [randomUUID(), i.orgId, i.email, i.role, i.tokenHash, i.invitedBy, i.ttlHours],
     );
-    return invitationOf(r.rows[0]);
+    return r.rows[0] ? invitationOf(r.rows[0]) : undefined;
   }
 
   /** An invitation that can still be accepted: not accepted, not revoked, not expired. */
