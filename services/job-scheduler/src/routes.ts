@@ -100,12 +100,6 @@ async function submitJob(deps: RouteDeps, req: jobsv1.SubmitJobRequest): Promise
 const CLOCK_SKEW_MS = 5_000;
 
 /**
- * The organization's job as its customer reads it. An active job past its hard cap is expired here, by
- * the database's clock, exactly as the sweep's next pass would expire it (spec, States: not terminal
- * within 24 hours -> expired, job_expired, quota released): a status or result read in between never
- * says `queued` or `running` past the cap. A failed release is retried by the sweeper.
- */
-/**
  * Cancel a customer's job (POST /v2/scrub/{job_id}/cancel, the dashboard's cancel): the job as it is now,
  * and whether this call cancelled it (`cancelled`: it was active and no cancel was requested before)
  * rather than found it ended or already being cancelled. job_not_found for another organization's job.
@@ -127,6 +121,12 @@ export async function cancelCustomerJob(
   return { job: outcome.job, cancelled: outcome.changed };
 }
 
+/**
+ * The organization's job as its customer reads it. An active job past its hard cap is expired here, by
+ * the database's clock, exactly as the sweep's next pass would expire it (spec, States: not terminal
+ * within 24 hours -> expired, job_expired, quota released): a status or result read in between never
+ * says `queued` or `running` past the cap. A failed release is retried by the sweeper.
+ */
 export async function customerJob(
   deps: RouteDeps,
   orgId: string,
@@ -149,10 +149,12 @@ async function* jobResult(deps: RouteDeps, req: jobsv1.GetJobResultRequest) {
   const policy = store.policy;
   const job = await customerJob(deps, req.orgId, req.jobId);
   if (!job) throw notFound();
+  // By the database's clock, as the purge that is due at the same moment: a scheduler whose clock runs
+  // behind would serve a result past its 7 days while the purge is late.
   const availability = resultAvailability(
     { status: job.status, terminalAt: job.terminalAt, resultPurged: job.resultPurgedAt !== null },
     policy,
-    new Date(),
+    await store.databaseNow(),
   );
   switch (availability.kind) {
     case 'not_ready':

@@ -107,6 +107,12 @@ export class JobStore {
   }
 
   /** A job of this organization; another organization's job is as absent as a missing one. */
+  /** The database's clock: the one retention and the hard cap are due by. */
+  async databaseNow(): Promise<Date> {
+    const r = await this.pool.query<{ now: Date }>('SELECT now() AS now');
+    return r.rows[0]!.now;
+  }
+
   async findForOrg(orgId: string, jobId: string): Promise<JobRow | undefined> {
     const job = await this.find(jobId);
     return job && job.orgId === orgId ? job : undefined;
