@@ -2,7 +2,15 @@ import { create } from '@bufbuild/protobuf';
 import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter, HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { isPhoneWithinLimit } from '@dnc/api-contract/limits';
-import { Code, ConnectError, checkResponse, PHONE_LIST_HEADER, publicError, validationError } from '@dnc/kit';
+import {
+  CALLER,
+  Code,
+  ConnectError,
+  checkResponse,
+  PHONE_LIST_HEADER,
+  publicError,
+  validationError,
+} from '@dnc/kit';
 import { registryv1 } from '@dnc/proto';
 import type { Logger } from 'pino';
 import { checkPhones } from './check.js';
@@ -12,7 +20,7 @@ import type { Drill, DrillFailure, DrillProvider } from './providers/drill-provi
 import { ProviderError, type ProviderState } from './providers/provider.js';
 import { type LoadMode, LoadRefused, loadRegistry } from './store/registry-load.js';
 import type { RegistryStore } from './store/registry-store.js';
-import { MAX_PHONE_LENGTH, type Normalizer } from './validation.js';
+import { isRegistryKey, MAX_PHONE_LENGTH, type Normalizer } from './validation.js';
 
 /** Inputs per Check call (the contract's sizing). */
 export const MAX_CHECK_BATCH = 100_000;
@@ -64,6 +72,7 @@ export function registryAdapterService(deps: AdapterDeps): {
         if (!isPhoneWithinLimit(phone))
           throw validationError(`each phone is at most ${MAX_PHONE_LENGTH} characters`);
       }
+      if (ctx.values.get(CALLER) === 'conformance') refuseRegistryReads(phones, deps.normalizer);
       const end = metrics.checkDuration.startTimer({ country });
       try {
         const answer = await checkPhones(phones, deps.normalizer, deps.provider, ctx.signal);
@@ -100,6 +109,17 @@ export function registryAdapterService(deps: AdapterDeps): {
       };
     },
   };
+}
+
+/**
+ * The `conformance` identity (a chart's `helm test` Pod, whose certificate every adapter release keeps)
+ * checks that an adapter answers: a Check of inputs that are not numbers. It may call every adapter, so it
+ * is never answered about a number the registry could hold: a batch with any input the country's rules
+ * read as a number is refused whole, before any lookup (no registry read without quota or audit).
+ */
+function refuseRegistryReads(phones: readonly string[], normalizer: Normalizer): void {
+  if (phones.some((phone) => isRegistryKey(normalizer.normalize(phone))))
+    throw new ConnectError('conformance checks inputs that are not numbers only', Code.PermissionDenied);
 }
 
 /** A request in JSON (Connect `application/json`, gRPC `+json`) rather than binary protobuf. */

@@ -1,11 +1,18 @@
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
+import { Code, ConnectError } from '@connectrpc/connect';
 import { registryv1 } from '@dnc/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT } from '../../../test/support/stack.js';
 import type { RunningAdapter } from '../src/index.js';
-import { conformanceTls, isolatedEnv, loadLines, startTestAdapter } from './support/adapter.js';
+import {
+  adapterClients,
+  conformanceTls,
+  isolatedEnv,
+  loadLines,
+  startTestAdapter,
+} from './support/adapter.js';
 
 const run = promisify(execFile);
 const SCRIPT = readFileSync(`${ROOT}/charts/dnc-registry-adapter/files/helm-test.mjs`, 'utf8');
@@ -54,6 +61,30 @@ describe('the adapter chart helm test script against a real adapter', () => {
     expect(result.out).toMatch(
       /FAIL (health of RegistryAdapterService is NOT_SERVING|Describe status is UNAVAILABLE)/,
     );
+  });
+
+  // Found by a review (2026-12-03): every adapter release keeps a `conformance` certificate, and the
+  // authorization table lets it Check any adapter: whoever held one release's Secret could read every
+  // country's registry, 100,000 numbers a call, without quota or audit. It is answered about inputs that are
+  // not numbers only; a batch with one number is refused whole, nothing looked up.
+  it('the conformance identity is never answered about a number', async () => {
+    await loadLines(adapter.address, 'co', registryv1.LoadMode.REPLACE, ['+57 310 555 0000']);
+    const { conformance } = adapterClients(adapter.address);
+    for (const phones of [['+57 310 555 0000'], ['not-a-number', '310 555 0001']]) {
+      const err = await conformance.check({ country: 'co', phones }).catch((e) => e);
+      expect(err).toBeInstanceOf(ConnectError);
+      expect(err.code).toBe(Code.PermissionDenied);
+    }
+    const fine = await conformance.check({ country: 'co', phones: ['not-a-number', '12'] });
+    expect(
+      fine.outcomes.every((o) => o !== registryv1.Outcome.SAFE && o !== registryv1.Outcome.PROHIBITED),
+    ).toBe(true);
+    // The platform's own caller is answered as before.
+    const asGateway = await adapterClients(adapter.address).adapter.check({
+      country: 'co',
+      phones: ['+57 310 555 0000'],
+    });
+    expect(asGateway.outcomes).toEqual([registryv1.Outcome.PROHIBITED]);
   });
 
   it('passes once a registry is loaded, and prints no registered number', async () => {

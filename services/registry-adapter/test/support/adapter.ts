@@ -127,8 +127,11 @@ export function adapterClients(address: string) {
     interceptors: clientIdentityInterceptors(pki.gateway),
     ...(tls ? { nodeOptions: tls } : {}),
   });
+  // The chart's `helm test` identity, on the data listener.
+  const asConformance = grpcTransport(address, [], { security: pki.conformance, peer });
   return {
     adapter: createClient(registryv1.RegistryAdapterService, asGateway),
+    conformance: createClient(registryv1.RegistryAdapterService, asConformance),
     connect: createClient(registryv1.RegistryAdapterService, connect),
     json: createClient(registryv1.RegistryAdapterService, json),
     inspect: createClient(registryv1.RegistryAdapterService, asOperator),
