@@ -143,6 +143,9 @@ describe('a 500,000-input job end to end (issue 6)', () => {
       headers: { authorization: `Bearer ${org.apiKey}` },
     });
     expect(r.status).toBe(200);
+    // Found by a review (2026-12-03): the result went out without a length, so a body cut short (the
+    // scheduler failing mid-stream) looked complete to an HTTP/1.0 or close-delimited reader.
+    expect(r.headers.get('content-length')).toBe(String(LIMIT));
     const bytes = Buffer.from(await r.arrayBuffer());
     expect(bytes.length).toBe(LIMIT);
     const result = JSON.parse(bytes.toString('utf8')) as { summary: Record<string, number> };

@@ -1,5 +1,5 @@
 import { create } from '@bufbuild/protobuf';
-import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { type Timestamp, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter, ServiceImpl } from '@connectrpc/connect';
 import { isCountryCode, isJobStatus, LIMITS } from '@dnc/api-contract/limits';
 import { Code, jobStatusOf, type Logger, protoJobStatus, publicError } from '@dnc/kit';
@@ -169,14 +169,14 @@ async function* jobResult(deps: RouteDeps, req: jobsv1.GetJobResultRequest) {
       break;
   }
   try {
-    // The first message also says how fresh the registry was (X-Registry-Snapshot-At).
-    let head = job.registrySnapshotAt
+    // The first message also says how fresh the registry was (X-Registry-Snapshot-At) and how long the
+    // whole document is (Content-Length).
+    let head: { registrySnapshotTime?: Timestamp; resultBytes?: bigint } = job.registrySnapshotAt
       ? { registrySnapshotTime: timestampFromDate(job.registrySnapshotAt) }
       : {};
-    for await (const chunk of readBlob(store.pool, keys, {
-      jobId: job.id,
-      orgId: job.orgId,
-      kind: 'result',
+    const binding = { jobId: job.id, orgId: job.orgId, kind: 'result' as const };
+    for await (const chunk of readBlob(store.pool, keys, binding, ({ byteLength }) => {
+      head.resultBytes = BigInt(byteLength);
     })) {
       yield { chunk, ...head };
       head = {};

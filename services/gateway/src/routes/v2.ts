@@ -39,13 +39,16 @@ function jobIdOf(request: FastifyRequest<{ Params: { job_id: string } }>): strin
 
 const notFound = (reply: FastifyReply) => sendMapped(reply, toHttp('job_not_found'));
 
-/** The body of a job read: the first chunk (or the error) decides the status before any byte is sent. */
+/**
+ * The body of a job read: the first chunk (or the error) decides the status before any byte is sent, and
+ * says the document's length.
+ */
 async function resultBody(
   upstream: Pick<Upstream, 'jobResult'>,
   org: OrgScope,
   jobId: string,
   signal: AbortSignal,
-): Promise<{ body: Readable; snapshotAt: Date | undefined }> {
+): Promise<{ body: Readable; snapshotAt: Date | undefined; length: number | undefined }> {
   const stream = upstream
     .jobResult(org, jobId, { signal, timeoutMs: RESULT_TIMEOUT_MS })
     [Symbol.asyncIterator]();
@@ -60,7 +63,8 @@ async function resultBody(
   }
   const head = first.done ? undefined : (first.value as jobsv1.GetJobResultResponse);
   const snapshotAt = head?.registrySnapshotTime ? timestampDate(head.registrySnapshotTime) : undefined;
-  return { body: Readable.from(chunks(), { objectMode: false }), snapshotAt };
+  const length = head && head.resultBytes > 0n ? Number(head.resultBytes) : undefined;
+  return { body: Readable.from(chunks(), { objectMode: false }), snapshotAt, length };
 }
 
 /**
@@ -130,6 +134,9 @@ function jobReadRoutes(upstream: Pick<Upstream, 'getJob' | 'jobResult' | 'cancel
           const result = await resultBody(upstream, authenticatedCaller(request), jobId, abort.signal);
           body = result.body;
           if (result.snapshotAt) reply.header(REGISTRY_SNAPSHOT_HEADER, result.snapshotAt.toISOString());
+          // A body cut short (the scheduler failed mid-stream) is then an incomplete message to every
+          // HTTP client, HTTP/1.0 and close-delimited readers included: never a shorter document.
+          if (result.length !== undefined) reply.header('content-length', String(result.length));
         } catch (error) {
           return sendMapped(reply, fromRpcError(error));
         }

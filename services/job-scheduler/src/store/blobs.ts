@@ -126,18 +126,27 @@ export class BlobMissing extends Error {
  * streams instead of being held whole. Throws BlobMissing when the blob is absent, and fails
  * authentication when any segment was altered, moved, or the blob truncated.
  */
-export async function* readBlob(pool: Pool, keys: KeyRing, binding: BlobBinding): AsyncGenerator<Buffer> {
+export async function* readBlob(
+  pool: Pool,
+  keys: KeyRing,
+  binding: BlobBinding,
+  /** Told the blob's plaintext length before its first segment. */
+  onHead?: (head: { byteLength: number }) => void,
+): AsyncGenerator<Buffer> {
   const head = await pool.query<{
     kek_id: string;
     wrapped_dek: Buffer;
     segment_count: number;
+    byte_length: string;
     format: BlobFormat;
   }>(
-    'SELECT kek_id, wrapped_dek, segment_count, format FROM jobs.job_blobs WHERE job_id = $1 AND kind = $2',
+    `SELECT kek_id, wrapped_dek, segment_count, byte_length, format FROM jobs.job_blobs
+     WHERE job_id = $1 AND kind = $2`,
     [binding.jobId, binding.kind],
   );
   const row = head.rows[0];
   if (!row) throw new BlobMissing();
+  onHead?.({ byteLength: Number(row.byte_length) });
   // A blob is written with one segment at least (an empty one too); the count is not authenticated, and
   // fewer segments fail the last one's binding, but none would open nothing: an empty blob, not an error.
   if (!(row.segment_count >= 1)) throw new Error('blob header names no segment: damaged or truncated');
