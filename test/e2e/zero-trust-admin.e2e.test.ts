@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Code, ConnectError } from '@connectrpc/connect';
 import type { Security } from '@dnc/kit';
-import { admissionv1, jobsv1, quotav1, registryv1 } from '@dnc/proto';
+import { admissionv1, healthv1, jobsv1, platformv1, quotav1, registryv1 } from '@dnc/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../support/http.js';
 import { loadRegistry, type SeededOrg, seedOrg } from '../support/seed.js';
@@ -149,6 +149,36 @@ describe('zero trust: the admin plane (issue 13)', () => {
     const text = JSON.stringify(events);
     expect(text).not.toContain(key.apiKey);
     expect(text).not.toContain('999 0000');
+  });
+
+  // Found by a review (2026-12-03): Health and ServiceInfo answer every identity on an admin listener, and
+  // each call wrote two rows of the append-only audit log: any certificate holder could grow it without
+  // bound and bury the operator's entries. They are probes, not administration: not written down.
+  it('health and service-info probes on an admin listener add nothing to the audit log', async () => {
+    const pg = (await import('pg')).default;
+    const db = new pg.Client({ connectionString: stack.databaseUrl });
+    await db.connect();
+    const rows = async () => (await db.query('SELECT count(*)::int AS n FROM admission.audit_log')).rows[0].n;
+    try {
+      const before = await rows();
+      const health = stack.client(healthv1.Health, gateway, 'admission', stack.addresses.admissionAdmin);
+      const info = stack.client(
+        platformv1.ServiceInfoService,
+        gateway,
+        'admission',
+        stack.addresses.admissionAdmin,
+      );
+      for (let i = 0; i < 50; i++) {
+        await health.check({ service: '' });
+        await info.getServiceInfo({});
+      }
+      expect(await rows()).toBe(before);
+      // An administrative call is still written down (started and ended).
+      await admissionAdmin(operator).createApiKey({ orgId: b.orgId });
+      expect(await rows()).toBe(before + 2);
+    } finally {
+      await db.end();
+    }
   });
 
   it('the audit log is append-only: PostgreSQL refuses to change or remove a row', async () => {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type DescMessage, ScalarType } from '@bufbuild/protobuf';
 import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError, type Interceptor, type ServiceImpl } from '@connectrpc/connect';
-import type { platformv1 } from '@dnc/proto';
+import { healthv1, platformv1 } from '@dnc/proto';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { methodName } from './authorization.js';
@@ -100,6 +100,9 @@ function outcomeOf(error: unknown): string {
   return (Code[code] ?? String(code)).replace(/([a-z])([A-Z])/g, '$1_$2').toLowerCase();
 }
 
+/** The read-only probes every listener serves to every identity (grpc.health.v1, ServiceInfo). */
+const UNAUDITED_SERVICES = new Set([healthv1.Health.typeName, platformv1.ServiceInfoService.typeName]);
+
 /**
  * Every call through the admin listener is written down before it runs (`started`; when that write
  * fails the call does not run: no unaudited administration) and again when it ends (`ok` or its
@@ -111,6 +114,9 @@ export function auditInterceptor(
   fixedTargets: Record<string, string> = {},
 ): Interceptor {
   return (next) => async (req) => {
+    // Health and ServiceInfo answer every identity and change nothing: not administration, and written
+    // down they would let any certificate holder grow the append-only log without bound.
+    if (UNAUDITED_SERVICES.has(req.service.typeName)) return next(req);
     const callId = randomUUID();
     const base = {
       caller: req.contextValues.get(CALLER) ?? 'unauthenticated',
