@@ -144,6 +144,25 @@ describe('mTLS between workloads (real TLS, certificates of a local CA)', () => 
     expect(seen).toEqual([]);
   });
 
+  // Found by a review (2026-12-03): the identity was cached with the connection for its whole life, so a
+  // client that kept its connection open went on being served past its certificate's end (a 24-hour
+  // operator certificate, a stolen one): "an expired one never gets to send a request" held at the
+  // handshake only.
+  it('a certificate that ends while its connection is open: no call is served past its end, and the connection closes', async () => {
+    const shortLived = security(
+      await identityDir('operator-short', 'operator', { notAfter: new Date(Date.now() + 2_500) }),
+      'operator',
+    );
+    const client = clientFor(shortLived, 'quota');
+    seen.length = 0;
+    await call(client);
+    expect(seen).toHaveLength(1);
+    await new Promise((r) => setTimeout(r, 3_000));
+    const error = await call(client).catch((e) => e);
+    expect(error).toBeInstanceOf(ConnectError);
+    expect(seen).toHaveLength(1);
+  });
+
   it('refuses a platform certificate that names no identity (PERMISSION_DENIED)', async () => {
     const nameless = await ca.issue('operator', { uris: ['spiffe://dnc.internal/nobody'] });
     seen.length = 0;

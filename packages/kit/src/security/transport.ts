@@ -135,7 +135,9 @@ type NodeRequest = { stream?: { session?: http2.Http2Session }; headers: http2.I
 /**
  * The caller's identity of each request, for the server's `contextValues`. With mTLS it is read
  * once per connection from the client certificate the handshake verified, and cached with the
- * session, so a call costs a map lookup.
+ * session, so a call costs a map lookup. The certificate's end counts on a connection kept open
+ * past it: from then on its calls have no identity (refused by the authorization table) and the
+ * connection is closed, so the client connects again with a certificate that is valid now.
  */
 export function callerContext(security: Security): (req: unknown) => ContextValues {
   if (security.mode === 'plaintext') {
@@ -145,7 +147,10 @@ export function callerContext(security: Security): (req: unknown) => ContextValu
       return createContextValues().set(CALLER, value);
     };
   }
-  const bySession = new WeakMap<http2.Http2Session, { identity: Identity | undefined; subject: string }>();
+  const bySession = new WeakMap<
+    http2.Http2Session,
+    { identity: Identity | undefined; subject: string; validTo: number }
+  >();
   const { trustDomain } = security;
   return (req) => {
     const session = (req as NodeRequest).stream?.session;
@@ -157,8 +162,15 @@ export function callerContext(security: Security): (req: unknown) => ContextValu
       peer = {
         identity: identityFromAltNames(cert?.subjectaltname, trustDomain),
         subject: (Array.isArray(cn) ? cn.join(',') : (cn ?? '')).slice(0, 128),
+        validTo: cert?.valid_to ? Date.parse(cert.valid_to) : 0,
       };
       bySession.set(session, peer);
+    }
+    if (session && peer?.identity && !(Date.now() < peer.validTo)) {
+      // Expired since the handshake: no identity, and no new calls on this connection.
+      peer = { ...peer, identity: undefined };
+      bySession.set(session, peer);
+      if (!session.closed) session.close();
     }
     return createContextValues()
       .set(CALLER, peer?.identity)
