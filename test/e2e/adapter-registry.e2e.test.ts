@@ -70,6 +70,11 @@ describe('registry adapters as processes: dnc-admin, discovery, restarts, confor
   const mx = () => stack.addresses.adapters['mx']!;
   /** The adapter's admin listener: Load, status, drills (operator, audited). */
   const mxAdmin = () => stack.addresses.adapterAdmins['mx']!;
+  const registryStatus = async () =>
+    (await stack.admin(['registry', 'status', '--country', 'mx', '--address', mxAdmin()])) as Record<
+      string,
+      unknown
+    >;
 
   it('an adapter without a registry announces itself unavailable; a load makes it serving', async () => {
     await until('mx entry', () => directory.instances('mx').find((e) => e.status === 'unavailable'));
@@ -105,27 +110,13 @@ describe('registry adapters as processes: dnc-admin, discovery, restarts, confor
     expect(entry).toMatchObject({ address: mx(), registry_size: 2 });
     expect(directory.pick('mx')?.address).toBe(mx());
 
-    const status = (await stack.admin([
-      'registry',
-      'status',
-      '--country',
-      'mx',
-      '--address',
-      mxAdmin(),
-    ])) as Record<string, unknown>;
+    const status = await registryStatus();
     expect(status).toMatchObject({ country: 'mx', registry_size: 2, snapshot_id: loaded['snapshot_id'] });
     expect(typeof status['snapshot_time']).toBe('string');
   });
 
   it('dnc-admin adds and removes through the same normalization; a delta keeps its base’s time unless --as-of', async () => {
-    const base = (await stack.admin([
-      'registry',
-      'status',
-      '--country',
-      'mx',
-      '--address',
-      mxAdmin(),
-    ])) as Record<string, unknown>;
+    const base = await registryStatus();
     const added = (await stack.admin(
       ['registry', 'load', '--country', 'mx', '--mode', 'add', '--file', '-', '--address', mxAdmin()],
       '+52 1 33 3123 4567\n',

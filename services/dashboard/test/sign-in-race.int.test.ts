@@ -53,21 +53,34 @@ const fullSessions = async (email: string) =>
     )
   ).rows[0].n as number;
 
+/**
+ * A thief's sign-in with the victim's password, held after it was judged; `meanwhile` runs while it is
+ * held, then it goes on. Its answer, and the thief's client.
+ */
+async function thiefSignsInWhile(
+  victim: { email: string; password: string },
+  meanwhile: () => Promise<void>,
+) {
+  const thief = new DashboardClient(base);
+  // One wrong guess first, so the email has a failure row that the correct sign-in clears.
+  expect((await thief.signIn(victim.email, 'wrong password')).status).toBe(401);
+  const release = await holdSignInAfterJudging(victim.email);
+  const attempt = thief.signIn(victim.email, victim.password);
+  await waitingOnLock();
+  await meanwhile();
+  await release();
+  return { answer: await attempt, thief };
+}
+
 describe('a sign-in in flight does not outlive the end of every other session', () => {
   it('the second factor turned on while a stolen password is being judged: no session for the thief', async () => {
     const victim = await signedIn();
-    const thief = new DashboardClient(base);
-    // One wrong guess first, so the email has a failure row that the correct sign-in clears.
-    expect((await thief.signIn(victim.email, 'wrong password')).status).toBe(401);
-    const release = await holdSignInAfterJudging(victim.email);
-    const attempt = thief.signIn(victim.email, victim.password);
-    await waitingOnLock();
     // The victim turns the second factor on meanwhile, which ends every other session.
-    const setup = await victim.c.post('/api/me/totp/setup');
-    const code = totpCode(setup.body.secret, Date.now());
-    expect((await victim.c.post('/api/me/totp/enable', { code })).status).toBe(204);
-    await release();
-    const answer = await attempt;
+    const { answer, thief } = await thiefSignsInWhile(victim, async () => {
+      const setup = await victim.c.post('/api/me/totp/setup');
+      const code = totpCode(setup.body.secret, Date.now());
+      expect((await victim.c.post('/api/me/totp/enable', { code })).status).toBe(204);
+    });
     expect(answer.status).toBe(401);
     expect(answer.body.error).toBe('invalid_credentials');
     expect((await thief.get('/api/session')).status).toBe(401);
@@ -78,18 +91,14 @@ describe('a sign-in in flight does not outlive the end of every other session', 
 
   it('the password changed while the old one is being judged: no session with the old password', async () => {
     const victim = await signedIn();
-    const thief = new DashboardClient(base);
-    expect((await thief.signIn(victim.email, 'wrong password')).status).toBe(401);
-    const release = await holdSignInAfterJudging(victim.email);
-    const attempt = thief.signIn(victim.email, victim.password);
-    await waitingOnLock();
-    const changed = await victim.c.post('/api/me/password', {
-      current_password: victim.password,
-      new_password: 'a different long passphrase',
+    const { answer, thief } = await thiefSignsInWhile(victim, async () => {
+      const changed = await victim.c.post('/api/me/password', {
+        current_password: victim.password,
+        new_password: 'a different long passphrase',
+      });
+      expect(changed.status).toBe(204);
     });
-    expect(changed.status).toBe(204);
-    await release();
-    expect((await attempt).status).toBe(401);
+    expect(answer.status).toBe(401);
     expect((await thief.get('/api/session')).status).toBe(401);
     expect(await fullSessions(victim.email)).toBe(1);
   });
