@@ -8,7 +8,8 @@ const EXIT_CODES = `Exit codes:
 
 const ENVIRONMENT = `Environment:
   DNC_API_KEY     API key (or --api-key-file FILE, "-" reads it from stdin)
-  DNC_BASE_URL    base address (default http://127.0.0.1:8080; or --base-url URL)`;
+  DNC_BASE_URL    base address (default http://127.0.0.1:8080; or --base-url URL); http:// only to this
+                  machine unless DNC_ALLOW_INSECURE_HTTP=1 (the API key would cross the network in clear)`;
 
 const SAFE = `"safe" means only: not found in the selected registry at the time of the check. It is not consent,
 not reachability, and not compliance with other calling rules such as calling hours.`;

@@ -66,8 +66,10 @@ export async function runCli(argv: readonly string[], io: CliEnvironment): Promi
   let spooled: Awaited<ReturnType<typeof spoolStdin>> | undefined;
   try {
     const apiKey = await apiKeyFrom(command, io.env, io.stdin);
+    const client = newClient(apiKey, baseUrl, io.env);
+    if (typeof client === 'string') return fail('usage', client, 2);
     const ctx = {
-      client: new DncClient({ apiKey, baseUrl }),
+      client,
       stdout: io.stdout,
       stderr: io.stderr,
       progress,
@@ -87,6 +89,19 @@ export async function runCli(argv: readonly string[], io: CliEnvironment): Promi
     return status;
   } finally {
     await spooled?.dispose();
+  }
+}
+
+/**
+ * The SDK's client, or why it cannot be made (nothing sent): an API key it refuses, a base URL that is not
+ * http(s), or http:// to another machine without DNC_ALLOW_INSECURE_HTTP=1 (the key would travel in clear).
+ */
+function newClient(apiKey: string, baseUrl: string, env: NodeJS.ProcessEnv): DncClient | string {
+  try {
+    return new DncClient({ apiKey, baseUrl, allowInsecureHttp: env['DNC_ALLOW_INSECURE_HTTP'] === '1' });
+  } catch (error) {
+    if (error instanceof TypeError) return error.message;
+    throw error;
   }
 }
 

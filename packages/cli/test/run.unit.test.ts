@@ -136,6 +136,23 @@ describe('dnc scrub chooses the interface by size', () => {
   });
 });
 
+// Found by a review (2026-12-03): an http:// base address of another machine sent the key in clear.
+describe('dnc and an http:// base address', () => {
+  it('another machine over http is a usage error (exit 2), nothing sent; allowed with DNC_ALLOW_INSECURE_HTTP=1', async () => {
+    answer = () => ({ status: 200, body: result(3) });
+    // This test's server under a name that is not a loopback name (an IPv4-mapped IPv6 address).
+    const remote = baseUrl.replace('127.0.0.1', '[::ffff:127.0.0.1]');
+    const t = io();
+    const env = { ...t.env, env: { DNC_API_KEY: 'k', DNC_BASE_URL: remote } };
+    expect(await runCli(['scrub', '--country', 'co', await numbersFile(3)], env)).toBe(2);
+    expect(t.err.join('')).toMatch(/in clear/);
+    expect(calls).toEqual([]);
+    const allowed = { ...env, env: { ...env.env, DNC_ALLOW_INSECURE_HTTP: '1' } };
+    expect(await runCli(['scrub', '--country', 'co', await numbersFile(3)], allowed)).toBe(0);
+    expect(calls).toEqual([{ method: 'POST', url: '/v1/scrub', count: 3 }]);
+  });
+});
+
 // Found by a review (2026-12-03): --out created a new file readable by its owner only, but an existing
 // file kept its mode, so a result (phone numbers) went into a file others could read.
 describe('dnc --out keeps results private', () => {

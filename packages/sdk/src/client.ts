@@ -14,8 +14,14 @@ const TERMINAL: ReadonlySet<string> = new Set(TERMINAL_JOB_STATUSES);
 export interface DncClientOptions {
   /** API key (server-side use only); sent as `Authorization: Bearer <key>` and never logged. */
   apiKey: string;
-  /** Scheme, host and port, e.g. `https://api.example.com`. Default `http://127.0.0.1:8080`. */
+  /**
+   * Scheme, host and port, e.g. `https://api.example.com`. Default `http://127.0.0.1:8080` (a local
+   * stack). `http://` is taken for this machine only (localhost, 127.0.0.0/8, ::1): anywhere else the API
+   * key would cross the network in clear, unless `allowInsecureHttp`.
+   */
   baseUrl?: string;
+  /** Allow `http://` to a host other than this machine (a private network you trust). Default false. */
+  allowInsecureHttp?: boolean;
   /** A `fetch` implementation; default the global one. */
   fetch?: typeof fetch;
   /** Retries of one logical call after the first attempt. Default 5. */
@@ -77,6 +83,29 @@ function call(options: CallOptions | undefined): Pick<RequestSpec, 'signal' | 't
   return { signal: options?.signal, timeoutMs: options?.timeoutMs, onResponse: options?.onResponse };
 }
 
+/** Hosts an `http://` base URL may name: this machine only. */
+const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
+
+/**
+ * The base URL without trailing slashes; refused (TypeError, naming the scheme and host only) when it is
+ * not http(s), or is http to another machine without `allowInsecureHttp`: the key would travel in clear.
+ */
+function checkedBaseUrl(raw: string, allowInsecureHttp: boolean): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new TypeError('baseUrl must be an absolute http(s) URL, e.g. https://api.example.com');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new TypeError('baseUrl must be an https:// URL (or http:// to this machine)');
+  if (url.protocol === 'http:' && !LOOPBACK.test(url.hostname) && !allowInsecureHttp)
+    throw new TypeError(
+      `baseUrl http://${url.host} would send the API key in clear: use https://, or allowInsecureHttp on a network you trust`,
+    );
+  return raw.replace(/\/+$/, '');
+}
+
 export class DncClient {
   readonly jobs: Jobs;
   readonly #transport: Transport;
@@ -89,7 +118,7 @@ export class DncClient {
       throw new TypeError('apiKey must be visible ASCII characters without spaces or line breaks');
     this.#transport = new Transport({
       apiKey: options.apiKey,
-      baseUrl: (options.baseUrl ?? 'http://127.0.0.1:8080').replace(/\/+$/, ''),
+      baseUrl: checkedBaseUrl(options.baseUrl ?? 'http://127.0.0.1:8080', options.allowInsecureHttp === true),
       fetch: options.fetch ?? globalThis.fetch,
       maxRetries: options.maxRetries ?? 5,
       retryBaseDelayMs: options.retryBaseDelayMs ?? 500,

@@ -268,6 +268,43 @@ describe('the API key is checked before it is sent', () => {
   });
 });
 
+// Found by a review (2026-12-03): any baseUrl was taken, and the default is a local address: an integrator
+// who wrote http:// for a production host (or a proxy) sent the API key across the network in clear.
+describe('the API key travels in clear to this machine only', () => {
+  const refusal = (options: ConstructorParameters<typeof DncClient>[0]) => {
+    try {
+      new DncClient(options);
+    } catch (e) {
+      return e as Error;
+    }
+    return undefined;
+  };
+  it('http:// to another host is refused at construction, naming the host and never the key', () => {
+    for (const baseUrl of ['http://api.example.com', 'http://10.0.0.7:8080/', 'HTTP://Api.Example.com:80']) {
+      const error = refusal({ apiKey: 'sk_live_SECRET', baseUrl });
+      expect(error, baseUrl).toBeInstanceOf(TypeError);
+      expect(error!.message).toMatch(/in clear/);
+      expect(error!.message).not.toContain('SECRET');
+    }
+    for (const baseUrl of ['ftp://api.example.com', 'api.example.com', 'file:///etc/passwd'])
+      expect(refusal({ apiKey: 'k', baseUrl }), baseUrl).toBeInstanceOf(TypeError);
+  });
+  it('https:// anywhere, http:// to this machine, and http:// elsewhere when allowed are taken', () => {
+    for (const baseUrl of [
+      'https://api.example.com',
+      'http://127.0.0.1:8080',
+      'http://127.1.2.3:9',
+      'http://localhost:8080/',
+      'http://[::1]:8080',
+      undefined,
+    ])
+      expect(refusal({ apiKey: 'k', ...(baseUrl ? { baseUrl } : {}) }), baseUrl).toBeUndefined();
+    expect(refusal({ apiKey: 'k', baseUrl: 'http://gateway.internal:8080', allowInsecureHttp: true })).toBe(
+      undefined,
+    );
+  });
+});
+
 describe('Retry-After and its limit', () => {
   it('a Retry-After equal to maxRetryAfterMs is waited for (the jitter does not push it over)', async () => {
     let waited = 0;
