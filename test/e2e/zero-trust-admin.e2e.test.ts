@@ -198,4 +198,31 @@ describe('zero trust: the admin plane (issue 13)', () => {
       await db.end();
     }
   });
+  // Found by a review (2026-12-03): each call the table refused on an admin listener wrote a row of the
+  // append-only log: a workload hammering a method it may not call grew it without bound. One row each up
+  // to 60 a minute per caller, then counted and written as one row with the caller's next refusal after
+  // the minute. (Last in this file: it spends the gateway's budget for the minute.)
+  it("a caller's refused calls past 60 a minute are counted, not each written", async () => {
+    const pg = (await import('pg')).default;
+    const db = new pg.Client({ connectionString: stack.databaseUrl });
+    await db.connect();
+    const refusedRows = async () =>
+      (
+        await db.query(
+          `SELECT count(*)::int AS n FROM admission.audit_log WHERE caller = 'gateway' AND outcome = 'permission_denied'`,
+        )
+      ).rows[0].n as number;
+    try {
+      const before = await refusedRows();
+      for (let i = 0; i < 100; i++)
+        expect(await codeOf(admissionAdmin(gateway).createApiKey({ orgId: b.orgId }))).toBe(
+          Code.PermissionDenied,
+        );
+      const written = (await refusedRows()) - before;
+      expect(written).toBeGreaterThan(0);
+      expect(written).toBeLessThanOrEqual(60);
+    } finally {
+      await db.end();
+    }
+  });
 });

@@ -148,11 +148,40 @@ export function auditInterceptor(
 }
 
 /** A refused call on the admin listener is written down too (one entry; it never ran). */
-export function auditDenied(sink: AuditSink, logger: Logger) {
-  return (record: Omit<AuditRecord, 'outcome' | 'callId'>): void => {
+/** Refused calls of one caller written one row each per minute; past it they are counted, not written. */
+export const DENIED_ROWS_PER_MINUTE = 60;
+
+/**
+ * The audit of calls the authorization table refused on an admin listener: one row each, up to
+ * `perMinute` per caller identity a minute. Past it (a workload hammering a method it may not call) the
+ * refusals are counted, logged once, and written as one row (`refusals_not_written`) with the caller's
+ * next refusal after the minute: the log stays bounded and the flood stays visible.
+ */
+export function auditDenied(sink: AuditSink, logger: Logger, perMinute = DENIED_ROWS_PER_MINUTE) {
+  const windows = new Map<string, { start: number; rows: number; suppressed: number }>();
+  const write = (record: Omit<AuditRecord, 'outcome' | 'callId'>) =>
     void sink.append({ ...record, outcome: 'permission_denied', callId: randomUUID() }).catch((error) => {
       logger.error({ err: error, method: record.method }, 'audit of a refused call not written');
     });
+  return (record: Omit<AuditRecord, 'outcome' | 'callId'>): void => {
+    const now = Date.now();
+    let window = windows.get(record.caller);
+    if (!window || now - window.start >= 60_000) {
+      if (window && window.suppressed > 0)
+        write({ ...record, targets: { refusals_not_written: String(window.suppressed) } });
+      window = { start: now, rows: 0, suppressed: 0 };
+      windows.set(record.caller, window);
+    }
+    if (window.rows >= perMinute) {
+      if (window.suppressed++ === 0)
+        logger.warn(
+          { caller: record.caller, method: record.method, per_minute: perMinute },
+          'refused calls past the audit budget: counted, not each written',
+        );
+      return;
+    }
+    window.rows++;
+    write(record);
   };
 }
 
