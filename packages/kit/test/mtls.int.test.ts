@@ -11,6 +11,7 @@ import { quotav1 } from '@dnc/proto';
 import { pino } from 'pino';
 import { Counter, Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { retryRefusedStreams } from '../src/refused-stream.js';
 import { AuthorizationTable, authorizeInterceptor } from '../src/security/authorization.js';
 import type { Identity } from '../src/security/identity.js';
 import type { Security } from '../src/security/security.js';
@@ -51,7 +52,8 @@ function clientFor(sec: Security, peer: Identity) {
     httpVersion: '2',
     useBinaryFormat: true,
     nodeOptions: clientTls(sec, peer),
-    interceptors: [tlsFailureUnavailable],
+    // As the platform's clients: a call that raced a connection's GOAWAY is sent again on a new one.
+    interceptors: [tlsFailureUnavailable, retryRefusedStreams],
   });
   return createClient(quotav1.QuotaAdminService, transport);
 }
@@ -161,6 +163,22 @@ describe('mTLS between workloads (real TLS, certificates of a local CA)', () => 
     const error = await call(client).catch((e) => e);
     expect(error).toBeInstanceOf(ConnectError);
     expect(seen).toHaveLength(1);
+  });
+
+  it('a connection near its certificate’s end is closed gracefully: no call fails, the next one reconnects', async () => {
+    const ending = security(
+      await identityDir('operator-ending', 'operator', { notAfter: new Date(Date.now() + 4 * 60_000) }),
+      'operator',
+    );
+    const client = clientFor(ending, 'quota');
+    const before = sessions.size;
+    seen.length = 0;
+    await call(client);
+    await call(client);
+    await Promise.all([call(client), call(client), call(client)]);
+    expect(seen).toHaveLength(5);
+    // Each call found its connection closing and the next one opened another.
+    expect(sessions.size - before).toBeGreaterThan(1);
   });
 
   it('refuses a platform certificate that names no identity (PERMISSION_DENIED)', async () => {

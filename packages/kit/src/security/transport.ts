@@ -130,14 +130,19 @@ export function clientIdentityInterceptors(security: Security): Interceptor[] {
   ];
 }
 
+/** A connection whose client certificate ends within this is closed (gracefully) by its next call. */
+const CLOSE_BEFORE_EXPIRY_MS = 5 * 60_000;
+
 type NodeRequest = { stream?: { session?: http2.Http2Session }; headers: http2.IncomingHttpHeaders };
 
 /**
  * The caller's identity of each request, for the server's `contextValues`. With mTLS it is read
  * once per connection from the client certificate the handshake verified, and cached with the
- * session, so a call costs a map lookup. The certificate's end counts on a connection kept open
- * past it: from then on its calls have no identity (refused by the authorization table) and the
- * connection is closed, so the client connects again with a certificate that is valid now.
+ * session, so a call costs a map lookup. The certificate's end counts on a connection kept open: a
+ * call in its last CLOSE_BEFORE_EXPIRY_MS is served and closes the connection gracefully (GOAWAY: calls
+ * in flight finish, the client's next ones open a new connection with the certificate it has now, renewed
+ * long before), and a call after the end has no identity (refused by the authorization table). Clients
+ * close connections idle for 60 s (kit HTTP2_OPTIONS), so their connections are gone before the end.
  */
 export function callerContext(security: Security): (req: unknown) => ContextValues {
   if (security.mode === 'plaintext') {
@@ -166,11 +171,14 @@ export function callerContext(security: Security): (req: unknown) => ContextValu
       };
       bySession.set(session, peer);
     }
-    if (session && peer?.identity && !(Date.now() < peer.validTo)) {
-      // Expired since the handshake: no identity, and no new calls on this connection.
-      peer = { ...peer, identity: undefined };
-      bySession.set(session, peer);
-      if (!session.closed) session.close();
+    if (session && peer?.identity) {
+      const left = peer.validTo - Date.now();
+      if (!(left > 0)) {
+        // Expired since the handshake: no identity.
+        peer = { ...peer, identity: undefined };
+        bySession.set(session, peer);
+      }
+      if (!(left > CLOSE_BEFORE_EXPIRY_MS) && !session.closed) session.close();
     }
     return createContextValues()
       .set(CALLER, peer?.identity)
