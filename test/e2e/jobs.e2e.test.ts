@@ -269,6 +269,14 @@ describe('v2 durable scrub jobs end to end (issue 6)', () => {
     };
     expect(shown.attempts).toBe(2);
     expect(shown.history.filter((h) => h.status === 'succeeded')).toHaveLength(1);
+    // The result it keeps for 7 days is wrapped by the stack's one key, which is not retirable.
+    const { keys } = (await stack.admin(['jobs', 'keys'])) as {
+      keys: { kek_id: string; active: boolean; configured: boolean; blobs: number; retirable: boolean }[];
+    };
+    expect(keys).toEqual([
+      expect.objectContaining({ kek_id: 'local1', active: true, configured: true, retirable: false }),
+    ]);
+    expect(keys[0]!.blobs).toBeGreaterThanOrEqual(1);
   });
 
   it('64 characters are code points end to end: a job of 64-emoji inputs runs and is charged, 65 are 400 (issue 14 item 8)', async () => {

@@ -6,6 +6,7 @@ export interface JobMetrics {
   dispatchLag: Histogram;
   nearHardCap: Gauge;
   cleanupPending: Gauge;
+  blobsWithoutKey: Gauge;
   cleanupFailures: Counter<'target'>;
   quotaSettleFailures: Counter;
   staleCompletions: Counter;
@@ -44,6 +45,11 @@ export function jobMetrics(registry: Registry): JobMetrics {
     cleanupPending: new Gauge({
       name: 'dnc_cleanup_pending',
       help: 'Retention tasks due and not yet verified done.',
+      registers: [registry],
+    }),
+    blobsWithoutKey: new Gauge({
+      name: 'dnc_job_blobs_without_key',
+      help: 'Job blobs not yet purged whose key-encryption key is not in DNC_KEKS: they cannot be opened.',
       registers: [registry],
     }),
     cleanupFailures: new Counter({

@@ -5,12 +5,13 @@ import { isCountryCode, isJobStatus, LIMITS } from '@dnc/api-contract/limits';
 import { Code, jobStatusOf, type Logger, protoJobStatus, publicError } from '@dnc/kit';
 import { jobsv1 } from '@dnc/proto';
 import type { KeyRing } from './crypto/envelope.js';
+import { keyStatus } from './crypto/key-status.js';
 import type { Dispatcher } from './dispatch.js';
 import { canonicalPhoneCount } from './domain/canonical-input.js';
 import { carriesError, expiresAt, type RetentionPolicy, resultAvailability } from './domain/states.js';
 import type { JobMetrics } from './metrics.js';
 import type { QuotaSettlement } from './settlement.js';
-import { BlobMissing, readBlob } from './store/blobs.js';
+import { BlobMissing, blobKeyUsage, readBlob } from './store/blobs.js';
 import type { CleanupStore } from './store/cleanup.js';
 import { isJobId, JobFenced, type JobRow, type JobStore } from './store/jobs.js';
 
@@ -257,6 +258,22 @@ export function jobsAdminService(deps: RouteDeps): ServiceImpl<typeof jobsv1.Job
             attempts: t.attempts,
             lastError: t.lastError,
             dueAt: timestampFromDate(t.dueAt),
+          }),
+        ),
+      };
+    },
+
+    async getKeyStatus() {
+      const keys = keyStatus(deps.keys, await blobKeyUsage(store.pool));
+      return {
+        keys: keys.map((k) =>
+          create(jobsv1.KeyStatusSchema, {
+            kekId: k.kekId,
+            active: k.active,
+            configured: k.configured,
+            blobs: BigInt(k.blobs),
+            ...(k.retainedUntil ? { retainedUntil: timestampFromDate(k.retainedUntil) } : {}),
+            retirable: k.retirable,
           }),
         ),
       };

@@ -187,6 +187,7 @@ function startSweeper(core: Core): void {
     pool: core.pool,
     store: core.store,
     cleanup: core.cleanup,
+    keys: core.keys,
     dispatcher: core.dispatcher,
     settlement: core.settlement,
     metrics: core.metrics,

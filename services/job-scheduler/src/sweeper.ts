@@ -1,8 +1,11 @@
 import { JOB_STATUSES } from '@dnc/api-contract/limits';
 import type { Logger, Pool, PoolClient } from '@dnc/kit';
+import type { KeyRing } from './crypto/envelope.js';
+import { blobsWithoutKey } from './crypto/key-status.js';
 import type { Dispatcher } from './dispatch.js';
 import type { JobMetrics } from './metrics.js';
 import type { QuotaSettlement } from './settlement.js';
+import { blobKeyUsage } from './store/blobs.js';
 import type { CleanupStore } from './store/cleanup.js';
 import type { JobRow, JobStore } from './store/jobs.js';
 
@@ -13,6 +16,8 @@ export interface SweeperDeps {
   pool: Pool;
   store: JobStore;
   cleanup: CleanupStore;
+  /** The scheduler's key ring: blobs whose key it lacks are counted and logged. */
+  keys: KeyRing;
   dispatcher: Dispatcher;
   settlement: QuotaSettlement;
   metrics: JobMetrics;
@@ -33,6 +38,8 @@ export class Sweeper {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
+  /** The ids of the keys blobs need and the ring lacks, as last logged. */
+  private missingKeys = '';
 
   constructor(private readonly deps: SweeperDeps) {}
 
@@ -154,5 +161,17 @@ export class Sweeper {
     this.deps.metrics.nearHardCap.set(nearHardCap);
     const status = await this.deps.cleanup.status(1);
     this.deps.metrics.cleanupPending.set(status.pending);
+    const missing = blobsWithoutKey(this.deps.keys, await blobKeyUsage(this.deps.pool));
+    this.deps.metrics.blobsWithoutKey.set(missing.blobs);
+    // Logged when the set of missing keys changes, not every sweep.
+    const seen = missing.kekIds.join(',');
+    if (seen !== this.missingKeys) {
+      this.missingKeys = seen;
+      if (missing.blobs > 0)
+        this.deps.logger.error(
+          { kek_ids: missing.kekIds, blobs: missing.blobs },
+          'job blobs wrapped by key-encryption keys not in DNC_KEKS: they cannot be opened until the keys are restored',
+        );
+    }
   }
 }

@@ -93,4 +93,28 @@ export const jobsCleanupStatusCommand: Command = {
   },
 };
 
-export const jobsCommands: Command[] = [jobsListCommand, jobsShowCommand, jobsCleanupStatusCommand];
+export const jobsKeysCommand: Command = {
+  name: 'jobs keys',
+  usage: 'jobs keys',
+  options: {},
+  async run(_flags, env) {
+    const { keys } = await admin(env).getKeyStatus({}, { timeoutMs: 10_000 });
+    return {
+      keys: keys.map((k) => ({
+        kek_id: k.kekId,
+        active: k.active,
+        configured: k.configured,
+        blobs: Number(k.blobs),
+        retained_until: iso(k.retainedUntil),
+        retirable: k.retirable,
+      })),
+    };
+  },
+};
+
+export const jobsCommands: Command[] = [
+  jobsListCommand,
+  jobsShowCommand,
+  jobsCleanupStatusCommand,
+  jobsKeysCommand,
+];

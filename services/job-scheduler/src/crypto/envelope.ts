@@ -35,6 +35,15 @@ export class KeyRing {
     return new KeyRing(keys, activeId);
   }
 
+  /** The configured key ids, the active one included. */
+  get ids(): string[] {
+    return [...this.keys.keys()];
+  }
+
+  has(id: string): boolean {
+    return this.keys.has(id);
+  }
+
   private kek(id: string): Buffer {
     const key = this.keys.get(id);
     if (!key) throw new Error(`key-encryption key ${id} is not configured`);

@@ -198,3 +198,36 @@ export async function purgeBlob(
   );
   return Number(left.rows[0]?.n ?? 1) === 0;
 }
+
+export interface BlobKeyUsage {
+  kekId: string;
+  /** Input and result blobs not yet purged whose data key this key-encryption key wraps. */
+  blobs: number;
+  /** The latest time one of them is due to be purged (now at the earliest: they exist now). */
+  retainedUntil: Date;
+}
+
+/**
+ * Blobs not yet purged, by the key-encryption key that wraps their data keys, and when the last of them
+ * is due to be purged: its cleanup task's time once its job is terminal (the input at terminalization,
+ * the result after its retention), the job's hard cap while it is active (the input goes at
+ * terminalization; a result is written under the key active then). A key that wraps no blob and is no
+ * longer the active one can be removed from DNC_KEKS, and from then on every copy of the blobs it
+ * wrapped (base backups, WAL archives, dead tuples) is unreadable: purged data is shredded, not only
+ * deleted. The database's clock, as the purge's.
+ */
+export async function blobKeyUsage(pool: Pool): Promise<BlobKeyUsage[]> {
+  const r = await pool.query<{ kek_id: string; blobs: string; retained_until: Date }>(
+    `SELECT b.kek_id, count(*) AS blobs,
+            greatest(now(), max(coalesce(
+              t.due_at,
+              CASE WHEN j.status IN ('queued', 'running') THEN j.hard_cap_at END,
+              now()))) AS retained_until
+       FROM jobs.job_blobs b
+       JOIN jobs.jobs j ON j.id = b.job_id
+       LEFT JOIN jobs.cleanup_tasks t ON t.job_id = b.job_id AND t.target = b.kind
+      GROUP BY b.kek_id
+      ORDER BY b.kek_id`,
+  );
+  return r.rows.map((x) => ({ kekId: x.kek_id, blobs: Number(x.blobs), retainedUntil: x.retained_until }));
+}

@@ -14,7 +14,7 @@ import type { Message } from '@bufbuild/protobuf';
 export const file_dnc_jobs_v1_jobs: GenFile =
   /*@__PURE__*/
   fileDesc(
-    'ChZkbmMvam9icy92MS9qb2JzLnByb3RvEgtkbmMuam9icy52MSJHCghKb2JFcnJvchINCgVlcnJvchgBIAEoCRIPCgdjb3VudHJ5GAIgASgJEhsKE3JldHJ5X2FmdGVyX3NlY29uZHMYAyABKA0ihwIKA0pvYhIOCgZqb2JfaWQYASABKAkSJgoGc3RhdHVzGAIgASgOMhYuZG5jLmpvYnMudjEuSm9iU3RhdHVzEg8KB2NvdW50cnkYAyABKAkSFwoPc3VibWl0dGVkX2NvdW50GAQgASgNEi4KCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiQKBWVycm9yGAcgASgLMhUuZG5jLmpvYnMudjEuSm9iRXJyb3ISGAoQY2FuY2VsX3JlcXVlc3RlZBgIIAEoCCKDAQoQU3VibWl0Sm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkSDgoGb3JnX2lkGAIgASgJEhYKDnJlc2VydmF0aW9uX2lkGAMgASgJEg8KB2NvdW50cnkYBCABKAkSGAoQY2Fub25pY2FsX3Bob25lcxgGIAEoDEoECAUQBlIGcGhvbmVzIi8KDUdldEpvYlJlcXVlc3QSDgoGb3JnX2lkGAEgASgJEg4KBmpvYl9pZBgCIAEoCSIhCg9GZW5jZUpvYlJlcXVlc3QSDgoGam9iX2lkGAEgASgJIkEKEEZlbmNlSm9iUmVzcG9uc2USDgoGZmVuY2VkGAEgASgIEh0KA2pvYhgCIAEoCzIQLmRuYy5qb2JzLnYxLkpvYiI1ChNHZXRKb2JSZXN1bHRSZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAkidwoUR2V0Sm9iUmVzdWx0UmVzcG9uc2USDQoFY2h1bmsYASABKAwSOgoWcmVnaXN0cnlfc25hcHNob3RfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFAoMcmVzdWx0X2J5dGVzGAMgASgEIjIKEENhbmNlbEpvYlJlcXVlc3QSDgoGb3JnX2lkGAEgASgJEg4KBmpvYl9pZBgCIAEoCSJJCg9MaXN0Sm9ic1JlcXVlc3QSDgoGb3JnX2lkGAEgASgJEiYKBnN0YXR1cxgCIAEoDjIWLmRuYy5qb2JzLnYxLkpvYlN0YXR1cyIyChBMaXN0Sm9ic1Jlc3BvbnNlEh4KBGpvYnMYASADKAsyEC5kbmMuam9icy52MS5Kb2IiJQoTR2V0Sm9iRGV0YWlsUmVxdWVzdBIOCgZqb2JfaWQYASABKAkibQoNSm9iVHJhbnNpdGlvbhImCgZzdGF0dXMYASABKA4yFi5kbmMuam9icy52MS5Kb2JTdGF0dXMSJgoCYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBG5vdGUYAyABKAkihAEKFEdldEpvYkRldGFpbFJlc3BvbnNlEh0KA2pvYhgBIAEoCzIQLmRuYy5qb2JzLnYxLkpvYhIOCgZvcmdfaWQYAiABKAkSKwoHaGlzdG9yeRgDIAMoCzIaLmRuYy5qb2JzLnYxLkpvYlRyYW5zaXRpb24SEAoIYXR0ZW1wdHMYBCABKA0iGQoXR2V0Q2xlYW51cFN0YXR1c1JlcXVlc3QifwoLQ2xlYW51cFRhc2sSDgoGam9iX2lkGAEgASgJEg4KBnRhcmdldBgCIAEoCRIQCghhdHRlbXB0cxgDIAEoDRISCgpsYXN0X2Vycm9yGAQgASgJEioKBmR1ZV9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiZAoYR2V0Q2xlYW51cFN0YXR1c1Jlc3BvbnNlEg8KB3BlbmRpbmcYASABKAQSDgoGZmFpbGVkGAIgASgEEicKBXRhc2tzGAMgAygLMhguZG5jLmpvYnMudjEuQ2xlYW51cFRhc2siMgoRU3VibWl0Sm9iUmVzcG9uc2USHQoDam9iGAEgASgLMhAuZG5jLmpvYnMudjEuSm9iIi8KDkdldEpvYlJlc3BvbnNlEh0KA2pvYhgBIAEoCzIQLmRuYy5qb2JzLnYxLkpvYiIyChFDYW5jZWxKb2JSZXNwb25zZRIdCgNqb2IYASABKAsyEC5kbmMuam9icy52MS5Kb2IquQEKCUpvYlN0YXR1cxIaChZKT0JfU1RBVFVTX1VOU1BFQ0lGSUVEEAASFQoRSk9CX1NUQVRVU19RVUVVRUQQARIWChJKT0JfU1RBVFVTX1JVTk5JTkcQAhIYChRKT0JfU1RBVFVTX1NVQ0NFRURFRBADEhUKEUpPQl9TVEFUVVNfRkFJTEVEEAQSGAoUSk9CX1NUQVRVU19DQU5DRUxMRUQQBRIWChJKT0JfU1RBVFVTX0VYUElSRUQQBjKIAwoLSm9ic1NlcnZpY2USSgoJU3VibWl0Sm9iEh0uZG5jLmpvYnMudjEuU3VibWl0Sm9iUmVxdWVzdBoeLmRuYy5qb2JzLnYxLlN1Ym1pdEpvYlJlc3BvbnNlEkEKBkdldEpvYhIaLmRuYy5qb2JzLnYxLkdldEpvYlJlcXVlc3QaGy5kbmMuam9icy52MS5HZXRKb2JSZXNwb25zZRJVCgxHZXRKb2JSZXN1bHQSIC5kbmMuam9icy52MS5HZXRKb2JSZXN1bHRSZXF1ZXN0GiEuZG5jLmpvYnMudjEuR2V0Sm9iUmVzdWx0UmVzcG9uc2UwARJKCglDYW5jZWxKb2ISHS5kbmMuam9icy52MS5DYW5jZWxKb2JSZXF1ZXN0Gh4uZG5jLmpvYnMudjEuQ2FuY2VsSm9iUmVzcG9uc2USRwoIRmVuY2VKb2ISHC5kbmMuam9icy52MS5GZW5jZUpvYlJlcXVlc3QaHS5kbmMuam9icy52MS5GZW5jZUpvYlJlc3BvbnNlMpECChBKb2JzQWRtaW5TZXJ2aWNlEkcKCExpc3RKb2JzEhwuZG5jLmpvYnMudjEuTGlzdEpvYnNSZXF1ZXN0Gh0uZG5jLmpvYnMudjEuTGlzdEpvYnNSZXNwb25zZRJTCgxHZXRKb2JEZXRhaWwSIC5kbmMuam9icy52MS5HZXRKb2JEZXRhaWxSZXF1ZXN0GiEuZG5jLmpvYnMudjEuR2V0Sm9iRGV0YWlsUmVzcG9uc2USXwoQR2V0Q2xlYW51cFN0YXR1cxIkLmRuYy5qb2JzLnYxLkdldENsZWFudXBTdGF0dXNSZXF1ZXN0GiUuZG5jLmpvYnMudjEuR2V0Q2xlYW51cFN0YXR1c1Jlc3BvbnNlYgZwcm90bzM',
+    'ChZkbmMvam9icy92MS9qb2JzLnByb3RvEgtkbmMuam9icy52MSJHCghKb2JFcnJvchINCgVlcnJvchgBIAEoCRIPCgdjb3VudHJ5GAIgASgJEhsKE3JldHJ5X2FmdGVyX3NlY29uZHMYAyABKA0ihwIKA0pvYhIOCgZqb2JfaWQYASABKAkSJgoGc3RhdHVzGAIgASgOMhYuZG5jLmpvYnMudjEuSm9iU3RhdHVzEg8KB2NvdW50cnkYAyABKAkSFwoPc3VibWl0dGVkX2NvdW50GAQgASgNEi4KCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiQKBWVycm9yGAcgASgLMhUuZG5jLmpvYnMudjEuSm9iRXJyb3ISGAoQY2FuY2VsX3JlcXVlc3RlZBgIIAEoCCKDAQoQU3VibWl0Sm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkSDgoGb3JnX2lkGAIgASgJEhYKDnJlc2VydmF0aW9uX2lkGAMgASgJEg8KB2NvdW50cnkYBCABKAkSGAoQY2Fub25pY2FsX3Bob25lcxgGIAEoDEoECAUQBlIGcGhvbmVzIi8KDUdldEpvYlJlcXVlc3QSDgoGb3JnX2lkGAEgASgJEg4KBmpvYl9pZBgCIAEoCSIhCg9GZW5jZUpvYlJlcXVlc3QSDgoGam9iX2lkGAEgASgJIkEKEEZlbmNlSm9iUmVzcG9uc2USDgoGZmVuY2VkGAEgASgIEh0KA2pvYhgCIAEoCzIQLmRuYy5qb2JzLnYxLkpvYiI1ChNHZXRKb2JSZXN1bHRSZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCRIOCgZqb2JfaWQYAiABKAkidwoUR2V0Sm9iUmVzdWx0UmVzcG9uc2USDQoFY2h1bmsYASABKAwSOgoWcmVnaXN0cnlfc25hcHNob3RfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFAoMcmVzdWx0X2J5dGVzGAMgASgEIjIKEENhbmNlbEpvYlJlcXVlc3QSDgoGb3JnX2lkGAEgASgJEg4KBmpvYl9pZBgCIAEoCSJJCg9MaXN0Sm9ic1JlcXVlc3QSDgoGb3JnX2lkGAEgASgJEiYKBnN0YXR1cxgCIAEoDjIWLmRuYy5qb2JzLnYxLkpvYlN0YXR1cyIyChBMaXN0Sm9ic1Jlc3BvbnNlEh4KBGpvYnMYASADKAsyEC5kbmMuam9icy52MS5Kb2IiJQoTR2V0Sm9iRGV0YWlsUmVxdWVzdBIOCgZqb2JfaWQYASABKAkibQoNSm9iVHJhbnNpdGlvbhImCgZzdGF0dXMYASABKA4yFi5kbmMuam9icy52MS5Kb2JTdGF0dXMSJgoCYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBG5vdGUYAyABKAkihAEKFEdldEpvYkRldGFpbFJlc3BvbnNlEh0KA2pvYhgBIAEoCzIQLmRuYy5qb2JzLnYxLkpvYhIOCgZvcmdfaWQYAiABKAkSKwoHaGlzdG9yeRgDIAMoCzIaLmRuYy5qb2JzLnYxLkpvYlRyYW5zaXRpb24SEAoIYXR0ZW1wdHMYBCABKA0iGQoXR2V0Q2xlYW51cFN0YXR1c1JlcXVlc3QifwoLQ2xlYW51cFRhc2sSDgoGam9iX2lkGAEgASgJEg4KBnRhcmdldBgCIAEoCRIQCghhdHRlbXB0cxgDIAEoDRISCgpsYXN0X2Vycm9yGAQgASgJEioKBmR1ZV9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiZAoYR2V0Q2xlYW51cFN0YXR1c1Jlc3BvbnNlEg8KB3BlbmRpbmcYASABKAQSDgoGZmFpbGVkGAIgASgEEicKBXRhc2tzGAMgAygLMhguZG5jLmpvYnMudjEuQ2xlYW51cFRhc2siFQoTR2V0S2V5U3RhdHVzUmVxdWVzdCKVAQoJS2V5U3RhdHVzEg4KBmtla19pZBgBIAEoCRIOCgZhY3RpdmUYAiABKAgSEgoKY29uZmlndXJlZBgDIAEoCBINCgVibG9icxgEIAEoBBIyCg5yZXRhaW5lZF91bnRpbBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJcmV0aXJhYmxlGAYgASgIIjwKFEdldEtleVN0YXR1c1Jlc3BvbnNlEiQKBGtleXMYASADKAsyFi5kbmMuam9icy52MS5LZXlTdGF0dXMiMgoRU3VibWl0Sm9iUmVzcG9uc2USHQoDam9iGAEgASgLMhAuZG5jLmpvYnMudjEuSm9iIi8KDkdldEpvYlJlc3BvbnNlEh0KA2pvYhgBIAEoCzIQLmRuYy5qb2JzLnYxLkpvYiIyChFDYW5jZWxKb2JSZXNwb25zZRIdCgNqb2IYASABKAsyEC5kbmMuam9icy52MS5Kb2IquQEKCUpvYlN0YXR1cxIaChZKT0JfU1RBVFVTX1VOU1BFQ0lGSUVEEAASFQoRSk9CX1NUQVRVU19RVUVVRUQQARIWChJKT0JfU1RBVFVTX1JVTk5JTkcQAhIYChRKT0JfU1RBVFVTX1NVQ0NFRURFRBADEhUKEUpPQl9TVEFUVVNfRkFJTEVEEAQSGAoUSk9CX1NUQVRVU19DQU5DRUxMRUQQBRIWChJKT0JfU1RBVFVTX0VYUElSRUQQBjKIAwoLSm9ic1NlcnZpY2USSgoJU3VibWl0Sm9iEh0uZG5jLmpvYnMudjEuU3VibWl0Sm9iUmVxdWVzdBoeLmRuYy5qb2JzLnYxLlN1Ym1pdEpvYlJlc3BvbnNlEkEKBkdldEpvYhIaLmRuYy5qb2JzLnYxLkdldEpvYlJlcXVlc3QaGy5kbmMuam9icy52MS5HZXRKb2JSZXNwb25zZRJVCgxHZXRKb2JSZXN1bHQSIC5kbmMuam9icy52MS5HZXRKb2JSZXN1bHRSZXF1ZXN0GiEuZG5jLmpvYnMudjEuR2V0Sm9iUmVzdWx0UmVzcG9uc2UwARJKCglDYW5jZWxKb2ISHS5kbmMuam9icy52MS5DYW5jZWxKb2JSZXF1ZXN0Gh4uZG5jLmpvYnMudjEuQ2FuY2VsSm9iUmVzcG9uc2USRwoIRmVuY2VKb2ISHC5kbmMuam9icy52MS5GZW5jZUpvYlJlcXVlc3QaHS5kbmMuam9icy52MS5GZW5jZUpvYlJlc3BvbnNlMuYCChBKb2JzQWRtaW5TZXJ2aWNlEkcKCExpc3RKb2JzEhwuZG5jLmpvYnMudjEuTGlzdEpvYnNSZXF1ZXN0Gh0uZG5jLmpvYnMudjEuTGlzdEpvYnNSZXNwb25zZRJTCgxHZXRKb2JEZXRhaWwSIC5kbmMuam9icy52MS5HZXRKb2JEZXRhaWxSZXF1ZXN0GiEuZG5jLmpvYnMudjEuR2V0Sm9iRGV0YWlsUmVzcG9uc2USXwoQR2V0Q2xlYW51cFN0YXR1cxIkLmRuYy5qb2JzLnYxLkdldENsZWFudXBTdGF0dXNSZXF1ZXN0GiUuZG5jLmpvYnMudjEuR2V0Q2xlYW51cFN0YXR1c1Jlc3BvbnNlElMKDEdldEtleVN0YXR1cxIgLmRuYy5qb2JzLnYxLkdldEtleVN0YXR1c1JlcXVlc3QaIS5kbmMuam9icy52MS5HZXRLZXlTdGF0dXNSZXNwb25zZWIGcHJvdG8z',
     [file_google_protobuf_timestamp],
   );
 
@@ -499,6 +499,89 @@ export const GetCleanupStatusResponseSchema: GenMessage<GetCleanupStatusResponse
   messageDesc(file_dnc_jobs_v1_jobs, 16);
 
 /**
+ * @generated from message dnc.jobs.v1.GetKeyStatusRequest
+ */
+export type GetKeyStatusRequest = Message<'dnc.jobs.v1.GetKeyStatusRequest'> & {};
+
+/**
+ * Describes the message dnc.jobs.v1.GetKeyStatusRequest.
+ * Use `create(GetKeyStatusRequestSchema)` to create a new message.
+ */
+export const GetKeyStatusRequestSchema: GenMessage<GetKeyStatusRequest> =
+  /*@__PURE__*/
+  messageDesc(file_dnc_jobs_v1_jobs, 17);
+
+/**
+ * @generated from message dnc.jobs.v1.KeyStatus
+ */
+export type KeyStatus = Message<'dnc.jobs.v1.KeyStatus'> & {
+  /**
+   * @generated from field: string kek_id = 1;
+   */
+  kekId: string;
+
+  /**
+   * The key new blobs are written under (DNC_KEK_ACTIVE_ID of the scheduler answering).
+   *
+   * @generated from field: bool active = 2;
+   */
+  active: boolean;
+
+  /**
+   * In the answering scheduler's DNC_KEKS; a key that wraps blobs and is not configured cannot open them.
+   *
+   * @generated from field: bool configured = 3;
+   */
+  configured: boolean;
+
+  /**
+   * Input and result blobs not yet purged whose data keys this key wraps.
+   *
+   * @generated from field: uint64 blobs = 4;
+   */
+  blobs: bigint;
+
+  /**
+   * The latest time one of those blobs is due to be purged; unset when it wraps none.
+   *
+   * @generated from field: google.protobuf.Timestamp retained_until = 5;
+   */
+  retainedUntil?: Timestamp | undefined;
+
+  /**
+   * Not active and wrapping no blob: removing it from DNC_KEKS makes every copy of the blobs it wrapped
+   * (backups, WAL archives) unreadable.
+   *
+   * @generated from field: bool retirable = 6;
+   */
+  retirable: boolean;
+};
+
+/**
+ * Describes the message dnc.jobs.v1.KeyStatus.
+ * Use `create(KeyStatusSchema)` to create a new message.
+ */
+export const KeyStatusSchema: GenMessage<KeyStatus> = /*@__PURE__*/ messageDesc(file_dnc_jobs_v1_jobs, 18);
+
+/**
+ * @generated from message dnc.jobs.v1.GetKeyStatusResponse
+ */
+export type GetKeyStatusResponse = Message<'dnc.jobs.v1.GetKeyStatusResponse'> & {
+  /**
+   * @generated from field: repeated dnc.jobs.v1.KeyStatus keys = 1;
+   */
+  keys: KeyStatus[];
+};
+
+/**
+ * Describes the message dnc.jobs.v1.GetKeyStatusResponse.
+ * Use `create(GetKeyStatusResponseSchema)` to create a new message.
+ */
+export const GetKeyStatusResponseSchema: GenMessage<GetKeyStatusResponse> =
+  /*@__PURE__*/
+  messageDesc(file_dnc_jobs_v1_jobs, 19);
+
+/**
  * @generated from message dnc.jobs.v1.SubmitJobResponse
  */
 export type SubmitJobResponse = Message<'dnc.jobs.v1.SubmitJobResponse'> & {
@@ -514,7 +597,7 @@ export type SubmitJobResponse = Message<'dnc.jobs.v1.SubmitJobResponse'> & {
  */
 export const SubmitJobResponseSchema: GenMessage<SubmitJobResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_jobs_v1_jobs, 17);
+  messageDesc(file_dnc_jobs_v1_jobs, 20);
 
 /**
  * @generated from message dnc.jobs.v1.GetJobResponse
@@ -532,7 +615,7 @@ export type GetJobResponse = Message<'dnc.jobs.v1.GetJobResponse'> & {
  */
 export const GetJobResponseSchema: GenMessage<GetJobResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_jobs_v1_jobs, 18);
+  messageDesc(file_dnc_jobs_v1_jobs, 21);
 
 /**
  * @generated from message dnc.jobs.v1.CancelJobResponse
@@ -550,7 +633,7 @@ export type CancelJobResponse = Message<'dnc.jobs.v1.CancelJobResponse'> & {
  */
 export const CancelJobResponseSchema: GenMessage<CancelJobResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_jobs_v1_jobs, 19);
+  messageDesc(file_dnc_jobs_v1_jobs, 22);
 
 /**
  * @generated from enum dnc.jobs.v1.JobStatus
@@ -684,5 +767,15 @@ export const JobsAdminService: GenService<{
     methodKind: 'unary';
     input: typeof GetCleanupStatusRequestSchema;
     output: typeof GetCleanupStatusResponseSchema;
+  };
+  /**
+   * The key-encryption keys: which wrap blobs not yet purged, until when, and which can be retired.
+   *
+   * @generated from rpc dnc.jobs.v1.JobsAdminService.GetKeyStatus
+   */
+  getKeyStatus: {
+    methodKind: 'unary';
+    input: typeof GetKeyStatusRequestSchema;
+    output: typeof GetKeyStatusResponseSchema;
   };
 }> = /*@__PURE__*/ serviceDesc(file_dnc_jobs_v1_jobs, 1);
