@@ -9,6 +9,7 @@ export interface JobMetrics {
   blobsWithoutKey: Gauge;
   cleanupFailures: Counter<'target'>;
   quotaSettleFailures: Counter;
+  quotaSettleRefused: Counter<'settlement'>;
   staleCompletions: Counter;
 }
 
@@ -17,7 +18,7 @@ const LAG_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 15, 60, 300];
 
 /** Metric names are fixed (dashboards and alerts use them); labels never carry ids or numbers. */
 export function jobMetrics(registry: Registry): JobMetrics {
-  return {
+  const metrics: JobMetrics = {
     jobs: new Gauge({
       name: 'dnc_jobs',
       help: 'Jobs by state.',
@@ -63,10 +64,19 @@ export function jobMetrics(registry: Registry): JobMetrics {
       help: 'Failed quota commit/release calls for terminal jobs (they are retried).',
       registers: [registry],
     }),
+    quotaSettleRefused: new Counter({
+      name: 'dnc_job_quota_settle_refused_total',
+      help: 'Terminal jobs whose reservation quota refused to settle for good (released or unknown there): a refused commit is work done and not charged.',
+      labelNames: ['settlement'],
+      registers: [registry],
+    }),
     staleCompletions: new Counter({
       name: 'dnc_job_stale_completions_total',
       help: 'Attempts whose outcome was refused because another worker had taken the job over (lease lost).',
       registers: [registry],
     }),
   };
+  // Exported from the start at 0, so the first refusal is an increase an alert sees.
+  for (const settlement of ['commit', 'release']) metrics.quotaSettleRefused.inc({ settlement }, 0);
+  return metrics;
 }

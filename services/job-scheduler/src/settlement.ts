@@ -28,12 +28,16 @@ export class QuotaSettlement {
       const code = ConnectError.from(error).code;
       if (code === Code.FailedPrecondition || code === Code.NotFound) {
         // Final answers: the reservation was released (or never existed) elsewhere, for example by
-        // admission undoing a submit whose answer was lost. Retrying cannot change it.
-        this.logger.warn(
-          { job_id: job.id, code: Code[code] },
-          'reservation cannot be settled; recorded as final',
-        );
-        await this.store.sweeps.markSettled(job.id);
+        // admission undoing a submit whose answer was lost. Retrying cannot change it. Counted: a
+        // refused commit is a succeeded job nobody is charged for (alert DncJobSettlementRefused).
+        // Once per job: the settler that records it counts it.
+        if (await this.store.sweeps.markSettled(job.id)) {
+          this.metrics.quotaSettleRefused.inc({ settlement: job.quotaSettlement });
+          this.logger.warn(
+            { job_id: job.id, settlement: job.quotaSettlement, code: Code[code] },
+            'reservation cannot be settled; recorded as final',
+          );
+        }
         return true;
       }
       this.metrics.quotaSettleFailures.inc();

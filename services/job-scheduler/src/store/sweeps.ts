@@ -88,11 +88,13 @@ export class JobSweeps {
     return r.rows.map((x) => toRow(x as Raw));
   }
 
-  async markSettled(jobId: string): Promise<void> {
-    await this.pool.query(
+  /** True when this call recorded it (another settler may have been first). */
+  async markSettled(jobId: string): Promise<boolean> {
+    const r = await this.pool.query(
       'UPDATE jobs.jobs SET quota_settled_at = now() WHERE id = $1 AND quota_settled_at IS NULL',
       [jobId],
     );
+    return r.rowCount === 1;
   }
 
   /**
