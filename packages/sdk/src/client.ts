@@ -99,6 +99,9 @@ function checkedBaseUrl(raw: string, allowInsecureHttp: boolean): string {
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:')
     throw new TypeError('baseUrl must be an https:// URL (or http:// to this machine)');
+  // Refused, never echoed: fetch refuses such a URL (retried as unreachable), and messages name the URL.
+  if (url.username || url.password)
+    throw new TypeError('baseUrl must not carry a user name or password: the API key authenticates');
   if (url.protocol === 'http:' && !LOOPBACK.test(url.hostname) && !allowInsecureHttp)
     throw new TypeError(
       `baseUrl http://${url.host} would send the API key in clear: use https://, or allowInsecureHttp on a network you trust`,

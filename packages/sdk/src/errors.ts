@@ -88,7 +88,15 @@ export class DncJobError extends Error {
   override readonly name = 'DncJobError';
   readonly code: JobError['error'] | 'job_cancelled';
   constructor(readonly job: ScrubJobStatus) {
-    const code = job.error?.error ?? 'job_cancelled';
+    // A cancelled job never carries a JobError; a failed or expired one always does (the spec). Without
+    // one, its state still says which: never reported as a cancellation.
+    const code =
+      job.error?.error ??
+      (job.status === 'cancelled'
+        ? 'job_cancelled'
+        : job.status === 'expired'
+          ? 'job_expired'
+          : 'platform_failure');
     super(job.error?.message ?? `job ${job.job_id} ended ${job.status}`);
     this.code = code;
   }

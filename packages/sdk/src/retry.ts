@@ -16,7 +16,13 @@ export function isRetryableAnswer(status: number, code: string | undefined): boo
   return info.retryable && info.status === status;
 }
 
-/** `Retry-After` as seconds: delta-seconds or an HTTP date; undefined when absent or unreadable. */
+/** An HTTP date as RFC 9110 makes it (IMF-fixdate): `Sun, 06 Nov 1994 08:49:37 GMT`. */
+const IMF_FIXDATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/;
+
+/**
+ * `Retry-After` as seconds: delta-seconds or an HTTP date; undefined when absent or unreadable. Read
+ * strictly: `Date.parse` takes `1.5` or `-1` for dates in 2001, which would be a retry at once.
+ */
 export function parseRetryAfter(
   value: string | null | undefined,
   now: number = Date.now(),
@@ -24,6 +30,7 @@ export function parseRetryAfter(
   if (value === null || value === undefined) return undefined;
   const trimmed = value.trim();
   if (/^\d+$/.test(trimmed)) return Number(trimmed);
+  if (!IMF_FIXDATE.test(trimmed)) return undefined;
   const date = Date.parse(trimmed);
   if (Number.isNaN(date)) return undefined;
   return Math.max(0, Math.ceil((date - now) / 1000));

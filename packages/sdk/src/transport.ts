@@ -123,7 +123,23 @@ export class Transport {
       spec.onResponse?.(info);
 
       if (response.ok) {
-        const text = await response.text();
+        let text: string;
+        try {
+          text = await response.text();
+        } catch (error) {
+          // The answer was cut short (connection reset, a body shorter than its Content-Length, the
+          // attempt's time up mid-body): as unknown as no answer at all, so retried with the same key
+          // (an exact retry is the first request's answer, never a second charge or a second job).
+          signal?.throwIfAborted();
+          if (attempt >= o.maxRetries) {
+            throw new DncConnectionError(`${spec.method} ${spec.path}: the answer was cut short`, {
+              cause: error,
+              requestId: info.requestId,
+            });
+          }
+          await sleep(backoffDelay(attempt, backoff), signal);
+          continue;
+        }
         try {
           return { ...info, body: JSON.parse(text) as T };
         } catch {
@@ -141,10 +157,12 @@ export class Transport {
       if (!isRetryableAnswer(error.status, error.code) || attempt >= o.maxRetries) throw error;
       // The limit is the service's Retry-After itself: the jitter added to it cannot push it over.
       if (error.retryAfter !== undefined && error.retryAfter * 1000 > o.maxRetryAfterMs) throw error;
-      const delay =
-        error.retryAfter !== undefined
-          ? retryAfterDelay(error.retryAfter, o.random)
-          : backoffDelay(attempt, backoff);
+      // Never sooner than the service asked, and never sooner than the backoff: a Retry-After of 0, or the
+      // same 1 s every time, still backs off exponentially (bounded by retryMaxDelayMs).
+      const delay = Math.max(
+        error.retryAfter !== undefined ? retryAfterDelay(error.retryAfter, o.random) : 0,
+        backoffDelay(attempt, backoff),
+      );
       await sleep(delay, signal);
     }
   }

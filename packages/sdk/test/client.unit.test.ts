@@ -83,6 +83,38 @@ describe('DncClient.scrub (v1)', () => {
     expect(new Set(calls.map((c) => c.headers['idempotency-key'])).size).toBe(1);
   });
 
+  it('a Retry-After of 0, or the same 1 s again, still backs off exponentially (never sooner than the backoff)', async () => {
+    const { client, calls } = await clientFor(
+      sequence(
+        err(503, 'platform_failure', { 'retry-after': '0' }),
+        err(503, 'platform_failure', { 'retry-after': '0' }),
+        err(503, 'platform_failure', { 'retry-after': '0' }),
+        { status: 200, body: result },
+      ),
+    );
+    // Backoff base 10 ms, cap 40 ms: at least 5, 10, 20 ms between the attempts (equal jitter).
+    await expect(client.scrub(request)).resolves.toEqual(result);
+    const gaps = calls.slice(1).map((c, i) => c.at - calls[i]!.at);
+    expect(gaps[0]).toBeGreaterThanOrEqual(5);
+    expect(gaps[1]).toBeGreaterThanOrEqual(10);
+    expect(gaps[2]).toBeGreaterThanOrEqual(20);
+  });
+
+  it('an answer cut short is retried with the same key; given up, the error carries the key', async () => {
+    const cut = { status: 200, body: result, cut: true } as const;
+    const { client, calls } = await clientFor(sequence(cut, { status: 200, body: result }));
+    await expect(client.scrub(request, { idempotencyKey: 'order-43' })).resolves.toEqual(result);
+    expect(calls.map((c) => c.headers['idempotency-key'])).toEqual(['order-43', 'order-43']);
+    await server!.close();
+
+    const always = await clientFor(sequence(cut), { maxRetries: 2 });
+    const error = await always.client.jobs.create(request).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DncConnectionError);
+    expect(error).toMatchObject({ message: 'POST /v2/scrub: the answer was cut short' });
+    expect((error as DncConnectionError).idempotencyKey).toBe(always.calls[0]!.headers['idempotency-key']);
+    expect(always.calls).toHaveLength(3);
+  });
+
   it('gives up after maxRetries and throws the last error', async () => {
     const { client, calls } = await clientFor(sequence(err(503, 'platform_failure')), { maxRetries: 3 });
     const error = await client.scrub(request).catch((e: unknown) => e);
@@ -292,5 +324,11 @@ describe('DncClient.jobs (v2)', () => {
     const error = await client.jobs.run(request, { pollIntervalMs: 10 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(DncJobError);
     expect(error).toMatchObject({ code: 'country_service_maintenance' });
+  });
+
+  it('a failed or expired job without its JobError is never reported as a cancellation', () => {
+    expect(new DncJobError(job('failed') as never).code).toBe('platform_failure');
+    expect(new DncJobError(job('expired') as never).code).toBe('job_expired');
+    expect(new DncJobError(job('cancelled') as never).code).toBe('job_cancelled');
   });
 });

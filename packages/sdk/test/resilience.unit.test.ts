@@ -289,6 +289,14 @@ describe('the API key travels in clear to this machine only', () => {
     for (const baseUrl of ['ftp://api.example.com', 'api.example.com', 'file:///etc/passwd'])
       expect(refusal({ apiKey: 'k', baseUrl }), baseUrl).toBeInstanceOf(TypeError);
   });
+  it('a base URL with a user name or password is refused, never echoed (fetch refuses it; errors name the URL)', () => {
+    for (const baseUrl of ['https://user:hunter2@api.example.com', 'https://hunter2@api.example.com']) {
+      const error = refusal({ apiKey: 'k', baseUrl });
+      expect(error, baseUrl).toBeInstanceOf(TypeError);
+      expect(error!.message).toMatch(/user name or password/);
+      expect(error!.message).not.toContain('hunter2');
+    }
+  });
   it('https:// anywhere, http:// to this machine, and http:// elsewhere when allowed are taken', () => {
     for (const baseUrl of [
       'https://api.example.com',

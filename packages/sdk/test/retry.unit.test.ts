@@ -33,6 +33,13 @@ describe('retry policy (spec: Errors, rules)', () => {
     expect(parseRetryAfter('Sat, 21 Nov 2026 10:00:30 GMT', now)).toBe(30);
   });
 
+  it('reads nothing else as a date: `1.5`, `-1` or `2026-11-21` are no Retry-After, not "retry at once"', () => {
+    // Date.parse reads each of these as a date in the past (a wait of 0).
+    for (const value of ['1.5', '-1', '0x10', '1e3', '2026-11-21', 'Nov 21 2026']) {
+      expect(parseRetryAfter(value, Date.parse('2026-11-21T10:00:00Z')), value).toBeUndefined();
+    }
+  });
+
   it('backs off exponentially within the cap, with jitter', () => {
     const options = (random: number) => ({ baseDelayMs: 100, maxDelayMs: 1_000, random: () => random });
     expect([0, 1, 2, 3, 4, 10].map((a) => backoffDelay(a, options(0)))).toEqual([

@@ -9,8 +9,13 @@ export interface RecordedCall {
   at: number;
 }
 
-/** One scripted answer; `drop` closes the connection without answering (a network error for the client). */
-export type Scripted = { status: number; body?: unknown; headers?: Record<string, string> } | { drop: true };
+/**
+ * One scripted answer; `drop` closes the connection without answering (a network error for the client); `cut`
+ * sends the status, the headers (with the whole body's Content-Length) and half the body, then closes.
+ */
+export type Scripted =
+  | { status: number; body?: unknown; headers?: Record<string, string>; cut?: boolean }
+  | { drop: true };
 
 /**
  * A real node:http server on port 0 that answers the n-th request with `script(call, n)` and records every call,
@@ -36,6 +41,16 @@ export async function startScriptedServer(script: (call: RecordedCall, n: number
         return;
       }
       const payload = answer.body === undefined ? '' : JSON.stringify(answer.body);
+      if (answer.cut) {
+        res.writeHead(answer.status, {
+          'content-type': 'application/json',
+          'content-length': String(Buffer.byteLength(payload)),
+        });
+        res.write(payload.slice(0, Math.floor(payload.length / 2)), () => {
+          setTimeout(() => req.socket.destroy(), 20);
+        });
+        return;
+      }
       res.writeHead(answer.status, {
         ...(payload ? { 'content-type': 'application/json' } : {}),
         ...answer.headers,
