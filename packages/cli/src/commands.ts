@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { type DncClient, DncJobError, LIMITS, type ResponseInfo, type ScrubResult } from '@dnc-scrub/sdk';
 import type { JobsCommand, OutputFormat, ScrubCommand } from './args.js';
 import { type PhoneInput, readInput } from './input.js';
@@ -13,6 +14,8 @@ export interface CommandContext {
   signal: AbortSignal | undefined;
   /** Set as soon as a job exists, so an interruption can say how to follow it. */
   onJob(id: string): void;
+  /** The Idempotency-Key of the request about to be sent, so an interruption can say how to retry it. */
+  onSubmit(idempotencyKey: string): void;
 }
 
 const withSignal = (ctx: CommandContext) => (ctx.signal ? { signal: ctx.signal } : {});
@@ -46,7 +49,9 @@ export async function scrub(ctx: CommandContext, command: ScrubCommand, path: st
   const input = await readInput(path, command.table);
   const { phones } = input;
   const request = { country: command.country, phones };
-  const keyed = command.idempotencyKey === undefined ? {} : { idempotencyKey: command.idempotencyKey };
+  // Made here when not given (not by the SDK), so that it is known whatever ends the request, Ctrl-C too.
+  const keyed = { idempotencyKey: command.idempotencyKey ?? randomUUID() };
+  ctx.onSubmit(keyed.idempotencyKey);
   let last: ResponseInfo | undefined;
   const onResponse = (info: ResponseInfo) => {
     last = info;

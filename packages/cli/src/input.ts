@@ -115,9 +115,17 @@ export async function readInput(path: string, options: TableOptions): Promise<Ph
  */
 export async function spoolStdin(
   stdin: NodeJS.ReadableStream,
+  signal?: AbortSignal,
 ): Promise<{ path: string; dispose(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'dnc-'));
   const path = join(dir, 'stdin');
-  await pipeline(stdin, createWriteStream(path, { mode: 0o600 }));
-  return { path, dispose: () => rm(dir, { recursive: true, force: true }) };
+  const dispose = () => rm(dir, { recursive: true, force: true });
+  try {
+    // Interrupted while numbers are still being typed or piped in: stop, and leave no copy behind.
+    await pipeline(stdin, createWriteStream(path, { mode: 0o600 }), signal ? { signal } : {});
+  } catch (error) {
+    await dispose();
+    throw error;
+  }
+  return { path, dispose };
 }

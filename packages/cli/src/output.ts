@@ -1,5 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createWriteStream, fchmod } from 'node:fs';
+import { rename, rm, stat } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import { stringify } from 'csv-stringify';
 import type { OutputFormat } from './args.js';
 import type { PhoneInput } from './input.js';
@@ -17,24 +20,48 @@ async function put(sink: Sink, chunk: string): Promise<void> {
   if (sink.write(chunk) === false && sink.once) await once(sink as unknown as NodeJS.EventEmitter, 'drain');
 }
 
-/** Runs `write` against stdout, or against a file created readable by the owner only (results hold numbers). */
+/**
+ * Runs `write` against stdout, or against a file readable by the owner only (results hold numbers). A regular
+ * file (or a new one) is written whole or not at all: into a new file beside it, renamed over it once
+ * complete, so a failure part-way (the input changed, a full disk, an interruption) leaves the previous file
+ * as it was and no partial result under its name. Anything else (`/dev/stdout`, a pipe) is written in place.
+ */
 export async function toDestination(
   stdout: Sink,
   out: string | undefined,
   write: (sink: Sink) => Promise<void>,
 ): Promise<void> {
   if (out === undefined) return write(stdout);
-  const file = createWriteStream(out, { mode: 0o600 });
-  const [fd] = (await once(file, 'open')) as [number];
+  const existing = await stat(out).catch(() => undefined);
+  if (existing && !existing.isFile()) return writeFile(out, 'w', write);
+  const partial = join(dirname(out), `.${basename(out)}.${randomBytes(6).toString('hex')}.partial`);
   try {
-    // The mode applies to a file created here only: an existing file readable by others is made private
+    await writeFile(partial, 'wx', write);
+    await rename(partial, out);
+  } catch (error) {
+    await rm(partial, { force: true });
+    throw error;
+  }
+}
+
+async function writeFile(path: string, flags: string, write: (sink: Sink) => Promise<void>): Promise<void> {
+  const file = createWriteStream(path, { mode: 0o600, flags });
+  const [fd] = (await once(file, 'open')) as [number];
+  // A failed write (a full disk) is an error of this call, not an uncaught one of the process.
+  let failed: Error | undefined;
+  file.on('error', (e) => {
+    failed ??= e;
+  });
+  try {
+    // The mode applies to a file created here only: an existing one readable by others is made private
     // before a number is written to it.
     await new Promise<void>((resolve, reject) => fchmod(fd, 0o600, (e) => (e ? reject(e) : resolve())));
     await write(file);
   } finally {
     file.end();
-    await once(file, 'close');
+    if (!file.closed) await once(file, 'close').catch(() => {});
   }
+  if (failed) throw failed;
 }
 
 export async function writeJson(sink: Sink, value: unknown): Promise<void> {

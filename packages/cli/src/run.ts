@@ -63,6 +63,7 @@ export async function runCli(argv: readonly string[], io: CliEnvironment): Promi
   const baseUrl = command.baseUrl ?? (io.env['DNC_BASE_URL'] || DEFAULT_BASE_URL);
   const progress = new Progress(io.stderr);
   let jobId: string | undefined;
+  let submitted: string | undefined;
   let spooled: Awaited<ReturnType<typeof spoolStdin>> | undefined;
   try {
     const apiKey = await apiKeyFrom(command, io.env, io.stdin);
@@ -77,8 +78,11 @@ export async function runCli(argv: readonly string[], io: CliEnvironment): Promi
       onJob: (id: string) => {
         jobId = id;
       },
+      onSubmit: (key: string) => {
+        submitted = key;
+      },
     };
-    if (fromStdin) spooled = await spoolStdin(io.stdin ?? process.stdin);
+    if (fromStdin) spooled = await spoolStdin(io.stdin ?? process.stdin, io.signal);
     if (command.kind === 'scrub') return await scrub(ctx, command, spooled?.path ?? command.file);
     return await jobs(ctx, spooled ? { ...command, input: spooled.path } : command);
   } catch (error) {
@@ -86,6 +90,9 @@ export async function runCli(argv: readonly string[], io: CliEnvironment): Promi
     const aborted = io.signal?.aborted === true;
     const status = report(error, fail, { baseUrl, jobId, aborted });
     for (const hint of afterError(error, aborted ? undefined : jobId)) io.stderr.write(`dnc: ${hint}\n`);
+    // Interrupted with the request sent and no job known: the service may have answered (and charged)
+    // after all; the same key gets that answer, never a second charge or a second job.
+    if (aborted && submitted && !jobId) io.stderr.write(`dnc: ${retryHint(submitted)}\n`);
     return status;
   } finally {
     await spooled?.dispose();
@@ -117,15 +124,15 @@ function afterError(error: unknown, jobId: string | undefined): string[] {
   const retryable =
     error instanceof DncApiError && (isRetryableAnswer(error.status, error.code) || error.status >= 500);
   const key = unknown || retryable ? error.idempotencyKey : undefined;
-  if (key && !jobId) {
-    hints.push(
-      `to retry, run the same command with --idempotency-key ${key} (the first request's answer, never a second charge)`,
-    );
-  }
+  if (key && !jobId) hints.push(retryHint(key));
   if (jobId && !(error instanceof DncJobError)) {
     hints.push(`job ${jobId} was admitted and may still run; follow it with: dnc jobs wait ${jobId}`);
   }
   return hints;
+}
+
+function retryHint(key: string): string {
+  return `to retry, run the same command with --idempotency-key ${key} (the first request's answer, never a second charge)`;
 }
 
 function withId(message: string, requestId: string | undefined): string {

@@ -1,4 +1,4 @@
-import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runCli } from '../src/index.js';
+import { toDestination } from '../src/output.js';
 
 const JOB_ID = '2c0f4a52-6a3e-4bb4-8f0d-2a9e5f6a1b7c';
 const result = (n: number) => ({
@@ -164,6 +165,26 @@ describe('dnc --out keeps results private', () => {
     expect(await runCli(['scrub', '--country', 'co', await numbersFile(3), '--out', out], io().env)).toBe(0);
     expect((await stat(out)).mode & 0o777).toBe(0o600);
     expect(JSON.parse(await readFile(out, 'utf8'))).toEqual(result(3));
+  });
+
+  // Found by a review (2026-12-03): --out truncated the file first, so a failure part-way (the input file
+  // changed under a CSV join, a full disk) destroyed the previous results and left a partial file in place.
+  it('a write that fails part-way leaves the previous file as it was and nothing partial beside it', async () => {
+    const out = join(dir, 'results.csv');
+    await writeFile(out, 'previous results\n');
+    const failing = toDestination({ write: () => true }, out, async (sink) => {
+      sink.write('row 1\n');
+      throw new Error('the input file changed');
+    });
+    await expect(failing).rejects.toThrow('the input file changed');
+    expect(await readFile(out, 'utf8')).toBe('previous results\n');
+    expect((await readdir(dir)).filter((f) => f.includes('results'))).toEqual(['results.csv']);
+    // Written whole: it replaces the file, private.
+    await toDestination({ write: () => true }, out, async (sink) => {
+      sink.write('new results\n');
+    });
+    expect(await readFile(out, 'utf8')).toBe('new results\n');
+    expect((await stat(out)).mode & 0o777).toBe(0o600);
   });
 });
 

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -49,4 +49,78 @@ describe('a run ended by a signal leaves no copy of its input behind', () => {
       }
     });
   }
+});
+
+// Found by a review (2026-12-03): the Idempotency-Key the CLI generates was printed after a lost answer, but
+// not after an interruption, and a request interrupted in flight may still be answered (and charged) by the
+// service: run again without the key, it was a second request and a second charge.
+describe('an interrupted request names the key that gets its answer without a second charge', () => {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    it(`${signal} while the request is in flight: stderr names the key the request carried`, async () => {
+      let key: string | undefined;
+      let received!: () => void;
+      const requested = new Promise<void>((r) => {
+        received = r;
+      });
+      const server = createServer((req) => {
+        key = req.headers['idempotency-key'] as string;
+        received();
+      });
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      const dir = await mkdtemp(join(tmpdir(), 'dnc-cli-key-'));
+      try {
+        const file = join(dir, 'numbers.txt');
+        await writeFile(file, '+57 300 123 4567\n');
+        const child = spawn(process.execPath, [CLI, 'scrub', '--country', 'co', file], {
+          env: {
+            ...process.env,
+            DNC_API_KEY: 'dnc_test_key',
+            DNC_BASE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+          },
+          stdio: ['ignore', 'ignore', 'pipe'],
+        });
+        let stderr = '';
+        child.stderr.on('data', (c: Buffer) => {
+          stderr += c.toString('utf8');
+        });
+        const exited = new Promise<number | null>((r) => child.once('close', (code) => r(code)));
+        await requested;
+        child.kill(signal);
+        expect(await exited).toBe(130);
+        expect(key).toMatch(/^[0-9a-f-]{36}$/);
+        expect(stderr).toContain(`--idempotency-key ${key}`);
+      } finally {
+        server.closeAllConnections();
+        await new Promise((r) => server.close(r));
+        await rm(dir, { recursive: true, force: true });
+      }
+    });
+  }
+});
+
+// Found by the same review: Ctrl-C while the numbers were still being read from standard input was not
+// heard (the copy waited for the end of input), and a second Ctrl-C killed the process with the copy left.
+describe('interrupted while standard input is still being read', () => {
+  it('SIGINT stops the copy at once and removes it', async () => {
+    const tmp = await mkdtemp(join(tmpdir(), 'dnc-cli-stdin-'));
+    try {
+      const child = spawn(process.execPath, [CLI, 'scrub', '--country', 'co', '-'], {
+        env: { ...process.env, TMPDIR: tmp, DNC_API_KEY: 'dnc_test_key', DNC_BASE_URL: 'http://127.0.0.1:9' },
+        stdio: ['pipe', 'ignore', 'ignore'],
+      });
+      const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+      child.stdin.write('+57 300 123 4567\n'); // and never ended
+      await expect.poll(async () => (await readdir(tmp)).length, { timeout: 5_000 }).toBe(1);
+      child.kill('SIGINT');
+      const code = await Promise.race([
+        exited,
+        new Promise<string>((r) => setTimeout(() => r('still running'), 5_000)),
+      ]);
+      child.kill('SIGKILL');
+      expect(code).toBe(130);
+      expect(await readdir(tmp)).toEqual([]);
+    } finally {
+      await rm(tmp, { recursive: true, force: true });
+    }
+  });
 });
