@@ -465,6 +465,11 @@ describe('POST /v1/scrub end to end (issue 5)', () => {
       expect([reused.status, reused.body.error]).toEqual([409, 'idempotency_key_reused']);
       const otherCountry = await scrub({ ...body, country: 'mx' }, { apiKey: o.apiKey, idempotencyKey: k });
       expect([otherCountry.status, otherCountry.body.error]).toEqual([409, 'idempotency_key_reused']);
+      // A country the organization has not bought, or a technical code: still what the key says (spec 7).
+      for (const country of ['ar', 'es']) {
+        const notBought = await scrub({ ...body, country }, { apiKey: o.apiKey, idempotencyKey: k });
+        expect([notBought.status, notBought.body.error], country).toEqual([409, 'idempotency_key_reused']);
+      }
     });
 
     it('while the original runs: 409 idempotency_request_in_progress with Retry-After >= 1', async () => {

@@ -16,6 +16,7 @@ import { admissionGate } from './domain/check-order.js';
 import {
   decideIdempotency,
   hashIdempotencyKey,
+  type IdempotencyDecision,
   isValidFingerprint,
   isValidIdempotencyKey,
   type Kind,
@@ -117,8 +118,9 @@ export async function admit(
     adapter = await passGate(deps, request, known);
   } catch (refusal) {
     // A failed lookup keeps the gate's refusal (the retry is answered as before, never with a store error).
-    const replay = await replayPastGate(deps, request, refusal).catch(() => undefined);
-    if (replay) return replay;
+    const past = await replayPastGate(deps, request, refusal).catch(() => undefined);
+    if (past instanceof ConnectError) throw past;
+    if (past) return past;
     throw refusal;
   }
   const claimed = await claimKey(deps, request, adapter);
@@ -152,10 +154,15 @@ async function replayPastGate(
   deps: AdmitDeps,
   request: Request,
   refusal: unknown,
-): Promise<Admitted | undefined> {
+): Promise<Admitted | ConnectError | undefined> {
   const existing = await deps.claims.find(request.keyId, hashIdempotencyKey(request.idempotencyKey));
   if (!existing) return undefined;
-  if (decideIdempotency(existing, request, Date.now(), deps.timeouts).action !== 'replay') return undefined;
+  const decision = decideIdempotency(existing, request, Date.now(), deps.timeouts);
+  // What the key says holds whatever the gate says of this request: the same key with another country
+  // or other phones is 409 idempotency_key_reused (spec, Idempotency 7), not the refusal of a country
+  // the first request never named; an original still running is 409 in progress (6).
+  if (decision.action === 'reused' || decision.action === 'in_progress') return keyConflict(deps, decision);
+  if (decision.action !== 'replay') return undefined;
   const replay = { admissionId: existing.admissionId, replay: true };
   if (request.kind === 'job') {
     if (!existing.jobId) return undefined;
@@ -255,13 +262,8 @@ async function claimKey(deps: AdmitDeps, request: Request, adapter: ChosenAdapte
   const decision = decideIdempotency(existing, request, Date.now(), deps.timeouts);
   switch (decision.action) {
     case 'reused':
-      throw deps.refusals.reject(
-        publicError(Code.AlreadyExists, 'idempotency_key_reused', {
-          message: 'This Idempotency-Key was used for another request; use a new key.',
-        }),
-      );
     case 'in_progress':
-      throw deps.refusals.reject(inProgress(decision.retryAfterSeconds));
+      throw keyConflict(deps, decision);
     case 'replay':
       return {
         answer: {
@@ -276,6 +278,19 @@ async function claimKey(deps: AdmitDeps, request: Request, adapter: ChosenAdapte
     case 'resume':
       return resume(deps, request, existing, keyHash, adapter);
   }
+}
+
+/** The key's own 409: used for another request, or its original still running. */
+function keyConflict(
+  deps: AdmitDeps,
+  decision: Extract<IdempotencyDecision, { action: 'reused' | 'in_progress' }>,
+): ConnectError {
+  if (decision.action === 'in_progress') return deps.refusals.reject(inProgress(decision.retryAfterSeconds));
+  return deps.refusals.reject(
+    publicError(Code.AlreadyExists, 'idempotency_key_reused', {
+      message: 'This Idempotency-Key was used for another request; use a new key.',
+    }),
+  );
 }
 
 /**

@@ -142,9 +142,10 @@ describe('organizations, purchases and availability through Admit (issue 3 items
         jobId: first.jobId,
         admissionId: first.admissionId,
       });
-      // The same key with another payload, a new key, and a v1 retry (recomputed: it needs the registry) are refused.
+      // The same key with another payload is what the key says (409 reused); a new key, and a v1 retry
+      // (recomputed: it needs the registry) are refused.
       expect(await outcome(admission.admit({ ...req, fingerprint: fingerprint(randomUUID()) }))).toBe(
-        'country_service_maintenance',
+        'idempotency_key_reused',
       );
       expect(await outcome(admission.admit({ ...req, idempotencyKey: randomUUID() }))).toBe(
         'country_service_maintenance',
@@ -193,6 +194,44 @@ describe('organizations, purchases and availability through Admit (issue 3 items
       'subscription_inactive',
     );
     expect(await h.account(c.orgId, 'mx')).toMatchObject({ used: 4, reserved: 0 });
+  });
+
+  // Spec, Idempotency 7: "Same key, different country or phones: 409 idempotency_key_reused." Found by a
+  // review (2026-12-03): the gate of the new request's country was judged first, so the same key with a
+  // country the organization has not bought (or a technical code) was 403/503, never 409; and a retry of an
+  // original still running got the gate's 503 in a maintenance window instead of 409 in progress (6).
+  it('the key answers first: reused with a country not bought is 409 reused; in progress through maintenance is 409', async () => {
+    const { admin, admission } = h.clients();
+    const c = await h.customer(['mx'], 1000);
+    const req = admitReq(c, { inputCount: 2 });
+    const first = await admission.admit(req);
+    await admission.complete({ admissionId: first.admissionId });
+    const other = (country: string) => ({ ...req, country, fingerprint: fingerprint(`${country} phones`) });
+    for (const country of ['ar', 'co', 'es', 'sg'])
+      expect(await outcome(admission.admit(other(country))), country).toBe('idempotency_key_reused');
+    // A new key for the same countries is still what their gate says.
+    expect(await outcome(admission.admit({ ...other('ar'), idempotencyKey: randomUUID() }))).toBe(
+      'country_not_in_plan',
+    );
+
+    const running = admitReq(c, { inputCount: 1 });
+    await admission.admit(running); // not completed: in progress
+    const until = new Date(Date.now() + 120_000);
+    await admin.setMaintenance({
+      country: 'mx',
+      until: { seconds: BigInt(Math.floor(until.getTime() / 1000)), nanos: 0 } as never,
+    });
+    try {
+      const retry = await failure(admission.admit(running));
+      expect(readPublicReason(retry)).toMatchObject({ reason: 'idempotency_request_in_progress' });
+      expect(readPublicReason(retry)!.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+      expect(await outcome(admission.admit({ ...running, idempotencyKey: randomUUID() }))).toBe(
+        'country_service_maintenance',
+      );
+    } finally {
+      await admin.clearMaintenance({ country: 'mx' });
+    }
+    expect(await h.account(c.orgId, 'mx')).toMatchObject({ used: 2, reserved: 1 });
   });
 
   it('no adapter discovered -> temporarily unavailable; adapter in maintenance -> maintenance', async () => {

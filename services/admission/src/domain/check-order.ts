@@ -30,10 +30,11 @@ import { Code } from '@dnc/kit';
  * every answer after step 1 carries the rate-limit figures. For a small v1 body the gateway sends the
  * key with Admit instead (one call fewer): steps 0-3 then run at the start of Admit (routes.ts), and a
  * request the gateway refuses at step 4 is authenticated before the refusal, so the order above holds
- * either way. One exception to "the first that fails": a request refused at steps 4-7 that is an exact
- * retry of one already admitted gets the answer step 8 would give (admit.ts replayPastGate; spec,
- * Idempotency 5 and 8): a v2 one its job; a v1 one, recalculated, unless the refusal is the country's
- * unavailability.
+ * either way. One exception to "the first that fails": a request refused at steps 4-7 whose key is
+ * already taken gets what step 8 says of the key (admit.ts replayPastGate; spec, Idempotency 5-8): the
+ * same key with another country or other phones 409 idempotency_key_reused, an original still running
+ * 409 in progress, an exact retry of one admitted its replay (a v2 one its job; a v1 one, recalculated,
+ * unless the refusal is the country's unavailability).
  * What is batched (key lookups, claims, reservations, completions) is batched below these
  * steps, in the store and reservations modules: each request still passes them one by one.
  */
