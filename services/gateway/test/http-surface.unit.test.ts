@@ -102,6 +102,46 @@ describe('gateway HTTP surface without its upstreams (spec: Endpoints / Common, 
     expect(r.headers['x-retention']).toBe('transient-encrypted');
   });
 
+  // Found by a spec-conformance review (2026-12-03): the policy matched `/v1/` and `/v2/` only, so `/v1` and
+  // `/v2` themselves (a client's base URL with the version) answered their 404 with neither header.
+  it('/v1 and /v2 themselves (and with a query) carry their version headers; /v10 does not', async () => {
+    for (const url of ['/v1', '/v1?x=1']) {
+      const r = await app.inject({ method: 'GET', url });
+      expect(r.statusCode, url).toBe(404);
+      v1Headers(r.headers);
+    }
+    for (const url of ['/v2', '/v2?x=1']) {
+      const r = await app.inject({ method: 'POST', url, payload: {} });
+      expect(r.statusCode, url).toBe(404);
+      expect(r.headers['x-retention'], url).toBe('transient-encrypted');
+    }
+    expect((await app.inject({ method: 'GET', url: '/v10' })).headers['x-retention']).toBeUndefined();
+  });
+
+  // Found by the same review: the body parser of other media types ran for requests with no route and
+  // refused a body over 64 KiB with 413, so PUT /v1/scrub or POST /v1/health with a large non-JSON body was
+  // 413 without `Allow` where the spec says 405 (unsupported method). The body is not read; the answer
+  // closes the connection.
+  it('an unsupported method with a large non-JSON body is 405 with Allow (404 on an unknown path), not 413', async () => {
+    const big = 'x'.repeat(200 * 1024);
+    for (const [method, url, allow] of [
+      ['PUT', '/v1/scrub', 'POST'],
+      ['POST', '/v1/health', 'GET'],
+      ['DELETE', '/v2/scrub/2c0f4a52-6a3e-4bb4-8f0d-2a9e5f6a1b7c', 'GET'],
+    ] as const) {
+      const r = await app.inject({ method, url, payload: big, headers: { 'content-type': 'text/plain' } });
+      expect([r.statusCode, r.headers['allow']], `${method} ${url}`).toEqual([405, allow]);
+      expect(r.headers['connection']).toBe('close');
+    }
+    const unknown = await app.inject({
+      method: 'POST',
+      url: '/v1/nothing-here',
+      payload: big,
+      headers: { 'content-type': 'text/csv' },
+    });
+    expect(unknown.statusCode).toBe(404);
+  });
+
   it('serves the OpenAPI document without authentication', async () => {
     const r = await app.inject({ method: 'GET', url: '/openapi.json' });
     expect(r.statusCode).toBe(200);

@@ -30,9 +30,12 @@ const V2_HEADERS: readonly (readonly [string, string])[] = [
   ['cache-control', CACHE_CONTROL.v2],
 ];
 
-/** The policy's headers for a request to `url`: none for a path outside v1 and v2. */
+const V1 = /^\/v1(?:[/?]|$)/;
+const V2 = /^\/v2(?:[/?]|$)/;
+
+/** The policy's headers for a request to `url` (`/v1` itself included): none outside v1 and v2. */
 export function policyHeaders(url: string): readonly (readonly [string, string])[] {
-  if (url.startsWith('/v1/')) return V1_HEADERS;
-  if (url.startsWith('/v2/')) return V2_HEADERS;
+  if (V1.test(url)) return V1_HEADERS;
+  if (V2.test(url)) return V2_HEADERS;
   return [];
 }

@@ -28,6 +28,8 @@ declare module 'fastify' {
      * allow it: scrub-body.ts). The parsed body then holds `phones: []`; these are its phones.
      */
     bodyPhones: BodyPhones | undefined;
+    /** A body left unread (a request with no route): its answer closes the connection. */
+    closeAfterAnswer: boolean | undefined;
   }
   interface FastifyContextConfig {
     /** The route reads `request.jsonBytes` (otherwise not kept: the bytes are garbage once parsed). */
@@ -89,6 +91,14 @@ function otherMediaType(
     done(error, undefined);
     return;
   }
+  // No route: the answer is the path's 404, or 405 with `Allow` (spec: "unsupported method"), whatever
+  // the body. Not read: the answer closes the connection (lingering, onSend below).
+  if (request.is404) {
+    request.closeAfterAnswer = true;
+    payload.resume();
+    done(null, undefined);
+    return;
+  }
   const tooLarge = () =>
     new PublicHttpError(
       'payload_too_large',
@@ -131,6 +141,7 @@ export const requestBounds = fp(
     const budget = new BodyBudget(opts.budgetBytes);
     app.decorateRequest('jsonBytes', undefined);
     app.decorateRequest('bodyPhones', undefined);
+    app.decorateRequest('closeAfterAnswer', undefined);
     new Gauge({
       name: 'dnc_gateway_body_budget_bytes',
       help: 'Request body memory admitted (in use) and the bodies waiting for room (queued).',
@@ -144,6 +155,8 @@ export const requestBounds = fp(
 
     app.addHook('preParsing', async (request, reply, payload) => {
       if (request.method !== 'POST' && request.method !== 'PUT' && request.method !== 'PATCH') return payload;
+      // No route (404/405): its body is never parsed, so it takes no place.
+      if (request.is404) return payload;
       const declared = declaredLength(request);
       // Small bodies take no place; one declared over the limit is refused (413) by the body parser before a
       // byte is read, so it waits for no room (it was a 503 after the wait while large bodies held the budget).
@@ -164,6 +177,7 @@ export const requestBounds = fp(
     // Fastify closes the connection after refusing a body it has not read (413 on the declared length,
     // 415): such an answer closes lingering (lingering-close.ts).
     app.addHook('onSend', async (request, reply, payload) => {
+      if (request.closeAfterAnswer) reply.header('connection', 'close');
       if (!request.raw.complete && reply.getHeader('connection') === 'close') {
         opts.lingering.afterAnswer(request.raw.socket);
       }
