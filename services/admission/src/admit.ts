@@ -23,7 +23,7 @@ import {
   type Timeouts,
 } from './domain/idempotency.js';
 import type { OpenAdmissions } from './open-admissions.js';
-import { type Refusals, requireUuid } from './public-errors.js';
+import { inProgress, keyReused, type Refusals, requireUuid } from './public-errors.js';
 import { QUOTA_EXCEEDED, type Reservations } from './reservations.js';
 import type { ClaimStore, GateFacts, GateFactsStore, StoredClaim } from './store/index.js';
 
@@ -236,12 +236,6 @@ async function passGate(
 
 type Claimed = { admissionId: string; jobId: string | null } | { answer: Admitted };
 
-const inProgress = (retryAfterSeconds: number) =>
-  publicError(Code.Aborted, 'idempotency_request_in_progress', {
-    message: 'The original request is still being processed; retry with the same key.',
-    retryAfterSeconds,
-  });
-
 /**
  * 8: the idempotency claim. A claim is taken before the reservation; any later failure drops it again,
  * so a request refused here or by quota does not consume its Idempotency-Key. Either the admission to
@@ -285,11 +279,8 @@ function keyConflict(
   deps: AdmitDeps,
   decision: Extract<IdempotencyDecision, { action: 'reused' | 'in_progress' }>,
 ): ConnectError {
-  if (decision.action === 'in_progress') return deps.refusals.reject(inProgress(decision.retryAfterSeconds));
   return deps.refusals.reject(
-    publicError(Code.AlreadyExists, 'idempotency_key_reused', {
-      message: 'This Idempotency-Key was used for another request; use a new key.',
-    }),
+    decision.action === 'in_progress' ? inProgress(decision.retryAfterSeconds) : keyReused(),
   );
 }
 

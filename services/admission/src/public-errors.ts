@@ -32,6 +32,19 @@ export class CallerGaveUp extends ConnectError {
  * `dnc_admission_rejections_total`; a dependency failing (Postgres, Redis, quota) becomes the public
  * platform failure, never an internal message.
  */
+/** Idempotency 6: the original request is still running (409, Retry-After at least 1). */
+export const inProgress = (retryAfterSeconds: number) =>
+  publicError(Code.Aborted, 'idempotency_request_in_progress', {
+    message: 'The original request is still being processed; retry with the same key.',
+    retryAfterSeconds,
+  });
+
+/** Idempotency 7: the key was used for another request (409). */
+export const keyReused = () =>
+  publicError(Code.AlreadyExists, 'idempotency_key_reused', {
+    message: 'This Idempotency-Key was used for another request; use a new key.',
+  });
+
 export class Refusals {
   private readonly rejections: Counter<'reason'>;
 
