@@ -112,11 +112,12 @@ export async function cancelCustomerJob(
 ): Promise<{ job: JobRow; cancelled: boolean }> {
   const outcome = await deps.store.cancel(orgId, jobId);
   if (!outcome) throw notFound();
-  if (outcome.decision.kind === 'cancel_now') {
+  if (outcome.decision.kind === 'cancel_now' || outcome.expired) {
     deps.metrics.duration.observe(
-      { state: 'cancelled' },
+      { state: outcome.job.status },
       (Date.now() - outcome.job.createdAt.getTime()) / 1000,
     );
+    if (outcome.expired) deps.logger.info({ job_id: jobId }, 'job expired at the hard cap (on cancel)');
     await deps.settlement.settle(outcome.job);
   }
   return { job: outcome.job, cancelled: outcome.changed };

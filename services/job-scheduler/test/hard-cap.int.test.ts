@@ -70,4 +70,24 @@ describe('the hard cap where a job ends, not only in the sweep', () => {
       await h.stack.start('job-worker');
     }
   });
+
+  // Found by a spec-conformance review (2026-12-03): status and result reads applied the cap, a cancel did
+  // not, so a cancel past the cap (before the sweep) ended the job `cancelled` instead of `expired`.
+  it('a cancel past the hard cap finds the job expired (job_expired, quota released), not cancelled', async () => {
+    await h.stack.stop('job-worker');
+    try {
+      const before = await h.reserved();
+      const job = await h.submit(['55 1212 9090']);
+      await new Promise((r) => setTimeout(r, 2_500));
+      const answer = (await h.jobs.cancelJob({ orgId: h.org, jobId: job.jobId })).job;
+      expect(answer?.status).toBe(status.EXPIRED);
+      expect(answer?.error?.error).toBe('job_expired');
+      expect((await h.jobs.getJob({ orgId: h.org, jobId: job.jobId })).job?.status).toBe(status.EXPIRED);
+      const history = (await h.admin.getJobDetail({ jobId: job.jobId })).history.map((x) => x.status);
+      expect(history).not.toContain(status.CANCELLED);
+      await expect.poll(() => h.reserved(), { timeout: 5_000 }).toEqual(before);
+    } finally {
+      await h.stack.start('job-worker');
+    }
+  });
 });

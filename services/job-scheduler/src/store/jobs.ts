@@ -296,7 +296,7 @@ export class JobStore {
   async cancel(
     orgId: string,
     jobId: string,
-  ): Promise<{ decision: CancelDecision; job: JobRow; changed: boolean } | undefined> {
+  ): Promise<{ decision: CancelDecision; job: JobRow; changed: boolean; expired?: true } | undefined> {
     if (!isJobId(jobId)) return undefined;
     return inTransaction(this.pool, async (client) => {
       const r = await client.query('SELECT * FROM jobs.jobs WHERE id = $1 AND org_id = $2 FOR UPDATE', [
@@ -305,6 +305,13 @@ export class JobStore {
       ]);
       if (!r.rows[0]) return undefined;
       const job = toRow(r.rows[0] as Raw);
+      // Past its hard cap (the sweep not there yet): it ended `expired` (spec, States), whatever a cancel
+      // says after that; a cancel is never what ends it.
+      if (job.status === 'queued' || job.status === 'running') {
+        const expired = await expireIfPastCap(client, this.policy, job);
+        const decision = { kind: 'keep_terminal', state: 'expired' } as const;
+        if (expired) return { decision, job: expired, changed: false, expired: true };
+      }
       // A lease holder that vanished has no call in flight any more.
       const calls = job.leaseToken ? job.externalCalls : 0;
       const decision = decideCancel(job.status, calls);
