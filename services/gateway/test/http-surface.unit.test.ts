@@ -140,6 +140,17 @@ describe('gateway HTTP surface without its upstreams (spec: Endpoints / Common, 
       headers: { 'content-type': 'text/csv' },
     });
     expect(unknown.statusCode).toBe(404);
+    const json = await app.inject({
+      method: 'PUT',
+      url: '/v2/scrub',
+      payload: JSON.stringify({ phones: Array.from({ length: 20_000 }, () => '3001234567') }),
+      headers: { 'content-type': 'application/json' },
+    });
+    expect([json.statusCode, json.headers['allow'], json.headers['connection']]).toEqual([
+      405,
+      'POST',
+      'close',
+    ]);
   });
 
   it('serves the OpenAPI document without authentication', async () => {

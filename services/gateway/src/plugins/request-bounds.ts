@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer';
+import { Readable } from 'node:stream';
 import { LIMITS } from '@dnc/api-contract';
 import { Gauge, type Registry } from '@dnc/kit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -59,6 +60,12 @@ function declaredLength(request: FastifyRequest): number {
   return Math.min(Number(raw), LIMITS.maxBodyBytes + 1);
 }
 
+/** A request that sends a body: a length above 0, or one sent in chunks. */
+function hasBody(request: FastifyRequest): boolean {
+  const length = request.headers['content-length'];
+  return (length !== undefined && length !== '0') || request.headers['transfer-encoding'] !== undefined;
+}
+
 /** Whether a Content-Encoding header names a coding other than `identity` (which is none). */
 function hasContentCoding(header: string | undefined): boolean {
   if (header === undefined) return false;
@@ -91,11 +98,8 @@ function otherMediaType(
     done(error, undefined);
     return;
   }
-  // No route: the answer is the path's 404, or 405 with `Allow` (spec: "unsupported method"), whatever
-  // the body. Not read: the answer closes the connection (lingering, onSend below).
+  // No route: its body was replaced by an empty one (preParsing, below).
   if (request.is404) {
-    request.closeAfterAnswer = true;
-    payload.resume();
     done(null, undefined);
     return;
   }
@@ -154,9 +158,16 @@ export const requestBounds = fp(
     });
 
     app.addHook('preParsing', async (request, reply, payload) => {
+      // No route: the answer is the path's 404, or 405 with `Allow` (spec: "unsupported method"), whatever
+      // the body, of any media type, size and method. The body is never read: every parser is given an
+      // empty one (and no declared length to hold it to), it takes no place in the budget, and the answer
+      // closes the connection, lingering (onSend below).
+      if (request.is404 && hasBody(request)) {
+        request.closeAfterAnswer = true;
+        delete request.headers['content-length'];
+        return Readable.from([]);
+      }
       if (request.method !== 'POST' && request.method !== 'PUT' && request.method !== 'PATCH') return payload;
-      // No route (404/405): its body is never parsed, so it takes no place.
-      if (request.is404) return payload;
       const declared = declaredLength(request);
       // Small bodies take no place; one declared over the limit is refused (413) by the body parser before a
       // byte is read, so it waits for no room (it was a 503 after the wait while large bodies held the budget).
