@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createWriteStream, fchmod } from 'node:fs';
-import { rename, rm, stat } from 'node:fs/promises';
+import { chmod, copyFile, open, realpath, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { stringify } from 'csv-stringify';
 import type { OutputFormat } from './args.js';
@@ -17,14 +17,38 @@ export interface Sink {
 
 /** Writes with backpressure when the sink has it (a full pipe waits instead of buffering the whole output). */
 async function put(sink: Sink, chunk: string): Promise<void> {
-  if (sink.write(chunk) === false && sink.once) await once(sink as unknown as NodeJS.EventEmitter, 'drain');
+  const stream = sink as Sink & { destroyed?: boolean; errored?: Error | null };
+  // A file that failed (a full disk) is destroyed: it takes nothing more and never drains.
+  if (stream.destroyed) throw stream.errored ?? new Error('the output was closed');
+  if (sink.write(chunk) === false && sink.once) {
+    const emitter = sink as unknown as NodeJS.EventEmitter;
+    await new Promise<void>((resolve, reject) => {
+      const settle = (error?: Error) => {
+        emitter.off('drain', onDrain);
+        emitter.off('close', onClose);
+        if (error) reject(error);
+        else resolve();
+      };
+      const onDrain = () => settle();
+      const onClose = () => settle(stream.errored ?? new Error('the output was closed'));
+      emitter.on('drain', onDrain);
+      emitter.on('close', onClose);
+    });
+  }
 }
+
+/** Where a file beside the output cannot be made, the output is written in place (as before). */
+const CANNOT_CREATE = new Set(['EACCES', 'EPERM', 'EROFS']);
+/** Where a file cannot be renamed over the output (a file bind-mounted alone), it is copied over it. */
+const CANNOT_RENAME = new Set(['EBUSY', 'EXDEV']);
 
 /**
  * Runs `write` against stdout, or against a file readable by the owner only (results hold numbers). A regular
- * file (or a new one) is written whole or not at all: into a new file beside it, renamed over it once
- * complete, so a failure part-way (the input changed, a full disk, an interruption) leaves the previous file
- * as it was and no partial result under its name. Anything else (`/dev/stdout`, a pipe) is written in place.
+ * file (or a new one) is written whole or not at all: into `<name>.<random>.partial` beside it, renamed over it
+ * once complete, so a failure part-way (the input changed, a full disk) leaves the previous file as it was
+ * and no partial result under its name (the partial file is removed; a process killed outright leaves it,
+ * visible beside the output). A link is followed: the file it names is replaced. Anything else
+ * (`/dev/stdout`, a pipe) is written in place, and so is a file in a directory where no file can be made.
  */
 export async function toDestination(
   stdout: Sink,
@@ -34,13 +58,25 @@ export async function toDestination(
   if (out === undefined) return write(stdout);
   const existing = await stat(out).catch(() => undefined);
   if (existing && !existing.isFile()) return writeFile(out, 'w', write);
-  const partial = join(dirname(out), `.${basename(out)}.${randomBytes(6).toString('hex')}.partial`);
+  const target = existing ? await realpath(out) : out;
+  const partial = join(dirname(target), `${basename(target)}.${randomBytes(6).toString('hex')}.partial`);
+  const made = await open(partial, 'wx', 0o600).then(
+    (handle) => handle.close().then(() => undefined),
+    (error: NodeJS.ErrnoException) => error,
+  );
+  if (made) {
+    if (existing && CANNOT_CREATE.has(made.code ?? '')) return writeFile(target, 'w', write);
+    throw made;
+  }
   try {
-    await writeFile(partial, 'wx', write);
-    await rename(partial, out);
-  } catch (error) {
+    await writeFile(partial, 'w', write);
+    await rename(partial, target).catch(async (error: NodeJS.ErrnoException) => {
+      if (!CANNOT_RENAME.has(error.code ?? '')) throw error;
+      await copyFile(partial, target);
+      await chmod(target, 0o600);
+    });
+  } finally {
     await rm(partial, { force: true });
-    throw error;
   }
 }
 

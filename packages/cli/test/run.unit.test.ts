@@ -1,4 +1,4 @@
-import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runCli } from '../src/index.js';
-import { toDestination } from '../src/output.js';
+import { toDestination, writeJson } from '../src/output.js';
 
 const JOB_ID = '2c0f4a52-6a3e-4bb4-8f0d-2a9e5f6a1b7c';
 const result = (n: number) => ({
@@ -185,6 +185,32 @@ describe('dnc --out keeps results private', () => {
     });
     expect(await readFile(out, 'utf8')).toBe('new results\n');
     expect((await stat(out)).mode & 0o777).toBe(0o600);
+  });
+
+  it('an output that fails between two writes (a full disk) ends the run with its error, never a hang', {
+    timeout: 5_000,
+  }, async () => {
+    // /dev/full: every write fails with ENOSPC. The first write is accepted and fails later, the stream is
+    // destroyed meanwhile, and a destroyed stream never drains: the next write waited for ever (the run
+    // then exited 13 with no error line and left its files).
+    const failing = toDestination({ write: () => true }, '/dev/full', async (sink) => {
+      await writeJson(sink, { first: 1 });
+      await new Promise((r) => setTimeout(r, 50));
+      await writeJson(sink, { second: 2 });
+    });
+    await expect(failing).rejects.toMatchObject({ code: 'ENOSPC' });
+  });
+
+  it('a link is followed: the file it names gets the result, the link stays', async () => {
+    const real = join(dir, 'real.json');
+    const link = join(dir, 'link.json');
+    await writeFile(real, 'old\n');
+    await symlink(real, link);
+    await toDestination({ write: () => true }, link, async (sink) => {
+      sink.write('new\n');
+    });
+    expect((await lstat(link)).isSymbolicLink()).toBe(true);
+    expect(await readFile(real, 'utf8')).toBe('new\n');
   });
 });
 
