@@ -5,7 +5,7 @@ import { blobsWithoutKey } from './crypto/key-status.js';
 import type { Dispatcher } from './dispatch.js';
 import type { JobMetrics } from './metrics.js';
 import type { QuotaSettlement } from './settlement.js';
-import { blobKeyUsage } from './store/blobs.js';
+import { blobCountsByKey } from './store/blobs.js';
 import type { CleanupStore } from './store/cleanup.js';
 import type { JobRow, JobStore } from './store/jobs.js';
 
@@ -65,18 +65,22 @@ export class Sweeper {
     try {
       client = await this.deps.pool.connect();
       const got = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [SWEEP_LOCK]);
-      if (!got.rows[0]?.ok) return;
-      try {
-        await this.step('hard cap', () => this.expire());
-        await this.step('stale cancels', () => this.staleCancels());
-        await this.step('dispatch', () => this.redispatch());
-        await this.step('quota settlement', () => this.settle());
-        await this.step('cleanup', () => this.cleanupDue());
-        await this.step('fences', () => this.purgeFences());
-        await this.step('gauges', () => this.gauges());
-      } finally {
-        await client.query('SELECT pg_advisory_unlock($1)', [SWEEP_LOCK]).catch(() => {});
+      if (got.rows[0]?.ok) {
+        try {
+          await this.step('hard cap', () => this.expire());
+          await this.step('stale cancels', () => this.staleCancels());
+          await this.step('dispatch', () => this.redispatch());
+          await this.step('quota settlement', () => this.settle());
+          await this.step('cleanup', () => this.cleanupDue());
+          await this.step('fences', () => this.purgeFences());
+          await this.step('gauges', () => this.gauges());
+        } finally {
+          await client.query('SELECT pg_advisory_unlock($1)', [SWEEP_LOCK]).catch(() => {});
+        }
       }
+      // Every replica, lock or not: the blobs its own key ring cannot open (each pod has its own DNC_KEKS,
+      // and a gauge left by a replica that lost the lock would never clear).
+      await this.step('key gauge', () => this.keyGauge());
     } catch (error) {
       this.deps.logger.warn({ err: error }, 'sweep skipped: database unavailable');
     } finally {
@@ -161,7 +165,10 @@ export class Sweeper {
     this.deps.metrics.nearHardCap.set(nearHardCap);
     const status = await this.deps.cleanup.status(1);
     this.deps.metrics.cleanupPending.set(status.pending);
-    const missing = blobsWithoutKey(this.deps.keys, await blobKeyUsage(this.deps.pool));
+  }
+
+  private async keyGauge(): Promise<void> {
+    const missing = blobsWithoutKey(this.deps.keys, await blobCountsByKey(this.deps.pool));
     this.deps.metrics.blobsWithoutKey.set(missing.blobs);
     // Logged when the set of missing keys changes, not every sweep.
     const seen = missing.kekIds.join(',');

@@ -34,7 +34,7 @@ export function keyStatus(ring: KeyRing, usage: readonly BlobKeyUsage[]): KeySta
 }
 
 /** Blobs whose key is not configured (they cannot be opened), and those keys' ids. */
-export function blobsWithoutKey(ring: KeyRing, usage: readonly BlobKeyUsage[]) {
+export function blobsWithoutKey(ring: KeyRing, usage: readonly { kekId: string; blobs: number }[]) {
   const missing = usage.filter((u) => !ring.has(u.kekId));
   return { blobs: missing.reduce((n, u) => n + u.blobs, 0), kekIds: missing.map((u) => u.kekId) };
 }

@@ -231,3 +231,11 @@ export async function blobKeyUsage(pool: Pool): Promise<BlobKeyUsage[]> {
   );
   return r.rows.map((x) => ({ kekId: x.kek_id, blobs: Number(x.blobs), retainedUntil: x.retained_until }));
 }
+
+/** Blobs not yet purged by key-encryption key, counts only (every scheduler replica, every sweep). */
+export async function blobCountsByKey(pool: Pool): Promise<{ kekId: string; blobs: number }[]> {
+  const r = await pool.query<{ kek_id: string; blobs: string }>(
+    'SELECT kek_id, count(*) AS blobs FROM jobs.job_blobs GROUP BY kek_id',
+  );
+  return r.rows.map((x) => ({ kekId: x.kek_id, blobs: Number(x.blobs) }));
+}
