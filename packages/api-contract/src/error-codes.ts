@@ -124,7 +124,9 @@ export const ERROR_CODES = {
   temporarily_blocked: {
     status: 429,
     retryAfter: 'optional',
-    retryable: false,
+    // Spec, Errors: "Retry 409 in-progress, 429 and 503 ... honoring Retry-After"; only the quota's 429 is
+    // named among the errors not to retry. The block says how long (Retry-After); a client waits it out.
+    retryable: true,
     description: 'The abuse guard blocked the organization for a while.',
   },
   internal_error: {

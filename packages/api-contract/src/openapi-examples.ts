@@ -97,9 +97,9 @@ ${INVALID_REASONS.map((reason) => `- \`${reason}\`: ${INVALID_REASON_DESCRIPTION
 ## Errors and retries
 
 Every error body is \`{"error": "<code>", "message": "<text>"}\` (\`message\` optional). Retry only \`409
-idempotency_request_in_progress\`, \`429 rate_limit_exceeded\` and \`503\`, with the same \`Idempotency-Key\`,
-honoring \`Retry-After\`, with bounded exponential backoff and jitter. Never retry 400, 401, 402, 403,
-\`customer_quota_exceeded\`, \`temporarily_blocked\` or \`idempotency_key_reused\` without correcting the cause.
+idempotency_request_in_progress\`, \`429 rate_limit_exceeded\`, \`429 temporarily_blocked\` and \`503\`, with the
+same \`Idempotency-Key\`, honoring \`Retry-After\`, with bounded exponential backoff and jitter. Never retry 400, 401,
+402, 403, \`customer_quota_exceeded\` or \`idempotency_key_reused\` without correcting the cause.
 A country or platform failure returns no partial result and consumes no customer quota. Registry capacity, provider
 balance, cost, credentials and raw provider errors are never exposed; such causes map to the country or platform errors.
 

@@ -80,6 +80,8 @@ export const idempotencyReplayedHeader = (required: boolean, description: string
 export interface OperationContext {
   version: ApiVersion;
   authenticated: boolean;
+  /** The operation takes an Idempotency-Key (POST /v1/scrub, POST /v2/scrub). */
+  keyed?: boolean;
 }
 
 export function baseHeaders(ctx: OperationContext): Record<string, HeaderSpec> {
@@ -126,7 +128,7 @@ export function errorResponse(
           ? ' `Retry-After` may be present.'
           : '';
     const auto = ERROR_CODES[code].retryable
-      ? ' Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.'
+      ? ` Retry${ctx.keyed ? ' with the same Idempotency-Key' : ''}, honoring Retry-After, with bounded exponential backoff and jitter.`
       : ' Do not retry without correcting the cause.';
     return `- \`${code}\`: ${ERROR_CODES[code].description}${retry}${auto}`;
   });
@@ -147,7 +149,10 @@ export function errorResponse(
   }
   const examples: Record<string, { summary: string; value: unknown }> = {};
   for (const code of codes) {
-    examples[code] = { summary: code, value: { error: code, message: ERROR_CODES[code].description } };
+    // Spec, Authentication 3: a 401's body is exactly `{error: "invalid_key"}`.
+    const value =
+      code === 'invalid_key' ? { error: code } : { error: code, message: ERROR_CODES[code].description };
+    examples[code] = { summary: code, value };
   }
   const response: JsonObject = {
     description: `${STATUS_TEXT[status] ?? 'Error'}.\n\n${lines.join('\n')}`,

@@ -55,7 +55,8 @@ export const OPERATION_ERRORS = {
     409: ['job_result_not_ready'],
     410: ['job_expired', 'job_result_expired'],
   },
-  cancelScrubJob: JOB_READ_ERRORS,
+  // Cancel takes no body: one sent anyway over 64 KiB (or over 25 MiB as JSON) is refused.
+  cancelScrubJob: { ...JOB_READ_ERRORS, 413: ['payload_too_large'] },
 } as const satisfies Record<OperationId, Record<number, readonly ErrorCode[]>>;
 
 const idempotencyKeyHeaders = {

@@ -153,7 +153,6 @@ describe('DncClient.scrub (v1)', () => {
     [409, 'idempotency_key_reused'],
     [413, 'payload_too_large'],
     [429, 'customer_quota_exceeded'],
-    [429, 'temporarily_blocked'],
     [500, 'internal_error'],
   ])('does not retry %i %s', async (status, code) => {
     const { client, calls } = await clientFor(

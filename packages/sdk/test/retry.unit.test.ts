@@ -2,19 +2,20 @@ import { describe, expect, it } from 'vitest';
 import { backoffDelay, isRetryableAnswer, parseRetryAfter } from '../src/index.js';
 
 describe('retry policy (spec: Errors, rules)', () => {
-  it('retries only 409 in-progress, 429 rate_limit_exceeded, 503, and an ingress 502/504', () => {
+  it('retries only 409 in-progress, 429 rate_limit_exceeded and temporarily_blocked, 503, and an ingress 502/504', () => {
     expect(isRetryableAnswer(502, undefined)).toBe(true);
     expect(isRetryableAnswer(504, 'unexpected_response')).toBe(true);
     expect(isRetryableAnswer(503, undefined)).toBe(true);
     expect(isRetryableAnswer(409, 'idempotency_request_in_progress')).toBe(true);
     expect(isRetryableAnswer(429, 'rate_limit_exceeded')).toBe(true);
+    // Spec, Errors: "Retry 409 in-progress, 429 and 503"; only the quota's 429 is not to be retried.
+    expect(isRetryableAnswer(429, 'temporarily_blocked')).toBe(true);
     expect(isRetryableAnswer(503, 'platform_failure')).toBe(true);
     expect(isRetryableAnswer(503, 'country_service_maintenance')).toBe(true);
     for (const [status, code] of [
       [409, 'idempotency_key_reused'],
       [409, 'job_result_not_ready'],
       [429, 'customer_quota_exceeded'],
-      [429, 'temporarily_blocked'],
       [400, 'validation_error'],
       [401, 'invalid_key'],
       [402, 'subscription_inactive'],

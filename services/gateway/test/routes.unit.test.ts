@@ -1,4 +1,5 @@
 import { create } from '@bufbuild/protobuf';
+import { OPERATION_ERRORS } from '@dnc/api-contract';
 import { buildScrubResult, Code, createLogger, HealthState, publicError, Registry } from '@dnc/kit';
 import { admissionv1, jobsv1, registryv1 } from '@dnc/proto';
 import type { FastifyInstance } from 'fastify';
@@ -124,6 +125,27 @@ describe('gateway routes over the in-memory upstream (routes translate HTTP; the
     expect(replay.statusCode).toBe(200);
     expect(replay.headers['idempotency-replayed']).toBe('true');
     expect(replay.json()).toMatchObject({ status: 'succeeded' });
+  });
+});
+
+// Found by an OpenAPI review (2026-12-03): cancel answers 413 to a body it does not take (over 64 KiB), and
+// the document did not list 413 for it: a validator of live answers against the document failed there.
+describe('POST /v2/scrub/{job_id}/cancel with a body it does not take', () => {
+  it('a small body is ignored; one over 64 KiB is 413 payload_too_large, as documented', async () => {
+    const g = await gateway({});
+    const url = '/v2/scrub/2c0f4a52-6a3e-4bb4-8f0d-2a9e5f6a1b7c/cancel';
+    const send = (payload: string) =>
+      g.app.inject({
+        method: 'POST',
+        url,
+        headers: { authorization: 'Bearer dnc_test_key', 'content-type': 'text/plain' },
+        payload,
+      });
+    expect((await send('x')).statusCode).not.toBe(413);
+    const big = await send('x'.repeat(65 * 1024));
+    expect([big.statusCode, big.json().error]).toEqual([413, 'payload_too_large']);
+    const documented = OPERATION_ERRORS.cancelScrubJob as Record<number, readonly string[]>;
+    expect(documented[413]).toEqual(['payload_too_large']);
   });
 });
 

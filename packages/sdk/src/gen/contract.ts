@@ -76,7 +76,7 @@ export const ERROR_CODES = {
   },
   temporarily_blocked: {
     status: 429,
-    retryable: false,
+    retryable: true,
   },
   internal_error: {
     status: 500,

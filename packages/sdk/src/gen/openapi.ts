@@ -1013,7 +1013,7 @@ export interface operations {
        *
        *     - `rate_limit_exceeded`: Technical request window exceeded (independent of the customer quota). `Retry-After` present. Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.
        *     - `customer_quota_exceeded`: The customer quota of the country is exhausted. Do not retry without correcting the cause.
-       *     - `temporarily_blocked`: The abuse guard blocked the organization for a while. `Retry-After` may be present. Do not retry without correcting the cause.
+       *     - `temporarily_blocked`: The abuse guard blocked the organization for a while. `Retry-After` may be present. Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.
        */
       429: {
         headers: {
@@ -1428,7 +1428,7 @@ export interface operations {
        *
        *     - `rate_limit_exceeded`: Technical request window exceeded (independent of the customer quota). `Retry-After` present. Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.
        *     - `customer_quota_exceeded`: The customer quota of the country is exhausted. Do not retry without correcting the cause.
-       *     - `temporarily_blocked`: The abuse guard blocked the organization for a while. `Retry-After` may be present. Do not retry without correcting the cause.
+       *     - `temporarily_blocked`: The abuse guard blocked the organization for a while. `Retry-After` may be present. Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.
        */
       429: {
         headers: {
@@ -1667,8 +1667,8 @@ export interface operations {
       /**
        * @description Too many requests.
        *
-       *     - `rate_limit_exceeded`: Technical request window exceeded (independent of the customer quota). `Retry-After` present. Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.
-       *     - `temporarily_blocked`: The abuse guard blocked the organization for a while. `Retry-After` may be present. Do not retry without correcting the cause.
+       *     - `rate_limit_exceeded`: Technical request window exceeded (independent of the customer quota). `Retry-After` present. Retry, honoring Retry-After, with bounded exponential backoff and jitter.
+       *     - `temporarily_blocked`: The abuse guard blocked the organization for a while. `Retry-After` may be present. Retry, honoring Retry-After, with bounded exponential backoff and jitter.
        */
       429: {
         headers: {
@@ -1738,7 +1738,7 @@ export interface operations {
       /**
        * @description Service unavailable.
        *
-       *     - `platform_failure`: A platform component failed; no partial result, no quota consumed. `Retry-After` may be present. Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.
+       *     - `platform_failure`: A platform component failed; no partial result, no quota consumed. `Retry-After` may be present. Retry, honoring Retry-After, with bounded exponential backoff and jitter.
        */
       503: {
         headers: {
@@ -1973,8 +1973,8 @@ export interface operations {
       /**
        * @description Too many requests.
        *
-       *     - `rate_limit_exceeded`: Technical request window exceeded (independent of the customer quota). `Retry-After` present. Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.
-       *     - `temporarily_blocked`: The abuse guard blocked the organization for a while. `Retry-After` may be present. Do not retry without correcting the cause.
+       *     - `rate_limit_exceeded`: Technical request window exceeded (independent of the customer quota). `Retry-After` present. Retry, honoring Retry-After, with bounded exponential backoff and jitter.
+       *     - `temporarily_blocked`: The abuse guard blocked the organization for a while. `Retry-After` may be present. Retry, honoring Retry-After, with bounded exponential backoff and jitter.
        */
       429: {
         headers: {
@@ -2044,7 +2044,7 @@ export interface operations {
       /**
        * @description Service unavailable.
        *
-       *     - `platform_failure`: A platform component failed; no partial result, no quota consumed. `Retry-After` may be present. Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.
+       *     - `platform_failure`: A platform component failed; no partial result, no quota consumed. `Retry-After` may be present. Retry, honoring Retry-After, with bounded exponential backoff and jitter.
        */
       503: {
         headers: {
@@ -2231,10 +2231,44 @@ export interface operations {
         };
       };
       /**
+       * @description Payload too large.
+       *
+       *     - `payload_too_large`: The body, the canonical durable input or the complete-result estimate exceeds 25 MiB, or there are more inputs than the endpoint takes (10,000 for v1, 500,000 for v2). Do not retry without correcting the cause.
+       */
+      413: {
+        headers: {
+          /** @description Input and result are kept encrypted for a limited time (v2, every response). */
+          'x-retention': 'transient-encrypted';
+          /** @description Responses are never cached. */
+          'Cache-Control': 'no-store';
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          'X-Request-Id': string;
+          /** @description Requests allowed in the current window (1 to 60000). */
+          'X-RateLimit-Limit'?: number;
+          /** @description Same value as X-RateLimit-Limit. */
+          'RateLimit-Limit'?: number;
+          /** @description Requests left in the current window (0 to 60000). */
+          'X-RateLimit-Remaining'?: number;
+          /** @description Same value as X-RateLimit-Remaining. */
+          'RateLimit-Remaining'?: number;
+          /** @description Unix timestamp (seconds) at which the window resets. */
+          'X-RateLimit-Reset'?: number;
+          /** @description Same value as X-RateLimit-Reset. */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'] & {
+            /** @enum {unknown} */
+            error?: 'payload_too_large';
+          };
+        };
+      };
+      /**
        * @description Too many requests.
        *
-       *     - `rate_limit_exceeded`: Technical request window exceeded (independent of the customer quota). `Retry-After` present. Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.
-       *     - `temporarily_blocked`: The abuse guard blocked the organization for a while. `Retry-After` may be present. Do not retry without correcting the cause.
+       *     - `rate_limit_exceeded`: Technical request window exceeded (independent of the customer quota). `Retry-After` present. Retry, honoring Retry-After, with bounded exponential backoff and jitter.
+       *     - `temporarily_blocked`: The abuse guard blocked the organization for a while. `Retry-After` may be present. Retry, honoring Retry-After, with bounded exponential backoff and jitter.
        */
       429: {
         headers: {
@@ -2304,7 +2338,7 @@ export interface operations {
       /**
        * @description Service unavailable.
        *
-       *     - `platform_failure`: A platform component failed; no partial result, no quota consumed. `Retry-After` may be present. Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.
+       *     - `platform_failure`: A platform component failed; no partial result, no quota consumed. `Retry-After` may be present. Retry, honoring Retry-After, with bounded exponential backoff and jitter.
        */
       503: {
         headers: {
