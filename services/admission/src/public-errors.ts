@@ -27,11 +27,6 @@ export class CallerGaveUp extends ConnectError {
   }
 }
 
-/**
- * Admission's refusals as they leave the service: each one a public error, counted by reason in
- * `dnc_admission_rejections_total`; a dependency failing (Postgres, Redis, quota) becomes the public
- * platform failure, never an internal message.
- */
 /** Idempotency 6: the original request is still running (409, Retry-After at least 1). */
 export const inProgress = (retryAfterSeconds: number) =>
   publicError(Code.Aborted, 'idempotency_request_in_progress', {
@@ -45,6 +40,11 @@ export const keyReused = () =>
     message: 'This Idempotency-Key was used for another request; use a new key.',
   });
 
+/**
+ * Admission's refusals as they leave the service: each one a public error, counted by reason in
+ * `dnc_admission_rejections_total`; a dependency failing (Postgres, Redis, quota) becomes the public
+ * platform failure, never an internal message.
+ */
 export class Refusals {
   private readonly rejections: Counter<'reason'>;
 
