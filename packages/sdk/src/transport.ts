@@ -91,6 +91,15 @@ export class Transport {
     const backoff = { baseDelayMs: o.retryBaseDelayMs, maxDelayMs: o.retryMaxDelayMs, random: o.random };
 
     for (let attempt = 0; ; attempt++) {
+      // No answer, or one cut short: the outcome is unknown, so retried with the same key (an exact retry
+      // is the first request's answer, never a second charge or a second job), or given up.
+      const unknownOutcome = async (error: unknown, what: string, requestId: string | undefined) => {
+        signal?.throwIfAborted();
+        if (attempt >= o.maxRetries) {
+          throw new DncConnectionError(`${spec.method} ${spec.path}: ${what}`, { cause: error, requestId });
+        }
+        await sleep(backoffDelay(attempt, backoff), signal);
+      };
       signal?.throwIfAborted();
       sent.requestId = globalThis.crypto.randomUUID();
       headers['x-request-id'] = sent.requestId;
@@ -104,15 +113,8 @@ export class Transport {
           signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
         });
       } catch (error) {
-        signal?.throwIfAborted();
-        // Connection failure or attempt timeout: the outcome is unknown, so retry with the same key.
-        if (attempt >= o.maxRetries) {
-          throw new DncConnectionError(`${spec.method} ${spec.path}: service unreachable`, {
-            cause: error,
-            requestId: sent.requestId,
-          });
-        }
-        await sleep(backoffDelay(attempt, backoff), signal);
+        // Connection failure or attempt timeout.
+        await unknownOutcome(error, 'service unreachable', sent.requestId);
         continue;
       }
       const info: ResponseInfo = {
@@ -127,17 +129,8 @@ export class Transport {
         try {
           text = await response.text();
         } catch (error) {
-          // The answer was cut short (connection reset, a body shorter than its Content-Length, the
-          // attempt's time up mid-body): as unknown as no answer at all, so retried with the same key
-          // (an exact retry is the first request's answer, never a second charge or a second job).
-          signal?.throwIfAborted();
-          if (attempt >= o.maxRetries) {
-            throw new DncConnectionError(`${spec.method} ${spec.path}: the answer was cut short`, {
-              cause: error,
-              requestId: info.requestId,
-            });
-          }
-          await sleep(backoffDelay(attempt, backoff), signal);
+          // A connection reset, a body shorter than its Content-Length, the attempt's time up mid-body.
+          await unknownOutcome(error, 'the answer was cut short', info.requestId);
           continue;
         }
         try {

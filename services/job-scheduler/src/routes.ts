@@ -112,14 +112,8 @@ export async function cancelCustomerJob(
 ): Promise<{ job: JobRow; cancelled: boolean }> {
   const outcome = await deps.store.cancel(orgId, jobId);
   if (!outcome) throw notFound();
-  if (outcome.decision.kind === 'cancel_now' || outcome.expired) {
-    deps.metrics.duration.observe(
-      { state: outcome.job.status },
-      (Date.now() - outcome.job.createdAt.getTime()) / 1000,
-    );
-    if (outcome.expired) deps.logger.info({ job_id: jobId }, 'job expired at the hard cap (on cancel)');
-    await deps.settlement.settle(outcome.job);
-  }
+  if (outcome.expired) deps.logger.info({ job_id: jobId }, 'job expired at the hard cap (on cancel)');
+  if (outcome.decision.kind === 'cancel_now' || outcome.expired) await ended(deps, outcome.job);
   return { job: outcome.job, cancelled: outcome.changed };
 }
 
@@ -139,10 +133,15 @@ export async function customerJob(
   if (job.hardCapAt.getTime() > Date.now() + CLOCK_SKEW_MS) return job;
   const [expired] = await deps.store.sweeps.expireOverdue(1, job.id);
   if (!expired) return job;
-  deps.metrics.duration.observe({ state: expired.status }, (Date.now() - expired.createdAt.getTime()) / 1000);
   deps.logger.info({ job_id: expired.id }, 'job expired at the hard cap (on read)');
-  await deps.settlement.settle(expired);
+  await ended(deps, expired);
   return expired;
+}
+
+/** A job this call ended: its duration observed, its reservation settled (retried by the sweep if not). */
+async function ended(deps: RouteDeps, job: JobRow): Promise<void> {
+  deps.metrics.duration.observe({ state: job.status }, (Date.now() - job.createdAt.getTime()) / 1000);
+  await deps.settlement.settle(job);
 }
 
 /** GetJobResult: the stored result streamed in its segments once it is there and not expired. */

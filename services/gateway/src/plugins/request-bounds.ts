@@ -98,11 +98,6 @@ function otherMediaType(
     done(error, undefined);
     return;
   }
-  // No route: its body was replaced by an empty one (preParsing, below).
-  if (request.is404) {
-    done(null, undefined);
-    return;
-  }
   const tooLarge = () =>
     new PublicHttpError(
       'payload_too_large',

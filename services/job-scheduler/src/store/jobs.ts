@@ -309,8 +309,10 @@ export class JobStore {
       // says after that; a cancel is never what ends it.
       if (job.status === 'queued' || job.status === 'running') {
         const expired = await expireIfPastCap(client, this.policy, job);
-        const decision = { kind: 'keep_terminal', state: 'expired' } as const;
-        if (expired) return { decision, job: expired, changed: false, expired: true };
+        if (expired) {
+          const decision = { kind: 'keep_terminal', state: 'expired' } as const;
+          return { decision, job: expired, changed: false, expired: true };
+        }
       }
       // A lease holder that vanished has no call in flight any more.
       const calls = job.leaseToken ? job.externalCalls : 0;
