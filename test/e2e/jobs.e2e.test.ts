@@ -172,7 +172,9 @@ describe('v2 durable scrub jobs end to end (issue 6)', () => {
   });
 
   it('running + cancel during an in-flight registry call: 202 (running, cancel_requested), then cancelled', async () => {
-    await drill('--latency-ms', '3000');
+    // The worker runs both units at once and hears the cancel when a call ends: the calls must outlast
+    // the poll that sees `running`, the 500 ms and the cancel, however slow the machine is that day.
+    await drill('--latency-ms', '8000');
     const job = await api.submit(['55 3322 1105', '55 3322 1106', '55 3322 1107']);
     await api.waitFor(job.body.job_id, (s) => s === 'running');
     const running = await api.result(job.body.job_id);
@@ -184,7 +186,7 @@ describe('v2 durable scrub jobs end to end (issue 6)', () => {
     expectJobResource(c.body, stack.baseUrl);
     expect(c.body).toMatchObject({ status: 'running', cancel_requested: true });
     expect((await api.quota()).reserved).toBe(3);
-    const done = await api.waitFor(job.body.job_id, (s) => s !== 'running', 15_000);
+    const done = await api.waitFor(job.body.job_id, (s) => s !== 'running', 20_000);
     expect(done.body.status).toBe('cancelled');
     expect(done.body.error).toBeUndefined();
     expect((await api.result(job.body.job_id)).status).toBe(409);
