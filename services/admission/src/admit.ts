@@ -23,7 +23,7 @@ import {
   type Timeouts,
 } from './domain/idempotency.js';
 import type { OpenAdmissions } from './open-admissions.js';
-import { inProgress, keyReused, type Refusals, requireUuid } from './public-errors.js';
+import { inProgress, keyReused, type Refusals, rejectionError, requireUuid } from './public-errors.js';
 import { QUOTA_EXCEEDED, type Reservations } from './reservations.js';
 import type { ClaimStore, GateFacts, GateFactsStore, StoredClaim } from './store/index.js';
 
@@ -121,7 +121,8 @@ export async function admit(
     const past = await replayPastGate(deps, request, refusal).catch(() => undefined);
     if (past instanceof ConnectError) throw past;
     if (past) return past;
-    throw refusal;
+    // Counted here, once it is the answer (a public refusal; anything else the interceptor maps and counts).
+    throw readPublicReason(refusal) ? deps.refusals.reject(refusal as ConnectError) : refusal;
   }
   const claimed = await claimKey(deps, request, adapter);
   if ('answer' in claimed) return claimed.answer;
@@ -189,9 +190,7 @@ function checkResultRules(deps: AdmitDeps, request: Request): void {
   if (!request.resultRules) return;
   const entries = deps.directory.instances(request.country);
   if (entries.every((e) => e.numbering_rules === request.resultRules)) return;
-  throw deps.refusals.reject(
-    publicError(Code.InvalidArgument, 'payload_too_large', { message: RESULT_TOO_LARGE_MESSAGE }),
-  );
+  throw publicError(Code.InvalidArgument, 'payload_too_large', { message: RESULT_TOO_LARGE_MESSAGE });
 }
 
 /**
@@ -218,18 +217,16 @@ async function passGate(
     })),
     nowMs,
   });
-  if (rejection) throw deps.refusals.fromRejection(rejection, country);
+  if (rejection) throw rejectionError(rejection, country);
   const picked = kind === 'sync' ? deps.directory.pick(country) : undefined;
   const adapterAddress = picked?.address ?? '';
   if (kind === 'sync' && !adapterAddress) {
     // The adapter went away between the gate and the pick.
-    throw deps.refusals.reject(
-      publicError(Code.Unavailable, 'country_service_temporarily_unavailable', {
-        message: 'The country service is temporarily unavailable; retry later.',
-        retryAfterSeconds: 5,
-        country,
-      }),
-    );
+    throw publicError(Code.Unavailable, 'country_service_temporarily_unavailable', {
+      message: 'The country service is temporarily unavailable; retry later.',
+      retryAfterSeconds: 5,
+      country,
+    });
   }
   return { adapterAddress, adapterLookupsFree: picked?.provider === 'local' };
 }

@@ -41,6 +41,18 @@ export const keyReused = () =>
   });
 
 /**
+ * A rejection of the check order (steps 5-7) as the public error of `country`, not counted yet: the
+ * request's key may still answer for it (admit.ts replayPastGate), and only the answer is counted.
+ */
+export function rejectionError(r: Rejection, country: string): ConnectError {
+  return publicError(r.code, r.reason, {
+    message: r.message,
+    country,
+    ...(r.retryAfterSeconds !== undefined ? { retryAfterSeconds: r.retryAfterSeconds } : {}),
+  });
+}
+
+/**
  * Admission's refusals as they leave the service: each one a public error, counted by reason in
  * `dnc_admission_rejections_total`; a dependency failing (Postgres, Redis, quota) becomes the public
  * platform failure, never an internal message.
@@ -64,17 +76,6 @@ export class Refusals {
   reject(error: ConnectError): ConnectError {
     this.rejections.inc({ reason: readPublicReason(error)?.reason ?? 'internal' });
     return error;
-  }
-
-  /** A rejection of the check order (steps 5-7) as the public error of `country`. */
-  fromRejection(r: Rejection, country: string): ConnectError {
-    return this.reject(
-      publicError(r.code, r.reason, {
-        message: r.message,
-        country,
-        ...(r.retryAfterSeconds !== undefined ? { retryAfterSeconds: r.retryAfterSeconds } : {}),
-      }),
-    );
   }
 
   /** The public platform failure (counted). */

@@ -19,6 +19,26 @@ afterAll(async () => {
   await h.stop();
 });
 
+/** `dnc_admission_rejections_total` of the first instance, by reason. */
+async function rejections(): Promise<Record<string, number>> {
+  const text = await h.instances[0]!.service.metrics.getSingleMetricAsString(
+    'dnc_admission_rejections_total',
+  );
+  const counts: Record<string, number> = {};
+  for (const m of text.matchAll(/^dnc_admission_rejections_total\{[^}]*reason="([^"]+)"[^}]*\} (\d+)$/gm))
+    counts[m[1]!] = Number(m[2]);
+  return counts;
+}
+
+/** What grew between two `rejections()` readings. */
+function diff(before: Record<string, number>, after: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(after)
+      .map(([reason, n]) => [reason, n - (before[reason] ?? 0)] as const)
+      .filter(([, n]) => n !== 0),
+  );
+}
+
 /** Wait until at least `seconds` remain in the current 60-second window, so a burst stays in one. */
 async function roomInWindow(seconds: number) {
   const into = (Date.now() / 1000) % 60;
@@ -187,8 +207,10 @@ describe('organizations, purchases and availability through Admit (issue 3 items
     }
     const purchase = await h.sql('SELECT purchase_id FROM admission.purchases WHERE org_id = $1', [c.orgId]);
     await admin.lapsePurchase({ purchaseId: purchase.rows[0].purchase_id });
+    const atLapse = await rejections();
     const retry = await admission.admit(req);
     expect(retry).toMatchObject({ replay: true, admissionId: first.admissionId });
+    expect(diff(atLapse, await rejections())).toEqual({}); // answered: no refusal counted
     expect(retry.adapterAddress).toMatch(/^http/);
     expect(await outcome(admission.admit({ ...req, idempotencyKey: randomUUID() }))).toBe(
       'subscription_inactive',
@@ -207,8 +229,12 @@ describe('organizations, purchases and availability through Admit (issue 3 items
     const first = await admission.admit(req);
     await admission.complete({ admissionId: first.admissionId });
     const other = (country: string) => ({ ...req, country, fingerprint: fingerprint(`${country} phones`) });
+    const before = await rejections();
     for (const country of ['ar', 'co', 'es', 'sg'])
       expect(await outcome(admission.admit(other(country))), country).toBe('idempotency_key_reused');
+    // Each refusal counted once, by the reason its caller got: the gate's refusal never left (a review of
+    // 2026-12-03 found both counted, a 409 also read as 403/503 on the dashboard of refusals).
+    expect(diff(before, await rejections())).toEqual({ idempotency_key_reused: 4 });
     // A new key for the same countries is still what their gate says.
     expect(await outcome(admission.admit({ ...other('ar'), idempotencyKey: randomUUID() }))).toBe(
       'country_not_in_plan',
@@ -222,8 +248,10 @@ describe('organizations, purchases and availability through Admit (issue 3 items
       until: { seconds: BigInt(Math.floor(until.getTime() / 1000)), nanos: 0 } as never,
     });
     try {
+      const atMaintenance = await rejections();
       const retry = await failure(admission.admit(running));
       expect(readPublicReason(retry)).toMatchObject({ reason: 'idempotency_request_in_progress' });
+      expect(diff(atMaintenance, await rejections())).toEqual({ idempotency_request_in_progress: 1 });
       expect(readPublicReason(retry)!.retryAfterSeconds).toBeGreaterThanOrEqual(1);
       expect(await outcome(admission.admit({ ...running, idempotencyKey: randomUUID() }))).toBe(
         'country_service_maintenance',
