@@ -223,6 +223,15 @@ for f in "$ROOT"/deploy/*/datastores.yaml; do
   done
 done
 
+# Every container of the image gets the environment its role's config schema accepts, and nothing its
+# role does not read (the services' own schemas, from their build: run after `npm run build`).
+if report=$(node "$ROOT/scripts/charts/env-check.mjs" "$out"/*.yaml 2>&1); then
+  ok "environment of every rendered container against its role's config schema: $(tail -1 <<<"$report")"
+else
+  fail "environment of rendered containers against their roles' config schemas"
+  echo "$report" | sed 's/^/     /'
+fi
+
 # A release without a country must be refused with a message that says what to set.
 if err=$(helm template x "$ADAPTER_CHART" 2>&1); then
   fail "dnc-registry-adapter without a country rendered; it must be refused"

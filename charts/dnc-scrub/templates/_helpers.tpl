@@ -133,19 +133,27 @@ seccompProfile:
 {{- end }}
 {{- end }}
 
-{{/* Env every role gets. */}}
+{{/*
+Env every role gets: dict "root" $ "stores" (list "DATABASE_URL" ...), the datastore URLs (with their
+credentials) of the stores this role uses and no others: the gateway, facing the internet, holds none.
+*/}}
 {{- define "dnc-scrub.commonEnv" -}}
-{{ include "dnc-scrub.secretEnv" (dict "root" . "names" (list "DATABASE_URL" "REDIS_URL" "NATS_URL")) | trim }}
-- name: DNC_LOG_LEVEL
-  value: {{ .Values.config.logLevel | quote }}
+{{- $v := .root.Values }}
+{{- with .stores }}
+{{ include "dnc-scrub.secretEnv" (dict "root" $.root "names" .) | trim }}
+{{- end }}
+{{- if has "NATS_URL" (.stores | default list) }}
 - name: DNC_JETSTREAM_REPLICAS
-  value: {{ .Values.config.jetstreamReplicas | int | quote }}
+  value: {{ $v.config.jetstreamReplicas | int | quote }}
+{{- end }}
+- name: DNC_LOG_LEVEL
+  value: {{ $v.config.logLevel | quote }}
 - name: DNC_SHUTDOWN_TIMEOUT_MS
-  value: {{ .Values.config.shutdownTimeoutMs | int | quote }}
+  value: {{ $v.config.shutdownTimeoutMs | int | quote }}
 - name: DNC_METRICS_PORT
-  value: {{ .Values.ports.metrics | int | quote }}
+  value: {{ $v.ports.metrics | int | quote }}
 - name: NODE_OPTIONS
-  value: {{ printf "--max-old-space-size=%d" (int .Values.config.nodeMaxOldSpaceMb) | quote }}
+  value: {{ printf "--max-old-space-size=%d" (int $v.config.nodeMaxOldSpaceMb) | quote }}
 {{- end }}
 
 {{/* Env of the roles that run jobs: scheduler API and workers. */}}

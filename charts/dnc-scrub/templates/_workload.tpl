@@ -118,7 +118,7 @@ spec:
               containerPort: {{ $root.Values.ports.metrics }}
               protocol: TCP
           env:
-            {{- include "dnc-scrub.commonEnv" $root | nindent 12 }}
+            {{- include "dnc-scrub.commonEnv" (dict "root" $root "stores" .stores) | nindent 12 }}
             {{- include "dnc-scrub.tlsEnv" (dict "root" $root) | nindent 12 }}
             {{- include "dnc-scrub.natsEnv" (dict "root" $root "user" .component) | nindent 12 }}
             {{- if .grpc }}
