@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { finished } from 'node:stream';
 import { runner } from 'node-pg-migrate';
 import pg from 'pg';
 import { isDependencyOutage } from './errors.js';
@@ -46,6 +47,25 @@ export function createPool(databaseUrl: string, max = 10, options: PoolOptions =
   // fails, the caller's error path runs, and the pool replaces it.
   pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
+}
+
+/**
+ * A pg-copy-streams COPY stream (give it to `client.query`) under a bound of its own. pg arms the
+ * pool's client read timer (QUERY_TIMEOUT_MS) on a COPY stream too, where it bounds the whole
+ * transfer: a registry of 10-30 M keys is one COPY each way, longer than a query's bound. And a COPY TO
+ * stream never calls the callback pg wraps to clear that timer, so it fired after the stream had
+ * ended, on a connection serving another query by then. Here the stream carries `timeoutMs` (pg reads
+ * a submitted query's own `query_timeout` first) and the timer is cleared as soon as it ends or fails.
+ */
+export function boundedCopy<S extends NodeJS.ReadableStream | NodeJS.WritableStream>(
+  stream: S,
+  timeoutMs: number,
+): S {
+  const s = stream as S & { query_timeout?: number; callback?: () => void };
+  s.query_timeout = timeoutMs;
+  // pg replaces `callback` when the stream is submitted: the one read here clears its timer.
+  finished(s, () => s.callback?.());
+  return stream;
 }
 
 /** Create the database named in the URL when it is missing (local stack and tests). */

@@ -1,4 +1,4 @@
-import type { Pool } from '@dnc/kit';
+import { boundedCopy, type Pool, QUERY_TIMEOUT_MS } from '@dnc/kit';
 import { to as copyTo } from 'pg-copy-streams';
 
 export interface SealedSegment {
@@ -34,7 +34,8 @@ export async function readSegments(
        WHERE job_id = ${client.escapeLiteral(jobId)} AND kind = ${client.escapeLiteral(kind)}
          AND seq >= ${from} AND seq < ${to} ORDER BY seq) TO STDOUT (FORMAT binary)`;
     const chunks: Buffer[] = [];
-    for await (const chunk of client.query(copyTo(sql))) chunks.push(chunk as Buffer);
+    for await (const chunk of client.query(boundedCopy(copyTo(sql), QUERY_TIMEOUT_MS)))
+      chunks.push(chunk as Buffer);
     return binaryCopyRows(Buffer.concat(chunks));
   } catch (error) {
     failed = true;

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { Pool, PoolClient } from '@dnc/kit';
+import { boundedCopy, type Pool, type PoolClient } from '@dnc/kit';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 
 /** Identity of one committed registry snapshot. */
@@ -27,6 +27,11 @@ export interface SnapshotStats {
 
 /** Old snapshot tables kept besides the current one, so a replica still reading one is not cut off. */
 const KEEP_PREVIOUS = 2;
+/**
+ * The client's bound on one registry COPY (a load's write, a replica's read: 10-30 M keys each), in
+ * place of a query's 20 s; PostgreSQL's own statement timeout is off for them.
+ */
+const REGISTRY_COPY_TIMEOUT_MS = 10 * 60_000;
 
 /**
  * The registry copy of one country in Postgres schema `registry_<cc>`: immutable snapshot tables and
@@ -87,6 +92,7 @@ export class RegistryStore {
    */
   async readKeys(snapshot: SnapshotInfo, client?: PoolClient): Promise<Float64Array> {
     const own = client ?? (await this.pool.connect());
+    let failed: Error | undefined;
     try {
       const { rows } = await own.query<{ table_name: string | null }>(
         `SELECT table_name FROM ${this.t('snapshots')} WHERE id = $1`,
@@ -118,12 +124,19 @@ export class RegistryStore {
           done();
         },
       });
-      await pipeline(own.query(copyTo(`COPY ${this.t(table)} (key) TO STDOUT`)), sink);
+      await pipeline(
+        own.query(boundedCopy(copyTo(`COPY ${this.t(table)} (key) TO STDOUT`), REGISTRY_COPY_TIMEOUT_MS)),
+        sink,
+      );
       if (n !== keys.length) throw new Error('snapshot holds fewer rows than recorded');
       return keys;
+    } catch (error) {
+      failed = error instanceof Error ? error : new Error(String(error));
+      throw error;
     } finally {
       await own.query('RESET statement_timeout').catch(() => {});
-      if (!client) own.release();
+      // A connection that failed in the middle of a COPY is not given back to the pool.
+      if (!client) own.release(failed);
     }
   }
 
@@ -168,7 +181,9 @@ export class RegistryStore {
       await client.query(`CREATE TABLE ${this.t(table)} (key bigint NOT NULL)`);
       await pipeline(
         Readable.from(keyLines(keys)),
-        client.query(copyFrom(`COPY ${this.t(table)} (key) FROM STDIN`)),
+        client.query(
+          boundedCopy(copyFrom(`COPY ${this.t(table)} (key) FROM STDIN`), REGISTRY_COPY_TIMEOUT_MS),
+        ),
       );
       const inserted = await client.query<{ created_at: Date }>(
         `INSERT INTO ${this.t('snapshots')}
