@@ -140,6 +140,19 @@ function decorate(r, s) {
       '\text 3',
       ' int. 23',
       ' INT 4',
+      ' interno 12',
+      ' Interno: 4',
+      ' INTERNO. 345',
+      'interno12',
+      '\tinterno\t12',
+      '\u202finterno\u202f7',
+      ', interno - 3',
+      ' internos 12',
+      ' interno 1234567890',
+      ' int erno 5',
+      '\u202fext\u202f12',
+      '\u3000ext\u300012',
+      '\text.\t9',
       ' x 1234567',
       ' ext 123456789012345678901',
       ' ext 12 ',
@@ -155,7 +168,23 @@ function decorate(r, s) {
       ' ｅｘｔ 5',
       ' ext ١٢',
     ]);
-  } else if (tail < 0.1) out += pick(r, [' ', '  ', '\u00a0', '\n', ' .', '-', ' (mobile)', '!', '#', ';']);
+  } else if (tail < 0.1)
+    out += pick(r, [
+      ' ',
+      '  ',
+      '\u00a0',
+      '\n',
+      ' .',
+      '-',
+      ' (mobile)',
+      '!',
+      '#',
+      ';',
+      '\t',
+      '\u202f',
+      '\r\n',
+    ]);
+  if (r() < 0.02) out = pick(r, ['\t', '\u202f', '\u2009', '\n', '\u3000']) + out;
   if (r() < 0.05) {
     // Random damage: insert, replace or delete one character.
     const at = Math.floor(r() * (out.length + 1));

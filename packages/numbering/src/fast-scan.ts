@@ -1,6 +1,9 @@
 // The fast path's first step: one pass over an input's char codes that extracts its digits (parse.js
 // extractFormattedPhoneNumber, isViablePhoneNumber, extractExtension) or says the input is outside the
-// grammar the fast path decides.
+// grammar the fast path decides. It reads the raw input as the reference reads `cleanWrittenForm(input)`
+// (written-form.ts): every `isSpace` character as an ASCII space, the word `interno` as `int`.
+
+import { isSpace } from './written-form.js';
 
 export const MAX_INPUT_STRING_LENGTH = 250; // parse.js
 
@@ -21,7 +24,11 @@ export function digitValue(c: number): number {
   return -1;
 }
 
-/** constants.js VALID_PUNCTUATION without the tildes (they double as extension labels). */
+/**
+ * constants.js VALID_PUNCTUATION without the tildes (they double as extension labels), with the
+ * characters cleanWrittenForm reads as a space (tab, Unicode spaces: `isSpace`, in the default branch,
+ * which keeps the switch as fast as before for the common separators).
+ */
 function isPunctuation(c: number): boolean {
   switch (c) {
     case 0x20: // space
@@ -48,7 +55,7 @@ function isPunctuation(c: number): boolean {
     case 0xff3d:
       return true;
     default:
-      return c >= 0x2010 && c <= 0x2015; // dashes
+      return (c >= 0x2010 && c <= 0x2015) || isSpace(c); // dashes, Unicode spaces
   }
 }
 
@@ -71,26 +78,29 @@ const UNSURE = -2;
  * An extension starting at input[i] (the first character after the number that is not punctuation),
  * in the forms of createExtensionPattern.js that cannot start inside the number:
  *   [ \u00A0\t,]* (ext | extn | int | x) [:.]? [ \u00A0\t,-]* digit{1,6}      (case-insensitive)
- * Returns the index after the extension digits, NO_EXTENSION, or UNSURE (too many digits: the
- * reference applies per-label limits).
+ * where every `isSpace` character is a space and `interno` not followed by a letter is `int`
+ * (cleanWrittenForm; no letter can precede the label here). Returns the index after the extension
+ * digits, NO_EXTENSION, or UNSURE (too many digits: the reference applies per-label limits).
  */
 function extensionEnd(input: string, i: number): number {
   const length = input.length;
   let j = i;
   for (; j < length; j++) {
     const c = input.charCodeAt(j);
-    if (c !== 0x20 && c !== 0xa0 && c !== 0x09 && c !== 0x2c) break;
+    if (c !== 0x2c && !isSpace(c)) break;
   }
   if (isAt(input, j, 'ext')) {
     j += 3;
     if (lowerAt(input, j) === 0x6e) j++; // extn
-  } else if (isAt(input, j, 'int')) j += 3;
-  else if (lowerAt(input, j) === 0x78)
+  } else if (isAt(input, j, 'int')) {
+    j += 3;
+    if (isAt(input, j, 'erno') && lowerAt(input, j + 4) === 0) j += 4; // interno
+  } else if (lowerAt(input, j) === 0x78)
     j++; // x
   else return NO_EXTENSION;
   let c = input.charCodeAt(j);
   if (c === 0x3a || c === 0x2e) c = input.charCodeAt(++j); // : .
-  while (c === 0x20 || c === 0xa0 || c === 0x09 || c === 0x2c || c === 0x2d) c = input.charCodeAt(++j);
+  while (c === 0x2c || c === 0x2d || isSpace(c)) c = input.charCodeAt(++j);
   let k = 0;
   while (j < length && digitValue(input.charCodeAt(j)) >= 0) {
     j++;

@@ -16,3 +16,4 @@ export {
   type NumberingCountry,
   normalizeReference,
 } from './reference.js';
+export { cleanWrittenForm } from './written-form.js';

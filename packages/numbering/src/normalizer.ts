@@ -3,6 +3,7 @@ import { registryv1 } from '@dnc/proto';
 import { type CountryCode as IsoCountry, ParseError, parsePhoneNumberWithError } from 'libphonenumber-js/max';
 import { TABLES_LIBPHONENUMBER_VERSION } from './fast.js';
 import { createNumbering } from './numbering.js';
+import { cleanWrittenForm } from './written-form.js';
 
 const { Outcome } = registryv1;
 
@@ -22,8 +23,12 @@ export interface Normalizer {
  * CI) and the revision of this package's own rules (registry keys, Mexico's abolished forms, the
  * technical countries' reading). Bump RULES_REVISION with any change that moves an input between
  * valid and invalid or between invalid reasons.
+ *   1  libphonenumber-js reads the input as it is.
+ *   2  tabs and Unicode spaces read as spaces, `interno` as an extension label (written-form.ts):
+ *      inputs invalid under 1 (mostly `unparseable`) become valid or change reason; an input valid
+ *      under 1 keeps its key.
  */
-const RULES_REVISION = 1;
+const RULES_REVISION = 2;
 export const NUMBERING_RULES = `dnc-numbering/${RULES_REVISION} libphonenumber-js@${TABLES_LIBPHONENUMBER_VERSION}`;
 
 /**
@@ -44,15 +49,16 @@ export function createNormalizer(country: CountryCode): Normalizer {
 
 /**
  * Technical countries (remote registries only): libphonenumber-js `max` decides, the key is the
- * national significant number. These registries are washed remotely, so there is no local key format
- * to agree with; the remote provider sends E.164.
+ * national significant number of the written form as the live countries read it (`cleanWrittenForm`).
+ * These registries are washed remotely, so there is no local key format to agree with; the remote
+ * provider sends E.164.
  */
 function technicalNormalizer(country: 'es' | 'au' | 'sg'): Normalizer {
   const iso = country.toUpperCase() as IsoCountry;
   return {
     normalize(input) {
       try {
-        const phone = parsePhoneNumberWithError(input, { defaultCountry: iso });
+        const phone = parsePhoneNumberWithError(cleanWrittenForm(input), { defaultCountry: iso });
         if (phone.country !== iso) {
           return phone.isValid() ? -Outcome.INVALID_WRONG_COUNTRY : -Outcome.INVALID_NUMBER;
         }

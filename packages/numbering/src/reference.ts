@@ -1,5 +1,6 @@
 import { registryv1 } from '@dnc/proto';
 import { ParseError, parsePhoneNumberWithError } from 'libphonenumber-js/max';
+import { cleanWrittenForm } from './written-form.js';
 
 const { Outcome } = registryv1;
 
@@ -89,14 +90,23 @@ function parseErrorOutcome(message: string): registryv1.Outcome {
 }
 
 /**
- * The exact classifier: libphonenumber-js `max` metadata decides validity; the registry key rules
- * (`lineKey`, `mexicanObsoleteLine`) are applied on top. The fast path must agree with it on every input.
+ * The exact classifier: libphonenumber-js `max` metadata decides validity of the written form as the
+ * rules read it (`cleanWrittenForm`: Unicode spaces, `interno`); the registry key rules (`lineKey`,
+ * `mexicanObsoleteLine`) are applied on top. The fast path must agree with it on every input.
  */
 export function classifyReference(country: NumberingCountry, input: string): Classification {
+  return classifyUncleaned(country, cleanWrittenForm(input));
+}
+
+/**
+ * `classifyReference` of a text as libphonenumber-js reads it, without `cleanWrittenForm`: the reading
+ * of rules revision 1, kept for the test that every input valid then keeps its key.
+ */
+export function classifyUncleaned(country: NumberingCountry, text: string): Classification {
   let phone: ReturnType<typeof parsePhoneNumberWithError>;
-  if (input.includes(PHONE_CONTEXT)) resetPhoneContextPatterns();
+  if (text.includes(PHONE_CONTEXT)) resetPhoneContextPatterns();
   try {
-    phone = parsePhoneNumberWithError(input, { defaultCountry: ISO[country] });
+    phone = parsePhoneNumberWithError(text, { defaultCountry: ISO[country] });
   } catch (error) {
     if (error instanceof ParseError) return invalid(parseErrorOutcome(error.message));
     throw error;

@@ -56,6 +56,11 @@ describe('fast path coverage', () => {
     ['mx', '55 1234 5678 ext 12'],
     ['ar', '11 4123 4567 int. 23'],
     ['co', '300-123-4567 x5'],
+    ['mx', '55\t1234\t5678'],
+    ['mx', '+52\u202f55\u202f1234\u202f5678'],
+    ['co', '300\u2009123\u20094567\t'],
+    ['ar', '+54 11 4123-4567 interno 12'],
+    ['ar', '11 4123 4567 Interno: 12'],
     ['mx', ''],
     ['ar', 'n/a'],
     ['co', '+'],
@@ -73,7 +78,8 @@ describe('fast path coverage', () => {
   it.each([
     ['mx', '+1 212 555 0123 4567 8901'],
     ['mx', '55 1234 5678;ext=1'],
-    ['ar', '11 4123\t4567'],
+    ['ar', '11 4123\n4567'],
+    ['ar', '11 4123 4567 internos 12'],
     ['co', '55'],
     ['co', '300 123 4567 extension 5'],
   ] as const)('leaves %s %j to the reference', (country, input) => {

@@ -13,6 +13,19 @@ const FW = (s: string) => s.replace(/[0-9]/g, (d) => String.fromCharCode(0xff10 
 const AI = (s: string) => s.replace(/[0-9]/g, (d) => String.fromCharCode(0x0660 + Number(d)));
 const EA = (s: string) => s.replace(/[0-9]/g, (d) => String.fromCharCode(0x06f0 + Number(d)));
 
+/**
+ * Each form again with tab, narrow no-break space (what Intl/ICU formatters write), thin space and
+ * figure space for every ASCII space, and at both ends: every Unicode space reads as an ASCII space.
+ */
+const SPACES = { tab: '\t', 'U+202F': '\u202f', 'U+2009': '\u2009', 'U+2007': '\u2007' };
+const spaced = (rows: readonly Row[]): Row[] =>
+  Object.entries(SPACES).flatMap(([name, space]) =>
+    rows.flatMap(([input, expected]): Row[] => [
+      [input.split(' ').join(space), expected, `spaces as ${name}`],
+      [`${space}${input.split(' ').join(space)}${space}`, expected, `${name} at both ends`],
+    ]),
+  );
+
 const MX: readonly Row[] = [
   // One CDMX line, every way it is written.
   ['5512345678', 5512345678],
@@ -45,6 +58,19 @@ const MX: readonly Row[] = [
   [AI('55 1234 5678'), 5512345678, 'Arabic-Indic digits'],
   [EA('5512345678'), 5512345678, 'Eastern Arabic-Indic digits'],
   ['\uff0b52 55 1234 5678', 5512345678, 'full-width plus: read as 52 without +'],
+  ['55 1234\t5678', 5512345678, 'tab (spreadsheet paste)'],
+  ['+52\t(55)\u202f1234-5678', 5512345678, 'tab, narrow no-break space, parentheses and a dash'],
+  ['\u3000+52\u00a055\u20091234\u20075678\t', 5512345678, 'mixed spaces'],
+  ['55\u30001234\u3000\u202f5678', 5512345678, 'ideographic space (libphonenumber-js)'],
+  ['55 1234 5678\u202fext\u202f12', 5512345678, 'narrow no-break spaces around the extension label'],
+  ['\r\n55 1234 5678\r\n', 5512345678, 'line breaks at both ends are skipped'],
+  ['\u202855 1234 5678\u2029', 5512345678],
+  ...spaced([
+    ['55 1234 5678', 5512345678],
+    ['+52 (55) 1234-5678', 5512345678],
+    ['+52 1 55 1234 5678 ext 12', 5512345678],
+    ['044 55 1234 5678', 5512345678],
+  ]),
   // Abolished forms of the same line: normalized to the 10-digit number (reference.ts, mexicanObsoleteLine).
   ['+52 1 55 1234 5678', 5512345678, 'international mobile marker 1'],
   ['+5215512345678', 5512345678],
@@ -73,7 +99,9 @@ const MX: readonly Row[] = [
   ['five five', 'unparseable'],
   ['+', 'unparseable'],
   ['++52 55 1234 5678', 'unparseable'],
-  ['55 1234\t5678', 'unparseable', 'tab is not a separator'],
+  ['55 1234\n5678', 'unparseable', 'a line break inside the number is not a separator'],
+  ['55\r\n1234 5678', 'unparseable'],
+  ['55 1234\u20285678', 'unparseable', 'line separator'],
   ['+52 55 1234 5678 #', 'unparseable'],
   ['+999 123 456', 'unparseable', 'no such calling code'],
   ['+0 55 1234 5678', 'unparseable', 'no calling code starts with 0'],
@@ -116,6 +144,20 @@ const AR: readonly Row[] = [
   ['+54 11 15 4123 4567', 1141234567],
   ['11 4123 4567 int. 23', 1141234567, 'extension'],
   ['011-4123-4567 ext 23', 1141234567],
+  ['+54 11 4123-4567 interno 12', 1141234567, 'interno: the extension word in Argentina'],
+  ['011 4123-4567 Interno: 12', 1141234567],
+  ['11 4123 4567 INTERNO. 345', 1141234567],
+  ['11 4123 4567 interno12', 1141234567],
+  ['11 4123 4567, interno - 12', 1141234567],
+  ['11 4123 4567 (interno 12)', 1141234567],
+  ['11 4123 4567\tinterno\t12', 1141234567],
+  ['11 4123 4567 interno 123456789', 1141234567, 'up to 9 digits, as after int'],
+  ...spaced([
+    ['+54 9 11 4123 4567', 1141234567],
+    ['(011) 15 4123-4567', 1141234567],
+    ['+54 11 4123-4567 interno 12', 1141234567],
+    ['0351 15 412 3456', 3514123456],
+  ]),
   ['tel:+54-11-4123-4567', 1141234567],
   ['tel:+54-9-11-4123-4567', 1141234567],
   ['+54\u00a09\u00a011\u00a04123\u00a04567', 1141234567],
@@ -150,6 +192,10 @@ const AR: readonly Row[] = [
   ['', 'unparseable'],
   ['sin número', 'unparseable'],
   ['-', 'unparseable'],
+  ['11 4123 4567 internos 12', 'unparseable', 'interno only as a whole word'],
+  ['11 4123 4567 intern 12', 'unparseable'],
+  ['11 4123 4567 interno 1234567890', 'unparseable', 'more digits than int takes'],
+  ['11 4123\n4567', 'unparseable', 'a line break inside the number is not a separator'],
   ['11 4123', 'invalid_length'],
   ['+54 9 11 15 4123 4567', 'invalid_length', 'both marks at once'],
   ['114123456789', 'invalid_length'],
@@ -184,6 +230,14 @@ const CO: readonly Row[] = [
   ['tel:+57-300-123-4567', 3001234567],
   ['300 123 4567 ext 5', 3001234567],
   ['300\u00a0123\u00a04567', 3001234567],
+  ['300 123 4567 interno 5', 3001234567, 'interno reads alike in every country'],
+  ['(+57)\t300\u202f123-4567', 3001234567],
+  ...spaced([
+    ['+57 300 123 4567', 3001234567],
+    ['(601) 234-5678', 6012345678],
+    ['300 123 4567 ext 5', 3001234567],
+    ['005 57 300 123 4567', 3001234567],
+  ]),
   ['300 123 4567 ', 3001234567],
   [FW('300 123 4567'), 3001234567],
   [AI('3001234567'), 3001234567],
