@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `node scripts/charts/env-check.mjs <rendered manifest.yaml>...`: each container of the image the
-// charts render is started with the environment its role's config schema accepts, and holds no
-// variable its role does not read. The same schemas the services parse at start (services/*/dist/
+// charts render is started with the environment its role's config schema accepts, holds no variable
+// its role does not read, and has a memory limit above its V8 heap ceiling. The same schemas the services parse at start (services/*/dist/
 // config.js, `loadConfig`), so a chart value the code refuses fails here, not as a crash-looping pod:
 // found by a review (2026-12-03), the adapters' DNC_ADVERTISE_ADDR rendered without a scheme and every
 // adapter exited at start; and the internet-facing gateway was given database, Redis and NATS URLs
@@ -40,6 +40,41 @@ const PLACEHOLDERS = {
   DNC_KEKS: (env) => `${env.DNC_KEK_ACTIVE_ID ?? 'k1'}:${key32}`,
   DNC_TOTP_KEYS: (env) => `${env.DNC_TOTP_KEY_ACTIVE_ID ?? 't1'}:${key32}`,
 };
+
+/**
+ * What a Node process needs beside its old space (--max-old-space-size): the young generation (3 x 16 MiB
+ * semi-spaces), code, stacks and the Buffers of bodies and streams. A container whose memory limit
+ * leaves less is killed by the kernel before V8 collects harder.
+ */
+const NON_HEAP_MIB = 128;
+const UNITS = {
+  Ki: 1 / 1024,
+  Mi: 1,
+  Gi: 1024,
+  Ti: 1024 * 1024,
+  k: 1e3 / 2 ** 20,
+  M: 1e6 / 2 ** 20,
+  G: 1e9 / 2 ** 20,
+};
+
+/** A Kubernetes memory quantity in MiB (undefined when absent or not understood). */
+function mebibytes(quantity) {
+  const m = /^([0-9.]+)([KMGT]i|[kMG])?$/.exec(String(quantity ?? ''));
+  return m ? Number(m[1]) * (m[2] ? UNITS[m[2]] : 1 / 2 ** 20) : undefined;
+}
+
+/** The heap ceiling fits under the container's memory limit with room for what is not heap. */
+function memoryProblems(container, env) {
+  const heap = /--max-old-space-size=(\d+)/.exec(env.NODE_OPTIONS ?? '')?.[1];
+  const limit = mebibytes(container.resources?.limits?.memory);
+  if (!heap) return ['NODE_OPTIONS: no --max-old-space-size (the heap would follow the node, not the limit)'];
+  if (limit === undefined) return ['resources.limits.memory: none (the heap ceiling needs one above it)'];
+  return limit >= Number(heap) + NON_HEAP_MIB
+    ? []
+    : [
+        `resources.limits.memory ${limit} MiB: below the heap ceiling ${heap} MiB + ${NON_HEAP_MIB} MiB not heap`,
+      ];
+}
 
 /** scripts/migrate.js has no schema: the variables it reads, and what it needs. */
 function migrateNames(env) {
@@ -121,6 +156,7 @@ for (const file of files) {
         ...unresolved,
         ...problems,
         ...unread.map((n) => `${n}: set, but ${role} does not read it`),
+        ...memoryProblems(container, env),
       ];
       if (all.length === 0) continue;
       failures++;
