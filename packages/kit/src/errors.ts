@@ -116,6 +116,8 @@ const OUTAGE_MESSAGE =
 export function isDependencyOutage(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && (OUTAGE_CODES.has(code) || code.startsWith('08'))) return true;
+  // SQLSTATE classes 08 (connection exception) and 53 (insufficient resources: no connection slot left,
+  // out of memory, disk full): the database cannot serve now; a retry later can succeed.
+  if (typeof code === 'string' && (OUTAGE_CODES.has(code) || /^(08|53)[0-9A-Z]{3}$/.test(code))) return true;
   return OUTAGE_MESSAGE.test(error.message);
 }

@@ -62,6 +62,25 @@ describe('isDependencyOutage', () => {
     }).catch((e: unknown) => e);
     await proxyPool.end();
     expect(isDependencyOutage(cut)).toBe(true);
+    // No connection slot left (max_connections reached, here a role's CONNECTION LIMIT): SQLSTATE 53300
+    // when a pool grows or a pod starts at peak. An outage to retry (503), not a bug (500). Found by a
+    // review of the connection budget (2026-12-03).
+    const role = `dnc_full_${process.pid}`;
+    const admin = createPool(DATABASE_URL, 1);
+    try {
+      await admin.query(`CREATE ROLE ${role} LOGIN CONNECTION LIMIT 0`);
+      const full = new URL(DATABASE_URL);
+      full.username = role;
+      full.password = '';
+      const fullPool = createPool(full.toString(), 1);
+      const noSlot = await fullPool.query('SELECT 1').catch((e: unknown) => e);
+      await fullPool.end();
+      expect((noSlot as { code?: string }).code).toBe('53300');
+      expect(isDependencyOutage(noSlot)).toBe(true);
+    } finally {
+      await admin.query(`DROP ROLE IF EXISTS ${role}`);
+      await admin.end();
+    }
     expect(isDependencyOutage(new Error('duplicate key value violates unique constraint'))).toBe(false);
     expect(isDependencyOutage(new TypeError('x is undefined'))).toBe(false);
   });
