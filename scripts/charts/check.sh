@@ -232,6 +232,25 @@ else
   echo "$report" | sed 's/^/     /'
 fi
 
+# The production releases' PostgreSQL connections at every autoscaler's maximum, mid-rollout, fit the
+# production cluster's max_connections.
+budget=()
+kube=${KUBE_SCHEMA_VERSIONS[-1]%%:*}
+helm template dnc-scrub "$PLATFORM_CHART" --namespace dnc --kube-version "$kube" -f "$ROOT/deploy/production/platform-values.yaml" >"$out/budget-platform.yaml"
+budget+=("$out/budget-platform.yaml")
+for country in mx ar co; do
+  helm template "adapter-$country" "$ADAPTER_CHART" --namespace dnc --kube-version "$kube" \
+    -f "$ROOT/deploy/production/adapter-values.yaml" \
+    --set "country=$country" >"$out/budget-adapter-$country.yaml"
+  budget+=("$out/budget-adapter-$country.yaml")
+done
+if report=$(node "$ROOT/scripts/charts/pg-budget.mjs" --cluster "$ROOT/deploy/production/postgres-cluster.yaml" "${budget[@]}" 2>&1); then
+  ok "production PostgreSQL connection budget: $(tail -1 <<<"$report")"
+else
+  fail "production PostgreSQL connection budget"
+  echo "$report" | sed 's/^/     /'
+fi
+
 # A release without a country must be refused with a message that says what to set.
 if err=$(helm template x "$ADAPTER_CHART" 2>&1); then
   fail "dnc-registry-adapter without a country rendered; it must be refused"

@@ -66,6 +66,19 @@ const FINGERPRINT_VERSION = new RegExp(`^${FINGERPRINT_VERSION_PATTERN}$`);
 export const fingerprintVersion = () =>
   z.string().regex(FINGERPRINT_VERSION, '"v" and 1 to 4 digits, e.g. v2 (what admission reads)');
 
+/**
+ * Each role's PostgreSQL pool size when DNC_PG_POOL_MAX is unset (the gateway has no pool). The
+ * charts' connection budget check reads these too (scripts/charts/pg-budget.mjs).
+ */
+export const PG_POOL_DEFAULT = {
+  admission: 10,
+  quota: 10,
+  'job-scheduler': 10,
+  'job-worker': 6,
+  dashboard: 5,
+  'registry-adapter': 10,
+} as const;
+
 export const commonConfig = {
   DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/dnc'),
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
@@ -73,6 +86,12 @@ export const commonConfig = {
   /** This service's own NATS user (the server grants it only the subjects it needs). */
   DNC_NATS_USER: z.string().min(1).optional(),
   DNC_NATS_PASSWORD: z.string().optional(),
+  /**
+   * The most PostgreSQL connections this process's pool opens; unset: its role's default (10; workers 6,
+   * the dashboard 5). Replicas x this, summed over every role, must fit the server's max_connections
+   * (docs/deploy.md, "Connection budget").
+   */
+  DNC_PG_POOL_MAX: z.coerce.number().int().min(1).max(100).optional(),
   DNC_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DNC_SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(20_000),
   DNC_METRICS_PORT: port(9464),

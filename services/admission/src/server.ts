@@ -16,6 +16,7 @@ import {
   OrgAssertionVerifier,
   openBucket,
   orgAssertionRefusals,
+  PG_POOL_DEFAULT,
   PostgresAuditLog,
   probePostgres,
   provisionJetStream,
@@ -221,7 +222,7 @@ function startReconciler(
 async function openPostgres(service: Service, config: AdmissionConfig) {
   await ensureDatabase(config.DATABASE_URL);
   await migrateSchema(config.DATABASE_URL, 'admission', MIGRATIONS);
-  const pool = createPool(config.DATABASE_URL);
+  const pool = createPool(config.DATABASE_URL, config.DNC_PG_POOL_MAX ?? PG_POOL_DEFAULT.admission);
   service.onClose('postgres', () => pool.end());
   service.health.require('postgres', () => probePostgres(pool));
   return pool;

@@ -4,6 +4,7 @@ import {
   createRedis,
   ensureDatabase,
   migrateSchema,
+  PG_POOL_DEFAULT,
   type Pool,
   PostgresAuditLog,
   probePostgres,
@@ -92,7 +93,7 @@ async function openPostgres(service: Service, config: DashboardConfig, totpKeys:
   const { logger } = service;
   await ensureDatabase(config.DATABASE_URL);
   await migrateSchema(config.DATABASE_URL, 'dashboard', MIGRATIONS);
-  const pool = createPool(config.DATABASE_URL, 5);
+  const pool = createPool(config.DATABASE_URL, config.DNC_PG_POOL_MAX ?? PG_POOL_DEFAULT.dashboard);
   service.onClose('postgres', () => pool.end());
   // Before anything is served: no seed stays in plaintext, none under a retired key.
   const sealing = await sealStoredSecrets(pool, totpKeys);

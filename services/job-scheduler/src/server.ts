@@ -18,6 +18,7 @@ import {
   openBucket,
   orgAssertionInterceptor,
   orgAssertionRefusals,
+  PG_POOL_DEFAULT,
   PostgresAuditLog,
   probePostgres,
   provisionJetStream,
@@ -139,7 +140,10 @@ export function startJobScheduler(config: JobsConfig): Promise<RunningJobSchedul
 async function openCore(service: Service, config: JobsConfig, keys: KeyRing): Promise<Core> {
   await ensureDatabase(config.DATABASE_URL);
   await migrateSchema(config.DATABASE_URL, 'jobs', MIGRATIONS);
-  const pool = createPool(config.DATABASE_URL, config.DNC_ROLE === 'worker' ? 6 : 10);
+  const pool = createPool(
+    config.DATABASE_URL,
+    config.DNC_PG_POOL_MAX ?? PG_POOL_DEFAULT[config.DNC_ROLE === 'worker' ? 'job-worker' : 'job-scheduler'],
+  );
   service.onClose('postgres', () => pool.end());
   service.health.require('postgres', () => probePostgres(pool));
   const nc = await connectNats(config.NATS_URL, service.options.name, natsCredentials(config));

@@ -3,6 +3,7 @@ import {
   createPool,
   ensureDatabase,
   migrateSchema,
+  PG_POOL_DEFAULT,
   PostgresAuditLog,
   probePostgres,
   type Service,
@@ -32,7 +33,7 @@ export function startQuota(config: QuotaConfig): Promise<RunningQuota> {
   return startService('quota', config, async (service) => {
     await ensureDatabase(config.DATABASE_URL);
     await migrateSchema(config.DATABASE_URL, 'quota', MIGRATIONS);
-    const pool = createPool(config.DATABASE_URL);
+    const pool = createPool(config.DATABASE_URL, config.DNC_PG_POOL_MAX ?? PG_POOL_DEFAULT.quota);
     service.onClose('postgres', () => pool.end());
     service.health.require('postgres', () => probePostgres(pool));
     await service.health.start();

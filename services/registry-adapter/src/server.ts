@@ -12,6 +12,7 @@ import {
   natsCredentials,
   natsNames,
   openBucket,
+  PG_POOL_DEFAULT,
   PostgresAuditLog,
   probePostgres,
   provisionJetStream,
@@ -213,7 +214,7 @@ async function openRegistry(
 }> {
   const country = config.COUNTRY;
   await ensureDatabase(config.DATABASE_URL);
-  const pool = createPool(config.DATABASE_URL);
+  const pool = createPool(config.DATABASE_URL, config.DNC_PG_POOL_MAX ?? PG_POOL_DEFAULT['registry-adapter']);
   service.onClose('postgres', () => pool.end());
   service.health.require('postgres', () => probePostgres(pool));
   const store = new RegistryStore(pool, country, NUMBERING_RULES);
