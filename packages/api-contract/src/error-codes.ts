@@ -43,7 +43,7 @@ export const ERROR_CODES = {
     status: 403,
     retryAfter: 'absent',
     retryable: false,
-    description: 'The country purchase exists but its activation is not complete.',
+    description: "The organization's account activation is not complete.",
   },
   country_not_in_plan: {
     status: 403,

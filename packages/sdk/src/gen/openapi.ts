@@ -881,7 +881,7 @@ export interface operations {
        * @description Organization suspended or no country entitlement.
        *
        *     - `account_suspended`: The organization is suspended. Do not retry without correcting the cause.
-       *     - `activation_incomplete`: The country purchase exists but its activation is not complete. Do not retry without correcting the cause.
+       *     - `activation_incomplete`: The organization's account activation is not complete. Do not retry without correcting the cause.
        *     - `country_not_in_plan`: The organization has no entitlement for this country (including the technical-only codes es, au, sg). Do not retry without correcting the cause.
        */
       403: {
@@ -1296,7 +1296,7 @@ export interface operations {
        * @description Organization suspended or no country entitlement.
        *
        *     - `account_suspended`: The organization is suspended. Do not retry without correcting the cause.
-       *     - `activation_incomplete`: The country purchase exists but its activation is not complete. Do not retry without correcting the cause.
+       *     - `activation_incomplete`: The organization's account activation is not complete. Do not retry without correcting the cause.
        *     - `country_not_in_plan`: The organization has no entitlement for this country (including the technical-only codes es, au, sg). Do not retry without correcting the cause.
        */
       403: {
