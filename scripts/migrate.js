@@ -21,6 +21,9 @@ export async function main() {
   if (!databaseUrl) throw new Error('DATABASE_URL: required');
   const country = process.env.COUNTRY;
   if (country !== undefined && !/^[a-z]{2}$/.test(country)) throw new Error('COUNTRY: two lowercase letters');
+  const user = process.env.DNC_NATS_USER;
+  if (!country && user && user !== NATS_PROVISIONER)
+    throw new Error(`DNC_NATS_USER: the migrate role creates the JetStream stream as ${NATS_PROVISIONER}`);
   const targets = country ? [[`registry_${country}`, '../services/registry-adapter/migrations']] : schemas;
   await ensureDatabase(databaseUrl);
   for (const [schema, dir] of targets) {
@@ -37,12 +40,11 @@ async function provisionNats(env) {
     return;
   }
   const user = env.DNC_NATS_USER;
-  if (user && user !== NATS_PROVISIONER)
-    throw new Error(`DNC_NATS_USER: the migrate role creates the JetStream stream as ${NATS_PROVISIONER}`);
   const replicas = Number(env.DNC_JETSTREAM_REPLICAS ?? '1');
   if (!Number.isInteger(replicas) || replicas < 1 || replicas > 5)
     throw new Error('DNC_JETSTREAM_REPLICAS: an integer from 1 to 5');
   const prefix = env.DNC_NATS_PREFIX ?? '';
+  if (!/^[A-Za-z0-9_]*$/.test(prefix)) throw new Error('DNC_NATS_PREFIX: letters, digits and _ only');
   const nc = await connectNats(
     env.NATS_URL,
     'migrate',

@@ -236,15 +236,20 @@ fi
 # production cluster's max_connections.
 budget=()
 kube=${KUBE_SCHEMA_VERSIONS[-1]%%:*}
-helm template dnc-scrub "$PLATFORM_CHART" --namespace dnc --kube-version "$kube" -f "$ROOT/deploy/production/platform-values.yaml" >"$out/budget-platform.yaml"
+rendered=true
+helm template dnc-scrub "$PLATFORM_CHART" --namespace dnc --kube-version "$kube" \
+  -f "$ROOT/deploy/production/platform-values.yaml" >"$out/budget-platform.yaml" 2>"$out/err" || rendered=false
 budget+=("$out/budget-platform.yaml")
 for country in mx ar co; do
   helm template "adapter-$country" "$ADAPTER_CHART" --namespace dnc --kube-version "$kube" \
     -f "$ROOT/deploy/production/adapter-values.yaml" \
-    --set "country=$country" >"$out/budget-adapter-$country.yaml"
+    --set "country=$country" >"$out/budget-adapter-$country.yaml" 2>>"$out/err" || rendered=false
   budget+=("$out/budget-adapter-$country.yaml")
 done
-if report=$(node "$ROOT/scripts/charts/pg-budget.mjs" --cluster "$ROOT/deploy/production/postgres-cluster.yaml" "${budget[@]}" 2>&1); then
+if ! $rendered; then
+  fail "production PostgreSQL connection budget: the production releases do not render"
+  sed 's/^/     /' "$out/err"
+elif report=$(node "$ROOT/scripts/charts/pg-budget.mjs" --cluster "$ROOT/deploy/production/postgres-cluster.yaml" "${budget[@]}" 2>&1); then
   ok "production PostgreSQL connection budget: $(tail -1 <<<"$report")"
 else
   fail "production PostgreSQL connection budget"

@@ -15,14 +15,25 @@ import { parseAllDocuments } from 'yaml';
 const dist = (service) => new URL(`../../services/${service}/dist/config.js`, import.meta.url).href;
 
 /** The image's roles (scripts/run.js) and the schema each one parses, with what run.js sets first. */
+const PG = 'DATABASE_URL';
 const ROLES = {
-  gateway: { module: dist('gateway'), schema: 'gatewayConfig' },
-  admission: { module: dist('admission'), schema: 'admissionConfig' },
-  quota: { module: dist('quota'), schema: 'quotaConfig' },
-  'job-scheduler': { module: dist('job-scheduler'), schema: 'jobsConfig', env: { DNC_ROLE: 'api' } },
-  'job-worker': { module: dist('job-scheduler'), schema: 'jobsConfig', env: { DNC_ROLE: 'worker' } },
-  'registry-adapter': { module: dist('registry-adapter'), schema: 'adapterConfig' },
-  dashboard: { module: dist('dashboard'), schema: 'dashboardConfig' },
+  gateway: { module: dist('gateway'), schema: 'gatewayConfig', stores: [] },
+  admission: { module: dist('admission'), schema: 'admissionConfig', stores: [PG, 'REDIS_URL', 'NATS_URL'] },
+  quota: { module: dist('quota'), schema: 'quotaConfig', stores: [PG] },
+  'job-scheduler': {
+    module: dist('job-scheduler'),
+    schema: 'jobsConfig',
+    env: { DNC_ROLE: 'api' },
+    stores: [PG, 'NATS_URL'],
+  },
+  'job-worker': {
+    module: dist('job-scheduler'),
+    schema: 'jobsConfig',
+    env: { DNC_ROLE: 'worker' },
+    stores: [PG, 'NATS_URL'],
+  },
+  'registry-adapter': { module: dist('registry-adapter'), schema: 'adapterConfig', stores: [PG, 'NATS_URL'] },
+  dashboard: { module: dist('dashboard'), schema: 'dashboardConfig', stores: [PG, 'REDIS_URL'] },
   migrate: { names: migrateNames },
 };
 
@@ -126,13 +137,17 @@ const modules = new Map();
 async function check(role, env) {
   const r = ROLES[role];
   if (r.names) return r.names(env);
+  // The schemas default each store's URL to this machine's: a role the chart gives no URL still parses.
+  const missing = r.stores
+    .filter((name) => env[name] === undefined)
+    .map((n) => `${n}: not set (${role} uses it)`);
   if (!modules.has(r.module)) modules.set(r.module, await import(r.module));
   const schema = modules.get(r.module)[r.schema];
   const parsed = schema.safeParse({ ...env, ...r.env });
   const problems = parsed.success
     ? []
     : parsed.error.issues.map((i) => `${i.path.join('.') || '(environment)'}: ${i.message}`);
-  return { problems, known: schemaNames(schema) };
+  return { problems: [...missing, ...problems], known: schemaNames(schema) };
 }
 
 const files = process.argv.slice(2);

@@ -56,7 +56,13 @@ for (const d of docs) {
     continue;
   }
   if (d?.kind !== 'Deployment' || !(role in PG_POOL_DEFAULT)) continue;
-  const configured = container.env?.find((e) => e.name === 'DNC_PG_POOL_MAX')?.value;
+  // The last entry of a name wins, as in Kubernetes; one from a Secret or field cannot be read here.
+  const entry = container.env?.findLast((e) => e.name === 'DNC_PG_POOL_MAX');
+  if (entry && entry.value === undefined) {
+    process.stderr.write(`${d.metadata.name}: DNC_PG_POOL_MAX is not a literal value\n`);
+    process.exit(1);
+  }
+  const configured = entry?.value;
   const pool = configured === undefined ? PG_POOL_DEFAULT[role] : Number(configured);
   const max = maxReplicas(d);
   rows.push({ name: d.metadata.name, role, pods: max + surge(d, max), pool });

@@ -15,9 +15,10 @@ and the kubelet must not kill it before both are over.
 {{/*
 Probes of an internal Connect service: grpc.health.v1 on the plaintext health port, which answers
 health and nothing else (the kubelet presents no client certificate; the gRPC port requires one).
-Startup asks only whether that listener is up: its gRPC status includes dependencies (NOT_SERVING
-while quota, Postgres or NATS is down), and a pod started during an outage longer than the startup
-budget was killed into CrashLoopBackOff, down for minutes after the outage ended.
+Startup asks only whether that listener is up: its gRPC status includes dependencies it checks while
+serving (NOT_SERVING while quota, Postgres or NATS is down), and a pod that got as far as listening
+during such an outage was killed into CrashLoopBackOff, down for minutes after the outage ended. (A
+process that cannot connect to Postgres or NATS at start still exits and restarts, by design.)
 */}}
 {{- define "dnc-scrub.grpcProbes" -}}
 {{- $p := .Values.probes }}

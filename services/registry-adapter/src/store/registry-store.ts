@@ -147,6 +147,7 @@ export class RegistryStore {
   async withLoadLock<T>(work: (client: PoolClient) => Promise<T>): Promise<T | undefined> {
     const client = await this.pool.connect();
     let locked = false;
+    let failed: Error | undefined;
     try {
       const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS ok', [
         this.lockKey,
@@ -154,9 +155,13 @@ export class RegistryStore {
       locked = rows[0]?.ok === true;
       if (!locked) return undefined;
       return await work(client);
+    } catch (error) {
+      failed = error instanceof Error ? error : new Error(String(error));
+      throw error;
     } finally {
       if (locked) await client.query('SELECT pg_advisory_unlock($1::bigint)', [this.lockKey]).catch(() => {});
-      client.release();
+      // A load that failed may have failed in the middle of a COPY: that connection is not reused.
+      client.release(failed);
     }
   }
 
