@@ -174,9 +174,14 @@ export class Service {
     }
     this.onClose('grpc server', async () => {
       server.close();
-      // GOAWAY to every client: they finish their streams and reconnect elsewhere.
+      // GOAWAY to every client: they finish their streams and reconnect elsewhere. A session closed
+      // this way ends by itself once its last stream has ended.
       for (const s of sessions) s.close();
       await this.waitIdle();
+      // The handlers are done, but their answers may still be on their way out: destroying the session
+      // now reset those streams (CANCEL), and the caller lost an answer the service had given
+      // (test/shutdown-drain.int.test.ts of admission). Destroyed only when one outlives the grace.
+      await sessionsClosed(sessions, SESSION_CLOSE_GRACE_MS);
       for (const s of sessions) s.destroy();
     });
     return { port: (server.address() as AddressInfo).port };
@@ -245,6 +250,24 @@ export class Service {
     process.on('SIGTERM', () => onSignal('SIGTERM'));
     process.on('SIGINT', () => onSignal('SIGINT'));
   }
+}
+
+/** How long the drain waits for a session's last answers to be written before destroying it. */
+const SESSION_CLOSE_GRACE_MS = 2_000;
+
+/** Resolves once every session has closed, or after `graceMs`, whichever comes first. */
+function sessionsClosed(sessions: ReadonlySet<http2.ServerHttp2Session>, graceMs: number): Promise<void> {
+  // `closed` is already true after close(): a session is gone once destroyed.
+  const open = [...sessions].filter((s) => !s.destroyed);
+  if (open.length === 0) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, graceMs);
+    timer.unref();
+    void Promise.all(open.map((s) => new Promise((r) => s.once('close', r)))).then(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }
 
 function listen(server: http2.Http2Server | http2.Http2SecureServer, port: number, host: string) {

@@ -96,6 +96,28 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
     keyUsage,
     jobs,
   });
+  // The background loops are registered before the listeners, so they close after the drain (closers
+  // run in reverse): the key uses of the calls that finish during the drain are written by the last
+  // flush, and a reconcile or purge pass in progress does not hold back the GOAWAY.
+  keyUsage.start();
+  service.onClose('key usage', () => keyUsage.stop());
+  const purge = new IdempotencyPurge(
+    stores.claims,
+    logger,
+    {
+      syncSeconds: config.DNC_IDEMPOTENCY_RETENTION_SECONDS,
+      jobSeconds: config.DNC_JOB_IDEMPOTENCY_RETENTION_SECONDS,
+    },
+    config.DNC_IDEMPOTENCY_PURGE_INTERVAL_MS,
+  );
+  purge.start();
+  service.onClose('idempotency purge', () => purge.stop());
+  const reconciler = startReconciler(service, config, {
+    claims: stores.claims,
+    reservations,
+    timeouts,
+    jobs,
+  });
   const { port } = await service.startGrpcServer({
     port: config.DNC_GRPC_PORT,
     serviceNames: ['dnc.admission.v1.AdmissionService', 'dnc.admission.v1.OrganizationService'],
@@ -114,31 +136,12 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
     // A dependency failing is a platform failure for the callers of AdmissionService.
     interceptors: [refusals.interceptor(admissionv1.AdmissionService.typeName)],
   });
-  const reconciler = startReconciler(service, config, {
-    claims: stores.claims,
-    reservations,
-    timeouts,
-    jobs,
-  });
   const { port: adminPort } = await service.startAdminServer({
     port: config.DNC_ADMIN_PORT,
     serviceNames: ['dnc.admission.v1.AdmissionAdminService'],
     routes: routes.admin,
     audit: new PostgresAuditLog(pool, 'admission', 'admission'),
   });
-  const purge = new IdempotencyPurge(
-    stores.claims,
-    logger,
-    {
-      syncSeconds: config.DNC_IDEMPOTENCY_RETENTION_SECONDS,
-      jobSeconds: config.DNC_JOB_IDEMPOTENCY_RETENTION_SECONDS,
-    },
-    config.DNC_IDEMPOTENCY_PURGE_INTERVAL_MS,
-  );
-  purge.start();
-  service.onClose('idempotency purge', () => purge.stop());
-  keyUsage.start();
-  service.onClose('key usage', () => keyUsage.stop());
   logger.info({ port, adminPort }, 'admission listening');
   return { service, port, adminPort, stores, limiter, directory, purge, reconciler };
 }

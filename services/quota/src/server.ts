@@ -47,6 +47,10 @@ export function startQuota(config: QuotaConfig): Promise<RunningQuota> {
       config.DNC_RESERVATION_SWEEP_INTERVAL_MS,
     );
     const routes = quotaRoutes({ ledger, logger: service.logger, metrics: service.metrics });
+    // Before the listeners, so it stops after the drain (closers run in reverse): a sweep in progress
+    // does not hold back the GOAWAY of the calls in flight.
+    sweeper.start();
+    service.onClose('reservation sweeper', () => sweeper.stop());
     const { port } = await service.startGrpcServer({
       port: config.DNC_GRPC_PORT,
       serviceNames: ['dnc.quota.v1.QuotaService', 'dnc.quota.v1.OrganizationQuotaService'],
@@ -61,8 +65,6 @@ export function startQuota(config: QuotaConfig): Promise<RunningQuota> {
       routes: routes.admin,
       audit: new PostgresAuditLog(pool, 'quota', 'quota'),
     });
-    sweeper.start();
-    service.onClose('reservation sweeper', () => sweeper.stop());
     service.logger.info({ port, adminPort }, 'quota listening');
     return { service, port, adminPort, ledger, sweeper };
   });
