@@ -65,6 +65,10 @@ export class Service {
   healthListenPort: number | undefined;
   private rpcMetrics: RpcMetrics | undefined;
   private readonly closers: { name: string; close: Closer }[] = [];
+  private readonly grpcListeners: {
+    server: http2.Http2Server | http2.Http2SecureServer;
+    sessions: ReadonlySet<http2.ServerHttp2Session>;
+  }[] = [];
   private shuttingDown: Promise<void> | undefined;
   private readonly inFlight = new InFlight();
 
@@ -172,19 +176,27 @@ export class Service {
       this.healthStarted = true;
       await this.startHealthServer(opts.serviceNames);
     }
-    this.onClose('grpc server', async () => {
-      server.close();
-      // GOAWAY to every client: they finish their streams and reconnect elsewhere. A session closed
-      // this way ends by itself once its last stream has ended.
-      for (const s of sessions) s.close();
-      await this.waitIdle();
-      // The handlers are done, but their answers may still be on their way out: destroying the session
-      // now reset those streams (CANCEL), and the caller lost an answer the service had given
-      // (test/shutdown-drain.int.test.ts of admission). Destroyed only when one outlives the grace.
-      await sessionsClosed(sessions, SESSION_CLOSE_GRACE_MS);
-      for (const s of sessions) s.destroy();
-    });
+    this.grpcListeners.push({ server, sessions });
+    // One closer for every gRPC listener, registered with the first: all of them stop accepting and
+    // send their GOAWAY before the drain waits. One closer per listener waited (the calls in flight are
+    // counted for the whole process) with the listeners started before it still accepting calls on
+    // sessions that had no GOAWAY: the callers pinned to this process kept sending it new ones.
+    if (this.grpcListeners.length === 1) this.onClose('grpc servers', () => this.drainGrpcListeners());
     return { port: (server.address() as AddressInfo).port };
+  }
+
+  private async drainGrpcListeners(): Promise<void> {
+    const sessions = this.grpcListeners.flatMap((l) => [...l.sessions]);
+    for (const { server } of this.grpcListeners) server.close();
+    // GOAWAY to every client: they finish their streams and reconnect elsewhere. A session closed this
+    // way ends by itself once its last stream has ended.
+    for (const s of sessions) s.close();
+    await this.waitIdle();
+    // The handlers are done, but their answers may still be on their way out: destroying the sessions
+    // now reset those streams (CANCEL), and the callers lost answers the service had given
+    // (test/shutdown-drain.int.test.ts of admission). Destroyed only when one outlives the grace.
+    await sessionsClosed(sessions, SESSION_CLOSE_GRACE_MS);
+    for (const s of sessions) s.destroy();
   }
 
   /**
@@ -256,9 +268,9 @@ export class Service {
 const SESSION_CLOSE_GRACE_MS = 2_000;
 
 /** Resolves once every session has closed, or after `graceMs`, whichever comes first. */
-function sessionsClosed(sessions: ReadonlySet<http2.ServerHttp2Session>, graceMs: number): Promise<void> {
+function sessionsClosed(sessions: readonly http2.ServerHttp2Session[], graceMs: number): Promise<void> {
   // `closed` is already true after close(): a session is gone once destroyed.
-  const open = [...sessions].filter((s) => !s.destroyed);
+  const open = sessions.filter((s) => !s.destroyed);
   if (open.length === 0) return Promise.resolve();
   return new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, graceMs);

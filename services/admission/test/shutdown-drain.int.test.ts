@@ -1,3 +1,5 @@
+import { createClient } from '@connectrpc/connect';
+import { healthv1 } from '@dnc/proto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Harness } from './harness.js';
@@ -7,6 +9,12 @@ import { Harness } from './harness.js';
 // in reverse): a key that authenticated a call finishing during the drain was noted and never written,
 // so the dashboard showed it unused since its previous flush. The call is held in flight for real: its
 // key lookup waits on a table lock taken by another session.
+//
+// And while that call was in flight, the data listener still took new calls: each listener's closer
+// waited for every call of the process, and the admin listener's ran first, so the data listener had
+// neither stopped accepting nor sent its GOAWAY. A caller pinned to this process by its HTTP/2 session
+// (every caller reaches admission through one Service address) kept sending it new calls, and read its
+// NOT_SERVING health over that session, for as long as the drain lasted.
 
 const h = new Harness();
 
@@ -19,8 +27,13 @@ afterAll(async () => {
 });
 
 describe('admission shutdown', () => {
-  it('writes the last use of a key that authenticated a call still in flight when the drain began', async () => {
+  it('answers the call in flight, takes no new one, and writes the last use of its key', async () => {
     const { keyId, apiKey } = await h.customer(['mx']);
+    // A caller with a session open before the drain (the gateway's health checks of admission).
+    const health = createClient(healthv1.Health, h.transport(await h.pki.security('gateway')));
+    expect((await health.check({ service: '' })).status).toBe(
+      healthv1.HealthCheckResponse_ServingStatus.SERVING,
+    );
     const locker = new pg.Client({ connectionString: h.databaseUrl });
     await locker.connect();
     try {
@@ -41,8 +54,9 @@ describe('admission shutdown', () => {
         .toBeGreaterThan(0);
 
       const down = h.instances[0]!.service.shutdown('test: drain with a call in flight');
-      // Every closer that does not wait for the drain has run by now.
       await new Promise((r) => setTimeout(r, 300));
+      // Its session had a GOAWAY and the listener is closed: the call is not served by this process.
+      await expect(health.check({ service: '' }, { timeoutMs: 2_000 })).rejects.toThrow();
       await locker.query('COMMIT');
 
       expect((await call).keyId).toBe(keyId);

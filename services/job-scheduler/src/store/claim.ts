@@ -46,7 +46,8 @@ export async function claimLocked(
     });
     return { kind: 'terminalized', job: done };
   }
-  if (job.attempts >= maxAttempts) {
+  // Executions a shutting-down worker handed back do not count (JobStore.handBack).
+  if (job.attempts - job.handedBack >= maxAttempts) {
     const done = await terminalizeLocked(client, policy, job, {
       to: 'failed',
       error: 'platform_failure',

@@ -24,6 +24,8 @@ export interface JobRow {
   externalCalls: number;
   leaseToken: string | null;
   attempts: number;
+  /** Of `attempts`, the executions a shutting-down worker handed back (they do not count against the limit). */
+  handedBack: number;
   dispatchedAt: Date | null;
   dispatchCount: number;
   quotaSettlement: 'commit' | 'release' | null;
@@ -54,6 +56,7 @@ export function toRow(r: Raw): JobRow {
     externalCalls: r['external_calls'] as number,
     leaseToken: (r['lease_token'] as string | null) ?? null,
     attempts: r['attempts'] as number,
+    handedBack: r['handed_back'] as number,
     dispatchedAt: (r['dispatched_at'] as Date | null) ?? null,
     dispatchCount: r['dispatch_count'] as number,
     quotaSettlement: (r['quota_settlement'] as 'commit' | 'release' | null) ?? null,

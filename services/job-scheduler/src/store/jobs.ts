@@ -201,6 +201,21 @@ export class JobStore {
       : { lost: true, cancelRequested: false };
   }
 
+  /**
+   * Give the lease back, and the execution does not count against DNC_JOB_MAX_ATTEMPTS: this worker is
+   * shutting down, which says nothing about the job. Counted, a rolling deploy's stops (each worker's
+   * jobs resumed by the next, often stopped in turn) ended a job that never failed once it had been
+   * stopped DNC_JOB_MAX_ATTEMPTS times. A job that ends its worker some other way (a crash, a kill)
+   * still counts, and the hard cap bounds every job whatever its executions.
+   */
+  async handBack(jobId: string, token: string): Promise<void> {
+    await this.pool.query(
+      `UPDATE jobs.jobs SET lease_expires_at = now(), external_calls = 0, handed_back = handed_back + 1
+       WHERE id = $1 AND lease_token = $2 AND status = 'running'`,
+      [jobId, token],
+    );
+  }
+
   /** Give the lease back early (the attempt failed for a passing reason): the next delivery may claim. */
   async releaseLease(jobId: string, token: string): Promise<void> {
     await this.pool.query(

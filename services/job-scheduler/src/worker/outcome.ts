@@ -37,7 +37,7 @@ export class AttemptOutcomes {
           } else this.stale(job, 'cancellation refused');
           msg.ack();
         } else if (error.reason === 'shutdown') {
-          await store.releaseLease(job.id, token);
+          await store.handBack(job.id, token);
           msg.nak();
         } else {
           // Another owner or a terminal state took the job (or may have: no renewal confirmed for a
