@@ -162,6 +162,7 @@ export function quotaAdminService(deps: QuotaDeps): ServiceImpl<typeof quotav1.Q
           create(quotav1.UsageRecordSchema, {
             time: timestampFromDate(u.time),
             country: u.country,
+            period: u.period,
             count: BigInt(u.count),
             kind: u.kind,
             reservationId: u.reservationId,

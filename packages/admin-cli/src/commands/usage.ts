@@ -20,6 +20,8 @@ export const usageCommand: Command = {
       org_id: orgId,
       records: r.records.map((u) => ({
         time: u.time ? timestampDate(u.time).toISOString() : null,
+        // The month it counts against (its reservation's): bill by it, not by `time`.
+        period: u.period,
         country: u.country,
         count: Number(u.count),
         kind: KIND[u.kind] ?? 'unknown',

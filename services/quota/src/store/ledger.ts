@@ -19,8 +19,11 @@ export interface Account {
 }
 
 export interface Usage {
+  /** When it was committed. */
   time: Date;
   country: string;
+  /** The month it counts against: its reservation's (`time` may be in the next one). */
+  period: string;
   count: number;
   kind: number;
   reservationId: string;
@@ -249,11 +252,12 @@ export class Ledger {
     const r = await this.pool.query<{
       created_at: Date;
       country: string;
+      period: string;
       count: number;
       kind: number;
       reservation_id: string;
     }>(
-      `SELECT created_at, country, count, kind, reservation_id FROM quota.usage_records
+      `SELECT created_at, country, period, count, kind, reservation_id FROM quota.usage_records
        WHERE org_id = $1 AND ($2::text IS NULL OR country = $2)
        ORDER BY created_at DESC, id DESC LIMIT $3`,
       [orgId, country ?? null, limit],
@@ -261,6 +265,7 @@ export class Ledger {
     return r.rows.map((row) => ({
       time: row.created_at,
       country: row.country,
+      period: row.period,
       count: row.count,
       kind: row.kind,
       reservationId: row.reservation_id,
