@@ -62,8 +62,15 @@ export const jobsConfig = z.object({
    * runs, then 2 once none of its pods is left.
    */
   DNC_JOB_BLOB_FORMAT: z.coerce.number().int().min(1).max(2).default(2),
-  /** A job claimed this many times without finishing fails with platform_failure. */
+  /**
+   * A job claimed this many times without finishing fails with platform_failure (the executions a
+   * shutting-down worker handed back are not counted).
+   */
   DNC_JOB_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
+  /** Result downloads this process streams at once; more are refused with a retryable 503 (result-streams.ts). */
+  DNC_RESULT_STREAMS_MAX: z.coerce.number().int().min(1).max(10_000).default(32),
+  /** Of those, at most this many for one organization. */
+  DNC_RESULT_STREAMS_PER_ORG: z.coerce.number().int().min(1).max(10_000).default(4),
 });
 
 export type JobsConfig = z.infer<typeof jobsConfig>;

@@ -11,6 +11,7 @@ export interface JobMetrics {
   quotaSettleFailures: Counter;
   quotaSettleRefused: Counter<'settlement'>;
   staleCompletions: Counter;
+  resultStreamsRefused: Counter;
 }
 
 const DURATION_BUCKETS = [0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600, 21_600, 86_400];
@@ -68,6 +69,11 @@ export function jobMetrics(registry: Registry): JobMetrics {
       name: 'dnc_job_quota_settle_refused_total',
       help: 'Terminal jobs whose reservation quota refused to settle for good (released or unknown there): a refused commit is work done and not charged.',
       labelNames: ['settlement'],
+      registers: [registry],
+    }),
+    resultStreamsRefused: new Counter({
+      name: 'dnc_job_result_streams_refused_total',
+      help: 'Result downloads refused because this process streamed its maximum at once, in all or for the organization (DNC_RESULT_STREAMS_MAX, DNC_RESULT_STREAMS_PER_ORG).',
       registers: [registry],
     }),
     staleCompletions: new Counter({

@@ -10,6 +10,7 @@ import type { Dispatcher } from './dispatch.js';
 import { canonicalPhoneCount } from './domain/canonical-input.js';
 import { carriesError, expiresAt, type RetentionPolicy, resultAvailability } from './domain/states.js';
 import type { JobMetrics } from './metrics.js';
+import type { ResultStreams } from './result-streams.js';
 import type { QuotaSettlement } from './settlement.js';
 import { BlobMissing, blobKeyUsage, readBlob } from './store/blobs.js';
 import type { CleanupStore } from './store/cleanup.js';
@@ -65,6 +66,8 @@ export interface RouteDeps {
   metrics: JobMetrics;
   logger: Logger;
   track: <T>(p: Promise<T>) => Promise<T>;
+  /** Bounds the result downloads streamed at once (result-streams.ts). */
+  resultStreams: ResultStreams;
 }
 
 /** SubmitJob: the job stored with its input (idempotent by job id) and dispatched when new. */
@@ -145,7 +148,7 @@ async function ended(deps: RouteDeps, job: JobRow): Promise<void> {
 }
 
 /** GetJobResult: the stored result streamed in its segments once it is there and not expired. */
-async function* jobResult(deps: RouteDeps, req: jobsv1.GetJobResultRequest) {
+async function* jobResult(deps: RouteDeps, req: jobsv1.GetJobResultRequest, signal: AbortSignal) {
   const { store, keys } = deps;
   const policy = store.policy;
   const job = await customerJob(deps, req.orgId, req.jobId);
@@ -169,6 +172,13 @@ async function* jobResult(deps: RouteDeps, req: jobsv1.GetJobResultRequest) {
     case 'ready':
       break;
   }
+  const release = deps.resultStreams.acquire(job.orgId);
+  if (!release) {
+    deps.metrics.resultStreamsRefused.inc();
+    throw publicError(Code.Unavailable, 'platform_failure', { retryAfterSeconds: 1 });
+  }
+  // Released when the stream ends, fails, or its caller goes away (the call's signal), whichever first.
+  signal.addEventListener('abort', release, { once: true });
   try {
     // The first message also says how fresh the registry was (X-Registry-Snapshot-At) and how long the
     // whole document is (Content-Length).
@@ -186,6 +196,9 @@ async function* jobResult(deps: RouteDeps, req: jobsv1.GetJobResultRequest) {
     // Purged between the state read and the first segment: retention passed.
     if (error instanceof BlobMissing) throw publicError(Code.FailedPrecondition, 'job_result_expired');
     throw error;
+  } finally {
+    signal.removeEventListener('abort', release);
+    release();
   }
 }
 
@@ -208,7 +221,7 @@ export function jobsService(deps: RouteDeps): ServiceImpl<typeof jobsv1.JobsServ
       return { job: jobMessage(job, policy) };
     },
 
-    getJobResult: (req) => jobResult(deps, req),
+    getJobResult: (req, ctx) => jobResult(deps, req, ctx.signal),
 
     async cancelJob(req) {
       const { job } = await cancelCustomerJob(deps, req.orgId, req.jobId);

@@ -34,6 +34,7 @@ import { BLOB_FORMAT } from './crypto/segment-codec.js';
 import { Dispatcher } from './dispatch.js';
 import { type JobMetrics, jobMetrics } from './metrics.js';
 import { organizationJobsService } from './organization.js';
+import { ResultStreams } from './result-streams.js';
 import { jobsRoutes } from './routes.js';
 import { QuotaSettlement } from './settlement.js';
 import { CleanupStore } from './store/cleanup.js';
@@ -95,6 +96,7 @@ export function startJobScheduler(config: JobsConfig): Promise<RunningJobSchedul
       metrics,
       logger,
       track: <T>(p: Promise<T>) => service.track(p),
+      resultStreams: new ResultStreams(config.DNC_RESULT_STREAMS_MAX, config.DNC_RESULT_STREAMS_PER_ORG),
     };
     const routes = jobsRoutes(deps);
     const api = role !== 'worker';
