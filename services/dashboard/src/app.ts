@@ -14,6 +14,7 @@ import Fastify, {
   LogController,
 } from 'fastify';
 import type { Redis } from 'ioredis';
+import { PasswordChecksBusy } from './domain/password.js';
 import type { RouteDeps } from './routes/deps.js';
 import { meRoutes } from './routes/me.js';
 import { organizationRoutes } from './routes/organization.js';
@@ -32,7 +33,12 @@ export interface AppOptions {
   trustProxyHops: number;
   /** Readiness: false while draining or while Postgres is unreachable. */
   ready: () => boolean;
+  /** Headers and body of a request arrive within this (DNC_DASHBOARD_REQUEST_TIMEOUT_MS). */
+  requestTimeoutMs: number;
 }
+
+/** A socket silent both ways (no request coming, an answer not read) this long is closed. */
+const SOCKET_IDLE_TIMEOUT_MS = 30_000;
 
 /**
  * Content-Security-Policy: everything from the dashboard's own origin, nothing inline (no
@@ -59,6 +65,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     loggerInstance: logger as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: 16 * 1024,
+    // A slow client holds a socket only so long (DNC_DASHBOARD_REQUEST_TIMEOUT_MS); Node checks every second.
+    requestTimeout: opts.requestTimeoutMs,
+    connectionTimeout: SOCKET_IDLE_TIMEOUT_MS,
+    http: { headersTimeout: opts.requestTimeoutMs, connectionsCheckingInterval: 1_000 },
     exposeHeadRoutes: false,
     forceCloseConnections: 'idle',
     return503OnClosing: true,
@@ -132,6 +142,12 @@ function errorHandler(logger: Logger) {
   return (error: FastifyError | HttpError, _request: FastifyRequest, reply: FastifyReply) => {
     if (error instanceof HttpError)
       return reply.code(error.status).send({ error: error.code, message: error.message });
+    // Nothing was judged (no failure counted, no sign-in): the same answer for every email.
+    if (error instanceof PasswordChecksBusy)
+      return reply
+        .code(503)
+        .header('retry-after', '1')
+        .send({ error: 'busy', message: 'Too many sign-ins at this moment; try again in a few seconds.' });
     if (error.validation)
       return reply.code(400).send({ error: 'validation_error', message: 'The request is not valid.' });
     if (error.statusCode === 429)

@@ -9,6 +9,12 @@ export const dashboardConfig = z.object({
   DNC_DASHBOARD_PORT: port(8090),
   DNC_DASHBOARD_HOST: z.string().default('0.0.0.0'),
   /**
+   * A request's headers and its body (at most 16 KiB) arrive within this, or its socket is closed; a
+   * socket silent both ways for 30 s is closed too. Without them a body sent a byte at a time, or an
+   * answer never read, held its socket for good (fastify's default is no bound).
+   */
+  DNC_DASHBOARD_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(500).max(120_000).default(10_000),
+  /**
    * The address people open, `https://dashboard.example.com` (no path): invitation links are made from
    * it, and a state change whose Origin is another one is refused.
    */

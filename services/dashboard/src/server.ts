@@ -153,6 +153,7 @@ async function startHttp(service: Service, config: DashboardConfig, deps: RouteD
     redisPrefix: config.DNC_REDIS_PREFIX,
     trustProxyHops: config.DNC_TRUST_PROXY_HOPS,
     ready: () => service.health.serving,
+    requestTimeoutMs: config.DNC_DASHBOARD_REQUEST_TIMEOUT_MS,
   });
   await app.listen({ port: config.DNC_DASHBOARD_PORT, host: config.DNC_DASHBOARD_HOST });
   service.onClose('http server', async () => {

@@ -20,8 +20,25 @@ export const MAX_PASSWORD = 128;
  * outside the heap, so a burst of sign-ins queues here instead of growing memory past the pod's limit.
  */
 export const MAX_CONCURRENT_HASHES = 2;
+/**
+ * Derivations that may wait for a slot. Past it a check is refused at once (`PasswordChecksBusy`: 503
+ * with Retry-After) instead of queued: the queue had no bound, and sign-ins from a few dozen addresses
+ * within their per-address limit (or from one, with Redis down: that limit degrades open) grew it
+ * faster than two derivations at a time drain it (~0.3-0.5 s each at N=2^17). Every sign-in, second
+ * factor, invitation and password change waited behind the backlog, for clients long gone, and it
+ * outlasted the burst. Bounded, a wait is at most about 16 derivations' time.
+ */
+export const MAX_WAITING_HASHES = 32;
 let running = 0;
 const waiting: (() => void)[] = [];
+
+/** The password could not be checked now: too many are waiting. Retry shortly (nothing was judged). */
+export class PasswordChecksBusy extends Error {
+  constructor() {
+    super('too many password checks waiting');
+    this.name = 'PasswordChecksBusy';
+  }
+}
 
 /** Derivations in progress now (the bound above keeps it at most MAX_CONCURRENT_HASHES). */
 export function hashesInProgress(): number {
@@ -30,8 +47,10 @@ export function hashesInProgress(): number {
 
 async function derive(password: string, salt: Buffer, logN: number, r: number, p: number): Promise<Buffer> {
   // A finishing derivation hands its slot to the next waiter, so no newcomer can slip in between.
-  if (running >= MAX_CONCURRENT_HASHES) await new Promise<void>((go) => waiting.push(go));
-  else running++;
+  if (running >= MAX_CONCURRENT_HASHES) {
+    if (waiting.length >= MAX_WAITING_HASHES) throw new PasswordChecksBusy();
+    await new Promise<void>((go) => waiting.push(go));
+  } else running++;
   try {
     const options: ScryptOptions = { N: 2 ** logN, r, p, maxmem: 2 * 128 * r * 2 ** logN };
     return await new Promise((resolve, reject) =>
