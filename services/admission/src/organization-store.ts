@@ -41,6 +41,9 @@ function keyOf(r: any): OrganizationKeyRow {
   };
 }
 
+/** Revoked keys a listing shows, the most recently revoked first (every active key is shown). */
+export const REVOKED_KEYS_LISTED = 100;
+
 /**
  * The admission schema as one organization sees it (OrganizationService). Every statement is scoped by
  * `org_id`: a row of another organization is never read or written, it is simply not found.
@@ -48,10 +51,20 @@ function keyOf(r: any): OrganizationKeyRow {
 export class OrganizationStore {
   constructor(private readonly pool: Pool) {}
 
-  async listKeys(orgId: string): Promise<OrganizationKeyRow[]> {
+  /**
+   * Every active key of the organization, and its `revokedShown` most recently revoked ones. Revoked
+   * keys are kept, and nothing bounds how many an organization makes over time: listed whole, an
+   * organization that created and revoked keys in a loop made each listing one answer of all of them
+   * (hundreds of MB in admission's heap at a few hundred thousand).
+   */
+  async listKeys(orgId: string, revokedShown = REVOKED_KEYS_LISTED): Promise<OrganizationKeyRow[]> {
     const r = await this.pool.query(
-      `SELECT ${KEY_COLUMNS} FROM admission.api_keys WHERE org_id = $1 ORDER BY created_at DESC, key_id`,
-      [orgId],
+      `(SELECT ${KEY_COLUMNS} FROM admission.api_keys WHERE org_id = $1 AND revoked_at IS NULL)
+       UNION ALL
+       (SELECT ${KEY_COLUMNS} FROM admission.api_keys WHERE org_id = $1 AND revoked_at IS NOT NULL
+        ORDER BY revoked_at DESC, key_id LIMIT $2)
+       ORDER BY created_at DESC, key_id`,
+      [orgId, revokedShown],
     );
     return r.rows.map(keyOf);
   }

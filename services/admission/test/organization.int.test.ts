@@ -4,6 +4,7 @@ import { createClient } from '@connectrpc/connect';
 import { admissionv1 } from '@dnc/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_ACTIVE_KEYS, MAX_KEY_NAME } from '../src/organization.js';
+import { REVOKED_KEYS_LISTED } from '../src/organization-store.js';
 import { Harness, outcome } from './harness.js';
 
 // Issue 16: the organization-scoped methods the dashboard calls. The organization always comes from the
@@ -116,6 +117,32 @@ describe('OrganizationService keys', () => {
     );
     expect(results.filter((r) => r === 'ok')).toHaveLength(MAX_ACTIVE_KEYS - 1);
     expect((await org.listKeys({ orgId })).keys.filter((k) => !k.revokedAt)).toHaveLength(MAX_ACTIVE_KEYS);
+  });
+  it(`lists every active key and the ${REVOKED_KEYS_LISTED} most recently revoked, however many were revoked`, async () => {
+    // Found by a review of resource bounds (2026-12-03): revoked keys are kept and nothing bounds how many
+    // an organization makes over time (create and revoke in a loop); the listing answered all of them.
+    const { orgId } = await h.customer([]); // one active key from the operator
+    const kept = await org.createKey({ orgId, name: 'kept' });
+    await h.sql(
+      `INSERT INTO admission.api_keys (key_id, org_id, name, public_id, digest, created_at, revoked_at)
+       SELECT gen_random_uuid(), $1, 'revoked ' || i, 'r' || replace(gen_random_uuid()::text, '-', ''), '\\x00',
+              now() - interval '1 day' - i * interval '1 second', now() - i * interval '1 second'
+       FROM generate_series(1, $2::int) AS i`,
+      [orgId, REVOKED_KEYS_LISTED + 50],
+    );
+    const { keys } = await org.listKeys({ orgId });
+    const active = keys.filter((k) => !k.revokedAt);
+    const revoked = keys.filter((k) => k.revokedAt);
+    expect(active).toHaveLength(2);
+    expect(active.map((k) => k.keyId)).toContain(kept.key!.keyId);
+    expect(revoked).toHaveLength(REVOKED_KEYS_LISTED);
+    // The latest revoked: 'revoked 1' .. 'revoked 100', not the 50 revoked before them.
+    expect(new Set(revoked.map((k) => k.name))).toEqual(
+      new Set(Array.from({ length: REVOKED_KEYS_LISTED }, (_, i) => `revoked ${i + 1}`)),
+    );
+    // Newest first, as before.
+    const created = keys.map((k) => timestampDate(k.createdAt!).getTime());
+    expect(created).toEqual([...created].sort((a, b) => b - a));
   });
 });
 
