@@ -130,10 +130,14 @@ export class AdapterDirectory {
           if (this.outageSince === undefined && Date.now() - lastEvent > WATCH_SILENCE_MS) current.stop();
         }, ADAPTER_HEARTBEAT_MS);
         try {
+          // A watch first replays the last write of every key (of any age); a key's later deliveries
+          // are writes made while this watch ran.
+          const seen = new Set<string>();
           for await (const e of current) {
             if (this.stopped) return;
             lastEvent = Date.now();
-            this.apply(e);
+            this.apply(e, seen.has(e.key) ? lastEvent : undefined);
+            seen.add(e.key);
             failures = 0;
           }
         } finally {
@@ -159,7 +163,16 @@ export class AdapterDirectory {
     }
   }
 
-  private apply(e: KvEntry): void {
+  /**
+   * `receivedLive`: when this process received the write, if the watch saw it as it was made (not in its
+   * replay). Freshness is judged on the writer's clock (`updated_at`, bounded by the server's time of the
+   * write), and a live write is fresh on this process's clock as well: an adapter whose clock runs
+   * behind this process's (or the server's) by more than a few seconds looked stale on every heartbeat,
+   * and its country unavailable here (a 503 for every v1 request, a failed job), found by a review of
+   * the clocks each decision uses (2026-12-03). A dead adapter writes nothing live, so it still goes
+   * stale STALE_AFTER_MS after its last write.
+   */
+  private apply(e: KvEntry, receivedLive: number | undefined): void {
     if (e.operation === 'DEL' || e.operation === 'PURGE') {
       this.entries.delete(e.key);
       this.refreshedAt.delete(e.key);
@@ -171,7 +184,8 @@ export class AdapterDirectory {
       if (this.accept(e.key, entry)) {
         this.entries.set(e.key, entry);
         const written = e.created.getTime() + ENTRY_CLOCK_SKEW_MS;
-        this.refreshedAt.set(e.key, Math.min(Date.parse(entry.updated_at), written));
+        const byWriter = Math.min(Date.parse(entry.updated_at), written);
+        this.refreshedAt.set(e.key, receivedLive === undefined ? byWriter : Math.max(byWriter, receivedLive));
       }
     } catch {
       this.logger.warn('ignored a malformed adapter entry');

@@ -66,3 +66,47 @@ describe('an adapter entry dated ahead of its write', () => {
     }
   });
 });
+
+describe("an adapter entry dated behind its write (the adapter's clock runs behind)", () => {
+  it('is fresh while the adapter keeps writing, and stale STALE_AFTER_MS after its last write', async () => {
+    // Found by a review of the clocks (2026-12-03): freshness was judged on the writer's clock only, so
+    // an adapter 10 s behind looked stale on every heartbeat and its country was unavailable here.
+    const kv = await openBucket(nc, names.adaptersBucket);
+    const directory = new AdapterDirectory(kv, pino({ level: 'silent' }));
+    await directory.start();
+    try {
+      const behind = () => entry('behind', Date.now() - 10_000);
+      const ids = (at?: number) =>
+        directory
+          .instances('mx', at)
+          .map((e) => e.instance_id)
+          .filter((id) => id === 'behind');
+      // Its heartbeats, as the announcer writes them (every ADAPTER_HEARTBEAT_MS; faster here).
+      for (let i = 0; i < 3; i++) {
+        await announceAdapter(kv, behind());
+        await new Promise((r) => setTimeout(r, 300));
+      }
+      await expect.poll(() => ids(), { timeout: 5_000 }).toEqual(['behind']);
+      const lastWrite = Date.now();
+      await announceAdapter(kv, behind());
+      await expect.poll(() => ids(lastWrite + STALE_AFTER_MS - 500), { timeout: 5_000 }).toEqual(['behind']);
+      // It stops writing (it died): stale on this process's clock too.
+      expect(ids(Date.now() + STALE_AFTER_MS + 1_000)).toEqual([]);
+    } finally {
+      directory.stop();
+    }
+  });
+
+  it("read from a watch's replay (a write of any age) is judged on the writer's clock, as before", async () => {
+    const kv = await openBucket(nc, names.adaptersBucket);
+    await announceAdapter(kv, entry('replayed', Date.now() - 10_000));
+    const directory = new AdapterDirectory(kv, pino({ level: 'silent' }));
+    await directory.start();
+    try {
+      await new Promise((r) => setTimeout(r, 500));
+      expect(directory.instances('mx').map((e) => e.instance_id)).not.toContain('replayed');
+    } finally {
+      directory.stop();
+    }
+  });
+});
