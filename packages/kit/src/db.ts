@@ -95,10 +95,23 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
 }
 
 /**
+ * How long a migration statement waits for a table lock before the migration fails (and is retried by
+ * the next run). Without it, an ALTER queued behind a long transaction of the serving release made every
+ * later query on that table queue behind it, for as long as the hook could wait (found by a review of
+ * upgrade safety, 2026-12-03): better a failed upgrade, run again, than stalled live traffic.
+ */
+export const MIGRATION_LOCK_TIMEOUT_MS = 10_000;
+
+/**
  * Run one service's migrations into its own schema (node-pg-migrate, SQL files). Each schema keeps its
  * own migrations table and its own advisory lock, so services migrate independently.
  */
-export async function migrateSchema(databaseUrl: string, schema: string, dir: string): Promise<string[]> {
+export async function migrateSchema(
+  databaseUrl: string,
+  schema: string,
+  dir: string,
+  lockTimeoutMs = MIGRATION_LOCK_TIMEOUT_MS,
+): Promise<string[]> {
   const lockValue = createHash('sha256').update(`dnc-migrate:${schema}`).digest().readUInt32BE(0);
   // The runner's advisory lock does not wait: another process of the same service (API and worker
   // roles, replicas) may be migrating right now, so wait for it and try again, within a bound.
@@ -107,7 +120,7 @@ export async function migrateSchema(databaseUrl: string, schema: string, dir: st
   for (;;) {
     try {
       applied = await runner({
-        databaseUrl,
+        databaseUrl: { connectionString: databaseUrl, options: `-c lock_timeout=${lockTimeoutMs}` },
         dir,
         schema,
         createSchema: true,

@@ -3,8 +3,8 @@
 -- revision and the libphonenumber tables). A Check normalizes its inputs with the replica's own rules; a
 -- key built by other rules may be another key for the same written number (or missing, for a range the
 -- old rules rejected), and the lookup would answer `safe` for a registered number. A replica serves only
--- snapshots stamped with its own rules. NULL: committed before the stamp existed (by the rules of the
--- release that added it, which changed no rule).
+-- snapshots stamped with its own rules. NULL: committed before the stamp existed, by rules not recorded:
+-- never served (RegistryStore.isOwn); a `replace` load stamps the registry again.
 ALTER TABLE snapshots ADD COLUMN numbering_rules text;
 
 -- Down Migration

@@ -125,13 +125,21 @@ describe('registry snapshots carry the numbering rules that built them (mx)', ()
     );
   });
 
-  it('an unstamped snapshot (committed before the stamp) is served', async () => {
+  it('an unstamped snapshot (committed before the stamp) is not served: its rules are unknown', async () => {
+    // It was served as if built by this release's rules: an upgrade that brought the stamp and revision 2
+    // together served every snapshot of the previous release (revision 1) without a word.
     await pool.query(
       'UPDATE registry_mx.snapshots SET numbering_rules = NULL WHERE id = (SELECT snapshot_id FROM registry_mx.current_snapshot)',
     );
     const legacy = await start();
-    await waitFor(() => legacy.watcher?.current !== undefined, 'the unstamped snapshot');
-    expect((await check(legacy, ['+52 33 3123 4567'])).outcomes).toEqual([Outcome.PROHIBITED]);
+    await waitFor(() => legacy.watcher?.refused === true, 'the unstamped snapshot refused');
+    expect(legacy.watcher?.current).toBeUndefined();
+    const err = await check(legacy, ['+52 33 3123 4567']).catch((e) => e);
+    expect(err).toBeInstanceOf(ConnectError);
+    expect(readPublicReason(err)?.reason).toBe('country_service_temporarily_unavailable');
+    expect(await legacy.service.metrics.metrics()).toMatch(
+      /dnc_registry_snapshot_rules_mismatch\{[^}]*country="mx"[^}]*\} 1/,
+    );
   });
 
   it('a seed file replaces a snapshot of other rules (development stacks), and only that', async () => {

@@ -81,9 +81,15 @@ export class RegistryStore {
       : undefined;
   }
 
-  /** Whether a snapshot's keys were built with this process's numbering rules (an unstamped one was). */
+  /**
+   * Whether a snapshot's keys were built with this process's numbering rules. An unstamped one (committed
+   * before snapshots were stamped) is not: its rules are unknown. It was served as if it were, which an
+   * upgrade that brings the stamp and revision 2 together defeated silently (every snapshot of the
+   * previous release unstamped, built by revision 1, served by revision 2 with no mismatch told), found
+   * by a review of upgrade safety (2026-12-03).
+   */
   isOwn(snapshot: SnapshotInfo): boolean {
-    return snapshot.rules === null || snapshot.rules === this.rules;
+    return snapshot.rules === this.rules;
   }
 
   /**
