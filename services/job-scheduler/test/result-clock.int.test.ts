@@ -11,6 +11,7 @@ import {
 } from '@dnc/kit';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { KeyRing } from '../src/crypto/envelope.js';
+import { ResultStreams } from '../src/result-streams.js';
 import { jobsService, type RouteDeps } from '../src/routes.js';
 import { writeBlob } from '../src/store/blobs.js';
 import { JobStore } from '../src/store/jobs.js';
@@ -55,10 +56,15 @@ async function succeeded(agoSeconds: number) {
 }
 
 async function read(job: { jobId: string; orgId: string }): Promise<string> {
-  const service = jobsService({ store: new JobStore(pool, keys, policy), keys } as unknown as RouteDeps);
+  const service = jobsService({
+    store: new JobStore(pool, keys, policy),
+    keys,
+    resultStreams: new ResultStreams(1, 1),
+  } as unknown as RouteDeps);
   try {
     const parts: Buffer[] = [];
-    for await (const m of service.getJobResult(job as never, {} as never) as AsyncIterable<{
+    const ctx = { signal: new AbortController().signal };
+    for await (const m of service.getJobResult(job as never, ctx as never) as AsyncIterable<{
       chunk: Uint8Array;
     }>)
       parts.push(Buffer.from(m.chunk));
