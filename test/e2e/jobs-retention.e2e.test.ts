@@ -19,6 +19,8 @@ describe('v2 hard cap, retention and size limits end to end (issue 6)', () => {
         DNC_SWEEP_INTERVAL_MS: '200',
         DNC_JOB_HARD_CAP_SECONDS: '3',
         DNC_RESULT_TTL_SECONDS: '4',
+        // The result's purge waits twice a download's longest time past its TTL: 1 s here.
+        DNC_RESULT_STREAM_MAX_MS: '500',
         DNC_METADATA_TTL_SECONDS: '8',
       },
     });

@@ -32,7 +32,8 @@ export async function s13CleanupRetries(world, ledger) {
   const failures = [];
   let sawFailing = false;
   let jobId;
-  await world.restartJobs({ DNC_RESULT_TTL_SECONDS: '4' });
+  // The result's purge waits twice a download's longest time past its TTL: 1 s here.
+  await world.restartJobs({ DNC_RESULT_TTL_SECONDS: '4', DNC_RESULT_STREAM_MAX_MS: '500' });
   const db = new pg.Client({ connectionString: world.stack.options.databaseUrl });
   db.on('error', () => {});
   await db.connect();
@@ -75,7 +76,7 @@ export async function s13CleanupRetries(world, ledger) {
   } finally {
     await db.query(REMOVE).catch(() => {});
     await db.end();
-    await world.restartJobs({ DNC_RESULT_TTL_SECONDS: undefined });
+    await world.restartJobs({ DNC_RESULT_TTL_SECONDS: undefined, DNC_RESULT_STREAM_MAX_MS: undefined });
   }
   if (failuresAfter - failuresBefore < 3)
     failures.push(`dnc_cleanup_failures_total rose by ${failuresAfter - failuresBefore}, expected 3`);

@@ -71,6 +71,11 @@ export const jobsConfig = z.object({
   DNC_RESULT_STREAMS_MAX: z.coerce.number().int().min(1).max(10_000).default(32),
   /** Of those, at most this many for one organization. */
   DNC_RESULT_STREAMS_PER_ORG: z.coerce.number().int().min(1).max(10_000).default(4),
+  /**
+   * The longest one result download streams (the gateway gives it 60 s); a result is purged twice this
+   * long after its retention ends, so no download in progress loses its last segments.
+   */
+  DNC_RESULT_STREAM_MAX_MS: z.coerce.number().int().min(100).max(600_000).default(60_000),
 });
 
 export type JobsConfig = z.infer<typeof jobsConfig>;

@@ -2,7 +2,7 @@ import { create } from '@bufbuild/protobuf';
 import { type Timestamp, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter, ServiceImpl } from '@connectrpc/connect';
 import { isCountryCode, isJobStatus, LIMITS } from '@dnc/api-contract/limits';
-import { Code, jobStatusOf, type Logger, protoJobStatus, publicError } from '@dnc/kit';
+import { Code, ConnectError, jobStatusOf, type Logger, protoJobStatus, publicError } from '@dnc/kit';
 import { jobsv1 } from '@dnc/proto';
 import type { KeyRing } from './crypto/envelope.js';
 import { keyStatus } from './crypto/key-status.js';
@@ -151,6 +151,9 @@ async function ended(deps: RouteDeps, job: JobRow): Promise<void> {
 async function* jobResult(deps: RouteDeps, req: jobsv1.GetJobResultRequest, signal: AbortSignal) {
   const { store, keys } = deps;
   const policy = store.policy;
+  // Ended by this process at the latest then, whatever its caller's deadline: the result's purge waits
+  // for that (resultPurgeDelaySeconds), so a download never loses segments it has yet to read.
+  const endBy = Date.now() + policy.resultStreamMaxMs;
   const job = await customerJob(deps, req.orgId, req.jobId);
   if (!job) throw notFound();
   // By the database's clock, as the purge that is due at the same moment: a scheduler whose clock runs
@@ -191,6 +194,9 @@ async function* jobResult(deps: RouteDeps, req: jobsv1.GetJobResultRequest, sign
     })) {
       yield { chunk, ...head };
       head = {};
+      // The reader asked for more: no segment is read past the download's time.
+      if (Date.now() >= endBy)
+        throw new ConnectError('the result download ran past its time', Code.DeadlineExceeded);
     }
   } catch (error) {
     // Purged between the state read and the first segment: retention passed.

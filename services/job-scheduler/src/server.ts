@@ -162,6 +162,7 @@ async function openCore(service: Service, config: JobsConfig, keys: KeyRing): Pr
       hardCapSeconds: config.DNC_JOB_HARD_CAP_SECONDS,
       resultTtlSeconds: config.DNC_RESULT_TTL_SECONDS,
       metadataTtlSeconds: config.DNC_METADATA_TTL_SECONDS,
+      resultStreamMaxMs: config.DNC_RESULT_STREAM_MAX_MS,
     },
     config.DNC_JOB_BLOB_FORMAT === 1 ? BLOB_FORMAT.raw : BLOB_FORMAT.framed,
   );

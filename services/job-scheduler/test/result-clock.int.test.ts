@@ -25,7 +25,12 @@ const base = new URL(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:
 base.pathname = `/dnc_result_clock_${uniqueSuffix()}`;
 const databaseUrl = base.toString();
 const keys = KeyRing.parse(`k1:${Buffer.alloc(32, 9).toString('base64')}`, 'k1');
-const policy = { hardCapSeconds: 86_400, resultTtlSeconds: 604_800, metadataTtlSeconds: 2_592_000 };
+const policy = {
+  hardCapSeconds: 86_400,
+  resultTtlSeconds: 604_800,
+  metadataTtlSeconds: 2_592_000,
+  resultStreamMaxMs: 60_000,
+};
 let pool: Pool;
 
 beforeAll(async () => {

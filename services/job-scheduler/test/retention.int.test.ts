@@ -28,6 +28,8 @@ describe('hard cap and retention (periods shortened by configuration)', () => {
         DNC_SWEEP_INTERVAL_MS: '200',
         DNC_JOB_HARD_CAP_SECONDS: '3',
         DNC_RESULT_TTL_SECONDS: '4',
+        // The result's purge waits twice a download's longest time past its TTL: 1 s here.
+        DNC_RESULT_STREAM_MAX_MS: '500',
         DNC_METADATA_TTL_SECONDS: '8',
         // Its minimum (7 days): the fences below are aged around it.
         DNC_IDEMPOTENCY_RETENTION_SECONDS: '604800',

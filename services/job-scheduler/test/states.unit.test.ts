@@ -8,7 +8,12 @@ import {
   resultAvailability,
 } from '../src/domain/states.js';
 
-const policy = { hardCapSeconds: 86_400, resultTtlSeconds: 604_800, metadataTtlSeconds: 2_592_000 };
+const policy = {
+  hardCapSeconds: 86_400,
+  resultTtlSeconds: 604_800,
+  metadataTtlSeconds: 2_592_000,
+  resultStreamMaxMs: 60_000,
+};
 const created = new Date('2026-01-01T00:00:00Z');
 const terminal = new Date('2026-01-01T01:00:00Z');
 
@@ -51,7 +56,7 @@ describe('expires_at by state', () => {
       );
   });
   it('follows configured periods', () => {
-    const short = { hardCapSeconds: 5, resultTtlSeconds: 7, metadataTtlSeconds: 9 };
+    const short = { hardCapSeconds: 5, resultTtlSeconds: 7, metadataTtlSeconds: 9, resultStreamMaxMs: 1_000 };
     expect(expiresAt({ status: 'queued', createdAt: created, terminalAt: null }, short).getTime()).toBe(
       created.getTime() + 5_000,
     );

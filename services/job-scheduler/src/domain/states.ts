@@ -39,6 +39,19 @@ export interface RetentionPolicy {
   hardCapSeconds: number;
   resultTtlSeconds: number;
   metadataTtlSeconds: number;
+  /** The longest a result download streams: the scheduler ends it then, whatever its caller's deadline. */
+  resultStreamMaxMs: number;
+}
+
+/**
+ * How long past its retention a result is purged: twice the longest download, so a download that began
+ * the moment before the retention ended, and the segment reads it started before its end (each waits
+ * for a pooled connection first), are over when the segments go. A download cut in the middle by the
+ * purge would have been a truncated result (spec: "A result is always complete"). The result is
+ * answered `job_result_expired` from the end of its retention as before: only its deletion waits.
+ */
+export function resultPurgeDelaySeconds(policy: RetentionPolicy): number {
+  return Math.ceil((2 * policy.resultStreamMaxMs) / 1000);
 }
 
 /**

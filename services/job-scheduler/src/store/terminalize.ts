@@ -1,5 +1,5 @@
 import type { PoolClient } from '@dnc/kit';
-import { quotaSettlementFor, type RetentionPolicy } from '../domain/states.js';
+import { quotaSettlementFor, type RetentionPolicy, resultPurgeDelaySeconds } from '../domain/states.js';
 import { purgeBlob } from './blobs.js';
 import { type JobRow, type Raw, type Terminalization, toRow } from './job-row.js';
 
@@ -21,7 +21,8 @@ export async function lockLeased(
 /**
  * Move a locked active job to a terminal state: JobError only for failed/expired, lease cleared,
  * reservation marked for commit or release, input purged in the same transaction, and the
- * retention tasks scheduled (input verification now, result and metadata at their TTLs).
+ * retention tasks scheduled (input verification now, metadata at its TTL, the result at its TTL and
+ * the purge delay of a download in progress).
  */
 export async function terminalizeLocked(
   client: PoolClient,
@@ -61,7 +62,7 @@ export async function terminalizeLocked(
     await client.query(
       `INSERT INTO jobs.cleanup_tasks (job_id, target, due_at)
        VALUES ($1, 'result', now() + make_interval(secs => $2)) ON CONFLICT DO NOTHING`,
-      [job.id, policy.resultTtlSeconds],
+      [job.id, policy.resultTtlSeconds + resultPurgeDelaySeconds(policy)],
     );
   }
   return toRow(u.rows[0] as Raw);
