@@ -93,6 +93,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       if (error.code !== 'FST_ERR_BAD_URL') return sendMapped(reply, toHttp('internal_error'));
       return sendMapped(reply, toHttp(request.url.startsWith('/v2/scrub/') ? 'job_not_found' : 'not_found'));
     },
+    // A path parameter as long as a request line can be (Node refuses a head over 16 KiB): the router's
+    // default gives up past 100 characters, before any hook runs (a long job id answered 500, not 404).
+    routerOptions: { maxParamLength: 16_384 },
     exposeHeadRoutes: false,
     forceCloseConnections: 'idle',
     // A request that reaches a keep-alive connection while the gateway closes is answered through every

@@ -122,6 +122,35 @@ describe('requests the fuzzer sent', () => {
     expect(root.headers['x-request-id']).toBe('fuzz-1');
   });
 
+  // Found by a review (2026-12-03): the router gives up on a path parameter over 100 characters (its
+  // default `maxParamLength`), and the gateway answered such a job id 500 internal_error before any hook
+  // ran: no 401 for a request without a key, no rate-limit headers, no 405 for a wrong method.
+  it('a job id of any length is an unknown job: 404 job_not_found through every hook, 405 for a wrong method', async () => {
+    const headers = { authorization: 'Bearer k', 'x-request-id': 'long-1' };
+    for (const length of [100, 101, 4_000]) {
+      const long = 'a'.repeat(length);
+      for (const [method, suffix] of [
+        ['GET', ''],
+        ['GET', '/result'],
+        ['POST', '/cancel'],
+      ] as const) {
+        const url = `/v2/scrub/${long}${suffix}`;
+        const keyed = await app.inject({ method, url, headers });
+        const missing = await app.inject({ method, url: `/v2/scrub/not-an-id${suffix}`, headers });
+        expect(keyed.statusCode, `${length}${suffix}`).toBe(404);
+        expect(keyed.json()).toEqual({ error: 'job_not_found' });
+        // Through the same hooks (authentication, request id, header policy) as any unknown id.
+        const { date: _d1, ...keyedHeaders } = keyed.headers;
+        const { date: _d2, ...missingHeaders } = missing.headers;
+        expect(keyedHeaders).toEqual(missingHeaders);
+      }
+      const wrong = await app.inject({ method: 'POST', url: `/v2/scrub/${long}`, headers });
+      expect(wrong.statusCode).toBe(405);
+      expect(wrong.headers.allow).toBe('GET');
+      expect(wrong.headers['x-retention']).toBe('transient-encrypted');
+    }
+  });
+
   it('a cancel that carries a body without a media type is answered, not refused with 400 (the route takes no body)', async () => {
     const r = await app.inject({
       method: 'POST',
