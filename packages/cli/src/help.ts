@@ -17,9 +17,10 @@ not reachability, and not compliance with other calling rules such as calling ho
 const TABLE_OPTIONS = `Input files:
   JSON array of strings, one number per line, or CSV/TSV (chosen by extension or content; --input-format
   json|lines|csv|tsv to say it). CSV/TSV: quoted fields, a UTF-8 byte order mark and any one-character
-  delimiter (detected among , ; tab |, or --delimiter C); the header row is detected (--header/--no-header
-  to say it); the phone column is the one named like phone/tel/mobile/number, or --column NAME|N (N counts
-  from 1). "-" reads standard input.
+  delimiter (detected among , ; tab |, or --delimiter C); a first row is a header when it names a phone
+  column (--header/--no-header to say it); the phone column is the only one named phone/tel/mobile/
+  celular/teléfono..., or --column NAME|N (N counts from 1); when that is in doubt, --column is asked for.
+  "-" reads standard input.
   --column NAME|N        the column that holds the phone numbers
   --delimiter C          the field delimiter ("\\t" for tab)
   --header, --no-header  whether the first row is a header

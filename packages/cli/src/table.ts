@@ -25,8 +25,42 @@ export class InputFileError extends Error {
 }
 
 const DELIMITERS = [',', ';', '\t', '|'];
-const PHONE_HEADER = /phone|tel|mobile|cell|number|n[uú]mero|celular|m[oó]vil|whatsapp/i;
+/**
+ * The words that name a phone column, whole words only (after `headerWords`): a header that merely
+ * contains one (`Hotel`), or says `number` (`Account Number`, `Número de documento`), names no phone.
+ */
+const PHONE_WORDS = new Set([
+  ...['phone', 'phones', 'telephone', 'telephones', 'tel', 'tels', 'tfno', 'tlf', 'fono'],
+  ...['phonenumber', 'phonenumbers', 'cellphone', 'cellphones', 'mobilephone', 'mobilenumber'],
+  ...['mobile', 'mobiles', 'cell', 'cells', 'cellular', 'msisdn', 'whatsapp'],
+  ...['telefono', 'telefonos', 'celular', 'celulares', 'movil', 'moviles'],
+  ...['telefone', 'telefones', 'telemovel', 'telefon', 'telephonique'],
+]);
 const digits = (cell: string) => (cell.match(/\d/g) ?? []).length;
+
+/** A header cell's words: accents dropped, camelCase and any non-letter split, lower case. */
+export function headerWords(name: string): string[] {
+  return name
+    .normalize('NFD')
+    .replace(/\p{M}/gu, '')
+    .replace(/([a-z])([A-Z])/g, '$1 $2')
+    .toLowerCase()
+    .split(/[^a-z]+/)
+    .filter((w) => w.length > 0);
+}
+
+/** The header cell names a phone column: one of its words is a phone word (`Teléfono móvil`, `phone_1`), or all of them together are (`WhatsApp`). */
+export function namesPhone(name: string): boolean {
+  const words = headerWords(name);
+  return words.some((w) => PHONE_WORDS.has(w)) || PHONE_WORDS.has(words.join(''));
+}
+
+/** Header names for a message: a cell with digits (a data row read as a header) is never echoed. */
+function quoteNames(names: readonly string[]): string {
+  return names
+    .map((n) => (/\d/.test(n) ? '(a value with digits)' : JSON.stringify(n.trim().slice(0, 40))))
+    .join(', ');
+}
 
 /**
  * Longer than the service's limit of one phone input. The limit counts characters as the OpenAPI schema's
@@ -58,12 +92,22 @@ export function detectDelimiter(firstLine: string): string {
   return best;
 }
 
-/** A first row is a header when none of its cells looks like a phone number (5 digits or more). */
+/**
+ * A first row is taken for a header only when one of its cells names a phone column and none looks like
+ * a phone number (5 digits or more). Anything else is data: a first row that is no header (`n/a`, a name)
+ * is then checked and answered like every row (an `invalid` input at worst), never dropped unseen.
+ * `--header` / `--no-header` say it when the guess is wrong.
+ */
 export function looksLikeHeader(row: readonly string[]): boolean {
-  return row.every((cell) => digits(cell) < 5);
+  return row.every((cell) => digits(cell) < 5) && row.some(namesPhone);
 }
 
-/** The phone column: by name or number when given, else the header named like a phone, else the first cell with digits. */
+/**
+ * The phone column: by name or number when given; else the only column, or the one column the header
+ * names like a phone, or, without a header, the one cell of the first row with 5 digits or more. Any
+ * doubt (none, or several) is an error that asks for `--column`: a column guessed wrong (an ID or an
+ * account number read as the phones) would answer every row for a number that is not its phone.
+ */
 export function chooseColumn(
   first: readonly string[],
   header: boolean,
@@ -81,21 +125,24 @@ export function chooseColumn(
     const index = first.findIndex((name) => name.trim().toLowerCase() === wanted);
     if (index < 0) {
       // A file without a header has numbers in its first row: a cell with digits is never echoed.
-      const names = first
-        .map((n) => (/\d/.test(n) ? '(a value with digits)' : JSON.stringify(n.trim().slice(0, 40))))
-        .join(', ');
-      throw new InputFileError(`no column named ${JSON.stringify(column)}; the header has ${names}`);
+      throw new InputFileError(
+        `no column named ${JSON.stringify(column)}; the header has ${quoteNames(first)}`,
+      );
     }
     return index;
   }
   if (first.length === 1) return 0;
-  const index = header
-    ? first.findIndex((name) => PHONE_HEADER.test(name))
-    : first.findIndex((c) => digits(c) >= 5);
-  if (index < 0) {
-    throw new InputFileError('cannot tell which column holds the phone numbers: use --column NAME|N');
+  const candidates = first.flatMap((cell, i) => ((header ? namesPhone(cell) : digits(cell) >= 5) ? [i] : []));
+  if (candidates.length === 1) return candidates[0]!;
+  if (header && candidates.length > 1) {
+    const named = quoteNames(candidates.map((i) => first[i]!));
+    throw new InputFileError(`several columns are named like phones (${named}): use --column NAME|N`);
   }
-  return index;
+  throw new InputFileError(
+    header
+      ? 'cannot tell which column holds the phone numbers: use --column NAME|N'
+      : 'cannot tell which column holds the phone numbers (no header row names one): use --column N, and --header if the first row names the columns',
+  );
 }
 
 function csvOptions(delimiter: string): CsvOptions {

@@ -2,7 +2,14 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chooseColumn, detectDelimiter, InputFileError, looksLikeHeader, readInput } from '../src/index.js';
+import {
+  chooseColumn,
+  detectDelimiter,
+  InputFileError,
+  looksLikeHeader,
+  namesPhone,
+  readInput,
+} from '../src/index.js';
 
 /** The error a promise rejects with (fails the test when it resolves). */
 async function rejection<E = Error>(promise: Promise<unknown>): Promise<E> {
@@ -37,9 +44,62 @@ describe('CSV/TSV detection (pure)', () => {
     expect(detectDelimiter('3001234567')).toBe(',');
   });
 
-  it('a header has no cell with 5 digits or more', () => {
+  it('a header names a phone column and has no cell with 5 digits or more', () => {
     expect(looksLikeHeader(['Name', 'Phone 1', 'Zip'])).toBe(true);
     expect(looksLikeHeader(['Ana', '300 123 4567'])).toBe(false);
+    // Found by a review (2026-12-03): a first row without 5 digits was taken for a header and dropped
+    // unseen (`n/a`, `unknown`, a name): the result then lacked that row and the exit code was 0.
+    expect(looksLikeHeader(['n/a'])).toBe(false);
+    expect(looksLikeHeader(['unknown'])).toBe(false);
+    expect(looksLikeHeader(['Ana Castellanos', 'n/a', 'Bogotá'])).toBe(false);
+    expect(looksLikeHeader(['Teléfonos'])).toBe(true);
+  });
+
+  it('a phone word names a phone column as a whole word, never inside another or as "number"', () => {
+    for (const name of [
+      'Phone',
+      'phone_number',
+      'phoneNumber',
+      'MobilePhone',
+      'Tel.',
+      'Teléfono móvil',
+      'WhatsApp',
+      'Nº celular',
+      'CELL',
+    ])
+      expect(namesPhone(name), name).toBe(true);
+    for (const name of [
+      'Hotel',
+      'Account Number',
+      'Número de documento',
+      'Number',
+      'Cellar',
+      'Telex ID',
+      'Name',
+    ])
+      expect(namesPhone(name), name).toBe(false);
+  });
+
+  // Found by a review (2026-12-03): the phone column was the first header that contained a phone word
+  // anywhere (`Número de documento`, `Account Number`, `Hotel`), or without a header the first cell with
+  // 5 digits (an ID before the phone): every row was then answered for a number that is not its phone.
+  it('a column guessed only when exactly one can be the phones; any doubt asks for --column', () => {
+    expect(chooseColumn(['Nombre', 'Número de documento', 'Celular'], true, undefined)).toBe(2);
+    expect(chooseColumn(['Account Number', 'Name', 'Phone'], true, undefined)).toBe(2);
+    expect(chooseColumn(['Hotel', 'Guest', 'Tel'], true, undefined)).toBe(2);
+    expect(() => chooseColumn(['Hotel', 'City'], true, undefined)).toThrow(/use --column/);
+    expect(() => chooseColumn(['Phone', 'Mobile'], true, undefined)).toThrow(
+      /several columns are named like phones \("Phone", "Mobile"\): use --column/,
+    );
+    const headless = (() => {
+      try {
+        chooseColumn(['1020304050', 'Ana', '3001234567'], false, undefined);
+      } catch (e) {
+        return (e as Error).message;
+      }
+    })();
+    expect(headless).toMatch(/no header row names one\): use --column N/);
+    expect(headless).not.toMatch(/1020304050|3001234567/);
   });
 
   it('chooses the phone column by name, number, header word or first number', () => {
@@ -97,6 +157,15 @@ describe('reading CSV/TSV files', () => {
     });
     expect(piped.phones).toEqual(['3001234567', '3109999999']);
     expect(piped.table?.header).toBeUndefined();
+  });
+
+  it('a one-column file whose first row is no header: every row is checked, the first one too', async () => {
+    const input = await readInput(await file('first.csv', 'n/a\n3001234567\n3109999999\n'), {});
+    expect(input.phones).toEqual(['n/a', '3001234567', '3109999999']);
+    expect(input.table?.header).toBeUndefined();
+    // Named by --header when the guess is wrong.
+    const said = await readInput(await file('said.csv', 'Numbers\n3001234567\n'), { header: true });
+    expect(said.phones).toEqual(['3001234567']);
   });
 
   it('--column by number with --header, and ragged rows give an empty input (kept in place)', async () => {
