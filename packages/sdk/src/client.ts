@@ -1,6 +1,12 @@
-import { DncJobError, DncWaitTimeoutError } from './errors.js';
+import {
+  DncApiError,
+  DncConnectionError,
+  DncJobError,
+  DncTimeoutError,
+  DncWaitTimeoutError,
+} from './errors.js';
 import { IDEMPOTENCY_KEY_PATTERN, TERMINAL_JOB_STATUSES } from './gen/contract.js';
-import { parseRetryAfter, sleep } from './retry.js';
+import { isRetryableAnswer, parseRetryAfter, sleep } from './retry.js';
 import { type RequestSpec, type ResponseInfo, Transport } from './transport.js';
 import type { DurableScrubRequest, ScrubJobStatus, ScrubRequest, ScrubResult } from './types.js';
 
@@ -77,6 +83,12 @@ function idempotencyKeyFor(options: ScrubOptions | undefined): string {
 
 function jobPath(id: string, suffix = ''): string {
   return `/v2/scrub/${encodeURIComponent(id)}${suffix}`;
+}
+
+/** A failed poll a later one may not meet: no answer, or a retryable answer (429 but quota, 503, 502, 504). */
+function pollMayRecover(error: unknown): boolean {
+  if (error instanceof DncConnectionError) return true;
+  return error instanceof DncApiError && isRetryableAnswer(error.status, error.code);
 }
 
 function call(options: CallOptions | undefined): Pick<RequestSpec, 'signal' | 'timeoutMs' | 'onResponse'> {
@@ -198,28 +210,61 @@ export class Jobs {
     ).body;
   }
 
-  /** Poll until the job is terminal, with bounded exponential backoff and jitter, honoring Retry-After. */
+  /**
+   * Poll until the job is terminal, with bounded exponential backoff and jitter, honoring Retry-After.
+   * `timeoutMs` bounds the whole wait (`DncTimeoutError`), `maxWaitMs` too (`DncWaitTimeoutError`, with the
+   * job as last seen). A poll that fails with an error a later poll may not meet (no answer, 429 or 503,
+   * after that poll's own retries) does not end the wait: the job runs on while the service or the
+   * network is away for a while, and the next poll comes after the backoff or the error's Retry-After.
+   */
   async wait(id: string, options: WaitOptions = {}): Promise<ScrubJobStatus> {
+    return this.#wait(id, options, 'whole');
+  }
+
+  async #wait(id: string, options: WaitOptions, timeoutOf: 'whole' | 'each'): Promise<ScrubJobStatus> {
     const maxWaitMs = options.maxWaitMs ?? 24 * 3_600_000 + 300_000;
     const maxInterval = options.maxPollIntervalMs ?? 15_000;
     const random = this.#transport.random;
     let interval = options.pollIntervalMs ?? 1_000;
     const started = Date.now();
+    const deadline =
+      timeoutOf === 'whole' && options.timeoutMs !== undefined ? started + options.timeoutMs : undefined;
+    let seen: ScrubJobStatus | undefined;
+    let failed: unknown;
     for (;;) {
-      const answer = await this.#transport.request<ScrubJobStatus>({
-        method: 'GET',
-        path: jobPath(id),
-        ...call(options),
-      });
-      const job = answer.body;
-      options.onProgress?.(job);
-      if (TERMINAL.has(job.status)) return job;
+      let retryAfter: number | undefined;
+      try {
+        const answer = await this.#transport.request<ScrubJobStatus>({
+          method: 'GET',
+          path: jobPath(id),
+          ...call(options),
+          ...(deadline === undefined ? {} : { timeoutMs: Math.max(1, deadline - Date.now()) }),
+        });
+        seen = answer.body;
+        options.onProgress?.(seen);
+        if (TERMINAL.has(seen.status)) return seen;
+        retryAfter = parseRetryAfter(answer.headers.get('retry-after'));
+      } catch (error) {
+        if (!pollMayRecover(error)) throw error;
+        if (error instanceof DncApiError) retryAfter = error.retryAfter;
+        failed = error;
+      }
       const remaining = maxWaitMs - (Date.now() - started);
-      if (remaining <= 0) throw new DncWaitTimeoutError(job);
-      const retryAfter = parseRetryAfter(answer.headers.get('retry-after'));
+      if (remaining <= 0) {
+        // No job seen at all: the error of the polls is the answer.
+        if (seen === undefined) throw failed;
+        throw new DncWaitTimeoutError(seen);
+      }
       const jittered = interval * (0.8 + random() * 0.4);
-      const delay = Math.max(jittered, retryAfter === undefined ? 0 : retryAfter * 1000);
-      await sleep(Math.min(delay, remaining), options.signal);
+      const delay = Math.min(Math.max(jittered, retryAfter === undefined ? 0 : retryAfter * 1000), remaining);
+      if (deadline !== undefined && Date.now() + delay >= deadline) {
+        await sleep(Math.max(0, deadline - Date.now()), options.signal);
+        throw new DncTimeoutError(
+          `GET ${jobPath(id)}: the job was not terminal within ${options.timeoutMs} ms`,
+          undefined,
+        );
+      }
+      await sleep(delay, options.signal);
       interval = Math.min(maxInterval, interval * 1.5);
     }
   }
@@ -227,7 +272,8 @@ export class Jobs {
   /** create + wait + result. Throws DncJobError when the job ends failed, expired or cancelled. */
   async run(request: DurableScrubRequest, options: RunOptions = {}): Promise<ScrubResult> {
     const job = await this.create(request, options);
-    const done = TERMINAL.has(job.status) ? job : await this.wait(job.job_id, options);
+    // As RunOptions say: `timeoutMs` bounds each call here, `maxWaitMs` the wait.
+    const done = TERMINAL.has(job.status) ? job : await this.#wait(job.job_id, options, 'each');
     if (done.status !== 'succeeded') throw new DncJobError(done);
     return this.result(done.job_id, options);
   }

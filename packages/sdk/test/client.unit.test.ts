@@ -42,7 +42,7 @@ afterEach(async () => {
 
 async function clientFor(
   script: Parameters<typeof startScriptedServer>[0],
-  options: { maxRetries?: number } = {},
+  options: { maxRetries?: number; maxRetryAfterMs?: number } = {},
 ) {
   server = await startScriptedServer(script);
   const client = new DncClient({
@@ -287,6 +287,46 @@ describe('DncClient.jobs (v2)', () => {
     expect(Date.now() - started).toBeLessThan(1500);
     expect(calls.length).toBeGreaterThan(2);
     expect(calls.length).toBeLessThan(15);
+  });
+
+  // Found by a review (2026-12-03): each poll was one call with its own retries, and any error ended the
+  // wait: 8-16 s of 503s (a rolling deploy, an outage) in a 3-hour job failed `jobs.run` and `dnc scrub`.
+  it('wait rides out polls that fail for a while (503 past their retries, no answer), and still stops at a 404', async () => {
+    const { client, calls } = await clientFor(
+      sequence(
+        { status: 200, body: job('running') },
+        err(503, 'platform_failure'),
+        err(503, 'platform_failure'),
+        err(503, 'platform_failure'),
+        err(429, 'temporarily_blocked', { 'retry-after': '1' }),
+        { status: 200, body: job('succeeded') },
+      ),
+      { maxRetries: 1, maxRetryAfterMs: 100 },
+    );
+    const started = Date.now();
+    const done = await client.jobs.wait(JOB_ID, { pollIntervalMs: 20 });
+    expect(done.status).toBe('succeeded');
+    expect(calls).toHaveLength(6);
+    // The block's Retry-After (1 s, past what one call waits for) is honored between polls.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
+
+    await server!.close();
+    const gone = await clientFor(sequence(err(404, 'job_not_found')), { maxRetries: 1 });
+    const error = await gone.client.jobs.wait(JOB_ID, { pollIntervalMs: 20 }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: 'DncApiError', code: 'job_not_found' });
+    expect(gone.calls).toHaveLength(1);
+  });
+
+  it("wait's timeoutMs bounds the whole wait, as for every call (DncTimeoutError)", async () => {
+    const { client, calls } = await clientFor(sequence({ status: 200, body: job('running') }));
+    const started = Date.now();
+    const error = await client.jobs
+      .wait(JOB_ID, { pollIntervalMs: 20, maxPollIntervalMs: 40, timeoutMs: 300 })
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: 'DncTimeoutError', code: 'timeout' });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(290);
+    expect(Date.now() - started).toBeLessThan(1500);
+    expect(calls.length).toBeGreaterThan(2);
   });
 
   it('an AbortSignal cancels a wait between polls', async () => {
