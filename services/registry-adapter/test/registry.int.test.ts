@@ -114,6 +114,9 @@ describe('registry adapter (mx) against PostgreSQL and NATS', () => {
       [
         ...REGISTERED,
         '# a comment',
+        '# exported 2026-12-01, 3 files',
+        // A number marked with `#` (Check reads `#5512345678` as the number): a line, never a comment.
+        '#81 8123 4567',
         '',
         'not a number',
         '+1 212 555 0123',
@@ -123,8 +126,8 @@ describe('registry adapter (mx) against PostgreSQL and NATS', () => {
       1000,
       3,
     );
-    expect(res.linesRead).toBe(6n);
-    expect(res.accepted).toBe(3n);
+    expect(res.linesRead).toBe(7n);
+    expect(res.accepted).toBe(4n);
     expect(res.rejected).toBe(3n);
     expect(res.registrySize).toBe(2n);
     expect(res.snapshotId).not.toBe('');

@@ -23,10 +23,16 @@ export class LoadRefused extends Error {
   }
 }
 
-/** Lines a registry file may hold that are not numbers: blank lines and `#` comments. */
-function isNoise(line: string): boolean {
+/**
+ * Lines a registry file may hold that are not numbers: blank lines and `#` comments. A `#` line that
+ * reads as a number of the country is not a comment: Check reads `#5512345678` as that number, so such a
+ * line skipped unseen would answer a registered subscriber `safe` (found by a review, 2026-12-03). At
+ * worst a number inside a real comment is listed: answered `prohibited`, never `safe`.
+ */
+function isNoise(line: string, normalizer: Normalizer): boolean {
   const t = line.trim();
-  return t === '' || t.startsWith('#');
+  if (t === '') return true;
+  return t.startsWith('#') && !(isPhoneWithinLimit(line) && isRegistryKey(normalizer.normalize(line)));
 }
 
 /** A replace may not halve a registry of at least this many numbers unless the shrink is meant. */
@@ -100,7 +106,7 @@ export async function loadRegistry(
     for await (const chunk of chunks) {
       for (const line of chunk) {
         lineNumber++;
-        if (isNoise(line)) continue;
+        if (isNoise(line, normalizer)) continue;
         linesRead++;
         const key = isPhoneWithinLimit(line) ? normalizer.normalize(line) : 0;
         if (isRegistryKey(key)) buffer.push(key);
