@@ -296,6 +296,7 @@ describe('customer dashboard in Chromium (issue 16)', () => {
 
     const enabledAt = Date.now();
     await page.getByLabel('Code', { exact: true }).fill(totpCode(secret, enabledAt));
+    await page.getByLabel('Password, to turn it on').fill(PASSWORD);
     await page.getByRole('button', { name: 'Turn on' }).click();
     await page.getByText('Second factor on').waitFor();
     expect(await page.content()).not.toContain(secret);

@@ -28,7 +28,9 @@ async function withSecondFactor() {
   const p = await signedIn();
   const secret: string = (await p.c.post('/api/me/totp/setup')).body.secret;
   const at = Date.now();
-  expect((await p.c.post('/api/me/totp/enable', { code: totpCode(secret, at) })).status).toBe(204);
+  expect(
+    (await p.c.post('/api/me/totp/enable', { code: totpCode(secret, at), password: p.password })).status,
+  ).toBe(204);
   return { ...p, code: (n: number) => totpCode(secret, at + n * 30_000) };
 }
 

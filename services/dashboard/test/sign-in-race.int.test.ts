@@ -79,7 +79,9 @@ describe('a sign-in in flight does not outlive the end of every other session', 
     const { answer, thief } = await thiefSignsInWhile(victim, async () => {
       const setup = await victim.c.post('/api/me/totp/setup');
       const code = totpCode(setup.body.secret, Date.now());
-      expect((await victim.c.post('/api/me/totp/enable', { code })).status).toBe(204);
+      expect((await victim.c.post('/api/me/totp/enable', { code, password: victim.password })).status).toBe(
+        204,
+      );
     });
     expect(answer.status).toBe(401);
     expect(answer.body.error).toBe('invalid_credentials');

@@ -204,11 +204,24 @@ describe('sessions, CSRF, second factor', () => {
     const setup = await p.c.post('/api/me/totp/setup');
     expect(setup.body.uri).toMatch(/^otpauth:\/\/totp\/dnc-scrub:/);
     const secret: string = setup.body.secret;
-    expect((await p.c.post('/api/me/totp/enable', { code: '000000' })).status).toBe(400);
+    expect((await p.c.post('/api/me/totp/enable', { code: '000000', password: p.password })).status).toBe(
+      400,
+    );
+    // Found by a review (2026-12-03): turning it on asked for no password, so a stolen session could bind
+    // the account to the thief's app and, every other session ended, lock the member out for good.
+    const right = totpCode(secret, Date.now());
+    expect((await p.c.post('/api/me/totp/enable', { code: right })).status).toBe(400);
+    const wrong = await p.c.post('/api/me/totp/enable', { code: right, password: 'not the password' });
+    expect(wrong.status).toBe(403);
+    expect(wrong.body.error).toBe('invalid_credentials');
+    expect((await p.c.get('/api/session')).body.member.totp_enabled).toBe(false);
     // Codes are computed from the time the second factor was turned on, not from "now": a 30-second
     // boundary passing during the test must not change which step each code belongs to.
     const enabledAt = Date.now();
-    expect((await p.c.post('/api/me/totp/enable', { code: totpCode(secret, enabledAt) })).status).toBe(204);
+    expect(
+      (await p.c.post('/api/me/totp/enable', { code: totpCode(secret, enabledAt), password: p.password }))
+        .status,
+    ).toBe(204);
     expect((await p.c.get('/api/session')).body.member.totp_enabled).toBe(true);
     // Turning it on ended every other session of the person; this one stays.
     expect((await before.get('/api/session')).status).toBe(401);

@@ -152,7 +152,9 @@ describe('TOTP seeds at rest', () => {
     const seed: string = (await c.post('/api/me/totp/setup')).body.secret;
     expect(await rowHoldsSeed(email, seed)).toBe(false);
     const at = Date.now();
-    expect((await c.post('/api/me/totp/enable', { code: totpCode(seed, at) })).status).toBe(204);
+    expect(
+      (await c.post('/api/me/totp/enable', { code: totpCode(seed, at), password: PASSWORD })).status,
+    ).toBe(204);
     expect(await rowHoldsSeed(email, seed)).toBe(false);
     const row = (
       await sql('SELECT totp_secret, totp_key_id FROM dashboard.members WHERE email = $1', [email])
@@ -227,7 +229,7 @@ describe('TOTP seeds at rest', () => {
     try {
       await db.query('BEGIN');
       await db.query('SELECT 1 FROM dashboard.members WHERE email = $1 FOR UPDATE', [email]);
-      const turningOn = c.post('/api/me/totp/enable', { code: totpCode(seed) });
+      const turningOn = c.post('/api/me/totp/enable', { code: totpCode(seed), password: PASSWORD });
       await expect
         .poll(async () => {
           const r = await sql(

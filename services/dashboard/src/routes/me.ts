@@ -72,19 +72,28 @@ export function meRoutes(app: FastifyInstance, deps: RouteDeps): void {
   });
 
   /**
-   * Step 2: a code from the app proves it holds the secret; from now on sign-in asks for a code. Every
-   * other session of the person ends: one opened with a stolen password alone must not outlive the
-   * second factor meant to stop it.
+   * Step 2: a code from the app proves it holds the secret, and the current password that the person
+   * turning it on is the member (as for a password change or turning it off): from now on sign-in asks
+   * for a code. Without the password, a stolen session (an unlocked computer, a browser extension) could
+   * bind the account to the thief's app and, with every other session ended below, lock the member out
+   * for good (there is no recovery but an operator's). Every other session of the person ends: one
+   * opened with a stolen password alone must not outlive the second factor meant to stop it.
    */
   app.post(
     '/api/me/totp/enable',
-    { preHandler: change, onRequest: signInGate(app, deps), schema: { body: body({ code: 10 }) } },
+    {
+      preHandler: change,
+      onRequest: signInGate(app, deps),
+      schema: { body: body({ code: 10, password: MAX_PASSWORD * 4 }) },
+    },
     async (request, reply) => {
       const { member, tokenHash } = who(request);
+      const b = request.body as { code: string; password: string };
+      await checkPassword(member, b.password);
       const pending = member.totpPending;
       if (!pending) throw new HttpError(409, 'totp_not_set_up', 'Start the set-up again.');
       const secret = openSeed(deps.totpKeys, request, member.memberId, pending);
-      const step = totpStep(secret, (request.body as { code: string }).code);
+      const step = totpStep(secret, b.code);
       if (step === undefined)
         throw new HttpError(400, 'invalid_code', 'The code is wrong; try the current one.');
       if (!(await deps.members.enableTotp(member.memberId, pending, step)))

@@ -69,7 +69,7 @@ function SecondFactorCard({ run }: { run: Run }) {
     event.preventDefault();
     const f = new FormData(event.currentTarget);
     void run(async () => {
-      await api.post('/api/me/totp/enable', { code: f.get('code') });
+      await api.post('/api/me/totp/enable', { code: f.get('code'), password: f.get('password') });
       setSetup(undefined);
       await refresh();
     }, 'Second factor on: sign-in now asks for a code.');
@@ -119,6 +119,15 @@ function SecondFactorCard({ run }: { run: Run }) {
             maxLength={6}
             required
             autoComplete="one-time-code"
+          />
+          <label htmlFor="totp-on-password">Password, to turn it on</label>
+          <input
+            id="totp-on-password"
+            name="password"
+            type="password"
+            autoComplete="current-password"
+            required
+            maxLength={512}
           />
           <button type="submit" className="primary">
             Turn on
