@@ -8,34 +8,53 @@ export type { Logger };
  * Paths never written to a log, whatever a caller passes: credentials, request bodies and phone
  * numbers. The censor replaces the value; the key stays so the shape of a log line is stable.
  */
-const REDACT_PATHS = [
+/** Field names whose values are credentials or phone numbers, wherever they sit (three levels deep). */
+const SECRET_FIELDS = [
   'authorization',
   'apiKey',
   'api_key',
-  'key',
+  'credentials',
   'secret',
   'body',
   'phones',
   'phone',
+  'numbers',
+  'phonesJson',
+  'phoneList',
+  'phone_list',
+  'lines',
   'input',
+];
+const REDACT_PATHS = [
+  'key',
   'req.headers.authorization',
   'req.headers["idempotency-key"]',
-  'req.body',
   'headers.authorization',
-  '*.authorization',
-  '*.apiKey',
-  '*.api_key',
-  '*.phones',
-  '*.phone',
-  '*.body',
-  '*.input',
+  ...SECRET_FIELDS.flatMap((f) => [f, `*.${f}`, `*.*.${f}`]),
 ];
 
 // A run of 6+ digits (optionally separated) in free text could be a phone number: mask it.
 const DIGIT_RUN = /\+?\d(?:[\s.()-]*\d){5,}/g;
+// An API key (`dnc_<12 hex>_<secret>`), mostly letters, which the digit mask would not catch.
+const API_KEY = /dnc_[0-9a-f]{12}_[A-Za-z0-9_-]+/g;
 
 export function maskDigits(text: string): string {
-  return text.replace(DIGIT_RUN, '[redacted-digits]');
+  return text.replace(API_KEY, '[redacted-key]').replace(DIGIT_RUN, '[redacted-digits]');
+}
+
+/**
+ * `err` as written: its class and code and a masked message, never a stack or other fields (a pg error's
+ * `detail` quotes row values, an ioredis one its command's arguments), also when it is no `Error`.
+ */
+function errFields(err: unknown): Record<string, unknown> {
+  if (typeof err !== 'object' || err === null) return { message: maskDigits(String(err)) };
+  const e = err as { name?: unknown; type?: unknown; code?: unknown; message?: unknown };
+  const type = err instanceof Error ? err.name : typeof e.type === 'string' ? e.type : undefined;
+  return {
+    ...(type !== undefined ? { type } : {}),
+    ...(typeof e.code === 'string' || typeof e.code === 'number' ? { code: e.code } : {}),
+    ...(typeof e.message === 'string' ? { message: maskDigits(e.message) } : {}),
+  };
 }
 
 /**
@@ -81,13 +100,8 @@ export function createLogger(
         level: (label) => ({ level: label }),
       },
       serializers: {
-        // Keep the class and a masked message; stack traces stay out of shipped logs.
-        err: (err: unknown) =>
-          err instanceof Error
-            ? { type: err.name, message: maskDigits(err.message) }
-            : typeof err === 'object' && err !== null
-              ? err
-              : { message: maskDigits(String(err)) },
+        // Keep the class, code and a masked message; stack traces stay out of shipped logs.
+        err: errFields,
       },
       hooks: {
         logMethod(args, method) {

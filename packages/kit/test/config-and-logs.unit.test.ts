@@ -66,4 +66,26 @@ describe('logs never carry keys, bodies or phone numbers (issue 2)', () => {
     expect(out).not.toMatch(/"stack"/);
     expect(maskDigits('job 42 took 17 ms')).toBe('job 42 took 17 ms');
   });
+
+  // Found by a review of the logs (2026-12-03), none reached by a call site today: the paths covered one
+  // level of nesting and not the names the code uses (`numbers`, `phoneList`, `credentials`); an `err`
+  // that is no Error was written whole; an API key, mostly letters, passed the digit mask.
+  it('redacts nested and code-named fields, writes only class, code and masked message of any err, masks keys', () => {
+    const { logger, lines } = capture();
+    const key = 'dnc_0123456789ab_AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGhIjKlMnOpQ';
+    logger.info({ req: { message: { credentials: { apiKey: key } } } }, 'nested');
+    logger.info({ call: { numbers: ['+573001234567'], phoneList: 'x' } }, 'named');
+    logger.error({ err: { type: 'ReplyError', code: 'ERR', command: { args: ['+573001234567'] } } }, 'redis');
+    const pgLike = Object.assign(new Error('duplicate key'), {
+      code: '23505',
+      detail: 'Key (n)=(3001234567)',
+    });
+    logger.error({ err: pgLike }, 'pg');
+    logger.warn(`refused key ${key}`);
+    const out = lines.join('');
+    expect(out).not.toMatch(/3001234567|AbCdEfGh/);
+    expect(out).toContain('"code":"23505"');
+    expect(out).toContain('"type":"ReplyError"');
+    expect(out).toContain('[redacted-key]');
+  });
 });
