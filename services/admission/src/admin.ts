@@ -205,6 +205,17 @@ function purchaseMethods(
       const current = await operator(() => purchases.purchase(purchaseId));
       const activated =
         current.activated || (ACTIVATED_ON_PAYMENT as readonly string[]).includes(current.country);
+      // The purchase's quota in the ledger before it is paid, again: CreatePurchase stores the purchase,
+      // then sets the limit, and a limit that failed there (quota down) cannot be set by creating the
+      // purchase again (one open purchase per country). Without this the paid country answered
+      // customer_quota_exceeded for everything (no limit: 0), or kept an earlier purchase's limit.
+      if (current.status === 'pending_payment') {
+        await deps.quotaAdmin.setLimit({
+          orgId: current.orgId,
+          country: current.country,
+          limit: BigInt(current.monthlyQuota),
+        });
+      }
       const p = await operator(() =>
         purchases.transitionPurchase(purchaseId, ['pending_payment'], { status: 'active', activated }),
       );

@@ -105,6 +105,39 @@ describe('organizations, purchases and availability through Admit (issue 3 items
     expect(await outcome(admin.createOrganization({ name: ' ' }))).toBe('validation_error');
   });
 
+  // Found by a review (2026-12-03): CreatePurchase stores the purchase, then sets its quota limit in the
+  // ledger. When that failed (quota down), the purchase stayed without a limit and could not be created
+  // again (one open purchase per country): once paid, every request of the country was 429
+  // customer_quota_exceeded (no limit: 0), or an earlier purchase's limit stayed in force.
+  it('a purchase whose quota limit was not set at creation gets it when it is paid', async () => {
+    const { admin } = h.clients();
+    const { orgId } = await admin.createOrganization({ name: 'Limit lost' });
+    await h.sql(
+      `CREATE FUNCTION public.refuse_limit() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN RAISE EXCEPTION 'limits refused'; END $$`,
+    );
+    await h.sql(
+      `CREATE TRIGGER refuse_limit BEFORE INSERT OR UPDATE ON quota.limits FOR EACH ROW
+       WHEN (NEW.org_id = '${orgId}') EXECUTE FUNCTION public.refuse_limit()`,
+    );
+    try {
+      expect(await outcome(admin.createPurchase({ orgId, country: 'co', monthlyQuota: 500n }))).not.toBe(
+        'ok',
+      );
+    } finally {
+      await h.sql('DROP TRIGGER refuse_limit ON quota.limits');
+      await h.sql('DROP FUNCTION public.refuse_limit()');
+    }
+    // Stored nonetheless, and not created a second time.
+    expect(await outcome(admin.createPurchase({ orgId, country: 'co', monthlyQuota: 500n }))).toBe(
+      'conflict',
+    );
+    const stored = await h.sql('SELECT purchase_id FROM admission.purchases WHERE org_id = $1', [orgId]);
+    expect((await h.account(orgId, 'co')).limit).toBe(0);
+    await admin.payPurchase({ purchaseId: stored.rows[0].purchase_id });
+    expect((await h.account(orgId, 'co')).limit).toBe(500);
+  });
+
   it('suspended -> account_suspended; activation incomplete -> activation_incomplete; both reversible', async () => {
     const { admin, admission } = h.clients();
     const c = await h.customer(['mx']);
