@@ -33,12 +33,25 @@ export class ReservationSweeper {
     if (this.running) return this.running;
     this.running = (async () => {
       let released = 0;
+      // A reservation whose release fails is passed over until the next sweep: the oldest first, it would
+      // otherwise stop every sweep before the others, and their customers' quota stayed reserved for good.
+      const failed: string[] = [];
       try {
         for (;;) {
-          const ids = await this.ledger.staleReservations(quotav1.UsageKind.SYNC, this.ttlSeconds);
+          const ids = await this.ledger.staleReservations(
+            quotav1.UsageKind.SYNC,
+            this.ttlSeconds,
+            100,
+            failed,
+          );
           for (const id of ids) {
-            await this.ledger.release(id);
-            released++;
+            try {
+              await this.ledger.release(id);
+              released++;
+            } catch (error) {
+              failed.push(id);
+              this.logger.warn({ err: error }, 'stale v1 reservation not released; retrying next interval');
+            }
           }
           if (ids.length < 100) break;
         }

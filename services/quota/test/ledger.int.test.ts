@@ -142,6 +142,54 @@ describe('quota ledger against PostgreSQL', () => {
     expect(await account(org, 'mx')).toEqual({ limit: 100, used: 0, reserved: 20 });
   });
 
+  // Found by a review (2026-12-03): the sweep released the oldest first and stopped at the first release
+  // that failed, so one reservation that could not be released kept every later stale one reserved.
+  it('a stale reservation whose release fails does not hold back the others', async () => {
+    const org = randomUUID();
+    await admin.setLimit({ orgId: org, country: 'co', limit: 100n });
+    const [stuck, next] = [randomUUID(), randomUUID()];
+    for (const [id, amount] of [
+      [stuck, 7n],
+      [next, 5n],
+    ] as const)
+      await client.reserve({
+        reservationId: id,
+        orgId: org,
+        country: 'co',
+        amount,
+        kind: quotav1.UsageKind.SYNC,
+      });
+    const db = new pg.Client({ connectionString: databaseUrl });
+    await db.connect();
+    try {
+      await db.query(
+        `UPDATE quota.reservations SET created_at = now() - interval '1 year' - make_interval(secs => $2)
+         WHERE reservation_id = $1`,
+        [stuck, 1],
+      );
+      await db.query(
+        "UPDATE quota.reservations SET created_at = now() - interval '1 year' WHERE reservation_id = $1",
+        [next],
+      );
+      await db.query(
+        `CREATE FUNCTION public.refuse_release() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN RAISE EXCEPTION 'release refused'; END $$`,
+      );
+      await db.query(
+        `CREATE TRIGGER refuse_release BEFORE UPDATE ON quota.reservations FOR EACH ROW
+         WHEN (OLD.reservation_id = '${stuck}') EXECUTE FUNCTION public.refuse_release()`,
+      );
+      await quota.sweeper.sweepOnce();
+      expect(await account(org, 'co')).toEqual({ limit: 100, used: 0, reserved: 7 });
+    } finally {
+      await db.query('DROP TRIGGER IF EXISTS refuse_release ON quota.reservations');
+      await db.query('DROP FUNCTION IF EXISTS public.refuse_release()');
+      await db.end();
+    }
+    await quota.sweeper.sweepOnce();
+    expect(await account(org, 'co')).toEqual({ limit: 100, used: 0, reserved: 0 });
+  });
+
   it('rejects an unknown country and a missing reservation id', async () => {
     await expect(
       client.reserve({ reservationId: randomUUID(), orgId: 'o', country: 'fr', amount: 1n, kind: 1 }),

@@ -201,13 +201,22 @@ export class Ledger {
     return r.rows[0];
   }
 
-  /** Open reservations of `kind` older than `olderThanSeconds` (left behind by a crashed caller). */
-  async staleReservations(kind: number, olderThanSeconds: number, limit = 100): Promise<string[]> {
+  /**
+   * Open reservations of `kind` older than `olderThanSeconds` (left behind by a crashed caller), the
+   * oldest first, but those of `except`.
+   */
+  async staleReservations(
+    kind: number,
+    olderThanSeconds: number,
+    limit = 100,
+    except: readonly string[] = [],
+  ): Promise<string[]> {
     const r = await this.pool.query<{ reservation_id: string }>(
       `SELECT reservation_id FROM quota.reservations
        WHERE state = 'reserved' AND kind = $1 AND created_at < now() - make_interval(secs => $2)
+         AND reservation_id <> ALL($4::text[])
        ORDER BY created_at LIMIT $3`,
-      [kind, olderThanSeconds, limit],
+      [kind, olderThanSeconds, limit, except],
     );
     return r.rows.map((row) => row.reservation_id);
   }
