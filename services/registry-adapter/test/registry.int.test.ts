@@ -86,7 +86,7 @@ describe('registry adapter (mx) against PostgreSQL and NATS', () => {
 
   // Found by a review (2026-12-03): a replace of a file cut short (an upload or a pipe that died) became the
   // whole registry, answering safe for every number it lost.
-  it('a replace that would halve a registry of 10,000 numbers or more is refused unless the shrink is meant', async () => {
+  it('a replace or remove that would halve a registry of 10,000 numbers or more is refused unless the shrink is meant', async () => {
     const numbers = (n: number) => Array.from({ length: n }, (_, i) => String(5_510_000_000 + i));
     const { admin } = adapterClients(adapter.address);
     const full = await loadLines(adapter.address, 'mx', LoadMode.REPLACE, numbers(12_000), 5_000);
@@ -104,6 +104,23 @@ describe('registry adapter (mx) against PostgreSQL and NATS', () => {
     ).toBe(6_001n);
     const meant = await loadLines(adapter.address, 'mx', LoadMode.REPLACE, REGISTERED, 1000, 0, true);
     expect(meant.registrySize).toBe(2n);
+    // Found by a review (2026-12-03): the whole registry loaded with mode remove (a delta command reused
+    // for the month's full export) left only the numbers that had left it, answering safe for the others.
+    await loadLines(adapter.address, 'mx', LoadMode.REPLACE, numbers(12_000), 5_000);
+    const removal = await loadLines(adapter.address, 'mx', LoadMode.REMOVE, numbers(7_000), 5_000).then(
+      () => undefined,
+      (e: unknown) => ConnectError.from(e),
+    );
+    expect(removal?.code).toBe(Code.FailedPrecondition);
+    expect(removal?.rawMessage).toMatch(
+      /would leave 5000 of the registry's 12000 numbers.*mode remove.*unchanged/,
+    );
+    expect(
+      (await loadLines(adapter.address, 'mx', LoadMode.REMOVE, numbers(2_000), 5_000)).registrySize,
+    ).toBe(10_000n);
+    expect(
+      (await loadLines(adapter.address, 'mx', LoadMode.REMOVE, numbers(7_000), 5_000, 0, true)).registrySize,
+    ).toBe(5_000n);
   });
 
   it('loads a file, counts bad lines, and finds every written form of a registered line', async () => {

@@ -70,6 +70,25 @@ describe('a snapshot is as old as the registry consultation it comes from (mx, 3
     expect(timeOf(delta).getTime()).toBe(published.getTime());
   });
 
+  // Found by a review (2026-12-03): a delta dated before the copy it applied to (a retried or replayed
+  // older delta) was applied: a number added since was removed again (answered safe) and the copy dated back.
+  it('a delta dated before the current snapshot is refused; the registry is unchanged', async () => {
+    const current = await load(LoadMode.REPLACE, ['+52 55 1234 5678'], new Date(Date.now() - 2 * DAY));
+    const added = await load(LoadMode.ADD, ['+52 33 3123 4567'], new Date(Date.now() - DAY));
+    const late = new Date(Date.now() - 3 * DAY);
+    for (const mode of [LoadMode.REMOVE, LoadMode.ADD]) {
+      const error = await load(mode, ['+52 33 3123 4567'], late).then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      );
+      expect(error?.code).toBe(Code.FailedPrecondition);
+      expect(error?.rawMessage).toMatch(/before the registry it applies to.*in order.*unchanged/);
+    }
+    const status = await adapterClients(adapter.address).admin.getRegistryStatus({});
+    expect(status.snapshotId).toBe(added.snapshotId);
+    expect(current.snapshotId).not.toBe(added.snapshotId);
+  });
+
   it('a copy past its maximum age stays unserved after a delta of one’s own; a fresh replace serves it again', async () => {
     const stale = await load(LoadMode.REPLACE, ['+52 55 1234 5678'], new Date(Date.now() - 40 * DAY));
     await swappedTo(stale.snapshotId);

@@ -16,7 +16,7 @@ export interface LoadResult {
 export class LoadRefused extends Error {
   constructor(
     message: string,
-    readonly kind: 'busy' | 'empty' | 'no_base' | 'rejected' | 'rules' | 'shrink',
+    readonly kind: 'busy' | 'empty' | 'no_base' | 'older' | 'rejected' | 'rules' | 'shrink',
   ) {
     super(message);
     this.name = 'LoadRefused';
@@ -137,17 +137,33 @@ export async function loadRegistry(
       throw new LoadRefused('the result would be an empty registry; the registry is unchanged', 'empty');
     }
     if (
-      mode === 'replace' &&
+      (mode === 'replace' || mode === 'remove') &&
       base &&
       !allowShrink &&
       base.size >= SHRINK_GUARD_MIN &&
       keys.length * 2 < base.size
     ) {
+      // A removal that takes half the registry is the whole registry loaded with mode remove (a delta
+      // command reused for the month's full export), found by a review (2026-12-03): it left the numbers
+      // that had left the registry, and answered safe for every other one.
+      const what =
+        mode === 'replace'
+          ? `the file holds ${keys.length} numbers against ${base.size} in the registry: less than half, as a file cut short would`
+          : `the removal would leave ${keys.length} of the registry's ${base.size} numbers: less than half, as a whole registry loaded with mode remove would`;
       throw new LoadRefused(
-        `the file holds ${keys.length} numbers against ${base.size} in the registry: less than half, as a file ` +
-          'cut short would. Check the file; if the shrink is meant, load it with allow_shrink ' +
+        `${what}. Check the file and the mode; if the shrink is meant, load it with allow_shrink ` +
           '(dnc-admin registry load --allow-shrink). The registry is unchanged.',
         'shrink',
+      );
+    }
+    // A delta dated before the copy it applies to is out of order (a retried or replayed older delta):
+    // applied, it would undo what later deltas did (a number added since removed again: safe) and date
+    // the copy back. Found by a review (2026-12-03).
+    if ((mode === 'add' || mode === 'remove') && base && guards.asOf && guards.asOf < base.time) {
+      throw new LoadRefused(
+        `the delta is dated ${guards.asOf.toISOString()}, before the registry it applies to ` +
+          `(${base.time.toISOString()}): deltas are applied in order. The registry is unchanged.`,
+        'older',
       );
     }
     // A delta without its own as_of keeps its base's: it does not make the rest of the copy fresher.

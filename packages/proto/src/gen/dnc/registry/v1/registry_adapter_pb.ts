@@ -182,10 +182,10 @@ export type LoadHeader = Message<'dnc.registry.v1.LoadHeader'> & {
   maxRejected: bigint;
 
   /**
-   * A replace that would leave less than half of a registry of 10,000 numbers or more is refused
-   * (FAILED_PRECONDITION), the registry unchanged: a file cut short (an upload or a pipe that died) would
-   * otherwise become the whole registry and answer safe for every number it lost. True when the shrink is
-   * meant.
+   * A replace or a remove that would leave less than half of a registry of 10,000 numbers or more is
+   * refused (FAILED_PRECONDITION), the registry unchanged: a file cut short (an upload or a pipe that
+   * died) would otherwise become the whole registry, and the whole registry loaded with mode remove would
+   * leave only what left it, answering safe for every number lost. True when the shrink is meant.
    *
    * @generated from field: bool allow_shrink = 4;
    */
@@ -196,6 +196,8 @@ export type LoadHeader = Message<'dnc.registry.v1.LoadHeader'> & {
    * maximum age: Argentina must re-consult every 30 days) and the X-Registry-Snapshot-At header read.
    * Unset: a replace is as of now; an add or remove keeps the current snapshot's (a delta of one's own
    * does not make the rest of the copy any fresher); give it for a delta the registry itself published.
+   * An add or remove dated before the current snapshot is refused (FAILED_PRECONDITION): deltas are
+   * applied in order.
    * Refused (INVALID_ARGUMENT) when more than 5 minutes in the future.
    *
    * @generated from field: google.protobuf.Timestamp as_of = 5;
