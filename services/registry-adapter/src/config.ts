@@ -30,6 +30,12 @@ export const adapterConfig = z
     /** How often every replica looks for a new snapshot. */
     DNC_SNAPSHOT_POLL_MS: z.coerce.number().int().min(100).max(60_000).default(1_000),
     /**
+     * A replica that has not read the store's current snapshot pointer for this long (its database out
+     * of reach) answers nothing and announces itself unavailable: it cannot know whether a newer snapshot
+     * was loaded. Above the time a replica takes to read a snapshot (a pointer is not read meanwhile).
+     */
+    DNC_SNAPSHOT_MAX_LAG_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(120_000),
+    /**
      * Oldest registry snapshot (local provider) the adapter answers from, in seconds; past it the country is
      * not served. Default: the country's refresh period (providers/freshness.ts, DEFAULT_MAX_AGE_SECONDS).
      */

@@ -242,7 +242,7 @@ async function openRegistry(
   const maxAgeSeconds =
     config.DNC_REGISTRY_MAX_AGE_SECONDS ?? DEFAULT_MAX_AGE_SECONDS[country] ?? 30 * 86_400;
   return {
-    provider: new FreshnessGuard(new LocalProvider(watcher), maxAgeSeconds),
+    provider: new FreshnessGuard(new LocalProvider(watcher, config.DNC_SNAPSHOT_MAX_LAG_MS), maxAgeSeconds),
     maxAgeSeconds,
     store,
     watcher,

@@ -20,6 +20,8 @@ export class SnapshotWatcher {
   private running: Promise<void> | undefined;
   private failures = 0;
   private refusedId: string | undefined;
+  /** When the store's current snapshot pointer was last read (ms; 0: never). */
+  private confirmedAt = 0;
 
   constructor(
     private readonly store: RegistryStore,
@@ -30,6 +32,16 @@ export class SnapshotWatcher {
 
   get current(): RegistryIndex | undefined {
     return this.index;
+  }
+
+  /**
+   * Whether this replica read the store's current snapshot pointer within `maxLagMs`: one that cannot
+   * (its database connection lost) cannot know whether a newer snapshot was loaded, and must not keep
+   * answering from the one it holds (numbers registered since would be answered `safe`, for as long as
+   * that snapshot is within its maximum age). Found by a review (2026-12-03).
+   */
+  confirmedWithin(maxLagMs: number, now = Date.now()): boolean {
+    return now - this.confirmedAt <= maxLagMs;
   }
 
   /** Whether the store's current snapshot was built with other numbering rules and is not served. */
@@ -65,6 +77,7 @@ export class SnapshotWatcher {
 
   private async load(): Promise<void> {
     const snapshot = await this.store.current();
+    this.confirmedAt = Date.now();
     if (!snapshot || snapshot.id === this.index?.snapshotId) {
       this.failures = 0;
       this.refusedId = undefined;
