@@ -32,7 +32,7 @@ export const adapterConfig = z
     /**
      * A replica that has not read the store's current snapshot pointer for this long (its database out
      * of reach) answers nothing and announces itself unavailable: it cannot know whether a newer snapshot
-     * was loaded. Above the time a replica takes to read a snapshot (a pointer is not read meanwhile).
+     * was loaded.
      */
     DNC_SNAPSHOT_MAX_LAG_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(120_000),
     /**

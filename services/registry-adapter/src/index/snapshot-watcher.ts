@@ -52,6 +52,17 @@ export class SnapshotWatcher {
   async start(): Promise<void> {
     await this.refresh().catch((error) => this.logger.warn({ err: error }, 'registry snapshot not read yet'));
     this.timer = setInterval(() => {
+      // While a snapshot is read (a large registry: minutes), the pointer is still read on each poll: the
+      // replica stays confirmed as long as it reaches the store, serving the index it has until the swap.
+      if (this.running) {
+        void this.store.current().then(
+          () => {
+            this.confirmedAt = Date.now();
+          },
+          () => {},
+        );
+        return;
+      }
       void this.refresh().catch((error) => {
         // Logged once per streak; the previous index keeps serving meanwhile.
         if (this.failures++ === 0) this.logger.warn({ err: error }, 'registry snapshot refresh failed');
