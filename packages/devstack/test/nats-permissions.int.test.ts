@@ -104,6 +104,10 @@ describe('NATS: each service its own user with the narrowest subject permissions
     expect(first.value?.key).toBe('co.i1');
     watch.stop();
     await (await openBucket(as('admission'), n.countryStatusBucket)).put('co', '{}');
+    // The worker reads the maintenance windows admission publishes there, and may not write them.
+    const status = await openBucket(as('job-worker'), n.countryStatusBucket);
+    expect((await status.get('co'))?.string()).toBe('{}');
+    expect(await refused(status.put('co', '{"maintenance_until":null}'))).toBe('refused');
     const jsm = await jetstreamManager(as('job-worker'));
     await jsm.consumers.add(n.jobsStream, {
       durable_name: n.jobsConsumer('co'),

@@ -40,6 +40,7 @@ import { QuotaSettlement } from './settlement.js';
 import { CleanupStore } from './store/cleanup.js';
 import { JobStore } from './store/jobs.js';
 import { Sweeper } from './sweeper.js';
+import { DeclaredMaintenance } from './worker/declared-maintenance.js';
 import { defaultMemoryBudget } from './worker/memory.js';
 import { JobWorker } from './worker/worker.js';
 
@@ -210,7 +211,9 @@ function startSweeper(core: Core): void {
 /** The worker role: consumes the work queue and runs jobs against the adapters found in discovery. */
 async function startWorker(core: Core): Promise<void> {
   const { config, service, nc } = core;
-  const kv = await openBucket(nc, natsNames(config.DNC_NATS_PREFIX).adaptersBucket);
+  const names = natsNames(config.DNC_NATS_PREFIX);
+  const kv = await openBucket(nc, names.adaptersBucket);
+  const declared = new DeclaredMaintenance(await openBucket(nc, names.countryStatusBucket), core.logger);
   // An entry is used only if the country's adapter signed it (its certificate key, the platform CA).
   const directory = new AdapterDirectory(
     kv,
@@ -244,6 +247,7 @@ async function startWorker(core: Core): Promise<void> {
       settlement: core.settlement,
       metrics: core.metrics,
       logger: core.logger,
+      declaredMaintenance: (country) => declared.until(country),
     },
     {
       prefix: config.DNC_NATS_PREFIX,

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { registryv1 } from '@dnc/proto';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { expectInvariants } from '../../../test/support/invariants.js';
@@ -206,6 +207,36 @@ describe('job scheduler through its gRPC API (real quota, adapter, Postgres, NAT
       await waitAdapterServing(h.stack, 'mx');
     }
     await expect.poll(() => h.reserved(), { timeout: 5_000 }).toEqual(before);
+  });
+
+  // Found by a review (2026-12-03): a maintenance window an operator declared (dnc-admin country
+  // maintenance: admission publishes it in KV dnc_country_status) stopped new admissions only; a job
+  // admitted before it ran in it, answered from a registry copy the window was declared for.
+  it('a maintenance window the operator declared fails a job as the maintenance an adapter reports does', async () => {
+    const before = await h.reserved();
+    const nc = await connect({ servers: TEST_NATS_URL });
+    try {
+      const kv = await new Kvm(nc).open(`${h.stack.natsPrefix}dnc_country_status`);
+      const until = new Date(Date.now() + 120_000).toISOString();
+      await kv.put('mx', JSON.stringify({ country: 'mx', maintenance_until: until }));
+      try {
+        const job = await h.submit(['55 4444 7777']);
+        const done = await h.waitFor(job.jobId, (j) => j.status === status.FAILED);
+        expect(done.error?.error).toBe('country_service_maintenance');
+        expect(done.error?.country).toBe('mx');
+      } finally {
+        await kv.put('mx', JSON.stringify({ country: 'mx', maintenance_until: null }));
+      }
+      // The window cleared: jobs run again (the worker reads it at most every 2 s).
+      await new Promise((r) => setTimeout(r, 2_100));
+      const job = await h.submit(['55 4444 8888']);
+      expect((await h.waitFor(job.jobId, (j) => j.status === status.SUCCEEDED)).status).toBe(
+        status.SUCCEEDED,
+      );
+    } finally {
+      await nc.close();
+    }
+    await expect.poll(() => h.reserved(), { timeout: 5_000 }).toEqual({ ...before, used: before.used + 1 });
   });
 
   it('storage failure (the encrypted input is gone) -> failed/platform_failure, quota released', async () => {

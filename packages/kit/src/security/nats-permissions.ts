@@ -78,7 +78,8 @@ export function natsPermissions(user: string, prefix = ''): NatsPermissions | un
         subscribe: inbox,
       };
     case 'job-worker':
-      // Pulls work through its durable consumers, acks it, and finds adapters.
+      // Pulls work through its durable consumers, acks it, finds adapters and reads the maintenance
+      // windows operators declared.
       return {
         publish: [
           ...jsApi(
@@ -91,6 +92,7 @@ export function natsPermissions(user: string, prefix = ''): NatsPermissions | un
           ),
           `$JS.ACK.${n.jobsStream}.>`,
           ...kvRead(n.adaptersBucket),
+          ...kvRead(n.countryStatusBucket),
         ],
         subscribe: inbox,
       };

@@ -18,6 +18,8 @@ export interface AttemptDeps {
   clients: AdapterClients;
   settlement: QuotaSettlement;
   logger: Logger;
+  /** The maintenance windows operators declared (ExecutionOptions.declaredMaintenance). */
+  declaredMaintenance?: (country: string) => Promise<number | undefined>;
 }
 
 export interface AttemptOptions {
@@ -173,6 +175,7 @@ export async function runAttempt(
       concurrency: ctx.options.unitConcurrency,
       retries: ctx.options.retries,
       callTimeoutMs: ctx.options.callTimeoutMs,
+      ...(ctx.deps.declaredMaintenance ? { declaredMaintenance: ctx.deps.declaredMaintenance } : {}),
     });
     // The whole input read, holding exactly its count (else this throws): every unit was answered.
     await input.complete();

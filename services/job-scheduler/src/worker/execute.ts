@@ -48,6 +48,12 @@ export interface ExecutionOptions {
   retries: number;
   callTimeoutMs: number;
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /**
+   * When the country's maintenance window an operator declared ends (epoch ms), while one is in force
+   * (DeclaredMaintenance): checked before each call, it fails the job as the maintenance an adapter
+   * reports does.
+   */
+  declaredMaintenance?: (country: string) => Promise<number | undefined>;
 }
 
 /** The adapter client for an address discovery gave, which must prove it serves `country`. */
@@ -107,6 +113,11 @@ async function checkUnit(run: UnitRun, from: number, to: number): Promise<InputE
       if (may && may !== 'go') throw new ExecutionStopped(may);
     }
     if (signal.aborted) throw run.stopped();
+    const declared = await options.declaredMaintenance?.(country);
+    if (declared !== undefined) {
+      const retryAfterSeconds = Math.max(0, Math.ceil((declared - Date.now()) / 1000));
+      throw new JobFailure({ kind: 'maintenance', retryAfterSeconds });
+    }
     const adapter = directory.pick(country);
     if (!adapter) {
       const maintenance = maintenanceFailure(directory, country);
