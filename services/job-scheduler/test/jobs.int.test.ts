@@ -220,6 +220,8 @@ describe('job scheduler through its gRPC API (real quota, adapter, Postgres, NAT
       const until = new Date(Date.now() + 120_000).toISOString();
       await kv.put('mx', JSON.stringify({ country: 'mx', maintenance_until: until }));
       try {
+        // The worker reads a country's window at most every 2 s (an earlier job read it just now).
+        await new Promise((r) => setTimeout(r, 2_100));
         const job = await h.submit(['55 4444 7777']);
         const done = await h.waitFor(job.jobId, (j) => j.status === status.FAILED);
         expect(done.error?.error).toBe('country_service_maintenance');

@@ -4,7 +4,7 @@ import type { KeyRing } from '../crypto/envelope.js';
 import { BLOB_FORMAT, type BlobFormat } from '../crypto/segment-codec.js';
 import { type FailureCause, publicJobError } from '../domain/failures.js';
 import { type CancelDecision, decideCancel, type RetentionPolicy } from '../domain/states.js';
-import { writeBlob } from './blobs.js';
+import { purgeBlob, writeBlob } from './blobs.js';
 import { type Claim, claimLocked } from './claim.js';
 import { isJobId, JobFenced, type JobRow, type Raw, type Terminalization, toRow } from './job-row.js';
 import { JobSweeps } from './sweeps.js';
@@ -251,6 +251,13 @@ export class JobStore {
       }
       const binding = { jobId, orgId: job.orgId, kind: 'result' as const };
       await writeBlob(client, this.keys, binding, resultPieces(), this.blobFormat);
+      // Writing 25 MiB takes seconds: the cap is judged again once it is written, and a result that came
+      // after it is discarded with the rest (found by a review, 2026-12-03: it was kept).
+      const late = await expireIfPastCap(client, this.policy, job);
+      if (late) {
+        await purgeBlob(client, jobId, 'result');
+        return { kind: 'expired' as const, job: late };
+      }
       if (registrySnapshotAt) {
         await client.query('UPDATE jobs.jobs SET registry_snapshot_at = $2 WHERE id = $1', [
           jobId,

@@ -71,14 +71,19 @@ export async function terminalizeLocked(
 /**
  * The spec's hard cap, where a job ends: an active job not terminal within it is `expired` (job_expired),
  * whatever arrives after it (a result, a failure, a cancel's reconciliation), as the sweep would have
- * made it; undefined while the job is within its cap. Judged by the database's clock, as the sweep does.
+ * made it; undefined while the job is within its cap. Judged by the database's clock, as the sweep does,
+ * at the moment of the check (`clock_timestamp()`: `now()` is when the transaction began, and a final
+ * write judged by it kept a result that took it past the cap).
  */
 export async function expireIfPastCap(
   client: PoolClient,
   policy: RetentionPolicy,
   job: JobRow,
 ): Promise<JobRow | undefined> {
-  const r = await client.query('SELECT hard_cap_at <= now() AS past FROM jobs.jobs WHERE id = $1', [job.id]);
+  const r = await client.query(
+    'SELECT hard_cap_at <= clock_timestamp() AS past FROM jobs.jobs WHERE id = $1',
+    [job.id],
+  );
   if (!r.rows[0]?.past) return undefined;
   return terminalizeLocked(client, policy, job, {
     to: 'expired',
