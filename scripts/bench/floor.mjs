@@ -222,7 +222,8 @@ async function checkFloor(parts, numbering, index, v1, { runs, warmup }) {
     if (i >= warmup) bare.push(now() - t0);
   }
   const check_10k_ms = summarize(bare);
-  const provider = new parts.LocalProvider({ current: index });
+  // A replica that read the current snapshot pointer just now (SnapshotWatcher.confirmedWithin).
+  const provider = new parts.LocalProvider({ current: index, confirmedWithin: () => true });
   const signal = new AbortController().signal;
   const real = [];
   for (let i = 0; i < warmup + runs; i++) {
