@@ -11,7 +11,8 @@ export interface DashboardResponse {
 }
 
 export class DashboardClient {
-  cookie = '';
+  /** The cookies the dashboard set (session, device), by name. */
+  readonly cookies = new Map<string, string>();
   csrf = '';
   /** Every response body this client received, for leak checks. */
   readonly seen: string[] = [];
@@ -24,7 +25,8 @@ export class DashboardClient {
     options: { json?: unknown; csrf?: string | null; headers?: Record<string, string> } = {},
   ): Promise<DashboardResponse> {
     const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
-    if (this.cookie) headers['cookie'] = this.cookie;
+    const cookie = this.cookieHeader();
+    if (cookie) headers['cookie'] = cookie;
     if (method === 'POST') {
       headers['content-type'] = 'application/json';
       const csrf = options.csrf === undefined ? this.csrf : options.csrf;
@@ -35,10 +37,13 @@ export class DashboardClient {
       headers,
       ...(method === 'POST' ? { body: JSON.stringify(options.json ?? {}) } : {}),
     });
-    const setCookie = res.headers.get('set-cookie');
-    if (setCookie) {
-      const [pair] = setCookie.split(';');
-      this.cookie = pair!.endsWith('=') ? '' : pair!;
+    for (const set of res.headers.getSetCookie()) {
+      const pair = set.split(';')[0]!;
+      const at = pair.indexOf('=');
+      const [name, value] = [pair.slice(0, at), pair.slice(at + 1)];
+      // A cleared cookie comes back empty (and expired).
+      if (value) this.cookies.set(name, value);
+      else this.cookies.delete(name);
     }
     const text = await res.text();
     this.seen.push(text);
@@ -49,6 +54,11 @@ export class DashboardClient {
       body = undefined;
     }
     return { status: res.status, headers: res.headers, body, text };
+  }
+
+  /** The Cookie header a browser would send. */
+  cookieHeader(): string {
+    return [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ');
   }
 
   get(path: string) {

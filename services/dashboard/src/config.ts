@@ -44,7 +44,14 @@ export const dashboardConfig = z.object({
   /** Consecutive failed sign-ins of one email that lock it, and for how long. */
   DNC_LOCKOUT_FAILURES: int(1, 100, 5),
   DNC_LOCKOUT_MINUTES: int(1, 1440, 15),
-  /** How often expired sessions and forgotten sign-in failures (the emails typed) are deleted. */
+  /**
+   * A browser that signed in as a member is remembered this many days after its last complete sign-in
+   * (device cookie): its failures count apart, under a lock of its own, so a lock of the email does not
+   * keep it out. A member keeps at most DNC_DEVICES_PER_MEMBER, the most recently used.
+   */
+  DNC_DEVICE_DAYS: int(1, 365, 30),
+  DNC_DEVICES_PER_MEMBER: int(1, 100, 20),
+  /** How often expired sessions and devices and forgotten sign-in failures (the emails typed) are deleted. */
   DNC_PURGE_INTERVAL_MS: int(100, 3_600_000, 600_000),
   /**
    * scrypt cost exponent (N = 2^n). 17 is OWASP's current recommendation for scrypt (N=2^17, r=8, p=1,

@@ -21,6 +21,7 @@ import { decoyHash, hashPassword, verifyPassword } from './domain/password.js';
 import { SealingKeys } from './domain/sealing.js';
 import type { RouteDeps } from './routes/deps.js';
 import { AuditLog } from './store/audit.js';
+import { DeviceStore } from './store/devices.js';
 import { InvitationStore } from './store/invitations.js';
 import { MemberStore } from './store/members.js';
 import { sealStoredSecrets } from './store/sealing.js';
@@ -65,9 +66,10 @@ async function wire(service: Service, config: DashboardConfig): Promise<RunningD
     deps.members
       .purgeForgottenFailures(deps.lockout)
       .catch((err) => logger.warn({ err }, 'forgotten sign-in failures not purged'));
+    deps.devices.purgeExpired().catch((err) => logger.warn({ err }, 'expired sign-in devices not purged'));
   }, config.DNC_PURGE_INTERVAL_MS);
   purge.unref();
-  service.onClose('session and sign-in failure purge', () => clearInterval(purge));
+  service.onClose('session, device and sign-in failure purge', () => clearInterval(purge));
 
   // The gRPC listener serves health and service info; DashboardAdminService is on the admin listener.
   const { port: grpcPort } = await service.startGrpcServer({
@@ -122,6 +124,7 @@ async function routeDeps(
     service.security,
   );
   const logN = config.DNC_SCRYPT_LOG_N;
+  const devicePolicy = { days: config.DNC_DEVICE_DAYS, perMember: config.DNC_DEVICES_PER_MEMBER };
   return {
     sessions: new SessionStore(pool, {
       idleMinutes: config.DNC_SESSION_IDLE_MINUTES,
@@ -135,6 +138,8 @@ async function routeDeps(
     publicUrl: config.DNC_DASHBOARD_PUBLIC_URL,
     ttlHours: config.DNC_INVITATION_TTL_HOURS,
     lockout: { limit: config.DNC_LOCKOUT_FAILURES, lockMinutes: config.DNC_LOCKOUT_MINUTES },
+    devices: new DeviceStore(pool, devicePolicy),
+    devicePolicy,
     signInRatePerMinute: config.DNC_SIGN_IN_RATE_PER_MINUTE,
     hash: (password) => hashPassword(password, logN),
     verify: verifyPassword,

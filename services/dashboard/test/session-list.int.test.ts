@@ -42,7 +42,7 @@ describe('a person lists and ends their own sessions', () => {
     expect(other.user_agent).toBe(`${PHONE_UA}${'x'.repeat(200 - PHONE_UA.length)}`);
     expect(other).toMatchObject({ complete: true, current: false });
     // The list says nothing that opens a session: no cookie token, no token hash, no CSRF token.
-    const token = p.c.cookie.split('=')[1]!;
+    const token = p.c.cookies.get('__Host-dnc_session')!;
     const hashes = (await sql('SELECT encode(token_hash, $1) AS h FROM dashboard.sessions', ['hex'])).rows;
     for (const secret of [token, p.c.csrf, phone.csrf, ...hashes.map((r) => r.h as string)])
       expect(listing.text).not.toContain(secret);

@@ -88,7 +88,17 @@ describe('the lockout holds under concurrency and on every step that takes a sec
     locked(await p.c.post('/api/me/totp/disable', { password: p.password }));
     const b = { current_password: p.password, new_password: 'another long passphrase' };
     locked(await p.c.post('/api/me/password', b));
-    locked(await new DashboardClient(base).signIn(p.email, p.password));
+    // They counted against this browser (it signed in as the member: device cookie), not the email: the
+    // session's browser is locked, and its sign-in too; the member's other browsers are not.
+    locked(await p.c.signIn(p.email, p.password));
+    expect((await new DashboardClient(base).signIn(p.email, p.password)).body.stage).toBe('mfa');
+    // Without its device cookie (a session opened before them), the same guesses lock the email.
+    const q = await withSecondFactor();
+    q.c.cookies.delete('__Host-dnc_device');
+    for (let i = 1; i < LIMIT; i++)
+      expect((await q.c.post('/api/me/totp/disable', { password: `guess ${i}` })).status).toBe(403);
+    locked(await q.c.post('/api/me/totp/disable', { password: 'guess' }));
+    locked(await new DashboardClient(base).signIn(q.email, q.password));
     expect((await p.c.get('/api/session')).body.member.totp_enabled).toBe(true);
   });
 

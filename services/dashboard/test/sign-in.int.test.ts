@@ -83,10 +83,15 @@ describe('sign-in', () => {
     const c = new DashboardClient(base);
     const r = await c.post('/api/session', { email, password });
     expect(r.status).toBe(200);
-    const cookie = r.headers.get('set-cookie')!;
-    expect(cookie).toMatch(
+    const [session, device, ...more] = r.headers.getSetCookie();
+    expect(session).toMatch(
       /^__Host-dnc_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; Secure; SameSite=Strict$/,
     );
+    // The device cookie (this browser signed in as the member): 30 days, the same attributes.
+    expect(device).toMatch(
+      /^__Host-dnc_device=[A-Za-z0-9_-]{43}; Max-Age=2592000; Path=\/; HttpOnly; Secure; SameSite=Strict$/,
+    );
+    expect(more).toEqual([]);
     expect(r.headers.get('cache-control')).toBe('no-store');
     c.csrf = r.body.csrf_token;
     expect((await c.get('/api/session')).body.member).toMatchObject({ email, role: 'owner' });
@@ -129,6 +134,96 @@ describe('sign-in', () => {
     } finally {
       await limited.service.shutdown('test end');
     }
+  });
+});
+
+// Found by a review (2026-12-03): anyone could lock any member's email for 15 minutes with 5 wrong
+// passwords, again and again, so an owner could not sign in to revoke a leaked key during an incident.
+// Device cookies (OWASP): a browser that signed in as the member counts its failures apart.
+describe("device cookies: a lock of the email does not keep the member's own browsers out", () => {
+  const lockEmail = async (email: string) => {
+    const stranger = new DashboardClient(base);
+    for (let i = 1; i < LIMIT; i++) expect((await stranger.signIn(email, 'guess')).status).toBe(401);
+    expect((await stranger.signIn(email, 'guess')).body.error).toBe('too_many_attempts');
+    return stranger;
+  };
+
+  it("the member's browser signs in while strangers are locked out; its own failures lock it alone", async () => {
+    const p = await signedIn();
+    expect(p.c.cookies.get('__Host-dnc_device')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect((await p.c.post('/api/session/sign-out')).status).toBe(204);
+    const stranger = await lockEmail(p.email);
+    expect((await stranger.signIn(p.email, p.password)).status).toBe(429); // the right password too
+
+    // The member's browser: signed in despite the lock, and the lock stays for every other browser.
+    expect((await p.c.signIn(p.email, p.password)).status).toBe(200);
+    expect((await new DashboardClient(base).signIn(p.email, p.password)).status).toBe(429);
+    // A signed-in session's current-password check counts where its browser does: not locked.
+    expect(
+      (
+        await p.c.post('/api/me/password', {
+          current_password: p.password,
+          new_password: 'another long password',
+        })
+      ).status,
+    ).toBe(204);
+    p.password = 'another long password';
+
+    // Its own wrong passwords: LIMIT of them lock this browser, then its right password is refused too.
+    for (let i = 1; i < LIMIT; i++) expect((await p.c.signIn(p.email, 'wrong')).status).toBe(401);
+    expect((await p.c.signIn(p.email, 'wrong')).body.error).toBe('too_many_attempts');
+    expect((await p.c.signIn(p.email, p.password)).status).toBe(429);
+    // Another browser of the member is not locked by it.
+    await sql('UPDATE dashboard.sign_in_failures SET locked_until = NULL WHERE email = $1', [p.email]);
+    const laptop = new DashboardClient(base);
+    expect((await laptop.signIn(p.email, p.password)).status).toBe(200);
+  });
+
+  it("only a live device of the email's own member counts apart: another member's, a forged or an expired one do not", async () => {
+    const p = await signedIn();
+    const q = await signedIn();
+    await lockEmail(p.email);
+    const borrowed = new DashboardClient(base);
+    borrowed.cookies.set('__Host-dnc_device', q.c.cookies.get('__Host-dnc_device')!);
+    expect((await borrowed.signIn(p.email, p.password)).status).toBe(429);
+    const forged = new DashboardClient(base);
+    forged.cookies.set('__Host-dnc_device', 'A'.repeat(43));
+    expect((await forged.signIn(p.email, p.password)).status).toBe(429);
+    const expiring = new DashboardClient(base);
+    expiring.cookies.set('__Host-dnc_device', p.c.cookies.get('__Host-dnc_device')!);
+    await sql(
+      `UPDATE dashboard.sign_in_devices SET expires_at = now() - interval '1 second'
+       WHERE member_id = (SELECT member_id FROM dashboard.members WHERE email = $1)`,
+      [p.email],
+    );
+    expect((await expiring.signIn(p.email, p.password)).status).toBe(429);
+    // Only hashes are stored: no cookie value is in the table.
+    const stored = await sql("SELECT encode(token_hash, 'base64') AS h FROM dashboard.sign_in_devices");
+    for (const row of stored.rows) expect(row.h).not.toContain(p.c.cookies.get('__Host-dnc_device'));
+  });
+
+  it('a member keeps their 20 most recently used browsers (DNC_DEVICES_PER_MEMBER): the 21st forgets the oldest', async () => {
+    const p = await person();
+    const browsers: DashboardClient[] = [];
+    for (let i = 0; i < 20; i++) {
+      const c = new DashboardClient(base);
+      expect((await c.signIn(p.email, p.password)).status).toBe(200);
+      browsers.push(c);
+    }
+    await lockEmail(p.email);
+    // At the limit every one is still known; signing in again renews the first (no new device).
+    expect((await browsers[0]!.signIn(p.email, p.password)).status).toBe(200);
+    const devices = `SELECT count(*)::int AS n FROM dashboard.sign_in_devices
+                     WHERE member_id = (SELECT member_id FROM dashboard.members WHERE email = $1)`;
+    expect((await sql(devices, [p.email])).rows[0].n).toBe(20);
+    // One past it: the 21st browser (through an unlocked moment) forgets the least recently used, the second.
+    await sql('UPDATE dashboard.sign_in_failures SET locked_until = NULL WHERE email = $1', [p.email]);
+    expect((await new DashboardClient(base).signIn(p.email, p.password)).status).toBe(200);
+    expect((await sql(devices, [p.email])).rows[0].n).toBe(20);
+    await lockEmail(p.email);
+    expect((await browsers[1]!.signIn(p.email, p.password)).status).toBe(429);
+    expect((await browsers[0]!.signIn(p.email, p.password)).status).toBe(200);
+    expect((await browsers[2]!.signIn(p.email, p.password)).status).toBe(200);
   });
 });
 
@@ -252,6 +347,15 @@ describe('sessions, CSRF, second factor', () => {
     expect((await d.post('/api/session/totp', { code: totpCode(secret, enabledAt + 60_000) })).status).toBe(
       401,
     );
+
+    // The member's own browser (it signed in with a code above) is not held by that lock: its password
+    // step passes, and its wrong codes count against it alone (device cookie).
+    expect((await c.post('/api/session/sign-out')).status).toBe(204);
+    expect((await c.signIn(p.email, p.password)).body.stage).toBe('mfa');
+    for (let i = 1; i < LIMIT; i++)
+      expect((await c.post('/api/session/totp', { code: '123456' })).status).toBe(401);
+    expect((await c.post('/api/session/totp', { code: '123456' })).body.error).toBe('too_many_attempts');
+    expect((await c.signIn(p.email, p.password)).status).toBe(429);
   });
 
   it('removing a member ends their sessions; the last owner cannot be removed', async () => {

@@ -1,8 +1,9 @@
-import type { FastifyInstance, onRequestHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { SealingKeys } from '../domain/sealing.js';
 import type { InvitationDeps } from '../invitations.js';
 import type { SessionDeps } from '../session.js';
 import type { AuditLog } from '../store/audit.js';
+import type { DevicePolicy, DeviceStore, FailureCount } from '../store/devices.js';
 import type { LockoutPolicy } from '../store/members.js';
 import { HttpError, type Upstreams } from '../upstream.js';
 
@@ -11,6 +12,9 @@ export interface RouteDeps extends SessionDeps, InvitationDeps {
   upstreams: Upstreams;
   audit: AuditLog;
   lockout: LockoutPolicy;
+  /** Browsers that signed in as a member: their failures count apart from the email's. */
+  devices: DeviceStore;
+  devicePolicy: DevicePolicy;
   /** Per-address limit of sign-in attempts (password, second factor, invitation). */
   signInRatePerMinute: number;
   verify: (password: string, stored: string) => Promise<boolean>;
@@ -43,6 +47,53 @@ export function lockedError(deps: RouteDeps): HttpError {
     'too_many_attempts',
     `Too many failed sign-ins for this email: try again in ${deps.lockout.lockMinutes} minutes.`,
   );
+}
+
+/**
+ * The device cookie: a browser's proof that it signed in as a member before. `__Host-` as the session's
+ * (Secure, Path=/, no Domain); it outlives sessions and sign-outs.
+ */
+export const DEVICE_COOKIE = '__Host-dnc_device';
+
+/**
+ * Where the failures of a password or code given for `email` count: the browser's own count when it
+ * presents a device cookie of that email's member (so a lock of the email, which anyone can cause, does
+ * not stop it), else the email's (every other browser, the one that locked it included).
+ */
+export async function failureCount(
+  deps: RouteDeps,
+  request: FastifyRequest,
+  email: string,
+): Promise<FailureCount> {
+  const device = await deps.devices.trusted(request.cookies[DEVICE_COOKIE], email);
+  if (device)
+    return {
+      isLocked: () => deps.devices.isLocked(device),
+      recordFailure: () => deps.devices.recordFailure(device, deps.lockout),
+      clear: () => deps.devices.clearFailures(device),
+    };
+  return {
+    isLocked: () => deps.members.isLocked(email),
+    recordFailure: () => deps.members.recordFailure(email, deps.lockout),
+    clear: () => deps.members.clearFailures(email),
+  };
+}
+
+/** After a complete sign-in: this browser is one of the member's (cookie set or its life renewed). */
+export async function rememberDevice(
+  deps: RouteDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  memberId: string,
+): Promise<void> {
+  const token = await deps.devices.remember(memberId, request.cookies[DEVICE_COOKIE]);
+  reply.setCookie(DEVICE_COOKIE, token, {
+    path: '/',
+    secure: true,
+    httpOnly: true,
+    sameSite: 'strict',
+    maxAge: deps.devicePolicy.days * 86_400,
+  });
 }
 
 /** JSON bodies: exactly these string fields, each bounded. */

@@ -16,7 +16,7 @@ import {
   who,
 } from '../session.js';
 import { HttpError } from '../upstream.js';
-import { body, iso, lockedError, type RouteDeps, signInGate } from './deps.js';
+import { body, failureCount, iso, lockedError, type RouteDeps, rememberDevice, signInGate } from './deps.js';
 
 const wrongCredentials = () =>
   new HttpError(401, 'invalid_credentials', 'The email or the password is wrong.');
@@ -70,26 +70,28 @@ function signInRoutes(app: FastifyInstance, deps: RouteDeps): void {
       checkCsrf(deps, request, pending.session);
       const { member } = pending;
       const { code } = request.body as { code: string };
-      // Codes count against the email's lockout as passwords do (the password step did not clear it):
-      // once locked, every answer is the lockout, a right code's too, and the half session ends.
+      // Codes count where the password did (the email's, or this browser's when it is one of the member's;
+      // the password step did not clear it): once locked, every answer is the lockout, a right code's too,
+      // and the half session ends.
+      const failures = await failureCount(deps, request, member.email);
       const lockedOut = async () => {
         await deps.sessions.end(pending.tokenHash);
         clearSessionCookie(reply);
         return lockedError(deps);
       };
-      if (await deps.members.isLocked(member.email)) throw await lockedOut();
+      if (await failures.isLocked()) throw await lockedOut();
       // A seed that cannot be opened refuses the sign-in (503) before any code is judged.
       const seed = member.totp ? openSeed(deps.totpKeys, request, member.memberId, member.totp) : undefined;
       const step = seed ? totpStep(seed, code) : undefined;
       if (step === undefined || !(await deps.members.spendTotpStep(member.memberId, step))) {
-        const nowLocked = await deps.members.recordFailure(member.email, deps.lockout);
+        const nowLocked = await failures.recordFailure();
         await deps.audit.record(member.orgId, member.email, 'sign_in_failed', 'second factor');
         if (nowLocked) throw await lockedOut();
         throw new HttpError(401, 'invalid_code', 'The code is wrong or was used already.');
       }
       // Wrong codes of other half sessions may have locked it meanwhile.
-      if (await deps.members.isLocked(member.email)) throw await lockedOut();
-      await deps.members.clearFailures(member.email);
+      if (await failures.isLocked()) throw await lockedOut();
+      await failures.clear();
       await deps.sessions.end(pending.tokenHash);
       const started = await startSession(deps, reply, member, 'full');
       if (!started) {
@@ -97,6 +99,7 @@ function signInRoutes(app: FastifyInstance, deps: RouteDeps): void {
         throw new HttpError(401, 'unauthenticated', 'Your sessions were ended meanwhile; sign in again.');
       }
       await deps.members.signedIn(member.memberId);
+      await rememberDevice(deps, request, reply, member.memberId);
       await deps.audit.record(member.orgId, member.email, 'sign_in', 'with second factor');
       return { stage: 'full', csrf_token: started.csrfToken };
     },
@@ -158,7 +161,9 @@ function acceptInvitationRoutes(app: FastifyInstance, deps: RouteDeps): void {
 
 /**
  * A password sign-in: lockout first, the hash verified (against a decoy for an unknown email, so both
- * take the same time), then a new session — `mfa` when the second factor is on, `full` otherwise.
+ * take the same time), then a new session — `mfa` when the second factor is on, `full` otherwise. The
+ * lockout and the failures are the email's, or this browser's own when it signed in as the email's member
+ * before (device cookie): a lock of the email, which anyone can cause, does not keep the member out.
  */
 async function signInWithPassword(
   deps: RouteDeps,
@@ -169,19 +174,20 @@ async function signInWithPassword(
 ) {
   const email = normalEmail(given);
   if (!email) throw wrongCredentials();
-  if (await deps.members.isLocked(email)) throw lockedError(deps);
+  const failures = await failureCount(deps, request, email);
+  if (await failures.isLocked()) throw lockedError(deps);
   const member = await deps.members.byEmail(email);
   const ok = await deps.verify(password, member?.passwordHash ?? deps.decoyHash);
   if (!member || !ok) {
-    const nowLocked = await deps.members.recordFailure(email, deps.lockout);
+    const nowLocked = await failures.recordFailure();
     if (member) await deps.audit.record(member.orgId, email, 'sign_in_failed', nowLocked ? 'locked' : '');
     throw nowLocked ? lockedError(deps) : wrongCredentials();
   }
   // Wrong guesses sent at the same time may have locked the email while this hash was verified: once
   // locked, every answer is the lockout, so none tells the right password apart.
-  if (await deps.members.isLocked(email)) throw lockedError(deps);
+  if (await failures.isLocked()) throw lockedError(deps);
   // With a second factor the sign-in is not over: its codes keep counting (cleared by a right code).
-  if (!member.totp) await deps.members.clearFailures(email);
+  if (!member.totp) await failures.clear();
   // Never reuse a session across a sign-in (fixation): an earlier one of this browser ends.
   const previous = request.cookies[SESSION_COOKIE];
   if (previous) await deps.sessions.end(tokenHash(previous));
@@ -191,6 +197,7 @@ async function signInWithPassword(
   if (!started) throw wrongCredentials();
   if (member.totp) return { stage: 'mfa', csrf_token: started.csrfToken };
   await deps.members.signedIn(member.memberId);
+  await rememberDevice(deps, request, reply, member.memberId);
   await deps.audit.record(member.orgId, member.email, 'sign_in');
   return { stage: 'full', csrf_token: started.csrfToken };
 }
