@@ -10,7 +10,13 @@ const entry = (until: string | null) => ({
 
 /** A KV bucket whose reads are counted, answered by `answer` (a never-settling promise: NATS away). */
 function bucket(answer: () => Promise<unknown>) {
-  const kv = { reads: 0, get: async () => (kv.reads++, answer()) };
+  const kv = {
+    reads: 0,
+    get: async () => {
+      kv.reads++;
+      return answer();
+    },
+  };
   return kv as typeof kv & Pick<KV, 'get'>;
 }
 
