@@ -145,7 +145,7 @@ export const CACHE_CONTROL = { v1: 'no-store, max-age=0', v2: 'no-store' } as co
  * Response header of a v1 result (200 of POST /v1/scrub) and a v2 result (200 of GET /v2/scrub/{job_id}/result):
  * when the registry snapshot the answer was read from was taken (ISO 8601 UTC); for a v2 job, the oldest
  * snapshot any of its outcomes came from. Absent only when the registry named none (a remote registry not asked
- * because every input was invalid). The result
+ * because every input was invalid, or one that did not say which copy it answered from). The result
  * body itself is fixed by the spec, so this evidence of freshness travels as a header.
  */
 export const REGISTRY_SNAPSHOT_HEADER = 'X-Registry-Snapshot-At';

@@ -97,7 +97,7 @@ function executionHooks(
   { job, token }: Claimed,
   keeper: ReturnType<typeof keepLease>,
   signal: AbortSignal,
-  onSnapshot: (time: Date | undefined) => void,
+  onSnapshot: (time: Date | null | undefined) => void,
 ): ExecutionHooks {
   const { store, logger } = ctx.deps;
   const state = async (ok: boolean): Promise<'go' | 'cancel' | 'lease_lost'> => {
@@ -159,13 +159,16 @@ export async function runAttempt(
   try {
     const t0 = performance.now();
     const input = readPhones(store, ctx.deps.keys, job, reading.signal);
-    // The oldest snapshot any unit was answered from: the result is only as fresh as that.
+    // The oldest snapshot any unit was answered from: the result is only as fresh as that. Unknown (no
+    // X-Registry-Snapshot-At) once a unit's registry answers name none: the others' would overstate it.
     let snapshotAt: Date | undefined;
+    let snapshotUnknown = false;
     // Each unit's share of the result is rendered as it is answered, while the adapter has the others.
     const result = new ResultBuilder(input.length);
     const hooks = {
       ...executionHooks(ctx, claimed, keeper, abort.signal, (time) => {
-        if (time && (!snapshotAt || time < snapshotAt)) snapshotAt = time;
+        if (time === null) snapshotUnknown = true;
+        else if (time && (!snapshotAt || time < snapshotAt)) snapshotAt = time;
       }),
       onUnitAnswered: (from: number, phones: InputElements, outcomes: Uint8Array) =>
         result.add(from, phones, outcomes),
@@ -180,7 +183,12 @@ export async function runAttempt(
     // The whole input read, holding exactly its count (else this throws): every unit was answered.
     await input.complete();
     const t2 = performance.now();
-    const done = await store.complete(job.id, token, () => result.document(), snapshotAt);
+    const done = await store.complete(
+      job.id,
+      token,
+      () => result.document(),
+      snapshotUnknown ? undefined : snapshotAt,
+    );
     // Phase timings only: no inputs, no outcomes.
     logger.info(
       {

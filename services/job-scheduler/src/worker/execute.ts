@@ -2,10 +2,13 @@ import { timestampDate } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError } from '@connectrpc/connect';
 import type { AdapterClient, AdapterDirectory } from '@dnc/kit';
 import { checkAt } from '@dnc/kit';
+import { registryv1 } from '@dnc/proto';
 import { backoffMs, classifyAdapterError, type FailureCause, JobFailure } from '../domain/failures.js';
 import type { InputElements } from '../domain/input-elements.js';
 import { isConclusive } from '../domain/result.js';
 import { inputsOf, type UnitInputs } from './input.js';
+
+const { Outcome } = registryv1;
 
 /** Why execution stopped before every unit completed, other than a job failure. */
 export class ExecutionStopped extends Error {
@@ -33,8 +36,12 @@ export interface ExecutionHooks {
   onCall?(unit: number, attempt: number): void;
   /** A call that failed: which unit and try, and the error's RPC code (no message: it may carry data). */
   onCallFailed?(unit: number, attempt: number, code: string): void;
-  /** Each unit's answer: when the registry snapshot it was read from was taken (unset when it says none). */
-  onSnapshot?(snapshotTime: Date | undefined): void;
+  /**
+   * Each unit's answer: when the registry snapshot it was read from was taken. Undefined when it names
+   * none and none was read (every input invalid, a remote registry not asked); null when it names none for
+   * outcomes read from the registry (an adapter breaking the contract): the result's freshness is unknown.
+   */
+  onSnapshot?(snapshotTime: Date | null | undefined): void;
   /**
    * A unit answered (every outcome conclusive), its phones and their outcomes: the result's share of it
    * can be rendered now, while other units are out. A throw ends the attempt as a platform failure.
@@ -137,7 +144,13 @@ async function checkUnit(run: UnitRun, from: number, to: number): Promise<InputE
         continue;
       }
       run.outcomes.set(res.outcomes, from);
-      hooks.onSnapshot?.(res.snapshotTime ? timestampDate(res.snapshotTime) : undefined);
+      hooks.onSnapshot?.(
+        res.snapshotTime
+          ? timestampDate(res.snapshotTime)
+          : res.outcomes.some((o) => o === Outcome.SAFE || o === Outcome.PROHIBITED)
+            ? null
+            : undefined,
+      );
       return phones;
     } catch (error) {
       if (signal.aborted) throw run.stopped();
