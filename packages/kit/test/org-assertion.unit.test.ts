@@ -45,6 +45,21 @@ describe("organization assertions (admission's signature of the organization a c
     expect(quota.check(token, 'gateway', 'org-a')).toEqual({ ok: false, reason: 'wrong_audience' });
   });
 
+  it('one bound to an API key acts for that key only; one without (before keys were bound) for any', async () => {
+    const issuer = new OrgAssertionIssuer(await securityOf('admission'));
+    const verifier = new OrgAssertionVerifier(await securityOf('admission'), 'admission');
+    const now = Date.now();
+    const k1 = issuer.issue('org-a', 'gateway', ['admission'], now, 'key-1');
+    expect(verifier.check(k1, 'gateway', 'org-a', now, 'key-1')).toEqual({ ok: true });
+    expect(verifier.check(k1, 'gateway', 'org-a', now, 'key-2')).toEqual({ ok: false, reason: 'wrong_key' });
+    // Services that name no key (the job scheduler's JobsService) check the organization only.
+    expect(verifier.check(k1, 'gateway', 'org-a', now)).toEqual({ ok: true });
+    // One per key: another key of the organization gets its own.
+    expect(issuer.issue('org-a', 'gateway', ['admission'], now, 'key-2')).not.toBe(k1);
+    const legacy = issuer.issue('org-a', 'gateway', ['admission'], now);
+    expect(verifier.check(legacy, 'gateway', 'org-a', now, 'key-2')).toEqual({ ok: true });
+  });
+
   it('refuses an expired assertion, even one verified while it was valid', async () => {
     const issuer = new OrgAssertionIssuer(await securityOf('admission'));
     const verifier = new OrgAssertionVerifier(await securityOf('job-scheduler'), 'job-scheduler');

@@ -88,10 +88,13 @@ export function admissionService(
         },
       );
       const { orgId, keyId } = found.credential;
-      // Issued to the caller that presented the key (the gateway), for the job scheduler only.
+      // Issued to the caller that presented the key (the gateway), for Admit and the job scheduler, bound
+      // to the key: Admit acts for that key's idempotency claims only.
       const caller = ctx.values.get(CALLER);
       const orgAssertion =
-        assertions && caller ? assertions.issue(orgId, caller, ORG_ASSERTION_AUDIENCES) : '';
+        assertions && caller
+          ? assertions.issue(orgId, caller, ORG_ASSERTION_AUDIENCES, Date.now(), keyId)
+          : '';
       return { orgId, keyId, rateLimit: rateInfo(rate).value, orgAssertion };
     },
 
@@ -105,7 +108,10 @@ export function admissionService(
         // The organization the caller names: only with admission's own assertion of it.
         if (verifier) {
           const caller = ctx.values.get(CALLER);
-          const result = verifier.check(req.orgAssertion, caller, req.orgId);
+          // Found by a review (2026-12-03): the key was not bound, so a compromised gateway holding its
+          // own organization's assertion could name another organization's key id (they come back from
+          // every Authenticate) and claim that key's Idempotency-Keys, or take over its abandoned jobs.
+          const result = verifier.check(req.orgAssertion, caller, req.orgId, Date.now(), req.keyId);
           if (!result.ok) {
             const method = 'dnc.admission.v1.AdmissionService/Admit';
             verifier.refused.inc({ caller: caller ?? 'unauthenticated', method, reason: result.reason });

@@ -829,4 +829,43 @@ describe('Admit for an authenticated caller requires the organization assertion 
     // Nothing was reserved for A by the refused calls: one admitted request of 10.
     expect(await h.account(a.orgId, 'mx')).toMatchObject({ reserved: 10 });
   });
+
+  // Found by a review (2026-12-03): the assertion named the organization, not the key, and idempotency
+  // claims are the key's: a compromised gateway holding its own organization's assertion named another
+  // organization's key id (every Authenticate answers key ids) and claimed that key's Idempotency-Key, so
+  // the victim's own request was refused 409 idempotency_key_reused (or its abandoned job taken over).
+  it("an assertion is bound to the key it authenticated: naming another key's id with it is refused", async () => {
+    const a = await h.customer(['mx']);
+    const b = await h.customer(['mx']);
+    const { admission } = h.clients();
+    const auth = await admission.authenticate({ apiKey: a.apiKey, clientAddress: '127.0.0.1' });
+    const idempotencyKey = randomUUID();
+    const hijack = admitReq(
+      { orgId: a.orgId, keyId: b.keyId },
+      { orgAssertion: auth.orgAssertion, idempotencyKey, kind: admissionv1.RequestKind.JOB },
+    );
+    const err = ConnectError.from(await failure(h.unasserted().admit(hijack)));
+    expect(err.code).toBe(Code.PermissionDenied);
+    expect(err.rawMessage).toMatch(/\(wrong_key\)/);
+    // A second key of A's own organization is another key too.
+    const second = await h.clients().admin.createApiKey({ orgId: a.orgId });
+    const sibling = admitReq({ orgId: a.orgId, keyId: second.keyId }, { orgAssertion: auth.orgAssertion });
+    expect(ConnectError.from(await failure(h.unasserted().admit(sibling))).rawMessage).toMatch(/wrong_key/);
+    // B's own request with that Idempotency-Key is B's: admitted, nothing claimed before it.
+    const own = await admission.admit(
+      admitReq(b, {
+        orgId: '',
+        keyId: '',
+        idempotencyKey,
+        kind: admissionv1.RequestKind.JOB,
+        credentials: create(admissionv1.AuthenticateRequestSchema, {
+          apiKey: b.apiKey,
+          clientAddress: '127.0.0.1',
+        }),
+      }),
+    );
+    expect(own.replay).toBe(false);
+    // The key it was issued for is admitted with it.
+    expect(await outcome(h.unasserted().admit(admitReq(a, { orgAssertion: auth.orgAssertion })))).toBe('ok');
+  });
 });

@@ -33,6 +33,12 @@ export interface OrgAssertionClaims {
   v: 1;
   /** The organization admission authenticated. */
   org: string;
+  /**
+   * The API key it authenticated (its id): Admit acts for that key only (its Idempotency-Key claims are
+   * the key's). Absent in the assertions of admissions before it was added (accepted: none is issued any
+   * more, and one lives 2 minutes).
+   */
+  key?: string;
   /** The identity it was issued to (the caller of Authenticate): only that identity may present it. */
   sub: string;
   /** The services it is meant for (admission's Admit, the job scheduler's JobsService). */
@@ -51,7 +57,8 @@ export type OrgAssertionRefusal =
   | 'not_yet_valid'
   | 'wrong_audience'
   | 'wrong_holder'
-  | 'wrong_organization';
+  | 'wrong_organization'
+  | 'wrong_key';
 
 export type OrgAssertionCheck = { ok: true } | { ok: false; reason: OrgAssertionRefusal };
 
@@ -68,8 +75,8 @@ export function encodeOrgAssertion(
 }
 
 /**
- * Admission's side: one assertion per (organization, holder, audience), re-used while it has at least
- * half its life left, so signing costs one ECDSA signature per organization a minute, not one per
+ * Admission's side: one assertion per (organization, key, holder, audience), re-used while it has at
+ * least half its life left, so signing costs one ECDSA signature per API key a minute, not one per
  * request. In plaintext mode (development only) there is no key and no assertion ('').
  */
 export class OrgAssertionIssuer {
@@ -80,18 +87,25 @@ export class OrgAssertionIssuer {
     private readonly ttlMs = ORG_ASSERTION_TTL_MS,
   ) {}
 
-  issue(org: string, holder: string, audiences: readonly string[], now = Date.now()): string {
+  /** An assertion that `holder` acts for `org`, for `audiences`; bound to API key `apiKeyId` when given. */
+  issue(
+    org: string,
+    holder: string,
+    audiences: readonly string[],
+    now = Date.now(),
+    apiKeyId?: string,
+  ): string {
     const security = this.security;
     if (security.mode !== 'mtls') return '';
-    const key = `${org}\u0000${holder}\u0000${audiences.join(' ')}`;
-    const cached = this.issued.get(key);
+    const cacheKey = `${org}\u0000${apiKeyId ?? ''}\u0000${holder}\u0000${audiences.join(' ')}`;
+    const cached = this.issued.get(cacheKey);
     if (cached && cached.exp - now >= this.ttlMs / 2) return cached.token;
     const exp = now + this.ttlMs;
-    const token = encodeOrgAssertion({ v: 1, org, sub: holder, aud: [...audiences], iat: now, exp }, (data) =>
-      security.material.sign(data),
-    );
+    const claims: OrgAssertionClaims = { v: 1, org, sub: holder, aud: [...audiences], iat: now, exp };
+    if (apiKeyId !== undefined) claims.key = apiKeyId;
+    const token = encodeOrgAssertion(claims, (data) => security.material.sign(data));
     if (this.issued.size >= CACHE_MAX) this.issued.clear();
-    this.issued.set(key, { token, exp });
+    this.issued.set(cacheKey, { token, exp });
     return token;
   }
 }
@@ -116,12 +130,16 @@ export class OrgAssertionVerifier {
         : undefined;
   }
 
-  /** Whether `token`, presented by `caller`, lets it act for `org` now. Plaintext mode: always. */
+  /**
+   * Whether `token`, presented by `caller`, lets it act for `org` now, and for API key `apiKeyId` when
+   * the request names one (Admit). Plaintext mode: always.
+   */
   check(
     token: string | undefined,
     caller: string | undefined,
     org: string,
     now = Date.now(),
+    apiKeyId?: string,
   ): OrgAssertionCheck {
     if (this.security.mode !== 'mtls') return { ok: true };
     if (!token) return { ok: false, reason: 'missing' };
@@ -141,6 +159,8 @@ export class OrgAssertionVerifier {
     if (!claims.aud.includes(this.audience)) return { ok: false, reason: 'wrong_audience' };
     if (claims.sub !== caller) return { ok: false, reason: 'wrong_holder' };
     if (claims.org !== org) return { ok: false, reason: 'wrong_organization' };
+    if (apiKeyId !== undefined && claims.key !== undefined && claims.key !== apiKeyId)
+      return { ok: false, reason: 'wrong_key' };
     return { ok: true };
   }
 
@@ -162,6 +182,7 @@ export class OrgAssertionVerifier {
       claims?.v !== 1 ||
       typeof claims.org !== 'string' ||
       typeof claims.sub !== 'string' ||
+      (claims.key !== undefined && typeof claims.key !== 'string') ||
       !Array.isArray(claims.aud) ||
       !claims.aud.every((a) => typeof a === 'string') ||
       !Number.isSafeInteger(claims.iat) ||
