@@ -1,14 +1,17 @@
 import { fileURLToPath } from 'node:url';
-import { createClient } from '@connectrpc/connect';
+import { createClient, type Interceptor } from '@connectrpc/connect';
 import { LIVE_COUNTRIES } from '@dnc/api-contract/limits';
 import {
   AdapterDirectory,
   adapterEntryVerifier,
+  auditInterceptor,
   connectNats,
   createPool,
   createRedis,
   ensureDatabase,
   Gauge,
+  type Logger,
+  methodName,
   migrateSchema,
   natsCredentials,
   natsNames,
@@ -118,6 +121,7 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
     timeouts,
     jobs,
   });
+  const audit = new PostgresAuditLog(pool, 'admission', 'admission');
   const { port } = await service.startGrpcServer({
     port: config.DNC_GRPC_PORT,
     serviceNames: ['dnc.admission.v1.AdmissionService', 'dnc.admission.v1.OrganizationService'],
@@ -134,13 +138,13 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
       );
     },
     // A dependency failing is a platform failure for the callers of AdmissionService.
-    interceptors: [refusals.interceptor(admissionv1.AdmissionService.typeName)],
+    interceptors: [refusals.interceptor(admissionv1.AdmissionService.typeName), keyAudit(audit, logger)],
   });
   const { port: adminPort } = await service.startAdminServer({
     port: config.DNC_ADMIN_PORT,
     serviceNames: ['dnc.admission.v1.AdmissionAdminService'],
     routes: routes.admin,
-    audit: new PostgresAuditLog(pool, 'admission', 'admission'),
+    audit,
   });
   logger.info({ port, adminPort }, 'admission listening');
   return { service, port, adminPort, stores, limiter, directory, purge, reconciler };
@@ -299,5 +303,25 @@ function quotaClients(service: Service, config: AdmissionConfig) {
       5_000,
       tls,
     ),
+  };
+}
+
+/**
+ * API keys created and revoked through OrganizationService (the dashboard's identity) are written to
+ * admission's append-only audit log as the admin calls are: before they run (refused when it cannot be
+ * written) and when they end, with the caller, the organization and the key, never the secret. The
+ * dashboard's own audit log is the organization's; this one is the platform's, beyond the dashboard's
+ * reach: a compromised dashboard may name any organization (docs/security.md), and what it did is here.
+ */
+function keyAudit(audit: PostgresAuditLog, logger: Logger): Interceptor {
+  const methods = new Set(
+    [admissionv1.OrganizationService.method.createKey, admissionv1.OrganizationService.method.revokeKey].map(
+      (m) => methodName(admissionv1.OrganizationService, m),
+    ),
+  );
+  const audited = auditInterceptor(audit, logger);
+  return (next) => {
+    const withAudit = audited(next);
+    return (req) => (methods.has(methodName(req.service, req.method)) ? withAudit(req) : next(req));
   };
 }

@@ -64,6 +64,41 @@ describe('OrganizationService keys', () => {
     expect(again.revokedNow).toBe(false);
   });
 
+  // Found by a review of internal trust (2026-12-03): the dashboard's identity may create a key for any
+  // organization it names, and nothing but its own (the organization's) audit log recorded it. Admission's
+  // append-only log now has every creation and revocation, with the caller and never the secret.
+  it("every key created or revoked is in admission's audit log: caller, organization, key, never the secret", async () => {
+    const { orgId } = await h.customer(['co']);
+    const created = await org.createKey({ orgId, name: 'audited' });
+    await org.revokeKey({ orgId, keyId: created.key!.keyId });
+    const rows = (
+      await h.sql(
+        `SELECT caller, method, targets, outcome FROM admission.audit_log
+         WHERE targets->>'org_id' = $1 AND caller = 'dashboard' ORDER BY id`,
+        [orgId],
+      )
+    ).rows;
+    expect(rows.map((r) => [r.caller, r.method.split('/')[1], r.outcome])).toEqual([
+      ['dashboard', 'CreateKey', 'started'],
+      ['dashboard', 'CreateKey', 'ok'],
+      ['dashboard', 'RevokeKey', 'started'],
+      ['dashboard', 'RevokeKey', 'ok'],
+    ]);
+    expect(rows[2].targets.key_id).toBe(created.key!.keyId);
+    expect(JSON.stringify(rows)).not.toContain(created.apiKey.slice(17));
+    // Reads are not administration: ListKeys writes nothing.
+    await org.listKeys({ orgId });
+    expect(
+      (
+        await h.sql(
+          `SELECT count(*)::int AS n FROM admission.audit_log
+           WHERE targets->>'org_id' = $1 AND caller = 'dashboard'`,
+          [orgId],
+        )
+      ).rows[0].n,
+    ).toBe(4);
+  });
+
   it('of concurrent revocations of one key exactly one revoked it; all answer the same time', async () => {
     const { orgId } = await h.customer(['co']);
     for (let round = 0; round < 5; round++) {
