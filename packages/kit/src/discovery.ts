@@ -60,6 +60,13 @@ export const OUTAGE_GRACE_MS = 120_000;
  * a KV entry's expiry is not seen by a watch. Clocks within this of the server's change nothing.
  */
 export const ENTRY_CLOCK_SKEW_MS = 5_000;
+/**
+ * A live write dated further behind than this is not fresh on the reader's clock (only on its own
+ * date, so it is stale at once): it is an old signed entry written again (a replay by someone holding
+ * the adapter's NATS credentials: `serving` during maintenance, an old version or rules), not the
+ * heartbeat of an adapter whose clock runs a few seconds behind. Found by a review (2026-12-03).
+ */
+export const REPLAYED_AFTER_MS = 60_000;
 /** The watch is started again after an error, waiting 0.5 s doubling to 10 s between tries. */
 export const WATCH_RETRY_MIN_MS = 500;
 export const WATCH_RETRY_MAX_MS = 10_000;
@@ -185,7 +192,8 @@ export class AdapterDirectory {
         this.entries.set(e.key, entry);
         const written = e.created.getTime() + ENTRY_CLOCK_SKEW_MS;
         const byWriter = Math.min(Date.parse(entry.updated_at), written);
-        this.refreshedAt.set(e.key, receivedLive === undefined ? byWriter : Math.max(byWriter, receivedLive));
+        const live = receivedLive !== undefined && receivedLive - byWriter <= REPLAYED_AFTER_MS;
+        this.refreshedAt.set(e.key, live ? Math.max(byWriter, receivedLive) : byWriter);
       }
     } catch {
       this.logger.warn('ignored a malformed adapter entry');

@@ -6,6 +6,7 @@ import {
   type AdapterEntry,
   announceAdapter,
   ENTRY_CLOCK_SKEW_MS,
+  REPLAYED_AFTER_MS,
   STALE_AFTER_MS,
 } from '../src/discovery.js';
 import { connectNats, type NatsConnection, natsNames, openBucket, provisionJetStream } from '../src/nats.js';
@@ -92,6 +93,27 @@ describe("an adapter entry dated behind its write (the adapter's clock runs behi
       await expect.poll(() => ids(lastWrite + STALE_AFTER_MS - 500), { timeout: 5_000 }).toEqual(['behind']);
       // It stops writing (it died): stale on this process's clock too.
       expect(ids(Date.now() + STALE_AFTER_MS + 1_000)).toEqual([]);
+    } finally {
+      directory.stop();
+    }
+  });
+
+  // Found by a review of internal trust (2026-12-03): a live write was fresh on the reader's clock
+  // whatever its own date, so an old signed entry written again (by someone holding the adapter's NATS
+  // credentials, the adapter stopped) offered a dead or out-of-date adapter as serving.
+  it(`a live write dated more than ${REPLAYED_AFTER_MS / 1000} s behind (an old entry written again) is stale at once`, async () => {
+    const kv = await openBucket(nc, names.adaptersBucket);
+    const directory = new AdapterDirectory(kv, pino({ level: 'silent' }));
+    await directory.start();
+    try {
+      const ids = () => directory.instances('mx').map((e) => e.instance_id);
+      // The adapter's heartbeat, seen live by the watch.
+      await announceAdapter(kv, entry('victim', Date.now()));
+      await expect.poll(ids, { timeout: 5_000 }).toContain('victim');
+      // It stops; its entry of a while ago is written again under its key: stale at once, not fresh for
+      // STALE_AFTER_MS (6 s) as a heartbeat would be.
+      await announceAdapter(kv, entry('victim', Date.now() - REPLAYED_AFTER_MS - 5_000));
+      await expect.poll(ids, { timeout: STALE_AFTER_MS / 2 }).not.toContain('victim');
     } finally {
       directory.stop();
     }
