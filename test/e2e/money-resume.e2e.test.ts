@@ -196,4 +196,40 @@ describe('a resumed v2 claim whose reservation is gone is never an uncharged job
     expect(await claimsInProgress()).toBe(0);
     expect(await api.quota(org.orgId, 'co')).toEqual({ used, reserved: 0 });
   });
+
+  // Found by a review (2026-12-03): a retry that resumed its admission found its job stored and was
+  // answered as a new job: 202 without Idempotency-Replayed, even for a job that had succeeded. Spec:
+  // "200: ScrubJobStatus, returned on an exact retry of a job that is already succeeded ... header
+  // Idempotency-Replayed: true".
+  it('the job was stored and ran, its claim left in progress: the retry resumes it and is answered as an exact retry', async () => {
+    const input = phones(1_000, 30_000);
+    const key = `resume-${randomUUID()}`;
+    await db.query(`CREATE FUNCTION admission.refuse_accept() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'accept refused by the test'; END $$`);
+    await db.query(`CREATE TRIGGER refuse_accept BEFORE UPDATE ON admission.idempotency_records
+      FOR EACH ROW WHEN (NEW.state = 'accepted') EXECUTE FUNCTION admission.refuse_accept()`);
+    let jobId: string;
+    try {
+      const first = await api.submit(input, { idempotencyKey: key, country: 'co' });
+      expect(first.status).toBe(202);
+      jobId = first.body.job_id;
+      await api.waitFor(jobId, (s) => s === 'succeeded', 60_000);
+    } finally {
+      await db.query('DROP TRIGGER refuse_accept ON admission.idempotency_records');
+      await db.query('DROP FUNCTION admission.refuse_accept()');
+    }
+    // Settled: its reservation committed.
+    await expect.poll(async () => (await api.quota(org.orgId, 'co')).reserved, { timeout: 30_000 }).toBe(0);
+    const { used } = await api.quota(org.orgId, 'co');
+    expect(await claimsInProgress()).toBe(1);
+    await sleep(JOB_CLAIM_TIMEOUT_S * 1000);
+
+    const retry = await api.submit(input, { idempotencyKey: key, country: 'co' });
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get('idempotency-replayed')).toBe('true');
+    expect(retry.body).toMatchObject({ job_id: jobId, status: 'succeeded' });
+    // The resume confirmed the claim; nothing charged again.
+    expect(await claimsInProgress()).toBe(0);
+    expect(await api.quota(org.orgId, 'co')).toEqual({ used, reserved: 0 });
+  });
 });

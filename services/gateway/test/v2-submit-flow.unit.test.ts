@@ -49,6 +49,20 @@ describe('v2 submit flow over the in-memory upstream (spec: v2 submit, exactly o
     expect(u.assertions).toEqual(['assertion-of-org-1']);
   });
 
+  // Found by a review (2026-12-03): a retry that resumed its admission (the first answer lost) found the
+  // job stored and was answered as a new job, a plain 202, even when the job had succeeded. Spec: "Header
+  // `Idempotency-Replayed: true` when an exact retry returns an already accepted active job", and 200 with
+  // the status once terminal.
+  it('a retry whose job was stored already (resumed) is an exact retry: replayed, and confirmed', async () => {
+    const { outcome, calls, admissionId } = await run({
+      submitJob: (req) => job(req.jobId, jobsv1.JobStatus.SUCCEEDED),
+      submitResumed: true,
+    });
+    expect(outcome).toMatchObject({ ok: true, replayed: true, job: { status: jobsv1.JobStatus.SUCCEEDED } });
+    const jobId = (outcome as { job: jobsv1.Job }).job.jobId;
+    expect(calls).toEqual(['admit k2', `submit ${jobId} ${admissionId}`, `confirm ${admissionId} ${jobId}`]);
+  });
+
   it('a body over the durable limits is 413 before anything is admitted', async () => {
     // 500,000 inputs of 20 letters: an 11 MB input, all of it unparseable, so 28 MB of invalid entries.
     const many = Array.from({ length: 500_000 }, (_, i) => `n${i.toString(26)}`.padEnd(20, 'x'));

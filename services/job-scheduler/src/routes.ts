@@ -71,7 +71,10 @@ export interface RouteDeps {
 }
 
 /** SubmitJob: the job stored with its input (idempotent by job id) and dispatched when new. */
-async function submitJob(deps: RouteDeps, req: jobsv1.SubmitJobRequest): Promise<{ job: jobsv1.Job }> {
+async function submitJob(
+  deps: RouteDeps,
+  req: jobsv1.SubmitJobRequest,
+): Promise<{ job: jobsv1.Job; resumed: boolean }> {
   const { store, dispatcher } = deps;
   if (!isJobId(req.jobId)) throw publicError(Code.InvalidArgument, 'validation_error', { message: 'job_id' });
   if (!req.orgId || !req.reservationId)
@@ -97,7 +100,7 @@ async function submitJob(deps: RouteDeps, req: jobsv1.SubmitJobRequest): Promise
   if (job.orgId !== req.orgId || job.reservationId !== req.reservationId)
     throw publicError(Code.AlreadyExists, 'platform_failure');
   if (created) await dispatcher.dispatch(job);
-  return { job: jobMessage(job, store.policy) };
+  return { job: jobMessage(job, store.policy), resumed: !created };
 }
 
 /** How far this process's clock may run behind the database's before a job past its cap is missed. */

@@ -84,6 +84,8 @@ describe('job scheduler through its gRPC API (real quota, adapter, Postgres, NAT
       canonicalPhones: Buffer.from(JSON.stringify(phones)),
     });
     expect(again.job?.status).toBe(status.SUCCEEDED);
+    // Said so: the gateway answers the retry that resumed its admission as an exact retry (replayed).
+    expect(again.resumed).toBe(true);
     const blobs = await h.db.query(`SELECT kind FROM jobs.job_blobs WHERE job_id = $1`, [accepted.jobId]);
     expect(blobs.rows).toEqual([{ kind: 'result' }]);
   });

@@ -56,7 +56,12 @@ export interface Upstream {
    */
   abort(admissionId: string, timeoutMs: number): Promise<{ completed: boolean }>;
   /** A v2 job stored and dispatched (idempotent by job id); the stored job. */
-  submitJob(request: SubmitJobRequest, orgAssertion: string, timeoutMs: number): Promise<jobsv1.Job>;
+  /** The job stored; `resumed` when its id was stored already (a retry resuming its admission). */
+  submitJob(
+    request: SubmitJobRequest,
+    orgAssertion: string,
+    timeoutMs: number,
+  ): Promise<{ job: jobsv1.Job; resumed: boolean }>;
   /** The v2 idempotency claim marked accepted once its job is stored. */
   confirmJob(admissionId: string, jobId: string, timeoutMs: number): Promise<void>;
   getJob(org: OrgScope, jobId: string, timeoutMs: number): Promise<jobsv1.Job>;

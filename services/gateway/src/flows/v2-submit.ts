@@ -28,7 +28,7 @@ export type V2Request = Omit<ScrubRequest, 'phones'> & {
   body?: Buffer | undefined;
 };
 
-type SubmitOutcome = { outcome: 'stored'; job: jobsv1.Job } | CallFailure;
+type SubmitOutcome = { outcome: 'stored'; job: jobsv1.Job; resumed: boolean } | CallFailure;
 type ConfirmOutcome = { outcome: 'confirmed' } | CallFailure;
 
 /** Spec, v2 limits: the durable input and the complete result each fit in 25 MiB. */
@@ -127,7 +127,10 @@ export async function submitV2(
 
   const confirmed = await confirm(deps.upstream, admission, submitted.job, deadline);
   if (confirmed.outcome !== 'confirmed') deps.log.warn('confirm of a stored v2 job did not complete');
-  return { ok: true, job: submitted.job, replayed: false, rateLimit };
+  // A retry that resumed its admission (the first answer lost) found its job stored already: it is the
+  // same job, answered as an exact retry is (Idempotency-Replayed; 200 once terminal), not as a new one.
+  // Found by a review (2026-12-03): it was a plain 202, even for a job that had succeeded.
+  return { ok: true, job: submitted.job, replayed: submitted.resumed, rateLimit };
 }
 
 async function submit(
@@ -138,7 +141,7 @@ async function submit(
   deadline: Deadline,
 ): Promise<SubmitOutcome> {
   try {
-    const job = await upstream.submitJob(
+    const { job, resumed } = await upstream.submitJob(
       {
         jobId: admission.jobId,
         orgId: request.caller.orgId,
@@ -150,7 +153,7 @@ async function submit(
       request.caller.orgAssertion,
       deadline.remaining(),
     );
-    return { outcome: 'stored', job };
+    return { outcome: 'stored', job, resumed };
   } catch (error) {
     return callFailure(error);
   }

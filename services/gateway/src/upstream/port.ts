@@ -29,7 +29,8 @@ export function upstreamPort(clients: UpstreamClients, metrics?: Registry): Upst
       return { completed };
     },
     async submitJob(request, orgAssertion, timeoutMs) {
-      return present((await jobs.submitJob(request, { timeoutMs, headers: asserting(orgAssertion) })).job);
+      const r = await jobs.submitJob(request, { timeoutMs, headers: asserting(orgAssertion) });
+      return { job: present(r.job), resumed: r.resumed };
     },
     async confirmJob(admissionId, jobId, timeoutMs) {
       await admission.confirmJob({ admissionId, jobId }, { timeoutMs });

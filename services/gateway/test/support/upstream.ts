@@ -33,6 +33,8 @@ export interface Script {
   complete?: () => Reply<void>;
   abort?: () => Reply<{ completed: boolean } | undefined>;
   submitJob?: (req: jobsv1.SubmitJobRequest) => Reply<jobsv1.Job>;
+  /** SubmitJob found the job id stored already (a resumed retry). */
+  submitResumed?: boolean;
   confirmJob?: () => Reply<void>;
   getJob?: () => Reply<jobsv1.Job>;
 }
@@ -148,7 +150,10 @@ export function inMemoryUpstream(script: Script = {}) {
       async submitJob(req, ctx) {
         calls.push(`submit ${req.jobId} ${req.reservationId}`);
         assertions.push(ctx.requestHeader.get('dnc-org-assertion') ?? '');
-        return { job: await answer(script.submitJob?.(req), job(req.jobId)) };
+        return {
+          job: await answer(script.submitJob?.(req), job(req.jobId)),
+          resumed: script.submitResumed ?? false,
+        };
       },
       async getJob(req, ctx) {
         calls.push(`get ${req.jobId}`);
