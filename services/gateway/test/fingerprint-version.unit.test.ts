@@ -50,3 +50,32 @@ describe('the fingerprint version: one rule for the gateway, admission and the c
     }
   });
 });
+
+// Found by a review (2026-12-03): a previous secret set without its version was ignored in silence, and a
+// previous version equal to the current one made every stored fingerprint of that version a mismatch:
+// exact retries refused 409 idempotency_key_reused for as long as their records live (31 days for v2).
+describe('a fingerprint secret rotation is configured whole or refused at start', () => {
+  const previous = 'the previous fingerprint secret';
+  it('the previous secret and version go together, and the version is not the current one', () => {
+    expect(() => parseConfig(gatewayConfig, env({ DNC_FINGERPRINT_PREVIOUS_SECRET: previous }))).toThrow(
+      /go together/,
+    );
+    expect(() => parseConfig(gatewayConfig, env({ DNC_FINGERPRINT_PREVIOUS_VERSION: 'v1' }))).toThrow();
+    expect(() =>
+      parseConfig(
+        gatewayConfig,
+        env({ DNC_FINGERPRINT_PREVIOUS_SECRET: previous, DNC_FINGERPRINT_PREVIOUS_VERSION: 'v1' }),
+      ),
+    ).toThrow(/new DNC_FINGERPRINT_VERSION/);
+    const rotating = parseConfig(
+      gatewayConfig,
+      env({
+        DNC_FINGERPRINT_VERSION: 'v2',
+        DNC_FINGERPRINT_PREVIOUS_SECRET: previous,
+        DNC_FINGERPRINT_PREVIOUS_VERSION: 'v1',
+      }),
+    );
+    expect(rotating.DNC_FINGERPRINT_PREVIOUS_VERSION).toBe('v1');
+    expect(parseConfig(gatewayConfig, env({})).DNC_FINGERPRINT_PREVIOUS_SECRET).toBeUndefined();
+  });
+});
