@@ -102,8 +102,15 @@ export class Sweeper {
     }
   }
 
+  /** A job a sweep could not end: logged (its id and the error's kind), tried again at the next sweep. */
+  private readonly endFailed = (jobId: string, error: unknown) =>
+    this.deps.logger.warn(
+      { job_id: jobId, err: error },
+      'job not ended by the sweep; tried again at the next',
+    );
+
   private async expire(): Promise<void> {
-    const expired = await this.deps.store.sweeps.expireOverdue();
+    const expired = await this.deps.store.sweeps.expireOverdue(100, undefined, this.endFailed);
     this.observeTerminal(expired);
     for (const job of expired) {
       this.deps.logger.info({ job_id: job.id }, 'job expired at the hard cap');
@@ -112,7 +119,7 @@ export class Sweeper {
   }
 
   private async staleCancels(): Promise<void> {
-    const done = await this.deps.store.sweeps.reconcileStaleCancels();
+    const done = await this.deps.store.sweeps.reconcileStaleCancels(100, this.endFailed);
     this.observeTerminal(done);
     for (const job of done) await this.deps.settlement.settle(job);
   }

@@ -1,7 +1,36 @@
-import { inTransaction, type Pool } from '@dnc/kit';
+import { inTransaction, type Pool, type PoolClient } from '@dnc/kit';
 import type { RetentionPolicy } from '../domain/states.js';
 import { type JobRow, type Raw, toRow } from './job-row.js';
 import { terminalizeLocked } from './terminalize.js';
+
+/** A job a sweep could not end (its purge refused, a lock or statement timeout): left for the next one. */
+export type EndFailed = (jobId: string, error: unknown) => void;
+
+/**
+ * Each job ended in a savepoint of its own. Found by a review (2026-12-03): one whose ending failed rolled
+ * the whole batch back, and it came first again on every sweep (oldest first), so every other overdue job
+ * stayed active past its cap, its input kept and its quota reserved.
+ */
+async function endEach(
+  client: PoolClient,
+  rows: unknown[],
+  end: (job: JobRow) => Promise<JobRow>,
+  failed: EndFailed | undefined,
+): Promise<JobRow[]> {
+  const out: JobRow[] = [];
+  for (const raw of rows) {
+    const job = toRow(raw as Raw);
+    await client.query('SAVEPOINT end_job');
+    try {
+      out.push(await end(job));
+      await client.query('RELEASE SAVEPOINT end_job');
+    } catch (error) {
+      await client.query('ROLLBACK TO SAVEPOINT end_job');
+      failed?.(job.id, error);
+    }
+  }
+  return out;
+}
 
 /**
  * The sweeper's reads and writes over many jobs: hard cap, cancels whose worker vanished, work messages
@@ -17,9 +46,10 @@ export class JobSweeps {
   /**
    * Active jobs past the hard cap (by the database's clock) become `expired` (job_expired), all of them
    * or only `jobId`. A job locked by its ending elsewhere is skipped: that ending applies the cap itself.
-   * Returns the expired jobs.
+   * Returns the expired jobs. In a sweep (no `jobId`) a job whose ending fails is passed to `failed` and
+   * over until the next sweep; for `jobId` the failure is thrown.
    */
-  async expireOverdue(limit = 100, jobId?: string): Promise<JobRow[]> {
+  async expireOverdue(limit = 100, jobId?: string, failed?: EndFailed): Promise<JobRow[]> {
     return inTransaction(this.pool, async (client) => {
       const r = await client.query(
         `SELECT * FROM jobs.jobs WHERE status IN ('queued', 'running') AND hard_cap_at <= now()
@@ -27,38 +57,31 @@ export class JobSweeps {
          ORDER BY hard_cap_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
         [limit, jobId ?? null],
       );
-      const out: JobRow[] = [];
-      for (const raw of r.rows) {
-        out.push(
-          await terminalizeLocked(client, this.policy, toRow(raw as Raw), {
-            to: 'expired',
-            error: 'job_expired',
-            note: 'hard cap reached',
-          }),
-        );
-      }
-      return out;
+      const end = (job: JobRow) =>
+        terminalizeLocked(client, this.policy, job, {
+          to: 'expired',
+          error: 'job_expired',
+          note: 'hard cap reached',
+        });
+      if (jobId) return Promise.all(r.rows.map((raw) => end(toRow(raw as Raw))));
+      return endEach(client, r.rows, end, failed);
     });
   }
 
   /** Running jobs whose worker vanished while a cancel was pending: the cancel completes now. */
-  async reconcileStaleCancels(limit = 100): Promise<JobRow[]> {
+  async reconcileStaleCancels(limit = 100, failed?: EndFailed): Promise<JobRow[]> {
     return inTransaction(this.pool, async (client) => {
       const r = await client.query(
         `SELECT * FROM jobs.jobs WHERE status = 'running' AND cancel_requested AND lease_expires_at < now()
          LIMIT $1 FOR UPDATE SKIP LOCKED`,
         [limit],
       );
-      const out: JobRow[] = [];
-      for (const raw of r.rows) {
-        out.push(
-          await terminalizeLocked(client, this.policy, toRow(raw as Raw), {
-            to: 'cancelled',
-            note: 'cancel reconciled after the worker was lost',
-          }),
-        );
-      }
-      return out;
+      const end = (job: JobRow) =>
+        terminalizeLocked(client, this.policy, job, {
+          to: 'cancelled',
+          note: 'cancel reconciled after the worker was lost',
+        });
+      return endEach(client, r.rows, end, failed);
     });
   }
 
