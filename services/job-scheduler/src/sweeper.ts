@@ -38,6 +38,7 @@ export class Sweeper {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
+  private retentionApplied = false;
   /** The ids of the keys blobs need and the ring lacks, as last logged. */
   private missingKeys = '';
 
@@ -67,6 +68,8 @@ export class Sweeper {
       const got = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [SWEEP_LOCK]);
       if (got.rows[0]?.ok) {
         try {
+          // Once per process (the periods are read at start): shortened periods applied to stored jobs.
+          if (!this.retentionApplied) await this.step('retention periods', () => this.applyRetention());
           await this.step('hard cap', () => this.expire());
           await this.step('stale cancels', () => this.staleCancels());
           await this.step('dispatch', () => this.redispatch());
@@ -108,6 +111,16 @@ export class Sweeper {
       { job_id: jobId, err: error },
       'job not ended by the sweep; tried again at the next',
     );
+
+  private async applyRetention(): Promise<void> {
+    const changed = await this.deps.store.sweeps.applyRetention();
+    this.retentionApplied = true;
+    if (changed.hardCaps || changed.purges)
+      this.deps.logger.info(
+        { hard_caps: changed.hardCaps, purges: changed.purges },
+        'shortened retention periods applied to stored jobs',
+      );
+  }
 
   private async expire(): Promise<void> {
     const expired = await this.deps.store.sweeps.expireOverdue(100, undefined, this.endFailed);

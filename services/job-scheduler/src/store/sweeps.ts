@@ -1,5 +1,5 @@
 import { inTransaction, type Pool, type PoolClient } from '@dnc/kit';
-import type { RetentionPolicy } from '../domain/states.js';
+import { type RetentionPolicy, resultPurgeDelaySeconds } from '../domain/states.js';
 import { type JobRow, type Raw, toRow } from './job-row.js';
 import { terminalizeLocked } from './terminalize.js';
 
@@ -66,6 +66,33 @@ export class JobSweeps {
       if (jobId) return Promise.all(r.rows.map((raw) => end(toRow(raw as Raw))));
       return endEach(client, r.rows, end, failed);
     });
+  }
+
+  /**
+   * The retention periods of the configuration, applied to what is stored: a period shortened since (a
+   * country or legal requirement) brings forward the hard cap of active jobs and the purge of results
+   * and metadata, which were dated when each job was created or ended. Never lengthened: what was
+   * promised when the data was written stands. Found by a review (2026-12-03): a shortened result TTL
+   * answered 410 while the sealed result stayed until its old date, up to 7 days. Returns the counts.
+   */
+  async applyRetention(): Promise<{ hardCaps: number; purges: number }> {
+    const p = this.policy;
+    const caps = await this.pool.query(
+      `UPDATE jobs.jobs SET hard_cap_at = created_at + make_interval(secs => $1)
+       WHERE status IN ('queued', 'running') AND hard_cap_at > created_at + make_interval(secs => $1)`,
+      [p.hardCapSeconds],
+    );
+    const purges = await this.pool.query(
+      `WITH due AS (
+         SELECT t.job_id, t.target, j.terminal_at + make_interval(secs =>
+                  CASE t.target WHEN 'result' THEN $1::int ELSE $2::int END) AS at
+         FROM jobs.cleanup_tasks t JOIN jobs.jobs j ON j.id = t.job_id
+         WHERE t.target IN ('result', 'metadata') AND t.attempts = 0 AND j.terminal_at IS NOT NULL)
+       UPDATE jobs.cleanup_tasks t SET due_at = due.at FROM due
+       WHERE t.job_id = due.job_id AND t.target = due.target AND t.due_at > due.at`,
+      [p.resultTtlSeconds + resultPurgeDelaySeconds(p), p.metadataTtlSeconds],
+    );
+    return { hardCaps: caps.rowCount ?? 0, purges: purges.rowCount ?? 0 };
   }
 
   /** Running jobs whose worker vanished while a cancel was pending: the cancel completes now. */
