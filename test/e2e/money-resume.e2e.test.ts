@@ -64,6 +64,18 @@ describe('a resumed v2 claim whose reservation is gone is never an uncharged job
     if (stack) await stack.teardown();
   });
 
+  /** PostgreSQL refuses to mark idempotency claims accepted (ConfirmJob) until the returned function is called. */
+  async function refuseClaimAccepts(): Promise<() => Promise<void>> {
+    await db.query(`CREATE FUNCTION admission.refuse_accept() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'accept refused by the test'; END $$`);
+    await db.query(`CREATE TRIGGER refuse_accept BEFORE UPDATE ON admission.idempotency_records
+      FOR EACH ROW WHEN (NEW.state = 'accepted') EXECUTE FUNCTION admission.refuse_accept()`);
+    return async () => {
+      await db.query('DROP TRIGGER refuse_accept ON admission.idempotency_records');
+      await db.query('DROP FUNCTION admission.refuse_accept()');
+    };
+  }
+
   /** PostgreSQL refuses to delete idempotency claims until the returned function is called. */
   async function refuseClaimDrops(): Promise<() => Promise<void>> {
     await db.query(`CREATE FUNCTION admission.refuse_claim_drop() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -165,10 +177,7 @@ describe('a resumed v2 claim whose reservation is gone is never an uncharged job
     const key = `resume-${randomUUID()}`;
     // ConfirmJob cannot mark the claim accepted (a real trigger) and no worker takes the job: it is
     // stored and stays queued, its claim in progress.
-    await db.query(`CREATE FUNCTION admission.refuse_accept() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN RAISE EXCEPTION 'accept refused by the test'; END $$`);
-    await db.query(`CREATE TRIGGER refuse_accept BEFORE UPDATE ON admission.idempotency_records
-      FOR EACH ROW WHEN (NEW.state = 'accepted') EXECUTE FUNCTION admission.refuse_accept()`);
+    const allowAccept = await refuseClaimAccepts();
     const worker = stack.child('job-worker')!;
     worker.kill('SIGSTOP');
     let jobId: string;
@@ -182,8 +191,7 @@ describe('a resumed v2 claim whose reservation is gone is never an uncharged job
       await expect.poll(() => api.quota(org.orgId, 'co'), { timeout: 30_000 }).toEqual({ used, reserved: 0 });
     } finally {
       worker.kill('SIGCONT');
-      await db.query('DROP TRIGGER refuse_accept ON admission.idempotency_records');
-      await db.query('DROP FUNCTION admission.refuse_accept()');
+      await allowAccept();
     }
     expect(await claimsInProgress()).toBe(1);
     await sleep(JOB_CLAIM_TIMEOUT_S * 1000);
@@ -204,10 +212,7 @@ describe('a resumed v2 claim whose reservation is gone is never an uncharged job
   it('the job was stored and ran, its claim left in progress: the retry resumes it and is answered as an exact retry', async () => {
     const input = phones(1_000, 30_000);
     const key = `resume-${randomUUID()}`;
-    await db.query(`CREATE FUNCTION admission.refuse_accept() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN RAISE EXCEPTION 'accept refused by the test'; END $$`);
-    await db.query(`CREATE TRIGGER refuse_accept BEFORE UPDATE ON admission.idempotency_records
-      FOR EACH ROW WHEN (NEW.state = 'accepted') EXECUTE FUNCTION admission.refuse_accept()`);
+    const allowAccept = await refuseClaimAccepts();
     let jobId: string;
     try {
       const first = await api.submit(input, { idempotencyKey: key, country: 'co' });
@@ -215,8 +220,7 @@ describe('a resumed v2 claim whose reservation is gone is never an uncharged job
       jobId = first.body.job_id;
       await api.waitFor(jobId, (s) => s === 'succeeded', 60_000);
     } finally {
-      await db.query('DROP TRIGGER refuse_accept ON admission.idempotency_records');
-      await db.query('DROP FUNCTION admission.refuse_accept()');
+      await allowAccept();
     }
     // Settled: its reservation committed.
     await expect.poll(async () => (await api.quota(org.orgId, 'co')).reserved, { timeout: 30_000 }).toBe(0);
