@@ -41,6 +41,12 @@ export class Sweeper {
   private retentionApplied = false;
   /** The ids of the keys blobs need and the ring lacks, as last logged. */
   private missingKeys = '';
+  /**
+   * False once a quota settlement failed in this tick: the rest wait for the next tick. A quota that
+   * hangs instead of refusing holds each call for its whole deadline (5 s), and every step behind it
+   * (cleanup of inputs and results, the next hard caps) would wait for all of them in turn.
+   */
+  private quotaAnswering = true;
 
   constructor(private readonly deps: SweeperDeps) {}
 
@@ -67,6 +73,7 @@ export class Sweeper {
       client = await this.deps.pool.connect();
       const got = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [SWEEP_LOCK]);
       if (got.rows[0]?.ok) {
+        this.quotaAnswering = true;
         try {
           // Once per process (the periods are read at start): shortened periods applied to stored jobs.
           if (!this.retentionApplied) await this.step('retention periods', () => this.applyRetention());
@@ -125,16 +132,14 @@ export class Sweeper {
   private async expire(): Promise<void> {
     const expired = await this.deps.store.sweeps.expireOverdue(100, undefined, this.endFailed);
     this.observeTerminal(expired);
-    for (const job of expired) {
-      this.deps.logger.info({ job_id: job.id }, 'job expired at the hard cap');
-      await this.deps.settlement.settle(job);
-    }
+    for (const job of expired) this.deps.logger.info({ job_id: job.id }, 'job expired at the hard cap');
+    await this.settleAll(expired);
   }
 
   private async staleCancels(): Promise<void> {
     const done = await this.deps.store.sweeps.reconcileStaleCancels(100, this.endFailed);
     this.observeTerminal(done);
-    for (const job of done) await this.deps.settlement.settle(job);
+    await this.settleAll(done);
   }
 
   private async redispatch(): Promise<void> {
@@ -146,12 +151,21 @@ export class Sweeper {
         if (!idle.has(job.country)) idle.set(job.country, await this.deps.dispatcher.queueIdle(job.country));
         if (!idle.get(job.country)) continue;
       }
-      await this.deps.dispatcher.dispatch(job);
+      // Not confirmed (NATS away or hung, 2 s each): the rest wait for the next tick, as settlements do.
+      if (!(await this.deps.dispatcher.dispatch(job))) return;
     }
   }
 
   private async settle(): Promise<void> {
-    for (const job of await this.deps.store.sweeps.unsettled()) await this.deps.settlement.settle(job);
+    await this.settleAll(await this.deps.store.sweeps.unsettled());
+  }
+
+  /** Settle in turn until one fails; the jobs left are found unsettled by a later tick. */
+  private async settleAll(jobs: JobRow[]): Promise<void> {
+    for (const job of jobs) {
+      if (!this.quotaAnswering) return;
+      this.quotaAnswering = await this.deps.settlement.settle(job);
+    }
   }
 
   private async cleanupDue(): Promise<void> {
