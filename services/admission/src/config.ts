@@ -28,11 +28,12 @@ export const admissionConfig = z.object({
   DNC_RATE_DEGRADED_DIVISOR: int(1, 1000, 2),
   /**
    * Failed authentications from one address within the window that block the address. Keys carry 256
-   * random bits, so the guard sheds load rather than stops guessing: 100 a minute leaves room for a
-   * customer's misconfigured job (or an integrator's test run of every 401) behind a shared address
-   * without blocking its valid keys, and still stops a flood within a second or two.
+   * random bits, so the guard sheds load rather than stops guessing: 1,000 a minute leaves room for a
+   * customer's misconfigured job (or an integrator's test suite of every 401, a property test's hundred
+   * malformed headers) behind a shared address without blocking its valid keys for the block's 5
+   * minutes, and still stops a flood (thousands a second) within a second or two.
    */
-  DNC_ABUSE_AUTH_FAILURES: int(1, 1_000_000, 100),
+  DNC_ABUSE_AUTH_FAILURES: int(1, 1_000_000, 1_000),
   DNC_ABUSE_AUTH_WINDOW_SECONDS: int(1, 86_400, 60),
   /** An organization is blocked once its window count passes its limit times this factor. */
   DNC_ABUSE_ORG_FACTOR: z.coerce.number().min(1.01).max(1000).default(5),
