@@ -1,6 +1,6 @@
 /*
  * Which answers may be retried, and how long to wait. The service description allows automatic retries only for
- * 409 idempotency_request_in_progress, 429 rate_limit_exceeded and 503, with the same idempotency key, honoring
+ * 409 idempotency_request_in_progress, 429 (not customer_quota_exceeded) and 503, with the same idempotency key, honoring
  * Retry-After, with bounded exponential backoff and jitter. Never 400, 401, 402, 403, quota or key reuse.
  * A 502 or 504 comes from an ingress or load balancer in front of the service, not from it: like a dropped
  * connection, the outcome is unknown, so it is retried as a 503 is (same key: an exact retry is never charged twice).
@@ -11,6 +11,9 @@ const GATEWAY_STATUSES = new Set([502, 503, 504]);
 
 export function isRetryableAnswer(status: number, code: string | undefined): boolean {
   if (GATEWAY_STATUSES.has(status)) return true;
+  // Spec, Errors: "Retry ... 429 ... honoring Retry-After"; only the quota's 429 is named among those not
+  // to retry. A 429 without one of the contract's codes (an ingress's own rate limit) is retried as well.
+  if (status === 429) return code !== 'customer_quota_exceeded';
   if (code === undefined || !Object.hasOwn(ERROR_CODES, code)) return false;
   const info = ERROR_CODES[code as keyof typeof ERROR_CODES];
   return info.retryable && info.status === status;

@@ -110,6 +110,9 @@ export class Transport {
           method: spec.method,
           headers,
           body: payload,
+          // Spec, Authentication 2: keys "are sent only to {base_url}". A redirect is not followed (it would
+          // carry the key elsewhere): it is answered as an unexpected response, not retried.
+          redirect: 'manual',
           signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
         });
       } catch (error) {

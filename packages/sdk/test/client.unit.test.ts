@@ -164,6 +164,22 @@ describe('DncClient.scrub (v1)', () => {
     expect(calls).toHaveLength(1);
   });
 
+  it('does not follow a redirect: the key goes only to the base address (spec, Authentication 2)', async () => {
+    const elsewhere = await startScriptedServer(sequence({ status: 200, body: result }));
+    try {
+      const { client, calls } = await clientFor(
+        sequence({ status: 307, headers: { location: `${elsewhere.baseUrl}/v1/scrub` } }),
+      );
+      const error = await client.scrub(request).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(DncApiError);
+      expect(error).toMatchObject({ status: 307, code: 'unexpected_response' });
+      expect(calls).toHaveLength(1);
+      expect(elsewhere.calls).toHaveLength(0);
+    } finally {
+      await elsewhere.close();
+    }
+  });
+
   it('retries a dropped connection on POST with the same key', async () => {
     const { client, calls } = await clientFor(
       sequence({ drop: true }, { drop: true }, { status: 200, body: result }),

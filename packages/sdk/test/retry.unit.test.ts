@@ -10,6 +10,9 @@ describe('retry policy (spec: Errors, rules)', () => {
     expect(isRetryableAnswer(429, 'rate_limit_exceeded')).toBe(true);
     // Spec, Errors: "Retry 409 in-progress, 429 and 503"; only the quota's 429 is not to be retried.
     expect(isRetryableAnswer(429, 'temporarily_blocked')).toBe(true);
+    // An ingress's own 429 (no body, or a code the contract does not have): retried, as every 429 but quota.
+    expect(isRetryableAnswer(429, undefined)).toBe(true);
+    expect(isRetryableAnswer(429, 'unexpected_response')).toBe(true);
     expect(isRetryableAnswer(503, 'platform_failure')).toBe(true);
     expect(isRetryableAnswer(503, 'country_service_maintenance')).toBe(true);
     for (const [status, code] of [
