@@ -73,24 +73,27 @@ print("ready" if r.status_code == 200 else "not ready")`,
   -H "Content-Type: application/json" \\
   -H "Idempotency-Key: $(uuidgen)" \\
   -d '{"country":"co","phones":["+57 601 234 5678","3001234567","call me"]}'`),
-    node(`// Retries 409 in progress, 429 rate_limit_exceeded and 503 with the same Idempotency-Key.
+    node(`// Retries 409 in progress, 429 (not customer_quota_exceeded) and 503 with the same Idempotency-Key.
 const result = await dnc.scrub({ country: 'co', phones: ['+57 601 234 5678', '3001234567', 'call me'] });
 console.log(result.summary, result.invalid_numbers);`),
-    python(`import time
+    python(`import random, time
 
 body = {"country": "co", "phones": ["+57 601 234 5678", "3001234567", "call me"]}
 key = str(uuid.uuid4())  # one key per logical request, the same on every retry
-for attempt in range(5):
+for attempt in range(6):
     r = requests.post(f"{BASE}/v1/scrub", json=body, timeout=30,
                       headers={**AUTH, "Idempotency-Key": key})
     if r.status_code == 200:
         print(r.json()["summary"])
         break
     code = r.json().get("error")
-    if r.status_code == 503 or code in ("rate_limit_exceeded", "idempotency_request_in_progress"):
-        time.sleep(int(r.headers.get("Retry-After", 2 ** attempt)))
-        continue
-    raise RuntimeError(f"{r.status_code} {code} (request id {r.headers.get('X-Request-Id')})")`),
+    retry = r.status_code == 503 or code == "idempotency_request_in_progress" or (
+        r.status_code == 429 and code != "customer_quota_exceeded")
+    if not retry or attempt == 5:
+        raise RuntimeError(f"{r.status_code} {code} (request id {r.headers.get('X-Request-Id')})")
+    # Bounded exponential backoff with jitter, never sooner than Retry-After.
+    backoff = random.uniform(0, min(30, 2 ** attempt))
+    time.sleep(max(backoff, int(r.headers.get("Retry-After", 0))))`),
   ],
   createScrubJob: [
     curl(`curl -s -X POST "$DNC_BASE_URL/v2/scrub" \\
@@ -119,10 +122,12 @@ const done = await dnc.jobs.wait('${JOB}', { onProgress: (j) => console.log(j.st
 delay = 1
 while True:
     r = requests.get(f"{BASE}/v2/scrub/${JOB}", headers=AUTH, timeout=30)
-    r.raise_for_status()
-    job = r.json()
-    if job["status"] in ("succeeded", "failed", "cancelled", "expired"):
-        break
+    if r.status_code not in (200, 429, 503):  # 429 and 503: wait and poll again
+        r.raise_for_status()
+    if r.status_code == 200:
+        job = r.json()
+        if job["status"] in ("succeeded", "failed", "cancelled", "expired"):
+            break
     time.sleep(max(delay, int(r.headers.get("Retry-After", 0))))
     delay = min(delay * 2, 15)
 print(job["status"], job.get("error"))`),

@@ -7,6 +7,8 @@ export interface ErrorCodeInfo {
   /** Whether a client may retry automatically (same idempotency key, honoring Retry-After). */
   readonly retryable: boolean;
   readonly description: string;
+  /** What a client does instead, where the generic advice of `retryable` would mislead. */
+  readonly advice?: string;
 }
 
 /**
@@ -89,6 +91,8 @@ export const ERROR_CODES = {
     retryAfter: 'optional',
     retryable: false,
     description: 'The job is queued, running, failed or cancelled; only a succeeded job has a result.',
+    advice:
+      'Poll the job (`GET /v2/scrub/{job_id}`) with bounded backoff, honoring Retry-After, and read the result once it is `succeeded`; a failed or cancelled job never has one.',
   },
   job_expired: {
     status: 410,
@@ -134,6 +138,8 @@ export const ERROR_CODES = {
     retryAfter: 'absent',
     retryable: false,
     description: 'Unexpected failure. The body is generic.',
+    advice:
+      'Not retried automatically; a retry (with the same Idempotency-Key on a scrub) is safe: no partial result was returned and no quota consumed. Report it with the X-Request-Id.',
   },
   country_service_maintenance: {
     status: 503,

@@ -1,6 +1,6 @@
 // The response parts of the OpenAPI document: the headers each version promises and the error
 // responses of every operation, from the contract's error table.
-import { ERROR_CODES, type ErrorCode } from './error-codes.js';
+import { ERROR_CODES, type ErrorCode, type ErrorCodeInfo } from './error-codes.js';
 import { CACHE_CONTROL, RETENTION } from './limits.js';
 import type { JsonObject } from './openapi.js';
 import type { SCHEMAS } from './schemas.js';
@@ -127,9 +127,12 @@ export function errorResponse(
         : rule === 'optional'
           ? ' `Retry-After` may be present.'
           : '';
-    const auto = ERROR_CODES[code].retryable
-      ? ` Retry${ctx.keyed ? ' with the same Idempotency-Key' : ''}, honoring Retry-After, with bounded exponential backoff and jitter.`
-      : ' Do not retry without correcting the cause.';
+    const info: ErrorCodeInfo = ERROR_CODES[code];
+    const auto = info.advice
+      ? ` ${info.advice}`
+      : info.retryable
+        ? ` Retry${ctx.keyed ? ' with the same Idempotency-Key' : ''}, honoring Retry-After, with bounded exponential backoff and jitter.`
+        : ' Do not retry without correcting the cause.';
     return `- \`${code}\`: ${ERROR_CODES[code].description}${retry}${auto}`;
   });
   const headers: Record<string, HeaderSpec> = { ...baseHeaders(ctx) };

@@ -121,7 +121,7 @@ export interface paths {
      *     import { DncClient } from '@dnc-scrub/sdk';
      *
      *     const dnc = new DncClient({ apiKey: process.env.DNC_API_KEY, baseUrl: process.env.DNC_BASE_URL });
-     *     // Retries 409 in progress, 429 rate_limit_exceeded and 503 with the same Idempotency-Key.
+     *     // Retries 409 in progress, 429 (not customer_quota_exceeded) and 503 with the same Idempotency-Key.
      *     const result = await dnc.scrub({ country: 'co', phones: ['+57 601 234 5678', '3001234567', 'call me'] });
      *     console.log(result.summary, result.invalid_numbers);
      *     ```
@@ -133,21 +133,24 @@ export interface paths {
      *
      *     BASE = os.environ["DNC_BASE_URL"]
      *     AUTH = {"Authorization": f"Bearer {os.environ['DNC_API_KEY']}"}
-     *     import time
+     *     import random, time
      *
      *     body = {"country": "co", "phones": ["+57 601 234 5678", "3001234567", "call me"]}
      *     key = str(uuid.uuid4())  # one key per logical request, the same on every retry
-     *     for attempt in range(5):
+     *     for attempt in range(6):
      *         r = requests.post(f"{BASE}/v1/scrub", json=body, timeout=30,
      *                           headers={**AUTH, "Idempotency-Key": key})
      *         if r.status_code == 200:
      *             print(r.json()["summary"])
      *             break
      *         code = r.json().get("error")
-     *         if r.status_code == 503 or code in ("rate_limit_exceeded", "idempotency_request_in_progress"):
-     *             time.sleep(int(r.headers.get("Retry-After", 2 ** attempt)))
-     *             continue
-     *         raise RuntimeError(f"{r.status_code} {code} (request id {r.headers.get('X-Request-Id')})")
+     *         retry = r.status_code == 503 or code == "idempotency_request_in_progress" or (
+     *             r.status_code == 429 and code != "customer_quota_exceeded")
+     *         if not retry or attempt == 5:
+     *             raise RuntimeError(f"{r.status_code} {code} (request id {r.headers.get('X-Request-Id')})")
+     *         # Bounded exponential backoff with jitter, never sooner than Retry-After.
+     *         backoff = random.uniform(0, min(30, 2 ** attempt))
+     *         time.sleep(max(backoff, int(r.headers.get("Retry-After", 0))))
      *     ```
      */
     post: operations['scrub'];
@@ -264,10 +267,12 @@ export interface paths {
      *     delay = 1
      *     while True:
      *         r = requests.get(f"{BASE}/v2/scrub/0b3f5c1e-8f5a-4f7e-9a43-2f1f6f0f9d11", headers=AUTH, timeout=30)
-     *         r.raise_for_status()
-     *         job = r.json()
-     *         if job["status"] in ("succeeded", "failed", "cancelled", "expired"):
-     *             break
+     *         if r.status_code not in (200, 429, 503):  # 429 and 503: wait and poll again
+     *             r.raise_for_status()
+     *         if r.status_code == 200:
+     *             job = r.json()
+     *             if job["status"] in ("succeeded", "failed", "cancelled", "expired"):
+     *                 break
      *         time.sleep(max(delay, int(r.headers.get("Retry-After", 0))))
      *         delay = min(delay * 2, 15)
      *     print(job["status"], job.get("error"))
@@ -1049,7 +1054,7 @@ export interface operations {
       /**
        * @description Internal error.
        *
-       *     - `internal_error`: Unexpected failure. The body is generic. Do not retry without correcting the cause.
+       *     - `internal_error`: Unexpected failure. The body is generic. Not retried automatically; a retry (with the same Idempotency-Key on a scrub) is safe: no partial result was returned and no quota consumed. Report it with the X-Request-Id.
        */
       500: {
         headers: {
@@ -1464,7 +1469,7 @@ export interface operations {
       /**
        * @description Internal error.
        *
-       *     - `internal_error`: Unexpected failure. The body is generic. Do not retry without correcting the cause.
+       *     - `internal_error`: Unexpected failure. The body is generic. Not retried automatically; a retry (with the same Idempotency-Key on a scrub) is safe: no partial result was returned and no quota consumed. Report it with the X-Request-Id.
        */
       500: {
         headers: {
@@ -1704,7 +1709,7 @@ export interface operations {
       /**
        * @description Internal error.
        *
-       *     - `internal_error`: Unexpected failure. The body is generic. Do not retry without correcting the cause.
+       *     - `internal_error`: Unexpected failure. The body is generic. Not retried automatically; a retry (with the same Idempotency-Key on a scrub) is safe: no partial result was returned and no quota consumed. Report it with the X-Request-Id.
        */
       500: {
         headers: {
@@ -1902,7 +1907,7 @@ export interface operations {
       /**
        * @description Conflict.
        *
-       *     - `job_result_not_ready`: The job is queued, running, failed or cancelled; only a succeeded job has a result. `Retry-After` may be present. Do not retry without correcting the cause.
+       *     - `job_result_not_ready`: The job is queued, running, failed or cancelled; only a succeeded job has a result. `Retry-After` may be present. Poll the job (`GET /v2/scrub/{job_id}`) with bounded backoff, honoring Retry-After, and read the result once it is `succeeded`; a failed or cancelled job never has one.
        */
       409: {
         headers: {
@@ -2010,7 +2015,7 @@ export interface operations {
       /**
        * @description Internal error.
        *
-       *     - `internal_error`: Unexpected failure. The body is generic. Do not retry without correcting the cause.
+       *     - `internal_error`: Unexpected failure. The body is generic. Not retried automatically; a retry (with the same Idempotency-Key on a scrub) is safe: no partial result was returned and no quota consumed. Report it with the X-Request-Id.
        */
       500: {
         headers: {
@@ -2304,7 +2309,7 @@ export interface operations {
       /**
        * @description Internal error.
        *
-       *     - `internal_error`: Unexpected failure. The body is generic. Do not retry without correcting the cause.
+       *     - `internal_error`: Unexpected failure. The body is generic. Not retried automatically; a retry (with the same Idempotency-Key on a scrub) is safe: no partial result was returned and no quota consumed. Report it with the X-Request-Id.
        */
       500: {
         headers: {
