@@ -25,8 +25,8 @@ export function registrySnapshotHeader(what: string) {
       description:
         `When the registry snapshot ${what} was taken (ISO 8601 UTC): evidence of how fresh the registry was. ` +
         'A country is never answered from a snapshot older than its maximum age (then 503 ' +
-        '`country_service_temporarily_unavailable`). Absent only when the registry named no snapshot (a remote registry ' +
-        'that was not asked because every input was invalid, or that did not say which copy it answered from).',
+        '`country_service_temporarily_unavailable`). Absent only when no registry copy was read for the result (every ' +
+        'input was invalid) or the registry did not say which copy it answered from.',
       required: false,
       schema: { type: 'string', format: 'date-time' },
     },

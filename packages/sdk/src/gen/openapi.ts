@@ -782,7 +782,7 @@ export interface operations {
           'RateLimit-Reset': number;
           /** @description Present on an exact retry of a completed request. */
           'Idempotency-Replayed'?: 'true';
-          /** @description When the registry snapshot the answer was read from was taken (ISO 8601 UTC): evidence of how fresh the registry was. A country is never answered from a snapshot older than its maximum age (then 503 `country_service_temporarily_unavailable`). Absent only when the registry named no snapshot (a remote registry that was not asked because every input was invalid, or that did not say which copy it answered from). */
+          /** @description When the registry snapshot the answer was read from was taken (ISO 8601 UTC): evidence of how fresh the registry was. A country is never answered from a snapshot older than its maximum age (then 503 `country_service_temporarily_unavailable`). Absent only when no registry copy was read for the result (every input was invalid) or the registry did not say which copy it answered from. */
           'X-Registry-Snapshot-At'?: string;
           [name: string]: unknown;
         };
@@ -1814,7 +1814,7 @@ export interface operations {
           'X-RateLimit-Reset': number;
           /** @description Same value as X-RateLimit-Reset. */
           'RateLimit-Reset': number;
-          /** @description When the registry snapshot of the oldest answer of the job was taken (ISO 8601 UTC): evidence of how fresh the registry was. A country is never answered from a snapshot older than its maximum age (then 503 `country_service_temporarily_unavailable`). Absent only when the registry named no snapshot (a remote registry that was not asked because every input was invalid, or that did not say which copy it answered from). */
+          /** @description When the registry snapshot of the oldest answer of the job was taken (ISO 8601 UTC): evidence of how fresh the registry was. A country is never answered from a snapshot older than its maximum age (then 503 `country_service_temporarily_unavailable`). Absent only when no registry copy was read for the result (every input was invalid) or the registry did not say which copy it answered from. */
           'X-Registry-Snapshot-At'?: string;
           [name: string]: unknown;
         };
