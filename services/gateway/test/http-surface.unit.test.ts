@@ -153,6 +153,34 @@ describe('gateway HTTP surface without its upstreams (spec: Endpoints / Common, 
     ]);
   });
 
+  // Found by a black-box probe (2026-12-04): a request no route takes whose body could not be parsed (a
+  // malformed Content-Type; a QUERY, a method with a body, sent without one) reached the error handler and
+  // was answered 400 validation_error where the spec says 405 with `Allow` (or 404 for an unknown path).
+  it('an unsupported method with a malformed Content-Type, or QUERY without one, is 405 with Allow (404 unknown)', async () => {
+    for (const [method, url, allow, headers] of [
+      ['PUT', '/v1/health', 'GET', { 'content-type': '///' }],
+      ['POST', '/v1/health', 'GET', { 'content-type': '///' }],
+      ['PATCH', '/v1/scrub', 'POST', { 'content-type': 'application/' }],
+      ['QUERY', '/v1/health', 'GET', {}],
+      ['QUERY', '/v1/scrub', 'POST', {}],
+      ['QUERY', '/v2/scrub/2c0f4a52-6a3e-4bb4-8f0d-2a9e5f6a1b7c', 'GET', {}],
+    ] as const) {
+      const r = await app.inject({ method, url, payload: 'x', headers });
+      expect([r.statusCode, r.headers['allow'], r.json().error], `${method} ${url}`).toEqual([
+        405,
+        allow,
+        'method_not_allowed',
+      ]);
+    }
+    const unknown = await app.inject({
+      method: 'POST',
+      url: '/nope',
+      payload: 'x',
+      headers: { 'content-type': '///' },
+    });
+    expect([unknown.statusCode, unknown.json().error]).toEqual([404, 'not_found']);
+  });
+
   it('serves the OpenAPI document without authentication', async () => {
     const r = await app.inject({ method: 'GET', url: '/openapi.json' });
     expect(r.statusCode).toBe(200);

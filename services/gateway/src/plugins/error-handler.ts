@@ -45,6 +45,9 @@ function publicErrorOf(error: FastifyError, request: FastifyRequest): MappedErro
 export const errorHandler = fp(
   async (app: FastifyInstance, opts: { upstream: Pick<Upstream, 'authenticate'>; logger: Logger }) => {
     app.setErrorHandler(async (error: FastifyError, request, reply) => {
+      // A request no route takes whose body failed to parse (a malformed Content-Type, a QUERY without
+      // one): the method or the path is what is wrong, answered as the not-found handler does (405, 404).
+      if (request.is404) return app.refuseUnrouted(request, reply);
       // A refusal never comes before authentication (check order), also when it rides with Admit.
       if (!(await authenticateBeforeRefusal(opts.upstream, request, reply))) return reply;
       const mapped = publicErrorOf(error, request);
