@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { call, expectNoLeak } from '../support/http.js';
 import { expectInvariants } from '../support/invariants.js';
@@ -66,6 +67,48 @@ describe('v1 budget and zero retention (issue 5)', () => {
     const after = await usage();
     expect(after.used).toBe(before.used + 2);
     expect(after.records).toBe(before.records + 1);
+  });
+
+  // Found by a review of the money path (2026-12-03): quota's commit of a v1 request had no bound of its
+  // own. Held on a lock past the budget (a usage table or account row locked by a long transaction, a
+  // migration), it committed once the lock went, after the gateway had answered 503 and its abort had
+  // timed out waiting for the same lock: a platform failure charged. Spec, Errors: "A country or platform
+  // failure returns no partial result and consumes no customer quota." The commit's lock waits now end
+  // before the caller's deadline, and the abort releases the reservation.
+  it('a commit held on a lock past the budget: 503, nothing charged, and the key can be retried', async () => {
+    const before = await usage();
+    const locker = new pg.Client({ connectionString: stack.databaseUrl });
+    await locker.connect();
+    const k = `commit-lock-${Date.now()}`;
+    const body = { country: 'co', phones: ['3109999998'] };
+    try {
+      await locker.query('BEGIN');
+      // Blocks the usage record's insert only: reservations and releases do not write it.
+      await locker.query('LOCK TABLE quota.usage_records IN SHARE MODE');
+      const started = Date.now();
+      const res = await call(stack.baseUrl, 'POST', '/v1/scrub', {
+        apiKey: org.apiKey,
+        idempotencyKey: k,
+        json: body,
+      });
+      expect(Date.now() - started).toBeLessThan(BUDGET_MS + 3_000);
+      expect([res.status, res.body.error]).toEqual([503, 'platform_failure']);
+      expectNoLeak(res);
+    } finally {
+      await locker.query('ROLLBACK');
+      await locker.end();
+    }
+    // Whatever waited on the lock has run by now.
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(await usage()).toEqual(before);
+    const retry = await call(stack.baseUrl, 'POST', '/v1/scrub', {
+      apiKey: org.apiKey,
+      idempotencyKey: k,
+      json: body,
+    });
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get('idempotency-replayed')).toBeNull();
+    expect(await usage()).toEqual({ ...before, used: before.used + 1, records: before.records + 1 });
   });
 
   it('nothing of a request or its result is written to Postgres, Redis, NATS or any log', async () => {

@@ -105,6 +105,10 @@ const OUTAGE_CODES = new Set([
   '57P01',
   '57P02',
   '57P03',
+  // lock_not_available, query_canceled: a statement bounded by its caller's deadline (lock_timeout,
+  // statement_timeout) that ran out waiting; it changed nothing, and a retry later can succeed.
+  '55P03',
+  '57014',
 ]);
 const OUTAGE_MESSAGE =
   /Connection terminated|timeout exceeded when trying to connect|connection error|Connection is closed|Query read timeout/i;

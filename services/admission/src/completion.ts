@@ -4,6 +4,9 @@ import { CallerGaveUp, requireUuid } from './public-errors.js';
 import type { Reservations } from './reservations.js';
 import type { ClaimStore } from './store/index.js';
 
+/** What a completion keeps of its caller's deadline for the commit's answer and the caller's own. */
+const COMMIT_ANSWER_MS = 200;
+
 /** One v1 completion waiting for its batch: the admission and when its caller stops waiting. */
 interface Completing {
   id: string;
@@ -61,7 +64,13 @@ export class Completion {
         results[i] = new CallerGaveUp();
     });
     const pending = [...new Set(ids.filter((id, i) => !results[i] && claimOf(id)?.state !== 'completed'))];
-    const committed = await reservations.commit(pending);
+    // The batch commits before its first caller stops waiting, with time left for that caller's answer
+    // and abort, or not at all: never a charge for a request its caller answered with an error.
+    const earliest = Math.min(...items.filter((_, i) => !results[i]).map((i) => i.deadline));
+    const committed = await reservations.commit(
+      pending,
+      Number.isFinite(earliest) ? earliest - Date.now() - COMMIT_ANSWER_MS : undefined,
+    );
     ids.forEach((id, i) => {
       const failure = committed.get(id);
       if (!results[i] && failure) results[i] = failure;

@@ -66,11 +66,17 @@ export class Reservations {
     );
   }
 
-  /** Commit reservations in one CommitMany; the map holds an Error for each id whose commit failed. */
-  async commit(ids: string[]): Promise<Map<string, Error | undefined>> {
+  /**
+   * Commit reservations in one CommitMany; the map holds an Error for each id whose commit failed.
+   * `timeoutMs`: quota commits within it or not at all (its lock waits end by then).
+   */
+  async commit(ids: string[], timeoutMs?: number): Promise<Map<string, Error | undefined>> {
     const out = new Map<string, Error | undefined>();
     if (ids.length === 0) return out;
-    const res = await this.quota.commitMany({ reservationIds: ids });
+    const res = await this.quota.commitMany(
+      { reservationIds: ids },
+      timeoutMs === undefined ? {} : { timeoutMs: Math.max(1, Math.floor(timeoutMs)) },
+    );
     ids.forEach((id, i) => {
       const outcome = res.outcomes[i];
       out.set(

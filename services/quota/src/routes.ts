@@ -22,6 +22,9 @@ export interface QuotaDeps {
 /** Counts above 2^53 cannot be represented exactly in the ledger's numbers. */
 const MAX_AMOUNT = BigInt(Number.MAX_SAFE_INTEGER);
 
+/** What a CommitMany keeps of its caller's deadline for its answer to travel back. */
+const COMMIT_ANSWER_MS = 100;
+
 /** The most items of one ReserveMany or CommitMany: one transaction holds the account that long. */
 export const MAX_BATCH = 1000;
 
@@ -128,11 +131,17 @@ export function quotaService(deps: QuotaDeps): ServiceImpl<typeof quotav1.QuotaS
       if (reserved > 0) operations.inc({ operation: 'reserve' }, reserved);
       return { outcomes: outcomes.map((o) => RESERVE_OUTCOMES[o]) };
     },
-    async commitMany(req) {
+    async commitMany(req, ctx) {
       const ids = requireBatch(req.reservationIds, 'reservation_ids').map((id, i) =>
         requireId(id, `reservation_ids[${i}]`),
       );
-      const outcomes = await deps.ledger.commitMany(ids);
+      // The caller's deadline bounds the commit's lock waits, less the time its answer takes back: a
+      // commit its caller stopped waiting for would be a charge for a request answered with an error.
+      const timeoutMs = ctx.timeoutMs();
+      const outcomes = await deps.ledger.commitMany(
+        ids,
+        timeoutMs === undefined ? undefined : timeoutMs - COMMIT_ANSWER_MS,
+      );
       const committed = outcomes.filter((o) => o === 'committed').length;
       if (committed > 0) operations.inc({ operation: 'commit' }, committed);
       return { outcomes: outcomes.map((o) => COMMIT_OUTCOMES[o]) };

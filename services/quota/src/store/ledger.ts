@@ -119,13 +119,22 @@ export class Ledger {
    * Commit every id, each as `commit` would: one usage record per reservation, however often its id
    * is repeated. One outcome per id, in the same order.
    */
-  async commitMany(reservationIds: readonly string[]): Promise<CommitOutcome[]> {
+  async commitMany(reservationIds: readonly string[], lockTimeoutMs?: number): Promise<CommitOutcome[]> {
     if (reservationIds.length === 0) return [];
-    const r = await this.pool.query<{ outcomes: CommitOutcome[] }>({
-      name: 'quota.commit_many',
-      text: 'SELECT quota.commit_many($1::text[]) AS outcomes',
-      values: [reservationIds],
-    });
+    const r = await this.pool.query<{ outcomes: CommitOutcome[] }>(
+      lockTimeoutMs === undefined
+        ? {
+            name: 'quota.commit_many',
+            text: 'SELECT quota.commit_many($1::text[]) AS outcomes',
+            values: [reservationIds],
+          }
+        : {
+            // Every lock wait of the commit ends by then: past it the commit fails and changes nothing.
+            name: 'quota.commit_many_within',
+            text: 'SELECT quota.commit_many($1::text[], $2::integer) AS outcomes',
+            values: [reservationIds, Math.max(1, Math.ceil(lockTimeoutMs))],
+          },
+    );
     return r.rows[0]!.outcomes;
   }
 
