@@ -36,6 +36,13 @@ export const adapterConfig = z
      */
     DNC_SNAPSHOT_MAX_LAG_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(120_000),
     /**
+     * How long a replica answers from the snapshot it holds once the store's current snapshot is another
+     * it does not serve yet: being read (10 M keys: 13-17 s; a read is bounded at 10 minutes), refused
+     * (other numbering rules) or failing to read. Past it the replica answers nothing and announces itself
+     * unavailable until it serves the current snapshot: never the numbers registered since answered safe.
+     */
+    DNC_SNAPSHOT_MAX_BEHIND_MS: z.coerce.number().int().min(1_000).max(86_400_000).default(600_000),
+    /**
      * Oldest registry snapshot (local provider) the adapter answers from, in seconds; past it the country is
      * not served. Default: the country's refresh period (providers/freshness.ts, DEFAULT_MAX_AGE_SECONDS).
      */

@@ -236,7 +236,13 @@ async function openRegistry(
     return { provider, maxAgeSeconds: 0, pool, schema: store.schema };
   }
   if (config.DNC_REGISTRY_SEED_FILE) await seed(store, normalizer, config.DNC_REGISTRY_SEED_FILE);
-  const watcher = new SnapshotWatcher(store, logger, config.DNC_SNAPSHOT_POLL_MS);
+  const watcher = new SnapshotWatcher(
+    store,
+    logger,
+    config.DNC_SNAPSHOT_POLL_MS,
+    undefined,
+    config.DNC_SNAPSHOT_MAX_BEHIND_MS,
+  );
   await watcher.start();
   service.onClose('snapshot watcher', () => watcher.stop());
   const maxAgeSeconds =

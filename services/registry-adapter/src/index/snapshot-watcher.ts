@@ -22,12 +22,19 @@ export class SnapshotWatcher {
   private refusedId: string | undefined;
   /** When the store's current snapshot pointer was last read (ms; 0: never). */
   private confirmedAt = 0;
+  /** Since when the store's current snapshot is one this replica does not serve (ms; undefined: it is). */
+  private behindSince: number | undefined;
 
+  /**
+   * `maxBehindMs`: how long this replica answers from the snapshot it holds once the store's current one is
+   * another (being read, refused for its rules, or failing to read); past it, nothing.
+   */
   constructor(
     private readonly store: RegistryStore,
     private readonly logger: Logger,
     private readonly pollMs: number,
     private readonly onSwap: (index: RegistryIndex) => void = () => {},
+    private readonly maxBehindMs = Number.POSITIVE_INFINITY,
   ) {}
 
   get current(): RegistryIndex | undefined {
@@ -41,6 +48,12 @@ export class SnapshotWatcher {
    * that snapshot is within its maximum age). Found by a review (2026-12-03).
    */
   confirmedWithin(maxLagMs: number, now = Date.now()): boolean {
+    // Reading the pointer is not enough when it names another snapshot than the one served: a replica
+    // whose read of it keeps failing, or that refuses it (other numbering rules), answered from its old
+    // snapshot for as long as that was within its maximum age, the numbers registered since answered
+    // `safe`. Found by a review (2026-12-04). A read in progress is given `maxBehindMs` (a large registry
+    // takes minutes), then the replica stops answering until it serves the current snapshot.
+    if (this.behindSince !== undefined && now - this.behindSince > this.maxBehindMs) return false;
     return now - this.confirmedAt <= maxLagMs;
   }
 
@@ -92,8 +105,10 @@ export class SnapshotWatcher {
     if (!snapshot || snapshot.id === this.index?.snapshotId) {
       this.failures = 0;
       this.refusedId = undefined;
+      this.behindSince = undefined;
       return;
     }
+    this.behindSince ??= this.confirmedAt;
     if (!this.store.isOwn(snapshot)) {
       this.failures = 0;
       this.refuse(snapshot.id, snapshot.rules);
@@ -105,6 +120,7 @@ export class SnapshotWatcher {
     this.index = next;
     this.failures = 0;
     this.refusedId = undefined;
+    this.behindSince = undefined;
     this.onSwap(next);
     this.logger.info(
       { snapshot_id: next.snapshotId, registry_size: next.size, ms: Date.now() - started },
