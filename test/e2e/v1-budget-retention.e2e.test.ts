@@ -32,6 +32,17 @@ describe('v1 budget and zero retention (issue 5)', () => {
 
   const usage = () => accountUsage(stack, org.orgId, 'co');
 
+  /** A retry of a key whose request failed is a new request: answered in full, not a replay. */
+  async function expectFreshRetry(idempotencyKey: string, json: unknown) {
+    const retry = await call(stack.baseUrl, 'POST', '/v1/scrub', {
+      apiKey: org.apiKey,
+      idempotencyKey,
+      json,
+    });
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get('idempotency-replayed')).toBeNull();
+  }
+
   it('an overrun fails the whole request with 503, consumes nothing, leaves no work behind, and the key can be retried', async () => {
     const before = await usage();
     await stack.admin(['adapter', 'drill', '--country', 'co', '--latency-ms', String(BUDGET_MS * 3)]);
@@ -57,13 +68,7 @@ describe('v1 budget and zero retention (issue 5)', () => {
     } finally {
       await stack.admin(['adapter', 'drill', '--country', 'co', '--clear']);
     }
-    const retry = await call(stack.baseUrl, 'POST', '/v1/scrub', {
-      apiKey: org.apiKey,
-      idempotencyKey: k,
-      json: body,
-    });
-    expect(retry.status).toBe(200);
-    expect(retry.headers.get('idempotency-replayed')).toBeNull();
+    await expectFreshRetry(k, body);
     const after = await usage();
     expect(after.used).toBe(before.used + 2);
     expect(after.records).toBe(before.records + 1);
@@ -101,13 +106,7 @@ describe('v1 budget and zero retention (issue 5)', () => {
     // Whatever waited on the lock has run by now.
     await new Promise((r) => setTimeout(r, 2_000));
     expect(await usage()).toEqual(before);
-    const retry = await call(stack.baseUrl, 'POST', '/v1/scrub', {
-      apiKey: org.apiKey,
-      idempotencyKey: k,
-      json: body,
-    });
-    expect(retry.status).toBe(200);
-    expect(retry.headers.get('idempotency-replayed')).toBeNull();
+    await expectFreshRetry(k, body);
     expect(await usage()).toEqual({ ...before, used: before.used + 1, records: before.records + 1 });
   });
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type JobsHarness, startJobsHarness, status } from './support/harness.js';
+import { type JobsHarness, startSweepHarness, status } from './support/harness.js';
 
 // Found by a review of data at rest (2026-12-03): the sweep ended its overdue jobs in one transaction,
 // oldest first. One job whose ending failed (its input purge refused: a lock or statement timeout, a
@@ -10,11 +10,7 @@ describe('a job the sweep cannot end does not hold the others back', () => {
   let h: JobsHarness;
 
   beforeAll(async () => {
-    h = await startJobsHarness({
-      registry: ['+525581234567'],
-      env: { DNC_SWEEP_INTERVAL_MS: '500', DNC_JOB_HARD_CAP_SECONDS: '2' },
-    });
-    await h.stack.stop('job-worker');
+    h = await startSweepHarness();
   }, 120_000);
 
   afterAll(async () => {

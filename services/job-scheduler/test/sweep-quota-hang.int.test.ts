@@ -1,6 +1,6 @@
 import { quotav1 } from '@dnc/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type JobsHarness, startJobsHarness, status } from './support/harness.js';
+import { type JobsHarness, startSweepHarness, status } from './support/harness.js';
 
 // Found by a review of the sweeper (2026-12-03): the sweep settled the jobs it ended one after another,
 // each call to quota waiting its whole 5 s deadline when quota hangs instead of refusing (a frozen
@@ -14,11 +14,7 @@ describe('a hung quota does not hold the sweep back', () => {
   const resume = () => h?.stack.child('quota')?.kill('SIGCONT');
 
   beforeAll(async () => {
-    h = await startJobsHarness({
-      registry: ['+525581234567'],
-      env: { DNC_SWEEP_INTERVAL_MS: '500', DNC_JOB_HARD_CAP_SECONDS: '2' },
-    });
-    await h.stack.stop('job-worker');
+    h = await startSweepHarness();
   }, 120_000);
 
   afterAll(async () => {

@@ -162,6 +162,18 @@ export async function startJobsHarness(
   return h;
 }
 
+/**
+ * The sweep alone: every 0.5 s, a 2 s hard cap, no worker (jobs stay queued until the sweep ends them).
+ */
+export async function startSweepHarness(): Promise<JobsHarness> {
+  const h = await startJobsHarness({
+    registry: ['+525581234567'],
+    env: { DNC_SWEEP_INTERVAL_MS: '500', DNC_JOB_HARD_CAP_SECONDS: '2' },
+  });
+  await h.stack.stop('job-worker');
+  return h;
+}
+
 /** Load the mx registry through the adapter's streamed Load. */
 export async function loadRegistry(h: JobsHarness, lines: string[]): Promise<void> {
   async function* requests() {
