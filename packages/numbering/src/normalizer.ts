@@ -3,7 +3,7 @@ import { registryv1 } from '@dnc/proto';
 import { type CountryCode as IsoCountry, ParseError, parsePhoneNumberWithError } from 'libphonenumber-js/max';
 import { TABLES_LIBPHONENUMBER_VERSION } from './fast.js';
 import { createNumbering } from './numbering.js';
-import { cleanWrittenForm } from './written-form.js';
+import { cleanWrittenForm, hasForeignParameter } from './written-form.js';
 
 const { Outcome } = registryv1;
 
@@ -27,8 +27,11 @@ export interface Normalizer {
  *   2  tabs and Unicode spaces read as spaces, `interno` as an extension label (written-form.ts):
  *      inputs invalid under 1 (mostly `unparseable`) become valid or change reason; an input valid
  *      under 1 keeps its key.
+ *   3  digits after a `;` outside an `ext=`, `isub=` or `phone-context=` parameter (a second number in
+ *      the cell) make the input `unparseable` (written-form.ts hasForeignParameter); valid under 2
+ *      before, keyed on the first number. Every other input keeps its reading.
  */
-const RULES_REVISION = 2;
+const RULES_REVISION = 3;
 export const NUMBERING_RULES = `dnc-numbering/${RULES_REVISION} libphonenumber-js@${TABLES_LIBPHONENUMBER_VERSION}`;
 
 /**
@@ -57,8 +60,10 @@ function technicalNormalizer(country: 'es' | 'au' | 'sg'): Normalizer {
   const iso = country.toUpperCase() as IsoCountry;
   return {
     normalize(input) {
+      const text = cleanWrittenForm(input);
+      if (text.includes(';') && hasForeignParameter(text)) return -Outcome.INVALID_UNPARSEABLE;
       try {
-        const phone = parsePhoneNumberWithError(cleanWrittenForm(input), { defaultCountry: iso });
+        const phone = parsePhoneNumberWithError(text, { defaultCountry: iso });
         if (phone.country !== iso) {
           return phone.isValid() ? -Outcome.INVALID_WRONG_COUNTRY : -Outcome.INVALID_NUMBER;
         }

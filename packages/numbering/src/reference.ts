@@ -1,6 +1,6 @@
 import { registryv1 } from '@dnc/proto';
 import { ParseError, parsePhoneNumberWithError } from 'libphonenumber-js/max';
-import { cleanWrittenForm } from './written-form.js';
+import { cleanWrittenForm, hasForeignParameter } from './written-form.js';
 
 const { Outcome } = registryv1;
 
@@ -95,7 +95,9 @@ function parseErrorOutcome(message: string): registryv1.Outcome {
  * `mexicanObsoleteLine`) are applied on top. The fast path must agree with it on every input.
  */
 export function classifyReference(country: NumberingCountry, input: string): Classification {
-  return classifyUncleaned(country, cleanWrittenForm(input));
+  const text = cleanWrittenForm(input);
+  if (text.includes(';') && hasForeignParameter(text)) return invalid(Outcome.INVALID_UNPARSEABLE);
+  return classifyUncleaned(country, text);
 }
 
 /**

@@ -51,3 +51,26 @@ export function isSpace(c: number): boolean {
 export function cleanWrittenForm(input: string): string {
   return input.replace(SPACES, ' ').replace(INTERNO, 'int');
 }
+
+/** An RFC 3966 parameter libphonenumber-js reads (`ext`, `phone-context`) or keeps apart (`isub`). */
+const TEL_PARAMETER = /^\s*(?:ext|isub|phone-context)=/i;
+const DIGIT = /\p{Nd}/u;
+
+/**
+ * Rules revision 3: whether text after a `;` holds digits and is no `ext=`, `isub=` or `phone-context=`
+ * parameter, i.e. a second number in the same cell (`5512345678;5587654321`, a list joined by `;`).
+ * libphonenumber-js reads what follows `;` as RFC 3966 parameters and ignores those it does not know, so
+ * such an input was the first number alone: the second, registered, was answered `safe`. It is
+ * `unparseable` instead ("when in doubt, invalid"). Found by a review (2026-12-04).
+ */
+export function hasForeignParameter(text: string): boolean {
+  // Only what follows the number: libphonenumber-js finds a number after a `;` too (`te;:+54 ...`).
+  const start = text.search(DIGIT);
+  if (start < 0) return false;
+  const parts = text.slice(start).split(';');
+  for (let i = 1; i < parts.length; i++) {
+    const part = parts[i] as string;
+    if (DIGIT.test(part) && !TEL_PARAMETER.test(part)) return true;
+  }
+  return false;
+}

@@ -81,8 +81,8 @@ describe('cleanWrittenForm', () => {
 });
 
 describe('rules revision', () => {
-  it('is 2: tabs, Unicode spaces and interno move inputs from invalid to valid', () => {
-    expect(NUMBERING_RULES).toMatch(/^dnc-numbering\/2 libphonenumber-js@\d+\.\d+\.\d+$/);
+  it('is 3: tabs, Unicode spaces and interno move inputs from invalid to valid (2), a second number after `;` is unparseable (3)', () => {
+    expect(NUMBERING_RULES).toMatch(/^dnc-numbering\/3 libphonenumber-js@\d+\.\d+\.\d+$/);
   });
 });
 
