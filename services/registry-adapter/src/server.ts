@@ -240,7 +240,6 @@ async function openRegistry(
     store,
     logger,
     config.DNC_SNAPSHOT_POLL_MS,
-    undefined,
     config.DNC_SNAPSHOT_MAX_BEHIND_MS,
   );
   await watcher.start();

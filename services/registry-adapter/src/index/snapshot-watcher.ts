@@ -33,7 +33,6 @@ export class SnapshotWatcher {
     private readonly store: RegistryStore,
     private readonly logger: Logger,
     private readonly pollMs: number,
-    private readonly onSwap: (index: RegistryIndex) => void = () => {},
     private readonly maxBehindMs = Number.POSITIVE_INFINITY,
   ) {}
 
@@ -121,7 +120,6 @@ export class SnapshotWatcher {
     this.failures = 0;
     this.refusedId = undefined;
     this.behindSince = undefined;
-    this.onSwap(next);
     this.logger.info(
       { snapshot_id: next.snapshotId, registry_size: next.size, ms: Date.now() - started },
       'registry snapshot swapped in',
