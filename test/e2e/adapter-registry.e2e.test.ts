@@ -144,6 +144,46 @@ describe('registry adapters as processes: dnc-admin, discovery, restarts, confor
     )) as Record<string, unknown>;
     expect(removed['registry_size']).toBe(2);
     expect(removed['snapshot_time']).toBe(published);
+    expect(removed['already_applied']).toBe(false);
+    // The removal run again (its answer lost): answered as the load it repeats, nothing committed.
+    const removeAgain = ['--mode', 'remove', '--file', '-', '--as-of', published, '--address', mxAdmin()];
+    const retried = (await stack.admin(
+      ['registry', 'load', '--country', 'mx', ...removeAgain],
+      '(55) 1234-5678\n',
+    )) as Record<string, unknown>;
+    expect(retried).toMatchObject({ already_applied: true, snapshot_id: removed['snapshot_id'] });
+    // After another delta, the same removal is refused: it would undo it. --allow-repeat when it is meant.
+    await stack.admin(
+      ['registry', 'load', '--country', 'mx', '--mode', 'add', '--file', '-', '--address', mxAdmin()],
+      '+52 55 1234 5678\n',
+    );
+    await expect(
+      stack.admin(['registry', 'load', '--country', 'mx', ...removeAgain], '(55) 1234-5678\n'),
+    ).rejects.toThrow(/applied before, as snapshot .*--allow-repeat.*unchanged/);
+    expect((await registryStatus())['registry_size']).toBe(3);
+    // An older copy of the whole registry is refused unless --allow-older.
+    await expect(
+      stack.admin(
+        [
+          'registry',
+          'load',
+          '--country',
+          'mx',
+          '--file',
+          '-',
+          '--as-of',
+          '2026-01-01T00:00:00Z',
+          '--address',
+          mxAdmin(),
+        ],
+        '+52 55 1234 5678\n',
+      ),
+    ).rejects.toThrow(/before the registry it applies to.*--allow-older.*unchanged/);
+    const repeated = (await stack.admin(
+      ['registry', 'load', '--country', 'mx', ...removeAgain, '--allow-repeat'],
+      '(55) 1234-5678\n',
+    )) as Record<string, unknown>;
+    expect(repeated).toMatchObject({ already_applied: false, registry_size: 2 });
     // A time without its zone would be read in the operator's local zone: a usage error, nothing sent.
     await expect(
       stack.admin(

@@ -164,8 +164,11 @@ export class AdapterConnection {
     return this.unary(M.setDrill, request, 10_000, this.admin);
   }
 
-  /** Client-streaming Load: header, then chunks of lines. */
-  load(country, mode, lines) {
+  /**
+   * Client-streaming Load: header, then chunks of lines. `allowRepeat`: the suite adds and removes the
+   * same fixture on every run, a delta the adapter otherwise refuses as repeated after others.
+   */
+  load(country, mode, lines, allowRepeat = false) {
     return new Promise((resolve, reject) => {
       const call = this.admin.makeClientStreamRequest(
         M.load.path,
@@ -175,7 +178,7 @@ export class AdapterConnection {
         { deadline: Date.now() + 60_000 },
         (error, response) => (error ? reject(error) : resolve(response)),
       );
-      call.write({ part: { case: 'header', value: { country, mode } } });
+      call.write({ part: { case: 'header', value: { country, mode, allowRepeat } } });
       for (let i = 0; i < lines.length; i += 10_000) {
         call.write({ part: { case: 'chunk', value: { lines: lines.slice(i, i + 10_000) } } });
       }

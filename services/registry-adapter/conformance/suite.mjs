@@ -73,7 +73,7 @@ const TESTS = [
     title: 'admin Load adds the fixture',
     when: ({ options }) => Boolean(options.loadFixture),
     run: async ({ conn, country, registered }) => {
-      const r = await conn.load(country, registryv1.LoadMode.ADD, registered);
+      const r = await conn.load(country, registryv1.LoadMode.ADD, registered, true);
       assert(Number(r.rejected) === 0, `${r.rejected} fixture lines rejected`);
       // Replicas pick a new snapshot up within seconds; wait until this one serves it.
       for (let i = 0; i < 50; i++) {
@@ -299,7 +299,7 @@ const TESTS = [
     title: 'admin Load removes the fixture again',
     when: ({ options }) => Boolean(options.loadFixture),
     run: async ({ conn, country, registered }) => {
-      const r = await conn.load(country, registryv1.LoadMode.REMOVE, registered);
+      const r = await conn.load(country, registryv1.LoadMode.REMOVE, registered, true);
       return `snapshot ${r.snapshotId}`;
     },
   },

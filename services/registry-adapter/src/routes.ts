@@ -207,6 +207,8 @@ async function loadSnapshot(deps: AdapterDeps, requests: AsyncIterable<registryv
     const result = await loadRegistry(store, deps.normalizer, mode, chunks(), undefined, {
       maxRejected: Number(header.maxRejected),
       allowShrink: header.allowShrink,
+      allowOlder: header.allowOlder,
+      allowRepeat: header.allowRepeat,
       ...(asOf ? { asOf } : {}),
     });
     deps.logger.info(
@@ -218,7 +220,9 @@ async function loadSnapshot(deps: AdapterDeps, requests: AsyncIterable<registryv
         rejected: result.rejected,
         ms: Date.now() - started,
       },
-      'registry snapshot committed',
+      result.alreadyApplied
+        ? 'registry delta already applied; nothing committed'
+        : 'registry snapshot committed',
     );
     await deps.onSnapshotCommitted?.().catch((error) => {
       deps.logger.warn({ err: error }, 'swap after load failed; the poll retries');
@@ -230,6 +234,7 @@ async function loadSnapshot(deps: AdapterDeps, requests: AsyncIterable<registryv
       rejected: BigInt(result.rejected),
       registrySize: BigInt(result.snapshot.size),
       snapshotTime: timestampFromDate(result.snapshot.time),
+      alreadyApplied: result.alreadyApplied,
     };
   } catch (error) {
     if (error instanceof LoadRefused) {

@@ -35,17 +35,22 @@ describe.each(['mx', 'ar', 'co'])('conformance kit against the %s adapter', (cou
 
   it('passes every contract test (fixture loaded and removed through the admin Load, with drills)', async () => {
     const registered: string[] = readFixture(new URL(`${country}.txt`, FIXTURES));
-    const results: Result[] = await runConformance({
-      address: adapter.address,
-      country,
-      registered,
-      drills: true,
-      loadFixture: true,
-      adminAddress: adapter.adminAddress,
-      tls: conformanceTls(),
-    });
+    const run = (): Promise<Result[]> =>
+      runConformance({
+        address: adapter.address,
+        country,
+        registered,
+        drills: true,
+        loadFixture: true,
+        adminAddress: adapter.adminAddress,
+        tls: conformanceTls(),
+      });
+    const results = await run();
     expect(results.filter((r) => !r.ok)).toEqual([]);
     expect(results.length).toBeGreaterThanOrEqual(13);
+    // A second run against the same adapter loads the same fixture again: a delta the adapter refuses as
+    // repeated after others unless the kit says the repeat is meant.
+    expect((await run()).filter((r) => !r.ok)).toEqual([]);
     // This adapter reads phone_list: the optional test ran in full (no note that it was left out).
     const phoneList = results.find((r) => r.title.startsWith('phone_list'));
     expect(phoneList).toMatchObject({ ok: true });

@@ -26,13 +26,18 @@ describe('a snapshot is as old as the registry consultation it comes from (mx, 3
     await env.drop();
   });
 
-  const load = (mode: registryv1.LoadMode, lines: string[], asOf?: Date) => {
+  const load = (
+    mode: registryv1.LoadMode,
+    lines: string[],
+    asOf?: Date,
+    allow: { allowOlder?: boolean; allowRepeat?: boolean } = {},
+  ) => {
     const { admin } = adapterClients(adapter.address);
     async function* requests() {
       yield {
         part: {
           case: 'header' as const,
-          value: { country: 'mx', mode, ...(asOf ? { asOf: timestampFromDate(asOf) } : {}) },
+          value: { country: 'mx', mode, ...allow, ...(asOf ? { asOf: timestampFromDate(asOf) } : {}) },
         },
       };
       yield { part: { case: 'chunk' as const, value: { lines } } };
@@ -51,7 +56,7 @@ describe('a snapshot is as old as the registry consultation it comes from (mx, 3
     const now = await load(LoadMode.REPLACE, ['+52 55 1234 5678']);
     expect(Math.abs(timeOf(now).getTime() - Date.now())).toBeLessThan(60_000);
     const tenDays = new Date(Date.now() - 10 * DAY);
-    const older = await load(LoadMode.REPLACE, ['+52 55 1234 5678'], tenDays);
+    const older = await load(LoadMode.REPLACE, ['+52 55 1234 5678'], tenDays, { allowOlder: true });
     expect(timeOf(older).getTime()).toBe(tenDays.getTime());
     await swappedTo(older.snapshotId);
     const answer = await check();
@@ -73,7 +78,9 @@ describe('a snapshot is as old as the registry consultation it comes from (mx, 3
   // Found by a review (2026-12-03): a delta dated before the copy it applied to (a retried or replayed
   // older delta) was applied: a number added since was removed again (answered safe) and the copy dated back.
   it('a delta dated before the current snapshot is refused; the registry is unchanged', async () => {
-    const current = await load(LoadMode.REPLACE, ['+52 55 1234 5678'], new Date(Date.now() - 2 * DAY));
+    const current = await load(LoadMode.REPLACE, ['+52 55 1234 5678'], new Date(Date.now() - 2 * DAY), {
+      allowOlder: true,
+    });
     const added = await load(LoadMode.ADD, ['+52 33 3123 4567'], new Date(Date.now() - DAY));
     const late = new Date(Date.now() - 3 * DAY);
     for (const mode of [LoadMode.REMOVE, LoadMode.ADD]) {
@@ -89,8 +96,82 @@ describe('a snapshot is as old as the registry consultation it comes from (mx, 3
     expect(current.snapshotId).not.toBe(added.snapshotId);
   });
 
+  const refusal = (loading: Promise<unknown>) =>
+    loading.then(
+      () => undefined,
+      (e: unknown) => ConnectError.from(e),
+    );
+  const prohibited = async (snapshotId: string, phone: string) => {
+    await swappedTo(snapshotId);
+    const answer = await adapterClients(adapter.address).adapter.check({ country: 'mx', phones: [phone] });
+    return answer.outcomes[0] === Outcome.PROHIBITED;
+  };
+
+  // Found by a review (2026-12-03): a replace dated before the current copy (last month's file loaded
+  // again by mistake, a retried load) was accepted: every number registered since was answered safe and
+  // the copy dated back.
+  it('a replace dated before the current snapshot is refused unless allow_older; the registry is unchanged', async () => {
+    const lastMonth = ['+52 55 1234 5678'];
+    const current = await load(
+      LoadMode.REPLACE,
+      [...lastMonth, '+52 33 3123 4567'],
+      new Date(Date.now() - DAY),
+    );
+    const error = await refusal(load(LoadMode.REPLACE, lastMonth, new Date(Date.now() - 20 * DAY)));
+    expect(error?.code).toBe(Code.FailedPrecondition);
+    expect(error?.rawMessage).toMatch(
+      /before the registry it applies to.*registered since.*--allow-older.*unchanged/,
+    );
+    expect((await adapterClients(adapter.address).admin.getRegistryStatus({})).snapshotId).toBe(
+      current.snapshotId,
+    );
+    expect(await prohibited(current.snapshotId, '+52 33 3123 4567')).toBe(true);
+    // As old as the current one: the same consultation loaded again (another release's rules).
+    const same = await load(LoadMode.REPLACE, [...lastMonth, '+52 33 3123 4567'], timeOf(current));
+    expect(same.snapshotId).not.toBe(current.snapshotId);
+    const back = await load(LoadMode.REPLACE, lastMonth, new Date(Date.now() - 20 * DAY), {
+      allowOlder: true,
+    });
+    expect(await prohibited(back.snapshotId, '+52 33 3123 4567')).toBe(false);
+  });
+
+  // Found by a review (2026-12-03): a delta has no order of its own without an as_of, so a retried one was
+  // applied again after later ones: add X, remove X, add X, then the removal retried answered X safe.
+  it('a delta loaded again after others is refused unless allow_repeat; right after itself it is already applied', async () => {
+    const x = '+52 81 8123 4567';
+    await load(LoadMode.REPLACE, ['+52 55 1234 5678'], new Date(Date.now() - 2 * DAY), { allowOlder: true });
+    await load(LoadMode.ADD, [x]);
+    const removed = await load(LoadMode.REMOVE, [x]);
+    const retried = await load(LoadMode.REMOVE, [x]);
+    expect(retried.alreadyApplied).toBe(true);
+    expect(retried.snapshotId).toBe(removed.snapshotId);
+    // The same add again is a repeat too; one with another number besides is another delta.
+    expect((await refusal(load(LoadMode.ADD, [x])))?.code).toBe(Code.FailedPrecondition);
+    const added = await load(LoadMode.ADD, [x, '+52 55 2222 3333']);
+    expect(added.alreadyApplied).toBe(false);
+    const error = await refusal(load(LoadMode.REMOVE, [x]));
+    expect(error?.code).toBe(Code.FailedPrecondition);
+    expect(error?.rawMessage).toMatch(
+      new RegExp(`applied before, as snapshot ${removed.snapshotId}.*--allow-repeat.*unchanged`),
+    );
+    expect(await prohibited(added.snapshotId, x)).toBe(true);
+    // Dated: the same numbers published on another day are another delta; the same day's, a repeat.
+    const published = new Date(Date.now() - DAY);
+    const dated = await load(LoadMode.REMOVE, [x], published);
+    await load(LoadMode.ADD, [x], undefined, { allowRepeat: true });
+    expect((await refusal(load(LoadMode.REMOVE, [x], published)))?.code).toBe(Code.FailedPrecondition);
+    const again = await load(LoadMode.REMOVE, [x], published, { allowRepeat: true });
+    expect(again.snapshotId).not.toBe(dated.snapshotId);
+    expect(await prohibited(again.snapshotId, x)).toBe(false);
+    // A replace starts the count again: the same delta after it is new.
+    await load(LoadMode.REPLACE, ['+52 55 1234 5678']);
+    expect((await load(LoadMode.REMOVE, [x])).alreadyApplied).toBe(false);
+  });
+
   it('a copy past its maximum age stays unserved after a delta of one’s own; a fresh replace serves it again', async () => {
-    const stale = await load(LoadMode.REPLACE, ['+52 55 1234 5678'], new Date(Date.now() - 40 * DAY));
+    const stale = await load(LoadMode.REPLACE, ['+52 55 1234 5678'], new Date(Date.now() - 40 * DAY), {
+      allowOlder: true,
+    });
     await swappedTo(stale.snapshotId);
     const refused = async () => {
       const err = await check().catch((e) => e);

@@ -85,7 +85,7 @@ const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2
 export const registryLoadCommand: Command = {
   name: 'registry load',
   usage:
-    'registry load --country CC --file F|- [--mode replace|add|remove] [--max-rejected N] [--allow-shrink] [--as-of ISO-TIME] [--address HOST:PORT]',
+    'registry load --country CC --file F|- [--mode replace|add|remove] [--max-rejected N] [--allow-shrink] [--as-of ISO-TIME] [--allow-older] [--allow-repeat] [--address HOST:PORT]',
   options: {
     country: { type: 'string' },
     file: { type: 'string' },
@@ -93,6 +93,8 @@ export const registryLoadCommand: Command = {
     'max-rejected': { type: 'string' },
     'allow-shrink': { type: 'boolean' },
     'as-of': { type: 'string' },
+    'allow-older': { type: 'boolean' },
+    'allow-repeat': { type: 'boolean' },
     address: { type: 'string' },
   },
   async run(flags, env) {
@@ -135,12 +137,15 @@ export const registryLoadCommand: Command = {
     let nextProgress = PROGRESS_EVERY;
     const started = Date.now();
     async function* requests(): AsyncGenerator<registryv1.LoadRequest | object> {
-      const allowShrink = flags['allow-shrink'] === true;
       const header = {
         country,
         mode,
         maxRejected,
-        allowShrink,
+        allowShrink: flags['allow-shrink'] === true,
+        // A replace dated before the current copy, a delta loaded before and followed by others: refused
+        // (a number registered since answered safe) unless meant.
+        allowOlder: flags['allow-older'] === true,
+        allowRepeat: flags['allow-repeat'] === true,
         ...(asOf !== undefined ? { asOf: timestampFromDate(new Date(asOf)) } : {}),
       };
       yield { part: { case: 'header', value: header } };
@@ -169,6 +174,8 @@ export const registryLoadCommand: Command = {
       accepted: Number(res.accepted),
       rejected: Number(res.rejected),
       registry_size: Number(res.registrySize),
+      // The delta the current snapshot was made from, loaded again (a retry): nothing was committed.
+      already_applied: res.alreadyApplied,
       seconds: Math.round((Date.now() - started) / 100) / 10,
     };
   },

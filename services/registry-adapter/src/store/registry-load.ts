@@ -1,7 +1,7 @@
 import { isPhoneWithinLimit } from '@dnc/api-contract/limits';
 import { difference, KeyBuffer, sortDistinct, union } from '../key-set.js';
 import { isRegistryKey, type Normalizer } from '../validation.js';
-import type { RegistryStore, SnapshotInfo } from './registry-store.js';
+import { deltaDigest, type RegistryStore, type SnapshotInfo } from './registry-store.js';
 
 export type LoadMode = 'replace' | 'add' | 'remove' | 'seed';
 
@@ -10,13 +10,15 @@ export interface LoadResult {
   linesRead: number;
   accepted: number;
   rejected: number;
+  /** The load was the delta the current snapshot was made from, again: nothing committed. */
+  alreadyApplied: boolean;
 }
 
 /** A load that must not be applied; the registry is unchanged. */
 export class LoadRefused extends Error {
   constructor(
     message: string,
-    readonly kind: 'busy' | 'empty' | 'no_base' | 'older' | 'rejected' | 'rules' | 'shrink',
+    readonly kind: 'busy' | 'empty' | 'no_base' | 'older' | 'rejected' | 'repeat' | 'rules' | 'shrink',
   ) {
     super(message);
     this.name = 'LoadRefused';
@@ -64,6 +66,24 @@ function otherRules(base: SnapshotInfo, store: RegistryStore): LoadRefused {
 }
 
 /**
+ * The refusal of a load dated before the copy it would replace or change. Found by reviews (2026-12-03,
+ * 2026-12-04): a retried or replayed older delta undid what later deltas did (a number added since
+ * removed again: safe), and an older replace (a re-run of last month's load) dropped every number
+ * registered since; both dated the copy back.
+ */
+function olderThanBase(mode: LoadMode, asOf: Date, base: SnapshotInfo): LoadRefused {
+  const dated = `dated ${asOf.toISOString()}, before the registry it applies to (${base.time.toISOString()})`;
+  return new LoadRefused(
+    mode === 'replace'
+      ? `the file is ${dated}: it would drop every number registered since. If going back to that ` +
+          'consultation is meant, load it with allow_older (dnc-admin registry load --allow-older). ' +
+          'The registry is unchanged.'
+      : `the delta is ${dated}: deltas are applied in order. The registry is unchanged.`,
+    'older',
+  );
+}
+
+/**
  * Load a registry file (an async sequence of chunks of lines) into a new snapshot. Every line goes
  * through the SAME normalizer as Check, so every written form of a listed line is found later. Lines it
  * rejects are counted; a replace or add with more than `maxRejected` of them is refused (a removal never:
@@ -76,6 +96,11 @@ function otherRules(base: SnapshotInfo, store: RegistryStore): LoadRefused {
  *   the current one's time unless `asOf` says when the registry published the delta.
  * A load whose result is an empty registry is refused: it would answer `safe` for everyone. The snapshot is
  * stamped with the store's numbering rules; an add or remove on a snapshot of other rules is refused.
+ *
+ * Order: a load dated (`asOf`) before the current snapshot is refused (a replace unless `allowOlder`). A
+ * delta is known by its mode, as_of and numbers (`deltaDigest`): the delta the current snapshot was made
+ * from, loaded again, is answered as already applied; a delta loaded since the last replace and followed by
+ * others is refused unless `allowRepeat` (a retried "remove X" after "add X" would answer X safe).
  */
 export async function loadRegistry(
   store: RegistryStore,
@@ -83,7 +108,13 @@ export async function loadRegistry(
   mode: LoadMode,
   chunks: AsyncIterable<readonly string[]>,
   onProgress?: (linesRead: number) => void,
-  guards: { maxRejected: number; allowShrink: boolean; asOf?: Date } = {
+  guards: {
+    maxRejected: number;
+    allowShrink: boolean;
+    asOf?: Date;
+    allowOlder?: boolean;
+    allowRepeat?: boolean;
+  } = {
     maxRejected: Number.POSITIVE_INFINITY,
     allowShrink: true,
   },
@@ -94,9 +125,12 @@ export async function loadRegistry(
     // A seed only ever creates the first snapshot (another replica may have seeded already), or replaces
     // one built with other numbering rules, which no replica of this release serves.
     if (mode === 'seed' && base && store.isOwn(base))
-      return { snapshot: base, linesRead: 0, accepted: 0, rejected: 0 };
+      return { snapshot: base, linesRead: 0, accepted: 0, rejected: 0, alreadyApplied: false };
+    const delta = mode === 'add' || mode === 'remove';
     // A delta on keys built by other rules would mix two readings of the same numbers in one snapshot.
-    if ((mode === 'add' || mode === 'remove') && base && !store.isOwn(base)) throw otherRules(base, store);
+    if (delta && base && !store.isOwn(base)) throw otherRules(base, store);
+    const older = base && guards.asOf && guards.asOf < base.time;
+    if (older && (delta || !guards.allowOlder)) throw olderThanBase(mode, guards.asOf!, base);
     const buffer = new KeyBuffer();
     let linesRead = 0;
     let rejected = 0;
@@ -121,6 +155,20 @@ export async function loadRegistry(
       throw rejectedLines(rejected, firstRejected, maxRejected);
     const accepted = linesRead - rejected;
     const fileKeys = buffer.takeSortedDistinct();
+    const digest = delta ? deltaDigest(mode, guards.asOf, fileKeys) : null;
+    if (base && digest) {
+      const loaded = await store.findDelta(client, base, digest);
+      if (loaded === base.id) return { snapshot: base, linesRead, accepted, rejected, alreadyApplied: true };
+      if (loaded && !guards.allowRepeat) {
+        throw new LoadRefused(
+          `this delta (the same mode, numbers and as_of) was applied before, as snapshot ${loaded}, and ` +
+            'other loads came after it: applied again it would undo them (a number added since removed ' +
+            'again). If the registry published the same delta again, load it with allow_repeat ' +
+            '(dnc-admin registry load --allow-repeat). The registry is unchanged.',
+          'repeat',
+        );
+      }
+    }
     let keys: Float64Array;
     if (mode === 'replace' || mode === 'seed') {
       keys = fileKeys;
@@ -156,22 +204,12 @@ export async function loadRegistry(
         'shrink',
       );
     }
-    // A delta dated before the copy it applies to is out of order (a retried or replayed older delta):
-    // applied, it would undo what later deltas did (a number added since removed again: safe) and date
-    // the copy back. Found by a review (2026-12-03).
-    if ((mode === 'add' || mode === 'remove') && base && guards.asOf && guards.asOf < base.time) {
-      throw new LoadRefused(
-        `the delta is dated ${guards.asOf.toISOString()}, before the registry it applies to ` +
-          `(${base.time.toISOString()}): deltas are applied in order. The registry is unchanged.`,
-        'older',
-      );
-    }
     // A delta without its own as_of keeps its base's: it does not make the rest of the copy fresher.
-    const asOf = guards.asOf ?? (mode === 'add' || mode === 'remove' ? (base?.time ?? null) : null);
-    const stats = { mode, linesRead, accepted, rejected, asOf };
+    const asOf = guards.asOf ?? (delta ? (base?.time ?? null) : null);
+    const stats = { mode, linesRead, accepted, rejected, asOf, deltaDigest: digest };
     const snapshot = await store.commitSnapshot(client, keys, stats, base);
     await store.dropOldSnapshots(client, snapshot.id).catch(() => 0);
-    return { snapshot, linesRead, accepted, rejected };
+    return { snapshot, linesRead, accepted, rejected, alreadyApplied: false };
   });
   if (!result)
     throw new LoadRefused('another load of this registry is running; try again when it ends', 'busy');

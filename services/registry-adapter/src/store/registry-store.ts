@@ -23,6 +23,19 @@ export interface SnapshotStats {
   rejected: number;
   /** When the registry was consulted for it; null: now (its commit). */
   asOf: Date | null;
+  /** Which delta it was made from (`deltaDigest`); null for a replace or seed. */
+  deltaDigest: string | null;
+}
+
+/**
+ * A delta's identity: its mode, its as_of and its numbers (sorted, distinct). The same registry
+ * publication loaded twice has the same digest; a retried load is one.
+ */
+export function deltaDigest(mode: 'add' | 'remove', asOf: Date | undefined, keys: Float64Array): string {
+  return createHash('sha256')
+    .update(`${mode}\n${asOf?.toISOString() ?? ''}\n`)
+    .update(new Uint8Array(keys.buffer, keys.byteOffset, keys.byteLength))
+    .digest('hex');
 }
 
 /** Old snapshot tables kept besides the current one, so a replica still reading one is not cut off. */
@@ -147,6 +160,25 @@ export class RegistryStore {
   }
 
   /**
+   * The latest snapshot made from the delta `digest` since the last replace (or seed) `current` stands
+   * on, walking `current`'s chain of deltas back: undefined when that delta was not loaded since.
+   */
+  async findDelta(client: PoolClient, current: SnapshotInfo, digest: string): Promise<string | undefined> {
+    const { rows } = await client.query<{ id: string }>(
+      `WITH RECURSIVE chain AS (
+         SELECT id, based_on, mode, delta_digest FROM ${this.t('snapshots')} WHERE id = $1
+         UNION ALL
+         SELECT s.id, s.based_on, s.mode, s.delta_digest
+           FROM ${this.t('snapshots')} s JOIN chain c ON s.id = c.based_on
+          WHERE c.mode IN ('add', 'remove')
+       )
+       SELECT id::text AS id FROM chain WHERE delta_digest = $2 ORDER BY id DESC LIMIT 1`,
+      [current.id, digest],
+    );
+    return rows[0]?.id;
+  }
+
+  /**
    * Run `work` holding this country's load lock on a dedicated connection; undefined when another
    * load holds it (the caller reports "busy" instead of queueing a second 10,000,000-line load).
    */
@@ -198,8 +230,9 @@ export class RegistryStore {
       );
       const inserted = await client.query<{ created_at: Date }>(
         `INSERT INTO ${this.t('snapshots')}
-           (id, mode, size, lines_read, accepted, rejected, based_on, table_name, numbering_rules, as_of)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING COALESCE(as_of, created_at) AS created_at`,
+           (id, mode, size, lines_read, accepted, rejected, based_on, table_name, numbering_rules, as_of,
+            delta_digest)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING COALESCE(as_of, created_at) AS created_at`,
         [
           id,
           stats.mode,
@@ -211,6 +244,7 @@ export class RegistryStore {
           table,
           this.rules,
           stats.asOf,
+          stats.deltaDigest,
         ],
       );
       await client.query(
