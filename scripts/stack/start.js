@@ -79,6 +79,8 @@ async function seed(stack) {
       path.join(root, 'scripts/stack/sample-registry', `${country}.txt`),
       '--mode',
       'replace',
+      // The sample registry is loaded again at every start, whatever was loaded in between.
+      '--allow-older',
     ]);
   }
   return { orgId: org.org_id, apiKey: key.api_key, owner: await demoOwner(stack, org.org_id) };

@@ -159,7 +159,7 @@ describe('registry adapters as processes: dnc-admin, discovery, restarts, confor
     );
     await expect(
       stack.admin(['registry', 'load', '--country', 'mx', ...removeAgain], '(55) 1234-5678\n'),
-    ).rejects.toThrow(/applied before, as snapshot .*--allow-repeat.*unchanged/);
+    ).rejects.toThrow(/loaded before, as snapshot .*--allow-repeat.*unchanged/);
     expect((await registryStatus())['registry_size']).toBe(3);
     // An older copy of the whole registry is refused unless --allow-older.
     await expect(

@@ -57,6 +57,9 @@ export async function loadRegistry(
     file,
     '--mode',
     mode,
+    // A fixture: the registry is these lines now, whatever was loaded before (the same lines loaded
+    // before and followed by other loads are otherwise refused as an older copy).
+    ...(mode === 'replace' ? ['--allow-older'] : []),
   ]);
   await waitCountryServing(stack, country);
   return result;

@@ -64,38 +64,9 @@ describe('a snapshot is as old as the registry consultation it comes from (mx, 3
     expect(timestampDate(answer.snapshotTime!).getTime()).toBe(tenDays.getTime());
   });
 
-  it('an add or remove keeps its base’s time, or takes the one it gives', async () => {
-    const base = timeOf(await adapterClients(adapter.address).admin.getRegistryStatus({}));
-    const added = await load(LoadMode.ADD, ['+52 33 3123 4567']);
-    expect(timeOf(added).getTime()).toBe(base.getTime());
-    const removed = await load(LoadMode.REMOVE, ['+52 33 3123 4567']);
-    expect(timeOf(removed).getTime()).toBe(base.getTime());
-    const published = new Date(Date.now() - 2 * DAY);
-    const delta = await load(LoadMode.ADD, ['+52 33 3123 4567'], published);
-    expect(timeOf(delta).getTime()).toBe(published.getTime());
-  });
-
-  // Found by a review (2026-12-03): a delta dated before the copy it applied to (a retried or replayed
-  // older delta) was applied: a number added since was removed again (answered safe) and the copy dated back.
-  it('a delta dated before the current snapshot is refused; the registry is unchanged', async () => {
-    const current = await load(LoadMode.REPLACE, ['+52 55 1234 5678'], new Date(Date.now() - 2 * DAY), {
-      allowOlder: true,
-    });
-    const added = await load(LoadMode.ADD, ['+52 33 3123 4567'], new Date(Date.now() - DAY));
-    const late = new Date(Date.now() - 3 * DAY);
-    for (const mode of [LoadMode.REMOVE, LoadMode.ADD]) {
-      const error = await load(mode, ['+52 33 3123 4567'], late).then(
-        () => undefined,
-        (e: unknown) => ConnectError.from(e),
-      );
-      expect(error?.code).toBe(Code.FailedPrecondition);
-      expect(error?.rawMessage).toMatch(/before the registry it applies to.*in order.*unchanged/);
-    }
-    const status = await adapterClients(adapter.address).admin.getRegistryStatus({});
-    expect(status.snapshotId).toBe(added.snapshotId);
-    expect(current.snapshotId).not.toBe(added.snapshotId);
-  });
-
+  /** A number of its own for each delta of a test: loads are known by their numbers. */
+  let numbered = 0;
+  const fresh = () => `+52 55 40${String(++numbered).padStart(6, '0')}`;
   const refusal = (loading: Promise<unknown>) =>
     loading.then(
       () => undefined,
@@ -106,66 +77,112 @@ describe('a snapshot is as old as the registry consultation it comes from (mx, 3
     const answer = await adapterClients(adapter.address).adapter.check({ country: 'mx', phones: [phone] });
     return answer.outcomes[0] === Outcome.PROHIBITED;
   };
+  const current = async () => (await adapterClients(adapter.address).admin.getRegistryStatus({})).snapshotId;
 
-  // Found by a review (2026-12-03): a replace dated before the current copy (last month's file loaded
-  // again by mistake, a retried load) was accepted: every number registered since was answered safe and
-  // the copy dated back.
-  it('a replace dated before the current snapshot is refused unless allow_older; the registry is unchanged', async () => {
-    const lastMonth = ['+52 55 1234 5678'];
-    const current = await load(
-      LoadMode.REPLACE,
-      [...lastMonth, '+52 33 3123 4567'],
-      new Date(Date.now() - DAY),
-    );
-    const error = await refusal(load(LoadMode.REPLACE, lastMonth, new Date(Date.now() - 20 * DAY)));
-    expect(error?.code).toBe(Code.FailedPrecondition);
-    expect(error?.rawMessage).toMatch(
+  it('an add or remove keeps its base’s time, or takes the one it gives', async () => {
+    const y = fresh();
+    const base = timeOf(await adapterClients(adapter.address).admin.getRegistryStatus({}));
+    const added = await load(LoadMode.ADD, [y]);
+    expect(timeOf(added).getTime()).toBe(base.getTime());
+    const removed = await load(LoadMode.REMOVE, [y]);
+    expect(timeOf(removed).getTime()).toBe(base.getTime());
+    const published = new Date(Date.now() - 2 * DAY);
+    const delta = await load(LoadMode.ADD, [fresh()], published);
+    expect(timeOf(delta).getTime()).toBe(published.getTime());
+  });
+
+  // Found by a review (2026-12-03): a delta dated before the copy it applied to (a retried or replayed
+  // older delta) was applied: a number added since was removed again (answered safe) and the copy dated back.
+  it('a delta dated before the current snapshot is refused unless allow_older; so applied, it keeps the copy’s time', async () => {
+    const y = fresh();
+    await load(LoadMode.REPLACE, ['+52 55 1234 5678'], new Date(Date.now() - 2 * DAY), { allowOlder: true });
+    const added = await load(LoadMode.ADD, [y], new Date(Date.now() - DAY));
+    const late = new Date(Date.now() - 3 * DAY);
+    for (const mode of [LoadMode.REMOVE, LoadMode.ADD]) {
+      const error = await refusal(load(mode, [fresh()], late));
+      expect(error?.code).toBe(Code.FailedPrecondition);
+      expect(error?.rawMessage).toMatch(
+        /before the registry it applies to.*in order.*--allow-older.*unchanged/,
+      );
+    }
+    expect(await current()).toBe(added.snapshotId);
+    const meant = await load(LoadMode.ADD, [fresh()], late, { allowOlder: true });
+    expect(timeOf(meant).getTime()).toBe(timeOf(added).getTime());
+  });
+
+  // Found by reviews (2026-12-03, 2026-12-04): a replace dated before the current copy (last month's file
+  // loaded again by mistake, a retried load) was accepted: every number registered since was answered
+  // safe and the copy dated back; and without --as-of the re-run was dated now.
+  it('a replace dated before the current snapshot, or loaded before and followed by others, is refused unless allow_older', async () => {
+    const z = fresh();
+    const lastMonth = ['+52 55 1234 5678', fresh()];
+    await load(LoadMode.REPLACE, lastMonth, undefined, { allowOlder: true });
+    const now = await load(LoadMode.REPLACE, [...lastMonth, z], new Date(Date.now() - DAY), {
+      allowOlder: true,
+    });
+    const older = await refusal(load(LoadMode.REPLACE, lastMonth, new Date(Date.now() - 20 * DAY)));
+    expect(older?.code).toBe(Code.FailedPrecondition);
+    expect(older?.rawMessage).toMatch(
       /before the registry it applies to.*registered since.*--allow-older.*unchanged/,
     );
-    expect((await adapterClients(adapter.address).admin.getRegistryStatus({})).snapshotId).toBe(
-      current.snapshotId,
+    // Last month's file run again without --as-of: the same file, loaded before.
+    const rerun = await refusal(load(LoadMode.REPLACE, lastMonth));
+    expect(rerun?.code).toBe(Code.FailedPrecondition);
+    expect(rerun?.rawMessage).toMatch(
+      /loaded before, as snapshot \d+.*registered since.*--allow-older.*unchanged/,
     );
-    expect(await prohibited(current.snapshotId, '+52 33 3123 4567')).toBe(true);
-    // As old as the current one: the same consultation loaded again (another release's rules).
-    const same = await load(LoadMode.REPLACE, [...lastMonth, '+52 33 3123 4567'], timeOf(current));
-    expect(same.snapshotId).not.toBe(current.snapshotId);
+    expect(await current()).toBe(now.snapshotId);
+    expect(await prohibited(now.snapshotId, z)).toBe(true);
+    // The current load again (its answer lost): already applied. Another file as old as it: not older.
+    const retried = await load(LoadMode.REPLACE, [...lastMonth, z], timeOf(now));
+    expect(retried).toMatchObject({ alreadyApplied: true, snapshotId: now.snapshotId });
+    const sameDay = await load(LoadMode.REPLACE, [...lastMonth, z, fresh()], timeOf(now));
+    expect(sameDay.alreadyApplied).toBe(false);
     const back = await load(LoadMode.REPLACE, lastMonth, new Date(Date.now() - 20 * DAY), {
       allowOlder: true,
     });
-    expect(await prohibited(back.snapshotId, '+52 33 3123 4567')).toBe(false);
+    expect(await prohibited(back.snapshotId, z)).toBe(false);
+    // The registry consulted again and found unchanged: the same file without --as-of renews the copy.
+    const renewed = await load(LoadMode.REPLACE, lastMonth);
+    expect(renewed.alreadyApplied).toBe(false);
+    expect(Math.abs(timeOf(renewed).getTime() - Date.now())).toBeLessThan(60_000);
   });
 
-  // Found by a review (2026-12-03): a delta has no order of its own without an as_of, so a retried one was
-  // applied again after later ones: add X, remove X, add X, then the removal retried answered X safe.
-  it('a delta loaded again after others is refused unless allow_repeat; right after itself it is already applied', async () => {
-    const x = '+52 81 8123 4567';
-    await load(LoadMode.REPLACE, ['+52 55 1234 5678'], new Date(Date.now() - 2 * DAY), { allowOlder: true });
+  // Found by reviews (2026-12-03, 2026-12-04): a delta has no order of its own without an as_of, so a
+  // retried one was applied again after later ones: add X, remove X, add X, then the removal retried
+  // answered X safe; also after a replace in between, or retried with an --as-of the first run had not.
+  it('a delta loaded again after other loads is refused unless allow_repeat; right after itself it is already applied', async () => {
+    await load(LoadMode.REPLACE, ['+52 55 1234 5678'], new Date(Date.now() - 3 * DAY), { allowOlder: true });
+    const hours = (h: number) => new Date(Date.now() - h * 3_600_000);
+    // Dated deltas: the same numbers on other days are other deltas; an older one retried is refused.
+    const v = fresh();
+    await load(LoadMode.ADD, [v], hours(60));
+    await load(LoadMode.REMOVE, [v], hours(48));
+    const readded = await load(LoadMode.ADD, [v], hours(36));
+    expect(readded.alreadyApplied).toBe(false);
+    expect((await refusal(load(LoadMode.REMOVE, [v], hours(48))))?.code).toBe(Code.FailedPrecondition);
+    expect(await prohibited(readded.snapshotId, v)).toBe(true);
+    // Undated deltas: known by their numbers alone.
+    const x = fresh();
     await load(LoadMode.ADD, [x]);
     const removed = await load(LoadMode.REMOVE, [x]);
     const retried = await load(LoadMode.REMOVE, [x]);
-    expect(retried.alreadyApplied).toBe(true);
-    expect(retried.snapshotId).toBe(removed.snapshotId);
-    // The same add again is a repeat too; one with another number besides is another delta.
+    expect(retried).toMatchObject({ alreadyApplied: true, snapshotId: removed.snapshotId });
     expect((await refusal(load(LoadMode.ADD, [x])))?.code).toBe(Code.FailedPrecondition);
-    const added = await load(LoadMode.ADD, [x, '+52 55 2222 3333']);
-    expect(added.alreadyApplied).toBe(false);
+    const added = await load(LoadMode.ADD, [x, fresh()]);
     const error = await refusal(load(LoadMode.REMOVE, [x]));
     expect(error?.code).toBe(Code.FailedPrecondition);
     expect(error?.rawMessage).toMatch(
-      new RegExp(`applied before, as snapshot ${removed.snapshotId}.*--allow-repeat.*unchanged`),
+      new RegExp(`loaded before, as snapshot ${removed.snapshotId},.*undo.*--allow-repeat.*unchanged`),
     );
+    expect((await refusal(load(LoadMode.REMOVE, [x], hours(1))))?.code).toBe(Code.FailedPrecondition);
+    expect(await current()).toBe(added.snapshotId);
     expect(await prohibited(added.snapshotId, x)).toBe(true);
-    // Dated: the same numbers published on another day are another delta; the same day's, a repeat.
-    const published = new Date(Date.now() - DAY);
-    const dated = await load(LoadMode.REMOVE, [x], published);
-    await load(LoadMode.ADD, [x], undefined, { allowRepeat: true });
-    expect((await refusal(load(LoadMode.REMOVE, [x], published)))?.code).toBe(Code.FailedPrecondition);
-    const again = await load(LoadMode.REMOVE, [x], published, { allowRepeat: true });
-    expect(again.snapshotId).not.toBe(dated.snapshotId);
-    expect(await prohibited(again.snapshotId, x)).toBe(false);
-    // A replace starts the count again: the same delta after it is new.
-    await load(LoadMode.REPLACE, ['+52 55 1234 5678']);
-    expect((await load(LoadMode.REMOVE, [x])).alreadyApplied).toBe(false);
+    // A replace in between does not make the old removal new.
+    await load(LoadMode.REPLACE, ['+52 55 1234 5678', x]);
+    expect((await refusal(load(LoadMode.REMOVE, [x])))?.code).toBe(Code.FailedPrecondition);
+    const meant = await load(LoadMode.REMOVE, [x], undefined, { allowRepeat: true });
+    expect(await prohibited(meant.snapshotId, x)).toBe(false);
   });
 
   it('a copy past its maximum age stays unserved after a delta of one’s own; a fresh replace serves it again', async () => {
@@ -180,11 +197,12 @@ describe('a snapshot is as old as the registry consultation it comes from (mx, 3
       expect(readPublicReason(err)?.reason).toBe('country_service_temporarily_unavailable');
     };
     await refused();
-    const added = await load(LoadMode.ADD, ['+52 81 8123 4567']);
+    const y = fresh();
+    const added = await load(LoadMode.ADD, [y]);
     await swappedTo(added.snapshotId);
     await refused();
-    const fresh = await load(LoadMode.REPLACE, ['+52 55 1234 5678', '+52 81 8123 4567']);
-    await swappedTo(fresh.snapshotId);
+    const renewed = await load(LoadMode.REPLACE, ['+52 55 1234 5678', y]);
+    await swappedTo(renewed.snapshotId);
     expect((await check()).outcomes).toEqual([Outcome.PROHIBITED]);
   });
 

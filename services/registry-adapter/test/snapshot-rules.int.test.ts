@@ -53,6 +53,8 @@ describe('registry snapshots carry the numbering rules that built them (mx)', ()
       createNormalizer('mx'),
       'replace',
       linesOf(lines),
+      undefined,
+      { maxRejected: 0, allowShrink: true, allowOlder: true },
     );
   const rulesOf = async (snapshotId: string) =>
     (await pool.query('SELECT numbering_rules FROM registry_mx.snapshots WHERE id = $1', [snapshotId]))
@@ -140,6 +142,36 @@ describe('registry snapshots carry the numbering rules that built them (mx)', ()
     expect(await legacy.service.metrics.metrics()).toMatch(
       /dnc_registry_snapshot_rules_mismatch\{[^}]*country="mx"[^}]*\} 1/,
     );
+  });
+
+  // The rules runbook's procedure after a rollback and a roll forward: the consultation's file, dated as
+  // it, and the deltas since, loaded again under this release. They were loaded under it before the
+  // rollback; a load of other rules in between makes them new (the keys they built are not served).
+  it('after a load of other rules, the files loaded before under these rules are new again', async () => {
+    const own = new RegistryStore(pool, 'mx', NUMBERING_RULES);
+    const normalizer = createNormalizer('mx');
+    const consulted = { maxRejected: 0, allowShrink: false, asOf: new Date(Date.now() - 86_400_000) };
+    const delta = ['+52 81 8123 4567'];
+    await loadRegistry(own, normalizer, 'replace', linesOf(OLD), undefined, {
+      ...consulted,
+      allowOlder: true,
+    });
+    await loadRegistry(own, normalizer, 'add', linesOf(delta), undefined, {
+      maxRejected: 0,
+      allowShrink: false,
+    });
+    await loadAsOtherRelease(NEW);
+    const reloaded = await loadRegistry(own, normalizer, 'replace', linesOf(OLD), undefined, consulted);
+    expect(reloaded.alreadyApplied).toBe(false);
+    const replayed = await loadRegistry(own, normalizer, 'add', linesOf(delta), undefined, {
+      maxRejected: 0,
+      allowShrink: false,
+    });
+    expect(replayed.alreadyApplied).toBe(false);
+    // With no load of other rules in between, the consultation's file again is a repeat (older copy).
+    await expect(
+      loadRegistry(own, normalizer, 'replace', linesOf(OLD), undefined, consulted),
+    ).rejects.toThrow(/loaded before, as snapshot \d+.*--allow-older/);
   });
 
   it('a seed file replaces a snapshot of other rules (development stacks), and only that', async () => {

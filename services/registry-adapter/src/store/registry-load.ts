@@ -1,7 +1,7 @@
 import { isPhoneWithinLimit } from '@dnc/api-contract/limits';
 import { difference, KeyBuffer, sortDistinct, union } from '../key-set.js';
 import { isRegistryKey, type Normalizer } from '../validation.js';
-import { deltaDigest, type RegistryStore, type SnapshotInfo } from './registry-store.js';
+import { loadDigest, type RegistryStore, type SnapshotInfo } from './registry-store.js';
 
 export type LoadMode = 'replace' | 'add' | 'remove' | 'seed';
 
@@ -10,7 +10,7 @@ export interface LoadResult {
   linesRead: number;
   accepted: number;
   rejected: number;
-  /** The load was the delta the current snapshot was made from, again: nothing committed. */
+  /** The load was the one the current snapshot was made from, again: nothing committed. */
   alreadyApplied: boolean;
 }
 
@@ -66,20 +66,69 @@ function otherRules(base: SnapshotInfo, store: RegistryStore): LoadRefused {
 }
 
 /**
- * The refusal of a load dated before the copy it would replace or change. Found by reviews (2026-12-03,
- * 2026-12-04): a retried or replayed older delta undid what later deltas did (a number added since
- * removed again: safe), and an older replace (a re-run of last month's load) dropped every number
- * registered since; both dated the copy back.
+ * The refusals of a load out of order: dated before the copy it applies to, or loaded before and
+ * followed by other loads. Found by reviews (2026-12-03, 2026-12-04): a retried or replayed delta undid
+ * what later ones did (a number added since removed again: safe), and an older replace (last month's file
+ * loaded again) dropped every number registered since; both dated the copy back.
  */
-function olderThanBase(mode: LoadMode, asOf: Date, base: SnapshotInfo): LoadRefused {
-  const dated = `dated ${asOf.toISOString()}, before the registry it applies to (${base.time.toISOString()})`;
-  return new LoadRefused(
+function outOfOrder(mode: LoadMode, kind: 'older' | 'repeat', why: string): LoadRefused {
+  const flag = mode === 'replace' || kind === 'older' ? 'allow_older' : 'allow_repeat';
+  const effect =
     mode === 'replace'
-      ? `the file is ${dated}: it would drop every number registered since. If going back to that ` +
-          'consultation is meant, load it with allow_older (dnc-admin registry load --allow-older). ' +
-          'The registry is unchanged.'
-      : `the delta is ${dated}: deltas are applied in order. The registry is unchanged.`,
-    'older',
+      ? 'loaded, it would drop every number registered since'
+      : 'applied, it would undo what came after it (a number added since removed again); loads are applied in order';
+  return new LoadRefused(
+    `${why}: ${effect}. If it is meant, load it with ${flag} (dnc-admin registry load ` +
+      `--${flag.replace('_', '-')}). The registry is unchanged.`,
+    kind,
+  );
+}
+
+/** Read a file's lines into its keys (sorted, distinct), counting the lines the normalizer rejects. */
+async function readKeys(
+  chunks: AsyncIterable<readonly string[]>,
+  normalizer: Normalizer,
+  onProgress?: (linesRead: number) => void,
+) {
+  const buffer = new KeyBuffer();
+  let linesRead = 0;
+  let rejected = 0;
+  let lineNumber = 0;
+  const firstRejected: number[] = [];
+  let nextProgress = 1_000_000;
+  for await (const chunk of chunks) {
+    for (const line of chunk) {
+      lineNumber++;
+      if (isNoise(line, normalizer)) continue;
+      linesRead++;
+      const key = isPhoneWithinLimit(line) ? normalizer.normalize(line) : 0;
+      if (isRegistryKey(key)) buffer.push(key);
+      else if (++rejected <= REJECTED_NAMED) firstRejected.push(lineNumber);
+    }
+    if (onProgress && linesRead >= nextProgress) {
+      onProgress(linesRead);
+      nextProgress += 1_000_000;
+    }
+  }
+  return { fileKeys: buffer.takeSortedDistinct(), linesRead, rejected, firstRejected };
+}
+
+/**
+ * A replace or a removal that would leave less than half of a large registry is refused unless the
+ * shrink is meant: a file cut short, or the whole registry loaded with mode remove (a delta command reused
+ * for the month's full export, found by a review, 2026-12-03: it left the numbers that had left the
+ * registry, and answered safe for every other one).
+ */
+function refuseShrink(mode: LoadMode, keys: Float64Array, base: SnapshotInfo): void {
+  if (base.size < SHRINK_GUARD_MIN || keys.length * 2 >= base.size) return;
+  const what =
+    mode === 'replace'
+      ? `the file holds ${keys.length} numbers against ${base.size} in the registry: less than half, as a file cut short would`
+      : `the removal would leave ${keys.length} of the registry's ${base.size} numbers: less than half, as a whole registry loaded with mode remove would`;
+  throw new LoadRefused(
+    `${what}. Check the file and the mode; if the shrink is meant, load it with allow_shrink ` +
+      '(dnc-admin registry load --allow-shrink). The registry is unchanged.',
+    'shrink',
   );
 }
 
@@ -97,10 +146,12 @@ function olderThanBase(mode: LoadMode, asOf: Date, base: SnapshotInfo): LoadRefu
  * A load whose result is an empty registry is refused: it would answer `safe` for everyone. The snapshot is
  * stamped with the store's numbering rules; an add or remove on a snapshot of other rules is refused.
  *
- * Order: a load dated (`asOf`) before the current snapshot is refused (a replace unless `allowOlder`). A
- * delta is known by its mode, as_of and numbers (`deltaDigest`): the delta the current snapshot was made
- * from, loaded again, is answered as already applied; a delta loaded since the last replace and followed by
- * others is refused unless `allowRepeat` (a retried "remove X" after "add X" would answer X safe).
+ * Order: a load dated (`asOf`) before the current snapshot is refused unless `allowOlder` (a delta so
+ * applied keeps the current snapshot's time). A load is known by its mode, its numbers and its as_of
+ * (`findLoad`): the load the current snapshot was made from, again, is answered as already applied
+ * (nothing committed); one loaded before and followed by other loads is refused unless `allowOlder` (a
+ * replace: last month's file re-run) or `allowRepeat` (a delta: a retried "remove X" after a later "add X"
+ * would answer X safe).
  */
 export async function loadRegistry(
   store: RegistryStore,
@@ -129,45 +180,37 @@ export async function loadRegistry(
     const delta = mode === 'add' || mode === 'remove';
     // A delta on keys built by other rules would mix two readings of the same numbers in one snapshot.
     if (delta && base && !store.isOwn(base)) throw otherRules(base, store);
-    const older = base && guards.asOf && guards.asOf < base.time;
-    if (older && (delta || !guards.allowOlder)) throw olderThanBase(mode, guards.asOf!, base);
-    const buffer = new KeyBuffer();
-    let linesRead = 0;
-    let rejected = 0;
-    let lineNumber = 0;
-    const firstRejected: number[] = [];
-    let nextProgress = 1_000_000;
-    for await (const chunk of chunks) {
-      for (const line of chunk) {
-        lineNumber++;
-        if (isNoise(line, normalizer)) continue;
-        linesRead++;
-        const key = isPhoneWithinLimit(line) ? normalizer.normalize(line) : 0;
-        if (isRegistryKey(key)) buffer.push(key);
-        else if (++rejected <= REJECTED_NAMED) firstRejected.push(lineNumber);
-      }
-      if (onProgress && linesRead >= nextProgress) {
-        onProgress(linesRead);
-        nextProgress += 1_000_000;
-      }
+    // Dated before the copy it applies to. (A replace on a snapshot of other rules is the upgrade's
+    // reload, dated as the consultation it loads again: that snapshot is not this release's to serve.)
+    const older = base && store.isOwn(base) && guards.asOf && guards.asOf < base.time;
+    if (older && !guards.allowOlder) {
+      throw outOfOrder(
+        mode,
+        'older',
+        `the ${delta ? 'delta' : 'file'} is dated ${guards.asOf!.toISOString()}, before the registry it ` +
+          `applies to (${base.time.toISOString()})`,
+      );
     }
+    const { fileKeys, linesRead, rejected, firstRejected } = await readKeys(chunks, normalizer, onProgress);
     if (rejected > maxRejected && mode !== 'remove')
       throw rejectedLines(rejected, firstRejected, maxRejected);
     const accepted = linesRead - rejected;
-    const fileKeys = buffer.takeSortedDistinct();
-    const digest = delta ? deltaDigest(mode, guards.asOf, fileKeys) : null;
-    if (base && digest) {
-      const loaded = await store.findDelta(client, base, digest);
-      if (loaded === base.id) return { snapshot: base, linesRead, accepted, rejected, alreadyApplied: true };
-      if (loaded && !guards.allowRepeat) {
-        throw new LoadRefused(
-          `this delta (the same mode, numbers and as_of) was applied before, as snapshot ${loaded}, and ` +
-            'other loads came after it: applied again it would undo them (a number added since removed ' +
-            'again). If the registry published the same delta again, load it with allow_repeat ' +
-            '(dnc-admin registry load --allow-repeat). The registry is unchanged.',
-          'repeat',
-        );
-      }
+    const digest = mode === 'seed' ? null : loadDigest(mode, fileKeys);
+    const loaded = digest ? await store.findLoad(client, digest, guards.asOf) : undefined;
+    // The load the current snapshot was made from, again: already applied when it names the same as_of
+    // (a delta: or none again); with another, applied again for its date (nothing came after it to undo).
+    // An undated replace is as of now: the registry consulted again and found unchanged renews the copy.
+    if (loaded && loaded.id === base?.id) {
+      const sameAsOf = loaded.asOf?.getTime() === guards.asOf?.getTime();
+      if (sameAsOf && (delta || guards.asOf))
+        return { snapshot: base, linesRead, accepted, rejected, alreadyApplied: true };
+    } else if (loaded && !(delta ? guards.allowRepeat : guards.allowOlder)) {
+      throw outOfOrder(
+        mode,
+        'repeat',
+        `this ${delta ? 'delta' : 'file'} (the same mode and numbers, ${guards.asOf ? 'the same' : 'any'} ` +
+          `as_of) was loaded before, as snapshot ${loaded.id}, and other loads came after it`,
+      );
     }
     let keys: Float64Array;
     if (mode === 'replace' || mode === 'seed') {
@@ -184,29 +227,19 @@ export async function loadRegistry(
       // or of a removal of everything. (A country with a truly empty registry is not a case to serve.)
       throw new LoadRefused('the result would be an empty registry; the registry is unchanged', 'empty');
     }
-    if (
-      (mode === 'replace' || mode === 'remove') &&
-      base &&
-      !allowShrink &&
-      base.size >= SHRINK_GUARD_MIN &&
-      keys.length * 2 < base.size
-    ) {
-      // A removal that takes half the registry is the whole registry loaded with mode remove (a delta
-      // command reused for the month's full export), found by a review (2026-12-03): it left the numbers
-      // that had left the registry, and answered safe for every other one.
-      const what =
-        mode === 'replace'
-          ? `the file holds ${keys.length} numbers against ${base.size} in the registry: less than half, as a file cut short would`
-          : `the removal would leave ${keys.length} of the registry's ${base.size} numbers: less than half, as a whole registry loaded with mode remove would`;
-      throw new LoadRefused(
-        `${what}. Check the file and the mode; if the shrink is meant, load it with allow_shrink ` +
-          '(dnc-admin registry load --allow-shrink). The registry is unchanged.',
-        'shrink',
-      );
-    }
-    // A delta without its own as_of keeps its base's: it does not make the rest of the copy fresher.
-    const asOf = guards.asOf ?? (delta ? (base?.time ?? null) : null);
-    const stats = { mode, linesRead, accepted, rejected, asOf, deltaDigest: digest };
+    if ((mode === 'replace' || mode === 'remove') && base && !allowShrink) refuseShrink(mode, keys, base);
+    // A delta without its own as_of keeps its base's: it does not make the rest of the copy fresher; nor
+    // does one dated before it (allowed older).
+    const asOf = delta && base && (!guards.asOf || older) ? base.time : (guards.asOf ?? null);
+    const stats = {
+      mode,
+      linesRead,
+      accepted,
+      rejected,
+      asOf,
+      loadDigest: digest,
+      loadAsOf: guards.asOf ?? null,
+    };
     const snapshot = await store.commitSnapshot(client, keys, stats, base);
     await store.dropOldSnapshots(client, snapshot.id).catch(() => 0);
     return { snapshot, linesRead, accepted, rejected, alreadyApplied: false };

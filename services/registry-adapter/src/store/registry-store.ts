@@ -23,17 +23,19 @@ export interface SnapshotStats {
   rejected: number;
   /** When the registry was consulted for it; null: now (its commit). */
   asOf: Date | null;
-  /** Which delta it was made from (`deltaDigest`); null for a replace or seed. */
-  deltaDigest: string | null;
+  /** Which load it was made from (`loadDigest`); null for a seed. */
+  loadDigest: string | null;
+  /** The as_of its load gave; null: none (`asOf` is then now for a replace, the base's for a delta). */
+  loadAsOf: Date | null;
 }
 
 /**
- * A delta's identity: its mode, its as_of and its numbers (sorted, distinct). The same registry
- * publication loaded twice has the same digest; a retried load is one.
+ * A load's identity with its as_of (`findLoad`): its mode and its numbers (sorted, distinct). A retried
+ * or re-run load has the same digest.
  */
-export function deltaDigest(mode: 'add' | 'remove', asOf: Date | undefined, keys: Float64Array): string {
+export function loadDigest(mode: 'replace' | 'add' | 'remove', keys: Float64Array): string {
   return createHash('sha256')
-    .update(`${mode}\n${asOf?.toISOString() ?? ''}\n`)
+    .update(`${mode}\n`)
     .update(new Uint8Array(keys.buffer, keys.byteOffset, keys.byteLength))
     .digest('hex');
 }
@@ -160,22 +162,27 @@ export class RegistryStore {
   }
 
   /**
-   * The latest snapshot made from the delta `digest` since the last replace (or seed) `current` stands
-   * on, walking `current`'s chain of deltas back: undefined when that delta was not loaded since.
+   * The latest snapshot made from the load `digest` (`loadDigest`) with the same as_of, or where either
+   * gave none: the same load again, as far as can be told. Only the snapshots since the last one of other
+   * numbering rules are looked at: after a rules upgrade (or a rollback and a roll forward) the registry
+   * is loaded again, deltas included, and those loads are new to this release's keys.
    */
-  async findDelta(client: PoolClient, current: SnapshotInfo, digest: string): Promise<string | undefined> {
-    const { rows } = await client.query<{ id: string }>(
-      `WITH RECURSIVE chain AS (
-         SELECT id, based_on, mode, delta_digest FROM ${this.t('snapshots')} WHERE id = $1
-         UNION ALL
-         SELECT s.id, s.based_on, s.mode, s.delta_digest
-           FROM ${this.t('snapshots')} s JOIN chain c ON s.id = c.based_on
-          WHERE c.mode IN ('add', 'remove')
-       )
-       SELECT id::text AS id FROM chain WHERE delta_digest = $2 ORDER BY id DESC LIMIT 1`,
-      [current.id, digest],
+  async findLoad(
+    client: PoolClient,
+    digest: string,
+    asOf: Date | undefined,
+  ): Promise<{ id: string; asOf: Date | null } | undefined> {
+    const { rows } = await client.query<{ id: string; as_of: Date | null }>(
+      `SELECT s.id::text AS id, s.load_as_of AS as_of FROM ${this.t('snapshots')} s
+        WHERE load_digest = $1 AND numbering_rules = $2
+          AND ($3::timestamptz IS NULL OR load_as_of IS NULL OR load_as_of = $3)
+          AND s.id > COALESCE((SELECT max(o.id) FROM ${this.t('snapshots')} o
+                                WHERE o.numbering_rules IS DISTINCT FROM $2), 0)
+        ORDER BY s.id DESC LIMIT 1`,
+      [digest, this.rules, asOf ?? null],
     );
-    return rows[0]?.id;
+    const row = rows[0];
+    return row ? { id: row.id, asOf: row.as_of } : undefined;
   }
 
   /**
@@ -231,8 +238,8 @@ export class RegistryStore {
       const inserted = await client.query<{ created_at: Date }>(
         `INSERT INTO ${this.t('snapshots')}
            (id, mode, size, lines_read, accepted, rejected, based_on, table_name, numbering_rules, as_of,
-            delta_digest)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING COALESCE(as_of, created_at) AS created_at`,
+            load_digest, load_as_of)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING COALESCE(as_of, created_at) AS created_at`,
         [
           id,
           stats.mode,
@@ -244,7 +251,8 @@ export class RegistryStore {
           table,
           this.rules,
           stats.asOf,
-          stats.deltaDigest,
+          stats.loadDigest,
+          stats.loadAsOf,
         ],
       );
       await client.query(

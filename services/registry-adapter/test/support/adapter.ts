@@ -160,7 +160,15 @@ export async function loadLines(
     yield {
       part: {
         case: 'header' as const,
-        value: { country, mode, maxRejected: BigInt(maxRejected), allowShrink },
+        // A replace here sets a test's fixture: the registry is these lines now, whatever was loaded
+        // before (the same lines loaded before and followed by others are otherwise refused as older).
+        value: {
+          country,
+          mode,
+          maxRejected: BigInt(maxRejected),
+          allowShrink,
+          allowOlder: mode === registryv1.LoadMode.REPLACE,
+        },
       },
     };
     for (let i = 0; i < lines.length; i += chunkSize) {

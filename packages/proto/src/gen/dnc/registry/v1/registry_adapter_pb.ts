@@ -196,8 +196,7 @@ export type LoadHeader = Message<'dnc.registry.v1.LoadHeader'> & {
    * maximum age: Argentina must re-consult every 30 days) and the X-Registry-Snapshot-At header read.
    * Unset: a replace is as of now; an add or remove keeps the current snapshot's (a delta of one's own
    * does not make the rest of the copy any fresher); give it for a delta the registry itself published.
-   * An add or remove dated before the current snapshot is refused (FAILED_PRECONDITION): deltas are
-   * applied in order; so is a replace, unless allow_older.
+   * A load dated before the current snapshot is refused (FAILED_PRECONDITION) unless allow_older.
    * Refused (INVALID_ARGUMENT) when more than 5 minutes in the future.
    *
    * @generated from field: google.protobuf.Timestamp as_of = 5;
@@ -205,20 +204,21 @@ export type LoadHeader = Message<'dnc.registry.v1.LoadHeader'> & {
   asOf?: Timestamp | undefined;
 
   /**
-   * A replace dated (as_of) before the current snapshot is refused (FAILED_PRECONDITION), the registry
-   * unchanged: an older copy loaded by mistake (a retried or re-run load) would drop every number
-   * registered since, answering them safe. True when going back to an older consultation is meant.
+   * A load is known by its mode, its numbers and its as_of (two loads are the same when their as_of are
+   * equal or either has none); only loads since the last one of other numbering rules count. Loaded again
+   * right after itself with the same as_of (a delta: or none again) it is answered as already applied
+   * (nothing committed). Refused (FAILED_PRECONDITION), the registry unchanged, unless meant:
+   * - a replace dated before the current snapshot, or loaded before and followed by other loads (last
+   *   month's file re-run would drop every number registered since): allow_older;
+   * - a delta dated before the current snapshot: allow_older (applied, the copy keeps its time);
+   * - a delta loaded before and followed by other loads (a retried "remove X" after a later "add X" would
+   *   answer X safe): allow_repeat, when the registry really published the same delta again.
    *
    * @generated from field: bool allow_older = 6;
    */
   allowOlder: boolean;
 
   /**
-   * A delta is known by its mode, its numbers and its as_of. The same delta loaded again right after
-   * itself is answered as the load it repeats (the current snapshot, nothing changed); loaded again after
-   * other deltas it is refused (FAILED_PRECONDITION), the registry unchanged: a retried "remove X" after
-   * "add X" would answer X safe. True when the registry really published the same delta twice.
-   *
    * @generated from field: bool allow_repeat = 7;
    */
   allowRepeat: boolean;
@@ -318,8 +318,9 @@ export type LoadResponse = Message<'dnc.registry.v1.LoadResponse'> & {
   snapshotTime?: Timestamp | undefined;
 
   /**
-   * True when the load was the delta the current snapshot was made from, loaded again (a retry after a
-   * lost answer): nothing was committed; snapshot_id and the sizes are the current snapshot's.
+   * True when the load was the one the current snapshot was made from, loaded again (a retry after a
+   * lost answer): nothing was committed; snapshot_id, snapshot_time and registry_size are the current
+   * snapshot's, the line counts this file's.
    *
    * @generated from field: bool already_applied = 7;
    */
