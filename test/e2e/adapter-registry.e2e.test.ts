@@ -117,91 +117,41 @@ describe('registry adapters as processes: dnc-admin, discovery, restarts, confor
 
   it('dnc-admin adds and removes through the same normalization; a delta keeps its base’s time unless --as-of', async () => {
     const base = await registryStatus();
-    const added = (await stack.admin(
-      ['registry', 'load', '--country', 'mx', '--mode', 'add', '--file', '-', '--address', mxAdmin()],
-      '+52 1 33 3123 4567\n',
-    )) as Record<string, unknown>;
+    /** `dnc-admin registry load` of mx with these flags, the file on stdin. */
+    const mxLoad = async (flags: string[], file: string) =>
+      (await stack.admin(
+        ['registry', 'load', '--country', 'mx', ...flags, '--file', '-', '--address', mxAdmin()],
+        file,
+      )) as Record<string, unknown>;
+    const added = await mxLoad(['--mode', 'add'], '+52 1 33 3123 4567\n');
     expect(added['registry_size']).toBe(3);
     expect(added['snapshot_time']).toBe(base['snapshot_time']);
     // A delta the registry published a second after the copy (deltas apply in order: never before it).
     const published = new Date(Date.parse(String(base['snapshot_time'])) + 1_000).toISOString();
-    const removed = (await stack.admin(
-      [
-        'registry',
-        'load',
-        '--country',
-        'mx',
-        '--mode',
-        'remove',
-        '--file',
-        '-',
-        '--as-of',
-        published,
-        '--address',
-        mxAdmin(),
-      ],
-      '(55) 1234-5678\n',
-    )) as Record<string, unknown>;
+    const removal = ['--mode', 'remove', '--as-of', published];
+    const removed = await mxLoad(removal, '(55) 1234-5678\n');
     expect(removed['registry_size']).toBe(2);
     expect(removed['snapshot_time']).toBe(published);
     expect(removed['already_applied']).toBe(false);
     // The removal run again (its answer lost): answered as the load it repeats, nothing committed.
-    const removeAgain = ['--mode', 'remove', '--file', '-', '--as-of', published, '--address', mxAdmin()];
-    const retried = (await stack.admin(
-      ['registry', 'load', '--country', 'mx', ...removeAgain],
-      '(55) 1234-5678\n',
-    )) as Record<string, unknown>;
+    const retried = await mxLoad(removal, '(55) 1234-5678\n');
     expect(retried).toMatchObject({ already_applied: true, snapshot_id: removed['snapshot_id'] });
     // After another delta, the same removal is refused: it would undo it. --allow-repeat when it is meant.
-    await stack.admin(
-      ['registry', 'load', '--country', 'mx', '--mode', 'add', '--file', '-', '--address', mxAdmin()],
-      '+52 55 1234 5678\n',
+    await mxLoad(['--mode', 'add'], '+52 55 1234 5678\n');
+    await expect(mxLoad(removal, '(55) 1234-5678\n')).rejects.toThrow(
+      /loaded before, as snapshot .*--allow-repeat.*unchanged/,
     );
-    await expect(
-      stack.admin(['registry', 'load', '--country', 'mx', ...removeAgain], '(55) 1234-5678\n'),
-    ).rejects.toThrow(/loaded before, as snapshot .*--allow-repeat.*unchanged/);
     expect((await registryStatus())['registry_size']).toBe(3);
     // An older copy of the whole registry is refused unless --allow-older.
-    await expect(
-      stack.admin(
-        [
-          'registry',
-          'load',
-          '--country',
-          'mx',
-          '--file',
-          '-',
-          '--as-of',
-          '2026-01-01T00:00:00Z',
-          '--address',
-          mxAdmin(),
-        ],
-        '+52 55 1234 5678\n',
-      ),
-    ).rejects.toThrow(/before the registry it applies to.*--allow-older.*unchanged/);
-    const repeated = (await stack.admin(
-      ['registry', 'load', '--country', 'mx', ...removeAgain, '--allow-repeat'],
-      '(55) 1234-5678\n',
-    )) as Record<string, unknown>;
+    await expect(mxLoad(['--as-of', '2026-01-01T00:00:00Z'], '+52 55 1234 5678\n')).rejects.toThrow(
+      /before the registry it applies to.*--allow-older.*unchanged/,
+    );
+    const repeated = await mxLoad([...removal, '--allow-repeat'], '(55) 1234-5678\n');
     expect(repeated).toMatchObject({ already_applied: false, registry_size: 2 });
     // A time without its zone would be read in the operator's local zone: a usage error, nothing sent.
-    await expect(
-      stack.admin(
-        [
-          'registry',
-          'load',
-          '--country',
-          'mx',
-          '--file',
-          '-',
-          '--as-of',
-          '2026-11-30T12:00',
-          '--address',
-          mxAdmin(),
-        ],
-        '+52 55 1234 5678\n',
-      ),
-    ).rejects.toThrow(/--as-of must be an ISO 8601 time with its zone/);
+    await expect(mxLoad(['--as-of', '2026-11-30T12:00'], '+52 55 1234 5678\n')).rejects.toThrow(
+      /--as-of must be an ISO 8601 time with its zone/,
+    );
   });
 
   it('drills change the discovery status within seconds, and --clear restores it', async () => {
