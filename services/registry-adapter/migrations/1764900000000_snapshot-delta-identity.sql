@@ -1,13 +1,9 @@
 -- Up Migration
--- Which load a snapshot was made from: load_digest is a digest of its mode and its numbers (sorted,
--- distinct), load_as_of the as_of the load gave (NULL: none). The same load again (its answer lost, the
--- command re-run) is known by them: right after itself it is answered as the load it repeats; after other
--- loads it is refused unless meant (a retried "remove X" after a later "add X" would answer X safe; last
--- month's file loaded again would drop every number registered since). NULL digest: a seed, or a load
--- committed before this column (not recognised).
-ALTER TABLE snapshots ADD COLUMN load_digest text, ADD COLUMN load_as_of timestamptz;
-CREATE INDEX snapshots_load_digest ON snapshots (load_digest);
+-- Which delta a snapshot was made from (an add or remove): a digest of its mode, its as_of and its
+-- numbers (sorted, distinct). A delta loaded again after other deltas (a retried "remove X" after a later
+-- "add X": X answered safe) is refused unless meant; loaded again right after itself it is answered as the
+-- load it repeats. NULL: a replace or seed, or a delta committed before this column.
+ALTER TABLE snapshots ADD COLUMN delta_digest text;
 
 -- Down Migration
-DROP INDEX snapshots_load_digest;
-ALTER TABLE snapshots DROP COLUMN load_digest, DROP COLUMN load_as_of;
+ALTER TABLE snapshots DROP COLUMN delta_digest;

@@ -221,7 +221,7 @@ async function loadSnapshot(deps: AdapterDeps, requests: AsyncIterable<registryv
         ms: Date.now() - started,
       },
       result.alreadyApplied
-        ? 'registry delta already applied; nothing committed'
+        ? 'registry load already applied; nothing committed'
         : 'registry snapshot committed',
     );
     await deps.onSnapshotCommitted?.().catch((error) => {

@@ -106,8 +106,11 @@ describe('a snapshot is as old as the registry consultation it comes from (mx, 3
       );
     }
     expect(await current()).toBe(added.snapshotId);
-    const meant = await load(LoadMode.ADD, [fresh()], late, { allowOlder: true });
+    const meantLines = [fresh()];
+    const meant = await load(LoadMode.ADD, meantLines, late, { allowOlder: true });
     expect(timeOf(meant).getTime()).toBe(timeOf(added).getTime());
+    // Its exact retry (its answer lost), with or without the flag: already applied.
+    expect((await load(LoadMode.ADD, meantLines, late)).alreadyApplied).toBe(true);
   });
 
   // Found by reviews (2026-12-03, 2026-12-04): a replace dated before the current copy (last month's file
@@ -142,8 +145,15 @@ describe('a snapshot is as old as the registry consultation it comes from (mx, 3
       allowOlder: true,
     });
     expect(await prohibited(back.snapshotId, z)).toBe(false);
-    // The registry consulted again and found unchanged: the same file without --as-of renews the copy.
-    const renewed = await load(LoadMode.REPLACE, lastMonth);
+    // The current copy's file again without --as-of (a stale file re-run): it would date the copy anew.
+    const anew = await refusal(load(LoadMode.REPLACE, lastMonth));
+    expect(anew?.rawMessage).toMatch(/same numbers as the current registry.*anew.*--allow-older.*unchanged/);
+    expect(await current()).toBe(back.snapshotId);
+    expect((await refusal(load(LoadMode.REPLACE, lastMonth, new Date(Date.now() - DAY))))?.code).toBe(
+      Code.FailedPrecondition,
+    );
+    // The registry consulted again and found unchanged: meant, it renews the copy.
+    const renewed = await load(LoadMode.REPLACE, lastMonth, undefined, { allowOlder: true });
     expect(renewed.alreadyApplied).toBe(false);
     expect(Math.abs(timeOf(renewed).getTime() - Date.now())).toBeLessThan(60_000);
   });

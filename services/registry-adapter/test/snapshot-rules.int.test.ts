@@ -144,34 +144,36 @@ describe('registry snapshots carry the numbering rules that built them (mx)', ()
     );
   });
 
-  // The rules runbook's procedure after a rollback and a roll forward: the consultation's file, dated as
-  // it, and the deltas since, loaded again under this release. They were loaded under it before the
-  // rollback; a load of other rules in between makes them new (the keys they built are not served).
-  it('after a load of other rules, the files loaded before under these rules are new again', async () => {
+  // The rules runbook's procedure: the consultation's file, dated as it, and the deltas since, loaded again
+  // under the new release. New loads for its rules the first time; after a rollback and a roll forward,
+  // loads these rules made before, refused unless meant (a retry of one that crossed the rollback would
+  // otherwise be applied: a number added since removed again).
+  it('the rules upgrade’s reload and replay are new loads the first time; after a roll forward, refused unless meant', async () => {
     const own = new RegistryStore(pool, 'mx', NUMBERING_RULES);
+    const other = new RegistryStore(pool, 'mx', OTHER_RULES);
     const normalizer = createNormalizer('mx');
+    const file = ['+52 55 7000 0001', '+52 55 7000 0002'];
+    const delta = ['+52 55 7000 0003'];
     const consulted = { maxRejected: 0, allowShrink: false, asOf: new Date(Date.now() - 86_400_000) };
-    const delta = ['+52 81 8123 4567'];
-    await loadRegistry(own, normalizer, 'replace', linesOf(OLD), undefined, {
-      ...consulted,
-      allowOlder: true,
-    });
-    await loadRegistry(own, normalizer, 'add', linesOf(delta), undefined, {
-      maxRejected: 0,
-      allowShrink: false,
-    });
-    await loadAsOtherRelease(NEW);
-    const reloaded = await loadRegistry(own, normalizer, 'replace', linesOf(OLD), undefined, consulted);
-    expect(reloaded.alreadyApplied).toBe(false);
-    const replayed = await loadRegistry(own, normalizer, 'add', linesOf(delta), undefined, {
-      maxRejected: 0,
-      allowShrink: false,
-    });
-    expect(replayed.alreadyApplied).toBe(false);
-    // With no load of other rules in between, the consultation's file again is a repeat (older copy).
-    await expect(
-      loadRegistry(own, normalizer, 'replace', linesOf(OLD), undefined, consulted),
-    ).rejects.toThrow(/loaded before, as snapshot \d+.*--allow-older/);
+    const load = (
+      store: RegistryStore,
+      mode: 'replace' | 'add',
+      lines: string[],
+      allow: { allowOlder?: boolean; allowRepeat?: boolean } = {},
+    ) =>
+      loadRegistry(store, normalizer, mode, linesOf(lines), undefined, {
+        ...(mode === 'replace' ? consulted : { maxRejected: 0, allowShrink: false }),
+        ...allow,
+      });
+    await load(other, 'replace', file, { allowOlder: true });
+    await load(other, 'add', delta);
+    expect((await load(own, 'replace', file)).alreadyApplied).toBe(false);
+    expect((await load(own, 'add', delta)).snapshot.size).toBe(3);
+    await load(other, 'replace', file, { allowOlder: true });
+    await expect(load(own, 'replace', file)).rejects.toThrow(/loaded before, as snapshot \d+.*--allow-older/);
+    await load(own, 'replace', file, { allowOlder: true });
+    await expect(load(own, 'add', delta)).rejects.toThrow(/loaded before, as snapshot \d+.*--allow-repeat/);
+    expect((await load(own, 'add', delta, { allowRepeat: true })).snapshot.size).toBe(3);
   });
 
   it('a seed file replaces a snapshot of other rules (development stacks), and only that', async () => {

@@ -1,4 +1,5 @@
 import { isPhoneWithinLimit } from '@dnc/api-contract/limits';
+import type { PoolClient } from '@dnc/kit';
 import { difference, KeyBuffer, sortDistinct, union } from '../key-set.js';
 import { isRegistryKey, type Normalizer } from '../validation.js';
 import { loadDigest, type RegistryStore, type SnapshotInfo } from './registry-store.js';
@@ -66,22 +67,69 @@ function otherRules(base: SnapshotInfo, store: RegistryStore): LoadRefused {
 }
 
 /**
- * The refusals of a load out of order: dated before the copy it applies to, or loaded before and
- * followed by other loads. Found by reviews (2026-12-03, 2026-12-04): a retried or replayed delta undid
- * what later ones did (a number added since removed again: safe), and an older replace (last month's file
- * loaded again) dropped every number registered since; both dated the copy back.
+ * Where a load stands in the registry's order (found by reviews, 2026-12-03 and 2026-12-04: a retried or
+ * replayed delta undid what later ones did, a number added since removed again, answered safe; last
+ * month's file loaded again dropped every number registered since and dated the copy anew; an older
+ * replace dated the copy back). A load is known by its mode, its numbers and its as_of (`findLoad`; a
+ * replace by its numbers whatever its as_of: a registry that changes is another file at its next
+ * consultation). 'applied': the load the current snapshot was made from, again with the same as_of (its
+ * answer lost); nothing to commit. Refused unless meant: a load dated before the current snapshot
+ * (`allowOlder`; a delta so applied keeps the copy's time), a replace of numbers loaded before
+ * (`allowOlder`), a delta loaded before and followed by others (`allowRepeat`).
  */
-function outOfOrder(mode: LoadMode, kind: 'older' | 'repeat', why: string): LoadRefused {
-  const flag = mode === 'replace' || kind === 'older' ? 'allow_older' : 'allow_repeat';
-  const effect =
-    mode === 'replace'
-      ? 'loaded, it would drop every number registered since'
-      : 'applied, it would undo what came after it (a number added since removed again); loads are applied in order';
-  return new LoadRefused(
-    `${why}: ${effect}. If it is meant, load it with ${flag} (dnc-admin registry load ` +
-      `--${flag.replace('_', '-')}). The registry is unchanged.`,
-    kind,
-  );
+async function checkOrder(
+  store: RegistryStore,
+  client: PoolClient,
+  mode: LoadMode,
+  fileKeys: Float64Array,
+  base: SnapshotInfo | undefined,
+  guards: { asOf?: Date; allowOlder?: boolean; allowRepeat?: boolean },
+): Promise<'applied' | { digest: string | null; older: boolean }> {
+  if (mode === 'seed') return { digest: null, older: false };
+  const delta = mode !== 'replace';
+  const digest = loadDigest(mode, fileKeys);
+  const loaded = await store.findLoad(client, digest, delta ? guards.asOf : 'any');
+  const current = loaded !== undefined && loaded.id === base?.id;
+  if (current && loaded.asOf?.getTime() === guards.asOf?.getTime() && (delta || guards.asOf))
+    return 'applied';
+  const what = delta ? 'delta' : 'file';
+  const refuse = (kind: 'older' | 'repeat', why: string, effect: string) => {
+    const flag = kind === 'older' ? 'allow_older' : 'allow_repeat';
+    return new LoadRefused(
+      `${why}: ${effect}. If it is meant, load it with ${flag} (dnc-admin registry load ` +
+        `--${flag.replace('_', '-')}). The registry is unchanged.`,
+      kind,
+    );
+  };
+  const undo =
+    'applied, it would undo what came after it (a number added since removed again); loads are applied in ' +
+    'order (after an older copy loaded with allow_older, the deltas published since are loaded again with allow_repeat)';
+  // Dated before the copy it applies to. (A replace on a snapshot of other rules is the upgrade's reload,
+  // dated as the consultation it loads again: that snapshot is not this release's to serve.)
+  const older =
+    base !== undefined && store.isOwn(base) && guards.asOf !== undefined && guards.asOf < base.time;
+  if (older && !guards.allowOlder) {
+    const why = `the ${what} is dated ${guards.asOf!.toISOString()}, before the registry it applies to (${base.time.toISOString()})`;
+    throw refuse('older', why, delta ? undo : 'loaded, it would drop every number registered since');
+  }
+  if (loaded && !current && !(delta ? guards.allowRepeat : guards.allowOlder)) {
+    const why = `this ${what} (the same mode and numbers${delta ? `, ${guards.asOf ? 'the same' : 'any'} as_of` : ''}) was loaded before, as snapshot ${loaded.id}, and other loads came after it`;
+    throw refuse(
+      delta ? 'repeat' : 'older',
+      why,
+      delta ? undo : 'loaded, it would drop every number registered since',
+    );
+  }
+  if (current && !delta && !guards.allowOlder) {
+    // The current copy's file again with another as_of (or none: now): it would date the copy anew.
+    const why = `this file holds the same numbers as the current registry (snapshot ${loaded.id}${loaded.asOf ? `, as of ${loaded.asOf.toISOString()}` : ''})`;
+    throw refuse(
+      'older',
+      why,
+      'loaded, it would date the copy anew with no new consultation (a registry that changes is another file at its next one; if it really is unchanged, this is meant)',
+    );
+  }
+  return { digest, older };
 }
 
 /** Read a file's lines into its keys (sorted, distinct), counting the lines the normalizer rejects. */
@@ -146,12 +194,8 @@ function refuseShrink(mode: LoadMode, keys: Float64Array, base: SnapshotInfo): v
  * A load whose result is an empty registry is refused: it would answer `safe` for everyone. The snapshot is
  * stamped with the store's numbering rules; an add or remove on a snapshot of other rules is refused.
  *
- * Order: a load dated (`asOf`) before the current snapshot is refused unless `allowOlder` (a delta so
- * applied keeps the current snapshot's time). A load is known by its mode, its numbers and its as_of
- * (`findLoad`): the load the current snapshot was made from, again, is answered as already applied
- * (nothing committed); one loaded before and followed by other loads is refused unless `allowOlder` (a
- * replace: last month's file re-run) or `allowRepeat` (a delta: a retried "remove X" after a later "add X"
- * would answer X safe).
+ * Order (`checkOrder`): a retried load is answered as already applied; one out of order is refused
+ * unless `allowOlder` / `allowRepeat`.
  */
 export async function loadRegistry(
   store: RegistryStore,
@@ -180,38 +224,12 @@ export async function loadRegistry(
     const delta = mode === 'add' || mode === 'remove';
     // A delta on keys built by other rules would mix two readings of the same numbers in one snapshot.
     if (delta && base && !store.isOwn(base)) throw otherRules(base, store);
-    // Dated before the copy it applies to. (A replace on a snapshot of other rules is the upgrade's
-    // reload, dated as the consultation it loads again: that snapshot is not this release's to serve.)
-    const older = base && store.isOwn(base) && guards.asOf && guards.asOf < base.time;
-    if (older && !guards.allowOlder) {
-      throw outOfOrder(
-        mode,
-        'older',
-        `the ${delta ? 'delta' : 'file'} is dated ${guards.asOf!.toISOString()}, before the registry it ` +
-          `applies to (${base.time.toISOString()})`,
-      );
-    }
     const { fileKeys, linesRead, rejected, firstRejected } = await readKeys(chunks, normalizer, onProgress);
     if (rejected > maxRejected && mode !== 'remove')
       throw rejectedLines(rejected, firstRejected, maxRejected);
     const accepted = linesRead - rejected;
-    const digest = mode === 'seed' ? null : loadDigest(mode, fileKeys);
-    const loaded = digest ? await store.findLoad(client, digest, guards.asOf) : undefined;
-    // The load the current snapshot was made from, again: already applied when it names the same as_of
-    // (a delta: or none again); with another, applied again for its date (nothing came after it to undo).
-    // An undated replace is as of now: the registry consulted again and found unchanged renews the copy.
-    if (loaded && loaded.id === base?.id) {
-      const sameAsOf = loaded.asOf?.getTime() === guards.asOf?.getTime();
-      if (sameAsOf && (delta || guards.asOf))
-        return { snapshot: base, linesRead, accepted, rejected, alreadyApplied: true };
-    } else if (loaded && !(delta ? guards.allowRepeat : guards.allowOlder)) {
-      throw outOfOrder(
-        mode,
-        'repeat',
-        `this ${delta ? 'delta' : 'file'} (the same mode and numbers, ${guards.asOf ? 'the same' : 'any'} ` +
-          `as_of) was loaded before, as snapshot ${loaded.id}, and other loads came after it`,
-      );
-    }
+    const order = await checkOrder(store, client, mode, fileKeys, base, guards);
+    if (order === 'applied') return { snapshot: base!, linesRead, accepted, rejected, alreadyApplied: true };
     let keys: Float64Array;
     if (mode === 'replace' || mode === 'seed') {
       keys = fileKeys;
@@ -230,14 +248,14 @@ export async function loadRegistry(
     if ((mode === 'replace' || mode === 'remove') && base && !allowShrink) refuseShrink(mode, keys, base);
     // A delta without its own as_of keeps its base's: it does not make the rest of the copy fresher; nor
     // does one dated before it (allowed older).
-    const asOf = delta && base && (!guards.asOf || older) ? base.time : (guards.asOf ?? null);
+    const asOf = delta && base && (!guards.asOf || order.older) ? base.time : (guards.asOf ?? null);
     const stats = {
       mode,
       linesRead,
       accepted,
       rejected,
       asOf,
-      loadDigest: digest,
+      loadDigest: order.digest,
       loadAsOf: guards.asOf ?? null,
     };
     const snapshot = await store.commitSnapshot(client, keys, stats, base);

@@ -162,24 +162,22 @@ export class RegistryStore {
   }
 
   /**
-   * The latest snapshot made from the load `digest` (`loadDigest`) with the same as_of, or where either
-   * gave none: the same load again, as far as can be told. Only the snapshots since the last one of other
-   * numbering rules are looked at: after a rules upgrade (or a rollback and a roll forward) the registry
-   * is loaded again, deltas included, and those loads are new to this release's keys.
+   * The latest snapshot of this process's numbering rules made from the load `digest` (`loadDigest`)
+   * with the as_of `asOf`, where the one or the other gave none too ('any': whatever its as_of): the same
+   * load again, as far as can be told. Loads of other rules are not looked at (their keys are another
+   * reading): the first upgrade to new rules loads the registry again, deltas included, as new loads.
    */
   async findLoad(
     client: PoolClient,
     digest: string,
-    asOf: Date | undefined,
+    asOf: Date | undefined | 'any',
   ): Promise<{ id: string; asOf: Date | null } | undefined> {
     const { rows } = await client.query<{ id: string; as_of: Date | null }>(
       `SELECT s.id::text AS id, s.load_as_of AS as_of FROM ${this.t('snapshots')} s
-        WHERE load_digest = $1 AND numbering_rules = $2
-          AND ($3::timestamptz IS NULL OR load_as_of IS NULL OR load_as_of = $3)
-          AND s.id > COALESCE((SELECT max(o.id) FROM ${this.t('snapshots')} o
-                                WHERE o.numbering_rules IS DISTINCT FROM $2), 0)
+        WHERE s.load_digest = $1 AND s.numbering_rules = $2
+          AND ($3 OR $4::timestamptz IS NULL OR s.load_as_of IS NULL OR s.load_as_of = $4)
         ORDER BY s.id DESC LIMIT 1`,
-      [digest, this.rules, asOf ?? null],
+      [digest, this.rules, asOf === 'any', asOf === 'any' ? null : (asOf ?? null)],
     );
     const row = rows[0];
     return row ? { id: row.id, asOf: row.as_of } : undefined;
