@@ -6,8 +6,10 @@
 -- unless meant (a retried "remove X" after a later "add X" would answer X safe; last month's file loaded
 -- again would drop every number registered since and date the copy anew). NULL digest: a seed, or a load
 -- committed before this column (not recognised).
-ALTER TABLE snapshots DROP COLUMN delta_digest, ADD COLUMN load_digest text, ADD COLUMN load_as_of timestamptz;
-CREATE INDEX snapshots_load_digest ON snapshots (load_digest);
+-- IF [NOT] EXISTS: a database migrated by an unreleased commit in between (2f058d1) already has them.
+ALTER TABLE snapshots DROP COLUMN IF EXISTS delta_digest, ADD COLUMN IF NOT EXISTS load_digest text,
+  ADD COLUMN IF NOT EXISTS load_as_of timestamptz;
+CREATE INDEX IF NOT EXISTS snapshots_load_digest ON snapshots (load_digest);
 
 -- Down Migration
 DROP INDEX snapshots_load_digest;

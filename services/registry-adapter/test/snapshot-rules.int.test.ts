@@ -144,20 +144,20 @@ describe('registry snapshots carry the numbering rules that built them (mx)', ()
     );
   });
 
-  // The rules runbook's procedure: the consultation's file, dated as it, and the deltas since, loaded again
-  // under the new release. New loads for its rules the first time; after a rollback and a roll forward,
-  // loads these rules made before, refused unless meant (a retry of one that crossed the rollback would
-  // otherwise be applied: a number added since removed again).
-  it('the rules upgrade’s reload and replay are new loads the first time; after a roll forward, refused unless meant', async () => {
+  // Found by a review (2026-12-04): loads were looked up among the snapshots of the process's own rules
+  // only, so a release of new rules forgot every load before it: after its reload, a retried removal (its
+  // answer lost before the upgrade) or last month's file re-run was applied, answering a registered
+  // number safe. The runbook's reload and replay are loads made before: meant, with the flags.
+  it('loads made under other rules count: the upgrade’s reload and replayed removals need the flags, a retried removal is refused', async () => {
     const own = new RegistryStore(pool, 'mx', NUMBERING_RULES);
     const other = new RegistryStore(pool, 'mx', OTHER_RULES);
     const normalizer = createNormalizer('mx');
-    const file = ['+52 55 7000 0001', '+52 55 7000 0002'];
-    const delta = ['+52 55 7000 0003'];
+    const x = '+52 55 7000 0003';
+    const file = ['+52 55 7000 0001', '+52 55 7000 0002', x];
     const consulted = { maxRejected: 0, allowShrink: false, asOf: new Date(Date.now() - 86_400_000) };
     const load = (
       store: RegistryStore,
-      mode: 'replace' | 'add',
+      mode: 'replace' | 'add' | 'remove',
       lines: string[],
       allow: { allowOlder?: boolean; allowRepeat?: boolean } = {},
     ) =>
@@ -165,15 +165,18 @@ describe('registry snapshots carry the numbering rules that built them (mx)', ()
         ...(mode === 'replace' ? consulted : { maxRejected: 0, allowShrink: false }),
         ...allow,
       });
+    // The previous release: the consultation, a removal (its answer lost), an add of the same number.
     await load(other, 'replace', file, { allowOlder: true });
-    await load(other, 'add', delta);
-    expect((await load(own, 'replace', file)).alreadyApplied).toBe(false);
-    expect((await load(own, 'add', delta)).snapshot.size).toBe(3);
-    await load(other, 'replace', file, { allowOlder: true });
+    await load(other, 'remove', [x]);
+    await load(other, 'add', [x]);
+    // The upgrade: the consultation's file again, then the deltas since, with the flags the refusals name.
     await expect(load(own, 'replace', file)).rejects.toThrow(/loaded before, as snapshot \d+.*--allow-older/);
     await load(own, 'replace', file, { allowOlder: true });
-    await expect(load(own, 'add', delta)).rejects.toThrow(/loaded before, as snapshot \d+.*--allow-repeat/);
-    expect((await load(own, 'add', delta, { allowRepeat: true })).snapshot.size).toBe(3);
+    await expect(load(own, 'remove', [x])).rejects.toThrow(/loaded before, as snapshot \d+.*--allow-repeat/);
+    await load(own, 'remove', [x], { allowRepeat: true });
+    expect((await load(own, 'add', [x])).snapshot.size).toBe(3);
+    // The removal retried after the upgrade, without a flag: refused, x stays prohibited.
+    await expect(load(own, 'remove', [x])).rejects.toThrow(/--allow-repeat/);
   });
 
   it('a seed file replaces a snapshot of other rules (development stacks), and only that', async () => {

@@ -73,9 +73,10 @@ function otherRules(base: SnapshotInfo, store: RegistryStore): LoadRefused {
  * replace dated the copy back). A load is known by its mode, its numbers and its as_of (`findLoad`; a
  * replace by its numbers whatever its as_of: a registry that changes is another file at its next
  * consultation). 'applied': the load the current snapshot was made from, again with the same as_of (its
- * answer lost); nothing to commit. Refused unless meant: a load dated before the current snapshot
- * (`allowOlder`; a delta so applied keeps the copy's time), a replace of numbers loaded before
- * (`allowOlder`), a delta loaded before and followed by others (`allowRepeat`).
+ * answer lost; a replace: dated); nothing to commit. Refused unless meant: a replace or removal dated
+ * before the current snapshot (`allowOlder`; a removal so applied keeps the copy's time), a replace of
+ * numbers loaded before, the current copy's included (`allowOlder`), a removal loaded before and followed
+ * by others (`allowRepeat`). An add is applied whatever its order (it keeps the copy's time when older).
  */
 async function checkOrder(
   store: RegistryStore,
@@ -103,16 +104,19 @@ async function checkOrder(
   };
   const undo =
     'applied, it would undo what came after it (a number added since removed again); loads are applied in ' +
-    'order (after an older copy loaded with allow_older, the deltas published since are loaded again with allow_repeat)';
+    'order (after an older copy loaded with allow_older, the removals published since are loaded again with allow_repeat)';
   // Dated before the copy it applies to. (A replace on a snapshot of other rules is the upgrade's reload,
   // dated as the consultation it loads again: that snapshot is not this release's to serve.)
   const older =
     base !== undefined && store.isOwn(base) && guards.asOf !== undefined && guards.asOf < base.time;
-  if (older && !guards.allowOlder) {
+  // An add only ever makes numbers prohibited, never safe: applied out of order or again (the copy keeps
+  // its time), rather than leave a late registration answered safe until an operator acts.
+  const add = mode === 'add';
+  if (older && !guards.allowOlder && !add) {
     const why = `the ${what} is dated ${guards.asOf!.toISOString()}, before the registry it applies to (${base.time.toISOString()})`;
     throw refuse('older', why, delta ? undo : 'loaded, it would drop every number registered since');
   }
-  if (loaded && !current && !(delta ? guards.allowRepeat : guards.allowOlder)) {
+  if (loaded && !current && !add && !(delta ? guards.allowRepeat : guards.allowOlder)) {
     const why = `this ${what} (the same mode and numbers${delta ? `, ${guards.asOf ? 'the same' : 'any'} as_of` : ''}) was loaded before, as snapshot ${loaded.id}, and other loads came after it`;
     throw refuse(
       delta ? 'repeat' : 'older',

@@ -162,10 +162,11 @@ export class RegistryStore {
   }
 
   /**
-   * The latest snapshot of this process's numbering rules made from the load `digest` (`loadDigest`)
-   * with the as_of `asOf`, where the one or the other gave none too ('any': whatever its as_of): the same
-   * load again, as far as can be told. Loads of other rules are not looked at (their keys are another
-   * reading): the first upgrade to new rules loads the registry again, deltas included, as new loads.
+   * The latest snapshot made from the load `digest` (`loadDigest`) with the as_of `asOf`, where the one
+   * or the other gave none too ('any': whatever its as_of): the same load again, as far as can be told.
+   * Loads of every numbering rules count (the same file read by other rules has, all but always, the same
+   * keys): a release of new rules would otherwise forget every load before it, and a retried removal or
+   * last month's file re-run after its reload would be applied.
    */
   async findLoad(
     client: PoolClient,
@@ -174,10 +175,10 @@ export class RegistryStore {
   ): Promise<{ id: string; asOf: Date | null } | undefined> {
     const { rows } = await client.query<{ id: string; as_of: Date | null }>(
       `SELECT s.id::text AS id, s.load_as_of AS as_of FROM ${this.t('snapshots')} s
-        WHERE s.load_digest = $1 AND s.numbering_rules = $2
-          AND ($3 OR $4::timestamptz IS NULL OR s.load_as_of IS NULL OR s.load_as_of = $4)
+        WHERE s.load_digest = $1
+          AND ($2 OR $3::timestamptz IS NULL OR s.load_as_of IS NULL OR s.load_as_of = $3)
         ORDER BY s.id DESC LIMIT 1`,
-      [digest, this.rules, asOf === 'any', asOf === 'any' ? null : (asOf ?? null)],
+      [digest, asOf === 'any', asOf === 'any' ? null : (asOf ?? null)],
     );
     const row = rows[0];
     return row ? { id: row.id, asOf: row.as_of } : undefined;

@@ -196,8 +196,8 @@ export type LoadHeader = Message<'dnc.registry.v1.LoadHeader'> & {
    * maximum age: Argentina must re-consult every 30 days) and the X-Registry-Snapshot-At header read.
    * Unset: a replace is as of now; an add or remove keeps the current snapshot's (a delta of one's own
    * does not make the rest of the copy any fresher); give it for a delta the registry itself published.
-   * A load dated before the current snapshot of this release's rules is refused (FAILED_PRECONDITION)
-   * unless allow_older.
+   * A replace or remove dated before the current snapshot of this release's rules is refused
+   * (FAILED_PRECONDITION) unless allow_older.
    * Refused (INVALID_ARGUMENT) when more than 5 minutes in the future.
    *
    * @generated from field: google.protobuf.Timestamp as_of = 5;
@@ -206,16 +206,19 @@ export type LoadHeader = Message<'dnc.registry.v1.LoadHeader'> & {
 
   /**
    * A load is known by its mode and its numbers and, for a delta, its as_of (two deltas are the same when
-   * their as_of are equal or either has none); loads of other numbering rules do not count. The load the
+   * their as_of are equal or either has none), under whatever numbering rules it was made. The load the
    * current snapshot was made from, again with the same as_of (a replace: dated), is answered as already
    * applied (nothing committed). Refused (FAILED_PRECONDITION), the registry unchanged, unless meant:
-   * - a load dated before the current snapshot: allow_older (a delta so applied keeps the copy's time);
+   * - a replace or remove dated before the current snapshot: allow_older (a removal so applied keeps the
+   *   copy's time);
    * - a replace of the same numbers as a load before it, the current one included with another as_of or
    *   none (last month's file re-run would drop every number registered since, or date the copy anew):
-   *   allow_older, when the registry really is unchanged or going back is meant;
-   * - a delta loaded before and followed by other loads (a retried "remove X" after a later "add X" would
-   *   answer X safe): allow_repeat, when the registry really published the same delta again, or when the
-   *   deltas since an older copy (allow_older) are loaded again.
+   *   allow_older, when the registry really is unchanged or going back is meant (a rules upgrade's reload);
+   * - a remove loaded before and followed by other loads (a retried "remove X" after a later "add X" would
+   *   answer X safe): allow_repeat, when the registry really published it again, or when the removals
+   *   since an older copy (allow_older) or a rules upgrade's reload are loaded again.
+   * An add only makes numbers prohibited: applied whatever its order (dated before the copy, it keeps the
+   * copy's time).
    *
    * @generated from field: bool allow_older = 6;
    */
