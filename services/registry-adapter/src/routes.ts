@@ -224,9 +224,12 @@ async function loadSnapshot(deps: AdapterDeps, requests: AsyncIterable<registryv
         ? 'registry load already applied; nothing committed'
         : 'registry snapshot committed',
     );
-    await deps.onSnapshotCommitted?.().catch((error) => {
-      deps.logger.warn({ err: error }, 'swap after load failed; the poll retries');
-    });
+    // Nothing to swap to when the load was already applied.
+    if (!result.alreadyApplied) {
+      await deps.onSnapshotCommitted?.().catch((error) => {
+        deps.logger.warn({ err: error }, 'swap after load failed; the poll retries');
+      });
+    }
     return {
       snapshotId: result.snapshot.id,
       linesRead: BigInt(result.linesRead),

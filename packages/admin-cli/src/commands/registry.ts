@@ -142,8 +142,9 @@ export const registryLoadCommand: Command = {
         mode,
         maxRejected,
         allowShrink: flags['allow-shrink'] === true,
-        // A replace dated before the current copy, a delta loaded before and followed by others: refused
-        // (a number registered since answered safe) unless meant.
+        // An older copy (a replace or removal dated before the current one, a replace loaded before) or a
+        // removal loaded before and followed by others: refused (a number registered since answered safe)
+        // unless meant.
         allowOlder: flags['allow-older'] === true,
         allowRepeat: flags['allow-repeat'] === true,
         ...(asOf !== undefined ? { asOf: timestampFromDate(new Date(asOf)) } : {}),
@@ -174,7 +175,7 @@ export const registryLoadCommand: Command = {
       accepted: Number(res.accepted),
       rejected: Number(res.rejected),
       registry_size: Number(res.registrySize),
-      // The delta the current snapshot was made from, loaded again (a retry): nothing was committed.
+      // The load the current snapshot was made from, again (a retry): nothing was committed.
       already_applied: res.alreadyApplied,
       seconds: Math.round((Date.now() - started) / 100) / 10,
     };
