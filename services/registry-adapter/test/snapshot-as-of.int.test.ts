@@ -1,6 +1,6 @@
 import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError } from '@connectrpc/connect';
-import { readPublicReason } from '@dnc/kit';
+import { createPool, readPublicReason } from '@dnc/kit';
 import { registryv1 } from '@dnc/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningAdapter } from '../src/index.js';
@@ -18,11 +18,14 @@ describe('a snapshot is as old as the registry consultation it comes from (mx, 3
   const env = isolatedEnv('adapter_as_of');
   let adapter: RunningAdapter;
 
+  const pool = createPool(env.databaseUrl);
+
   beforeAll(async () => {
     adapter = await startTestAdapter(env, 'mx');
   });
   afterAll(async () => {
     await adapter?.shutdown();
+    await pool.end();
     await env.drop();
   });
 
@@ -197,6 +200,36 @@ describe('a snapshot is as old as the registry consultation it comes from (mx, 3
     expect((await refusal(load(LoadMode.REMOVE, [x])))?.code).toBe(Code.FailedPrecondition);
     const meant = await load(LoadMode.REMOVE, [x], undefined, { allowRepeat: true });
     expect(await prohibited(meant.snapshotId, x)).toBe(false);
+  });
+
+  // Found by the closing review of 2026-12-04: loads committed before loads were identified (the release
+  // before; their digest NULL) were not known, so last month's file loaded before the upgrade and run again
+  // after it was applied, every number registered since answered safe; the current file's retry with its
+  // as_of was applied anew. Their replaces are known by the numbers their tables still hold.
+  it('replaces committed before loads were identified are known by their numbers', async () => {
+    const z = fresh();
+    const lastMonth = ['+52 55 1234 5678', fresh()];
+    await load(LoadMode.REPLACE, lastMonth, new Date(Date.now() - 2 * DAY), { allowOlder: true });
+    const yesterday = new Date(Date.now() - DAY);
+    const now = await load(LoadMode.REPLACE, [...lastMonth, z], yesterday);
+    // What the migration of the upgrade left on the rows of the release before: no identity.
+    await pool.query('UPDATE registry_mx.snapshots SET load_digest = NULL, load_as_of = NULL');
+    const rerun = await refusal(load(LoadMode.REPLACE, lastMonth));
+    expect(rerun?.code).toBe(Code.FailedPrecondition);
+    expect(rerun?.rawMessage).toMatch(/loaded before, as snapshot \d+.*--allow-older.*unchanged/);
+    const retried = await load(LoadMode.REPLACE, [...lastMonth, z], yesterday);
+    expect(retried).toMatchObject({ alreadyApplied: true, snapshotId: now.snapshotId });
+    const anew = await refusal(load(LoadMode.REPLACE, [...lastMonth, z]));
+    expect(anew?.rawMessage).toMatch(/same numbers as the current registry/);
+    expect(await current()).toBe(now.snapshotId);
+    expect(await prohibited(now.snapshotId, z)).toBe(true);
+    // Each identified once, its as_of its own; deltas (their table is the result, not the file) stay unknown.
+    const { rows } = await pool.query(
+      `SELECT mode, load_digest IS NOT NULL AS known, (load_as_of IS NOT DISTINCT FROM as_of OR mode <> 'replace') AS dated
+         FROM registry_mx.snapshots WHERE table_name IS NOT NULL ORDER BY id`,
+    );
+    for (const row of rows)
+      expect(row).toEqual({ mode: row.mode, known: row.mode === 'replace', dated: true });
   });
 
   it('a copy past its maximum age stays unserved after a delta of one’s own; a fresh replace serves it again', async () => {

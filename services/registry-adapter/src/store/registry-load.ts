@@ -67,6 +67,22 @@ function otherRules(base: SnapshotInfo, store: RegistryStore): LoadRefused {
 }
 
 /**
+ * Give the replaces committed before loads were identified (the release before 2026-12-04: their digest
+ * NULL) the digest of their numbers, read back from their tables, so that a retry or a re-run crossing the
+ * upgrade is known like any other (found by the closing review of 2026-12-04: last month's file, loaded
+ * before the upgrade and run again after it, was applied and answered every number registered since
+ * safe). A replace's table holds exactly its file's numbers. Once per snapshot, under the load lock; those
+ * whose table was dropped (older than the current one and its two predecessors), and deltas (their table
+ * is the result, not the file), stay unknown.
+ */
+async function identifyEarlierLoads(store: RegistryStore, client: PoolClient): Promise<void> {
+  for (const snapshot of await store.unidentifiedReplaces(client)) {
+    const keys = sortDistinct(await store.readKeys(snapshot, client));
+    await store.identifyReplace(client, snapshot.id, loadDigest('replace', keys));
+  }
+}
+
+/**
  * Where a load stands in the registry's order (found by reviews, 2026-12-03 and 2026-12-04: a retried or
  * replayed delta undid what later ones did, a number added since removed again, answered safe; last
  * month's file loaded again dropped every number registered since and dated the copy anew; an older
@@ -88,6 +104,7 @@ async function checkOrder(
 ): Promise<'applied' | { digest: string | null; older: boolean }> {
   if (mode === 'seed') return { digest: null, older: false };
   const delta = mode !== 'replace';
+  await identifyEarlierLoads(store, client);
   const digest = loadDigest(mode, fileKeys);
   const loaded = await store.findLoad(client, digest, delta ? guards.asOf : 'any');
   const current = loaded !== undefined && loaded.id === base?.id;

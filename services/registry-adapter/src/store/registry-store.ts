@@ -185,6 +185,28 @@ export class RegistryStore {
   }
 
   /**
+   * Replaces committed before loads were identified (load_digest NULL: the release before 2026-12-04)
+   * whose numbers table remains: what `identifyEarlierLoads` can still know them by.
+   */
+  async unidentifiedReplaces(client: PoolClient): Promise<SnapshotInfo[]> {
+    const { rows } = await client.query<{ id: string; time: Date; size: string; rules: string | null }>(
+      `SELECT id::text AS id, COALESCE(as_of, created_at) AS time, size, numbering_rules AS rules
+         FROM ${this.t('snapshots')}
+        WHERE mode = 'replace' AND load_digest IS NULL AND table_name IS NOT NULL ORDER BY id`,
+    );
+    return rows.map((r) => ({ id: r.id, time: r.time, size: Number(r.size), rules: r.rules }));
+  }
+
+  /** Record which load a replace committed before loads were identified was made from (its as_of its own). */
+  async identifyReplace(client: PoolClient, snapshotId: string, digest: string): Promise<void> {
+    await client.query(
+      `UPDATE ${this.t('snapshots')} SET load_digest = $2, load_as_of = as_of
+        WHERE id = $1 AND load_digest IS NULL`,
+      [snapshotId, digest],
+    );
+  }
+
+  /**
    * Run `work` holding this country's load lock on a dedicated connection; undefined when another
    * load holds it (the caller reports "busy" instead of queueing a second 10,000,000-line load).
    */
