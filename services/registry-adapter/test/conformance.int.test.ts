@@ -1,15 +1,25 @@
 import { registryv1 } from '@dnc/proto';
+
+const { Outcome } = registryv1;
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // The kit is plain JavaScript so a country team can run it without this repository's build.
 // @ts-expect-error no declaration file for the .mjs kit
 import { readFixture, runConformance } from '../conformance/suite.mjs';
 import type { RunningAdapter } from '../src/index.js';
-import { conformanceTls, isolatedEnv, loadLines, startTestAdapter } from './support/adapter.js';
+import {
+  adapterClients,
+  conformanceTls,
+  isolatedEnv,
+  loadLines,
+  startTestAdapter,
+} from './support/adapter.js';
 
 interface Result {
   title: string;
   ok: boolean;
   error?: string;
+  note?: string;
 }
 
 const FIXTURES = new URL('../conformance/fixtures/', import.meta.url);
@@ -55,6 +65,35 @@ describe.each(['mx', 'ar', 'co'])('conformance kit against the %s adapter', (cou
     const phoneList = results.find((r) => r.title.startsWith('phone_list'));
     expect(phoneList).toMatchObject({ ok: true });
     expect(phoneList).not.toHaveProperty('note');
+  });
+
+  // Found by a review (2026-12-04): the kit removed every fixture number at the end, so one the registry
+  // held before (a real registration, on a deployment with the real registry) was removed: answered safe.
+  it('removes at the end only the fixture numbers it added: one registered before stays registered', async () => {
+    const registered: string[] = readFixture(new URL(`${country}.txt`, FIXTURES));
+    const [held, ...rest] = registered;
+    const { adapter: check } = adapterClients(adapter.address);
+    const outcomes = async () => (await check.check({ country, phones: registered })).outcomes;
+    const before = await loadLines(adapter.address, country, registryv1.LoadMode.REPLACE, [
+      ...BACKGROUND[country]!,
+      held!,
+    ]);
+    while (adapter.watcher?.current?.snapshotId !== before.snapshotId)
+      await new Promise((r) => setTimeout(r, 20));
+    const results: Result[] = await runConformance({
+      address: adapter.address,
+      country,
+      registered,
+      loadFixture: true,
+      adminAddress: adapter.adminAddress,
+      tls: conformanceTls(),
+    });
+    expect(results.filter((r) => !r.ok)).toEqual([]);
+    expect(results.at(-1)?.note).toMatch(/1 registered before, kept/);
+    const status = await adapterClients(adapter.address).admin.getRegistryStatus({});
+    while (adapter.watcher?.current?.snapshotId !== status.snapshotId)
+      await new Promise((r) => setTimeout(r, 20));
+    expect(await outcomes()).toEqual([Outcome.PROHIBITED, ...rest.map(() => Outcome.SAFE)]);
   });
 
   it('fails when the registered numbers are not in the registry (the kit can fail)', async () => {
