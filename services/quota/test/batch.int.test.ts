@@ -157,6 +157,52 @@ describe('ReserveMany and CommitMany against PostgreSQL', () => {
     expect(await account(org, 'es')).toEqual({ limit: 10, used: 0, reserved: 10 });
   });
 
+  // Found by a review (2026-12-04): the caller's deadline bounded each lock wait of a commit on its own
+  // (PostgreSQL's lock_timeout), not the commit: held on the account row for most of it, then on the usage
+  // table for most of it again, the commit landed after its caller had stopped waiting (the gateway's 503,
+  // its abort timed out on the same account row): a platform failure charged. Spec, Errors: "A country or
+  // platform failure returns no partial result and consumes no customer quota."
+  it("CommitMany ends by its caller's deadline across lock waits in sequence, committing nothing", async () => {
+    const org = randomUUID();
+    await admin.setLimit({ orgId: org, country: 'au', limit: 100n });
+    const reserved = item(org, 'au', 5);
+    await client.reserveMany({ reservations: [reserved] });
+    const rowLock = await db.connect();
+    const tableLock = await db.connect();
+    try {
+      await rowLock.query('BEGIN');
+      await rowLock.query('SELECT 1 FROM quota.accounts WHERE org_id = $1 FOR UPDATE', [org]);
+      await tableLock.query('BEGIN');
+      await tableLock.query('LOCK TABLE quota.usage_records IN SHARE MODE');
+      const started = Date.now();
+      const commit = client
+        .commitMany({ reservationIds: [reserved.reservationId] }, { timeoutMs: 1_500 })
+        .then(
+          () => 'committed',
+          (e: unknown) => ConnectError.from(e).code,
+        );
+      // Each lock held for less than the deadline, the two together for more.
+      await waitingOnLock('%commit_many%', 'the commit never waited on the account row');
+      await new Promise((r) => setTimeout(r, 900));
+      await rowLock.query('COMMIT');
+      const ended = commit.then(() => Date.now() - started);
+      await new Promise((r) => setTimeout(r, 1_100));
+      await tableLock.query('COMMIT');
+      // Unavailable: the commit's lock wait ended by the deadline; DeadlineExceeded: the caller's own timer.
+      expect([Code.Unavailable, Code.DeadlineExceeded]).toContain(await commit);
+      expect(await ended).toBeLessThan(1_900);
+    } finally {
+      await rowLock.query('ROLLBACK').catch(() => {});
+      await tableLock.query('ROLLBACK').catch(() => {});
+      rowLock.release();
+      tableLock.release();
+    }
+    // Whatever waited has ended by now: the reservation is open, nothing used, no usage record.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await account(org, 'au')).toEqual({ limit: 100, used: 0, reserved: 5 });
+    expect(await usageCounts(org)).toEqual(new Map());
+  });
+
   it('CommitMany writes one usage record per reservation, whatever the repeats within and across batches', async () => {
     const org = randomUUID();
     await admin.setLimit({ orgId: org, country: 'au', limit: 100n });
