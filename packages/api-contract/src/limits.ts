@@ -125,7 +125,7 @@ export const INVALID_REASON_DESCRIPTIONS: Record<InvalidReason, string> = {
   invalid_number: 'digits of a valid length that the numbering plan of the selected country does not assign',
   wrong_country: 'a valid number of another country (international prefix of another country)',
   obsolete_format:
-    'a form that is no longer dialable as written, e.g. Mexican 044/045 or +52 1 mobile prefixes (retired 2019-2020)',
+    'a form that is no longer dialable as written; not produced today: the Mexican 044/045 and +52 1 mobile prefixes (retired 2019-2020) are read as the 10-digit number they name and checked as it',
   registry_rejected: 'structurally valid, but the registry rejected it; never classified as safe',
 };
 
