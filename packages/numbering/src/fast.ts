@@ -217,6 +217,8 @@ export function decideFast(country: NumberingCountry, input: string): number {
     const at = mexicanObsoleteOffset(national);
     if (at >= 0 && isValidNational(c, NATIONAL, at, national - at)) return keyOf(c, at, national - at);
   }
+  // reference.ts argentineTrunkLine(): the line after a trunk `0` libphonenumber-js kept (rare: decided there).
+  if (c.stripMobileNine && national === 11 && NATIONAL[0] === 0) return UNDECIDED;
   return checkLength(c, national) === IS_POSSIBLE ? -INVALID_NUMBER : -INVALID_LENGTH;
 }
 

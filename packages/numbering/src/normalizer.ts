@@ -3,7 +3,7 @@ import { registryv1 } from '@dnc/proto';
 import { type CountryCode as IsoCountry, ParseError, parsePhoneNumberWithError } from 'libphonenumber-js/max';
 import { TABLES_LIBPHONENUMBER_VERSION } from './fast.js';
 import { createNumbering } from './numbering.js';
-import { cleanWrittenForm, hasForeignParameter } from './written-form.js';
+import { cleanWrittenForm, hasCommaSecondNumber, hasForeignParameter } from './written-form.js';
 
 const { Outcome } = registryv1;
 
@@ -30,8 +30,13 @@ export interface Normalizer {
  *   3  digits after a `;` outside an `ext=`, `isub=` or `phone-context=` parameter (a second number in
  *      the cell) make the input `unparseable` (written-form.ts hasForeignParameter); valid under 2
  *      before, keyed on the first number. Every other input keeps its reading.
+ *   4  six digits or more after a comma read as an unlabelled extension (a second number in the cell)
+ *      make the input `unparseable` (written-form.ts hasCommaSecondNumber), valid under 3 before and
+ *      keyed on the first number; an Argentine `0` + 10-digit line libphonenumber-js read as `0 <area>
+ *      15 ...` and kept invalid is that line (reference.ts argentineTrunkLine), `invalid_number` or
+ *      `invalid_length` under 3. Every input valid under 3 and not in the first case keeps its key.
  */
-const RULES_REVISION = 3;
+const RULES_REVISION = 4;
 export const NUMBERING_RULES = `dnc-numbering/${RULES_REVISION} libphonenumber-js@${TABLES_LIBPHONENUMBER_VERSION}`;
 
 /**
@@ -62,6 +67,7 @@ function technicalNormalizer(country: 'es' | 'au' | 'sg'): Normalizer {
     normalize(input) {
       const text = cleanWrittenForm(input);
       if (text.includes(';') && hasForeignParameter(text)) return -Outcome.INVALID_UNPARSEABLE;
+      if (text.includes(',') && hasCommaSecondNumber(text)) return -Outcome.INVALID_UNPARSEABLE;
       try {
         const phone = parsePhoneNumberWithError(text, { defaultCountry: iso });
         if (phone.country !== iso) {

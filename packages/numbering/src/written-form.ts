@@ -74,3 +74,19 @@ export function hasForeignParameter(text: string): boolean {
   }
   return false;
 }
+
+/**
+ * Rules revision 4: digits after a comma that libphonenumber-js would read as an extension without a
+ * label (`,` or `,,` then up to 9 digits: the auto-dial forms of createExtensionPattern.js) and that are
+ * as long as a subscriber number, from `COMMA_SECOND_NUMBER` digits: a second number in the same cell
+ * (`3001234567,46123456`, `011 4123 4567,41234568`), which was the first number alone, the second,
+ * registered, answered `safe` (found by a review, 2026-12-04). It is `unparseable` instead ("when in
+ * doubt, invalid"); a short dialled extension (`55 1234 5678,,123`) is read as before.
+ */
+export function hasCommaSecondNumber(text: string): boolean {
+  const start = text.search(DIGIT);
+  return start >= 0 && COMMA_SECOND_NUMBER.test(text.slice(start));
+}
+
+/** A comma, then spaces or commas, then six digits or more (Argentina's shortest subscriber numbers). */
+const COMMA_SECOND_NUMBER = /,[\s,]*\p{Nd}{6}/u;

@@ -4,8 +4,9 @@
 // DNC_DIFFERENTIAL_SEED reproduces a run; the seed is printed on failure.
 // Deliberate differences between the implementations: none.
 // Rules revision 2 reads tabs, Unicode spaces and `interno` (cleanWrittenForm): an input valid as
-// libphonenumber-js read it before (classifyUncleaned) keeps its key; revision 3 makes a second number
-// after a `;` unparseable (hasForeignParameter), the one change of an input valid before.
+// libphonenumber-js read it before (classifyUncleaned) keeps its key; revisions 3 and 4 make a second
+// number after a `;` or a comma unparseable (hasForeignParameter, hasCommaSecondNumber), the one change of
+// an input valid before.
 import { describe, expect, it } from 'vitest';
 import { prng, writtenForm } from '../scripts/written-forms.mjs';
 import {
@@ -17,7 +18,7 @@ import {
   UNDECIDED,
 } from '../src/index.js';
 import { classifyUncleaned } from '../src/reference.js';
-import { cleanWrittenForm, hasForeignParameter } from '../src/written-form.js';
+import { cleanWrittenForm, hasCommaSecondNumber, hasForeignParameter } from '../src/written-form.js';
 
 const SAMPLES = Number(process.env['DNC_DIFFERENTIAL_SAMPLES'] ?? 20_000);
 const SEED = Number(process.env['DNC_DIFFERENTIAL_SEED'] ?? 20_251_122);
@@ -50,10 +51,12 @@ describe.each(NUMBERING_COUNTRIES)('fast and reference numbering agree (%s)', (c
         actual.key === expected.key &&
         actual.e164 === expected.e164 &&
         normalized === normalizeReference(country, input) &&
-        // An input valid under revision 1 keeps its key, or (revision 3) is a second number after a `;`.
+        // An input valid under revision 1 keeps its key, or (revisions 3, 4) is a second number after a
+        // `;` or a comma.
         (before.key === 0 ||
           before.key === expected.key ||
-          (expected.key === 0 && hasForeignParameter(cleanWrittenForm(input))));
+          (expected.key === 0 &&
+            (hasForeignParameter(cleanWrittenForm(input)) || hasCommaSecondNumber(cleanWrittenForm(input)))));
       if (!same && mismatches.length < MAX_REPORTED) {
         mismatches.push(
           `#${i} ${JSON.stringify(input)}: fast ${JSON.stringify(actual)} / ${normalized}, reference ${JSON.stringify(expected)}, revision 1 key ${before.key}`,

@@ -81,8 +81,8 @@ describe('cleanWrittenForm', () => {
 });
 
 describe('rules revision', () => {
-  it('is 3: tabs, Unicode spaces and interno move inputs from invalid to valid (2), a second number after `;` is unparseable (3)', () => {
-    expect(NUMBERING_RULES).toMatch(/^dnc-numbering\/3 libphonenumber-js@\d+\.\d+\.\d+$/);
+  it('is 4: tabs, Unicode spaces and interno move inputs from invalid to valid (2), a second number after `;` (3) or a comma (4) is unparseable, an Argentine trunk 0 kept whole is read (4)', () => {
+    expect(NUMBERING_RULES).toMatch(/^dnc-numbering\/4 libphonenumber-js@\d+\.\d+\.\d+$/);
   });
 });
 

@@ -96,6 +96,8 @@ const MX: readonly Row[] = [
   ['', 'unparseable'],
   ['   ', 'unparseable'],
   ['5512345678;5587654321', 'unparseable', 'two numbers in one cell: the second could be registered'],
+  ['5512345678,123456789', 'unparseable', 'nine digits after a comma: a second number, not an extension'],
+  ['55 1234 5678,,123', 5512345678, 'an auto-dialled extension'],
   ['55 1234 5678; 55 8765 4321', 'unparseable'],
   ['tel:+52-55-1234-5678;isdn=5587654321', 'unparseable', 'digits in a parameter that is no extension'],
   ['5512345678;\uff15\uff15\uff18\uff17\uff16\uff15\uff14\uff13\uff12\uff11', 'unparseable', 'full-width'],
@@ -138,6 +140,18 @@ const AR: readonly Row[] = [
   ['0054 11 4123 4567', 1141234567],
   ['54 11 4123 4567', 1141234567],
   ['+54 9 11 4123 4567', 1141234567, 'international mobile: the 9 is a dialing mark'],
+  // Rules revision 4: libphonenumber-js reads `0358 415-3627` as 0 + area 3584 + the mobile mark 15 + 3627
+  // (too short) and kept it whole, invalid; 11 digits starting with 0 are the trunk prefix and a line.
+  ['0358 415-3627', 3584153627, 'Río Cuarto, area 358'],
+  ['03584153627', 3584153627],
+  ['(0358) 415-3627', 3584153627],
+  ['+54 358 415 3627', 3584153627],
+  ['358 415-3627', 3584153627],
+  ['0388 515-1829', 3885151829, 'San Salvador de Jujuy'],
+  ['0383 515-3956', 3835153956, 'Catamarca'],
+  ['11 4123 4567,,123', 1141234567, 'an auto-dialled extension'],
+  ['011 4123-4567, 41234568', 'unparseable', 'a second number after a comma (revision 4)'],
+  ['1141234567,412345', 'unparseable', 'six digits: an Argentine subscriber number'],
   ['+5491141234567', 1141234567],
   ['0054 9 11 4123 4567', 1141234567],
   ['549 11 4123-4567', 1141234567],
@@ -174,9 +188,10 @@ const AR: readonly Row[] = [
   ['+54 (11) 4123-4567', 1141234567],
   // A landline whose subscriber number starts with 15 is not a mobile.
   ['+54 11 1512 3456', 1115123456],
-  // ...but written with the trunk 0, libphonenumber-js reads `0 11 15` as the mobile mark, finds the
-  // rest too short and keeps all 11 digits: invalid (never safe), a known ambiguity of the domestic form.
-  ['011 1512-3456', 'invalid_number'],
+  // ...and written with the trunk 0: libphonenumber-js reads `0 11 15` as the mobile mark, finds the rest
+  // too short and keeps all 11 digits, invalid; the 11 digits can only be the trunk 0 and this line (rules
+  // revision 4, reference.ts argentineTrunkLine).
+  ['011 1512-3456', 1115123456],
   // Córdoba (351), 3-digit area code, both mobile forms.
   ['351 412 3456', 3514123456],
   ['0351 412-3456', 3514123456],
@@ -233,6 +248,14 @@ const CO: readonly Row[] = [
   ['005 57 300 123 4567', 3001234567, 'carrier IDD 005'],
   ['007 57 300 123 4567', 3001234567, 'carrier IDD 007'],
   ['009 57 300 123 4567', 3001234567, 'carrier IDD 009'],
+  ['300 123 4567,12345', 3001234567, 'a short auto-dialled extension'],
+  ['300 123 4567,,12345', 3001234567],
+  // Rules revision 4: a second number after a comma was read as an extension (8-digit 46... is valid alone).
+  ['46123456', 46123456],
+  ['3001234567,46123456', 'unparseable', 'two numbers in one cell: the second could be registered'],
+  ['3001234567, 46123456', 'unparseable'],
+  ['3001234567,,46123456', 'unparseable'],
+  ['601 234 5678,46123456', 'unparseable'],
   ['00444 57 3001234567', 3001234567],
   ['03 300 123 4567', 3001234567, 'national carrier prefix'],
   ['tel:+57-300-123-4567', 3001234567],
