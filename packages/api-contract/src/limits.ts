@@ -120,10 +120,11 @@ export const INVALID_REASONS = [
 export type InvalidReason = (typeof INVALID_REASONS)[number];
 
 export const INVALID_REASON_DESCRIPTIONS: Record<InvalidReason, string> = {
-  unparseable: 'the input cannot be parsed as a phone number (letters only, empty, no digits)',
+  unparseable:
+    'the input cannot be read as one phone number (letters only, empty, no digits, or a second number in the same value)',
   invalid_length: 'too few or too many digits for the numbering plan of the selected country',
   invalid_number: 'digits of a valid length that the numbering plan of the selected country does not assign',
-  wrong_country: 'a valid number of another country (international prefix of another country)',
+  wrong_country: 'a number written with the calling code of another country (valid there or not)',
   obsolete_format:
     'a form that is no longer dialable as written; not produced today: the Mexican 044/045 and +52 1 mobile prefixes (retired 2019-2020) are read as the 10-digit number they name and checked as it',
   registry_rejected: 'structurally valid, but the registry rejected it; never classified as safe',
