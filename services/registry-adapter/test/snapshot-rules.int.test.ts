@@ -179,6 +179,49 @@ describe('registry snapshots carry the numbering rules that built them (mx)', ()
     await expect(load(own, 'remove', [x])).rejects.toThrow(/--allow-repeat/);
   });
 
+  // Found reading the change once more (2026-12-04): the upgrade's reload, the file of the consultation
+  // the current snapshot (of the release before) was made from, dated as that consultation, is the exact
+  // retry of that snapshot's load: it was answered already_applied, nothing committed, and no replica of
+  // the new rules served the country until another consultation. Also for a snapshot of the release before
+  // loads were identified, once its digest is read back from its table.
+  it.each([
+    ['a snapshot with its load identified', false],
+    ['a snapshot committed before loads were identified', true],
+  ])(
+    'the upgrade’s reload of the current copy’s own file is applied, not already applied (%s)',
+    async (_, unidentified) => {
+      const own = new RegistryStore(pool, 'mx', NUMBERING_RULES);
+      const other = new RegistryStore(pool, 'mx', OTHER_RULES);
+      const normalizer = createNormalizer('mx');
+      const file = ['+52 55 7100 0001', '+52 55 7100 0002'];
+      const guards = { maxRejected: 0, allowShrink: true, asOf: new Date(Date.now() - 3_600_000) };
+      const previous = await loadRegistry(other, normalizer, 'replace', linesOf(file), undefined, {
+        ...guards,
+        allowOlder: true,
+      });
+      if (unidentified)
+        await pool.query(
+          'UPDATE registry_mx.snapshots SET load_digest = NULL, load_as_of = NULL WHERE id = $1',
+          [previous.snapshot.id],
+        );
+      // Without the flag the runbook names: refused, naming it (the copy is the same numbers).
+      await expect(
+        loadRegistry(own, normalizer, 'replace', linesOf(file), undefined, guards),
+      ).rejects.toThrow(/--allow-older/);
+      const reloaded = await loadRegistry(own, normalizer, 'replace', linesOf(file), undefined, {
+        ...guards,
+        allowOlder: true,
+      });
+      expect(reloaded.alreadyApplied).toBe(false);
+      expect(reloaded.snapshot.id).not.toBe(previous.snapshot.id);
+      expect(await rulesOf(reloaded.snapshot.id)).toBe(NUMBERING_RULES);
+      expect(reloaded.snapshot.time.getTime()).toBe(guards.asOf.getTime());
+      // Under its own rules, the same load again is the exact retry it is.
+      const retried = await loadRegistry(own, normalizer, 'replace', linesOf(file), undefined, guards);
+      expect(retried).toMatchObject({ alreadyApplied: true, snapshot: { id: reloaded.snapshot.id } });
+    },
+  );
+
   it('a seed file replaces a snapshot of other rules (development stacks), and only that', async () => {
     const seedFile = join(tmpdir(), `dnc-seed-rules-${process.pid}.txt`);
     await writeFile(seedFile, '+52 81 8123 4567\n');

@@ -108,7 +108,11 @@ async function checkOrder(
   const digest = loadDigest(mode, fileKeys);
   const loaded = await store.findLoad(client, digest, delta ? guards.asOf : 'any');
   const current = loaded !== undefined && loaded.id === base?.id;
-  if (current && loaded.asOf?.getTime() === guards.asOf?.getTime() && (delta || guards.asOf))
+  // Already applied only under this release's rules: on a snapshot of other rules, the same load is the
+  // upgrade's reload, which builds the keys this release serves (found reading the change once more,
+  // 2026-12-04: answered already_applied, no replica of the new rules served the country).
+  const ownBase = base !== undefined && store.isOwn(base);
+  if (current && ownBase && loaded.asOf?.getTime() === guards.asOf?.getTime() && (delta || guards.asOf))
     return 'applied';
   const what = delta ? 'delta' : 'file';
   const refuse = (kind: 'older' | 'repeat', why: string, effect: string) => {
@@ -124,8 +128,7 @@ async function checkOrder(
     'order (after an older copy loaded with allow_older, the removals published since are loaded again with allow_repeat)';
   // Dated before the copy it applies to. (A replace on a snapshot of other rules is the upgrade's reload,
   // dated as the consultation it loads again: that snapshot is not this release's to serve.)
-  const older =
-    base !== undefined && store.isOwn(base) && guards.asOf !== undefined && guards.asOf < base.time;
+  const older = ownBase && guards.asOf !== undefined && guards.asOf < base.time;
   // An add only ever makes numbers prohibited, never safe: applied out of order or again (the copy keeps
   // its time), rather than leave a late registration answered safe until an operator acts.
   const add = mode === 'add';
