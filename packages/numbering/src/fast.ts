@@ -4,6 +4,7 @@ import { COMPILED, type CompiledCountry, dfaAccept, trieMatch } from './fast-tab
 import { CALLING_CODES, MAX_TRANSFORM_GROWTH } from './generated/calling-codes.js';
 import { mx } from './generated/mx.js';
 import { type Classification, classifyReference, type NumberingCountry } from './reference.js';
+import { hasCommaSecondNumber } from './written-form.js';
 
 // The fast path re-implements, over digit buffers, the steps libphonenumber-js `parse()` takes for
 // the inputs people really send to this country: number extraction, `+`/IDD + own calling code,
@@ -177,6 +178,9 @@ function mexicanObsoleteOffset(length: number): number {
  */
 export function decideFast(country: NumberingCountry, input: string): number {
   const c = COMPILED[country];
+  // reference.ts classifyReference(): a second number after a comma, whatever the scan makes of it
+  // (`55 1234 5678 x,123456` is a labelled extension to the scan).
+  if (input.includes(',') && hasCommaSecondNumber(input)) return -INVALID_UNPARSEABLE;
   if (!scan(input)) return UNDECIDED;
   const n = digitCount;
   // isViablePhoneNumber(): no digit is NOT_A_NUMBER; one digit is TOO_SHORT; two digits and a number

@@ -81,12 +81,18 @@ export function hasForeignParameter(text: string): boolean {
  * as long as a subscriber number, from `COMMA_SECOND_NUMBER` digits: a second number in the same cell
  * (`3001234567,46123456`, `011 4123 4567,41234568`), which was the first number alone, the second,
  * registered, answered `safe` (found by a review, 2026-12-04). It is `unparseable` instead ("when in
- * doubt, invalid"); a short dialled extension (`55 1234 5678,,123`) is read as before.
+ * doubt, invalid"); a short dialled extension (`55 1234 5678,,123`) is read as before. Spaces are any
+ * `\s`, so the raw input and `cleanWrittenForm`'s reading of it give the same answer (the fast path asks
+ * it of the raw input).
  */
 export function hasCommaSecondNumber(text: string): boolean {
   const start = text.search(DIGIT);
   return start >= 0 && COMMA_SECOND_NUMBER.test(text.slice(start));
 }
 
-/** A comma, then spaces or commas, then six digits or more (Argentina's shortest subscriber numbers). */
-const COMMA_SECOND_NUMBER = /,[\s,]*\p{Nd}{6}/u;
+/**
+ * A comma, then what createExtensionPattern.js lets stand between it and the digits (spaces, commas,
+ * dashes, one `:` or `.` or `．`: `,-4612345`, `,:46123456` are read as extensions too), then six digits or
+ * more (Argentina's shortest subscriber numbers).
+ */
+const COMMA_SECOND_NUMBER = /,[\s,-]*[:.\uff0e]?[\s,-]*\p{Nd}{6}/u;
