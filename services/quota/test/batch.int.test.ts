@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { Code, ConnectError } from '@connectrpc/connect';
-import { readPublicReason } from '@dnc/kit';
+import { createPool, readPublicReason } from '@dnc/kit';
 import { quotav1 } from '@dnc/proto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { periodOf } from '../src/domain/period.js';
 import type { RunningQuota } from '../src/server.js';
+import { Ledger } from '../src/store/ledger.js';
 import { startTestQuota, type TestQuota } from './support.js';
 
 const { ReserveOutcome, CommitOutcome, UsageKind } = quotav1;
@@ -201,6 +202,39 @@ describe('ReserveMany and CommitMany against PostgreSQL', () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(await account(org, 'au')).toEqual({ limit: 100, used: 0, reserved: 5 });
     expect(await usageCounts(org)).toEqual(new Map());
+  });
+
+  // Found by a review (2026-12-04): the deadline was a duration the commit's SQL counted from its own start,
+  // so a commit that first waited for one of the pool's connections (each held by a commit blocked on a
+  // lock) got its whole budget again once it had one, and landed after its caller had stopped waiting.
+  it('the commit counts the time it waited for a connection against its deadline', async () => {
+    const org = randomUUID();
+    await admin.setLimit({ orgId: org, country: 'au', limit: 100n });
+    const reserved = item(org, 'au', 5);
+    await client.reserveMany({ reservations: [reserved] });
+    const single = createPool(databaseUrl, 1);
+    const ledger = new Ledger(single);
+    const tableLock = await db.connect();
+    const busy = await single.connect();
+    try {
+      await tableLock.query('BEGIN');
+      await tableLock.query('LOCK TABLE quota.usage_records IN SHARE MODE');
+      const started = Date.now();
+      const commit = ledger.commitMany([reserved.reservationId], 1_400).then(
+        () => Date.now() - started,
+        () => 'failed',
+      );
+      await new Promise((r) => setTimeout(r, 1_000));
+      busy.release();
+      await new Promise((r) => setTimeout(r, 1_000));
+      await tableLock.query('COMMIT');
+      expect(await commit).toBe('failed');
+    } finally {
+      await tableLock.query('ROLLBACK').catch(() => {});
+      tableLock.release();
+      await single.end();
+    }
+    expect(await account(org, 'au')).toEqual({ limit: 100, used: 0, reserved: 5 });
   });
 
   it('CommitMany writes one usage record per reservation, whatever the repeats within and across batches', async () => {

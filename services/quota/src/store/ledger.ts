@@ -121,21 +121,35 @@ export class Ledger {
    */
   async commitMany(reservationIds: readonly string[], lockTimeoutMs?: number): Promise<CommitOutcome[]> {
     if (reservationIds.length === 0) return [];
-    const r = await this.pool.query<{ outcomes: CommitOutcome[] }>(
-      lockTimeoutMs === undefined
-        ? {
-            name: 'quota.commit_many',
-            text: 'SELECT quota.commit_many($1::text[]) AS outcomes',
-            values: [reservationIds],
-          }
-        : {
-            // Every lock wait of the commit ends by then: past it the commit fails and changes nothing.
-            name: 'quota.commit_many_within',
-            text: 'SELECT quota.commit_many($1::text[], $2::integer) AS outcomes',
-            values: [reservationIds, Math.max(1, Math.ceil(lockTimeoutMs))],
-          },
-    );
-    return r.rows[0]!.outcomes;
+    if (lockTimeoutMs === undefined) {
+      const r = await this.pool.query<{ outcomes: CommitOutcome[] }>({
+        name: 'quota.commit_many',
+        text: 'SELECT quota.commit_many($1::text[]) AS outcomes',
+        values: [reservationIds],
+      });
+      return r.rows[0]!.outcomes;
+    }
+    // Every lock wait of the commit ends by the deadline: past it the commit fails and changes nothing.
+    // The time spent waiting for a connection counts (found by a review, 2026-12-04: with every
+    // connection held by a commit blocked on a lock, the next one got its whole budget again once it had
+    // one and committed after its caller had stopped waiting).
+    const deadline = performance.now() + lockTimeoutMs;
+    const client = await this.pool.connect();
+    let failed: Error | undefined;
+    try {
+      const r = await client.query<{ outcomes: CommitOutcome[] }>({
+        name: 'quota.commit_many_within',
+        text: 'SELECT quota.commit_many($1::text[], $2::integer) AS outcomes',
+        values: [reservationIds, Math.max(1, Math.ceil(deadline - performance.now()))],
+      });
+      return r.rows[0]!.outcomes;
+    } catch (error) {
+      failed = error instanceof Error ? error : new Error(String(error));
+      throw error;
+    } finally {
+      // As pool.query does: a connection whose query failed is not reused.
+      client.release(failed);
+    }
   }
 
   /** Turn a reservation into usage: one usage record, exactly once. */
