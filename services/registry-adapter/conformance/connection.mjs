@@ -26,6 +26,11 @@ const M = {
     registryv1.DescribeResponseSchema,
   ),
   load: method(`${ADMIN}/Load`, registryv1.LoadRequestSchema, registryv1.LoadResponseSchema),
+  registryStatus: method(
+    `${ADMIN}/GetRegistryStatus`,
+    registryv1.GetRegistryStatusRequestSchema,
+    registryv1.GetRegistryStatusResponseSchema,
+  ),
   setDrill: method(`${ADMIN}/SetDrill`, registryv1.SetDrillRequestSchema, registryv1.SetDrillResponseSchema),
   health: method(
     '/grpc.health.v1.Health/Check',
@@ -154,6 +159,11 @@ export class AdapterConnection {
 
   describe() {
     return this.unary(M.describe, {}, 10_000, this.admin);
+  }
+
+  /** The registry's current snapshot (admin), which a replica may not serve yet. */
+  registryStatus() {
+    return this.unary(M.registryStatus, {}, 10_000, this.admin);
   }
 
   health() {

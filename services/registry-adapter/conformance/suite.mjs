@@ -6,6 +6,7 @@ import { healthv1, registryv1 } from '@dnc/proto';
 import grpc from '@grpc/grpc-js';
 import { assert, expectGrpcCode, name } from './assert.mjs';
 import { AdapterConnection, errorReason } from './connection.mjs';
+import { notYetRegistered } from './fixture.mjs';
 import { phoneListTest } from './phone-list.mjs';
 
 export { AdapterConnection, errorReason };
@@ -61,28 +62,6 @@ function shuffled(items, seed = 7) {
     [out[i], out[j]] = [out[j], out[i]];
   }
   return out;
-}
-
-/**
- * The fixture numbers the registry does not hold yet: the only ones the kit may remove at the end (found by
- * a review, 2026-12-04: the kit removed every fixture number, so a fixture holding a real registration,
- * run against a deployment with the real registry, would have removed it and answered it `safe`). An
- * adapter with no snapshot yet holds none; one that has a snapshot and cannot answer is not loaded into.
- */
-async function notYetRegistered(conn, country, registered) {
-  const described = await conn.describe();
-  if (described.snapshotId === '') return [...registered];
-  let outcomes;
-  try {
-    ({ outcomes } = await conn.check(country, registered));
-  } catch (error) {
-    throw new Error(
-      `the adapter has a registry (snapshot ${described.snapshotId}) and could not say which fixture numbers it ` +
-        `holds already (${error?.message ?? error}); the fixture was not loaded`,
-    );
-  }
-  assert(outcomes.length === registered.length, 'one outcome per input');
-  return registered.filter((_, i) => outcomes[i] !== Outcome.PROHIBITED);
 }
 
 /**

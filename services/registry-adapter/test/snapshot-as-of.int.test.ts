@@ -209,11 +209,22 @@ describe('a snapshot is as old as the registry consultation it comes from (mx, 3
   it('replaces committed before loads were identified are known by their numbers', async () => {
     const z = fresh();
     const lastMonth = ['+52 55 1234 5678', fresh()];
-    await load(LoadMode.REPLACE, lastMonth, new Date(Date.now() - 2 * DAY), { allowOlder: true });
+    const broken = await load(
+      LoadMode.REPLACE,
+      ['+52 55 1234 5678', fresh()],
+      new Date(Date.now() - 3 * DAY),
+      {
+        allowOlder: true,
+      },
+    );
+    await load(LoadMode.REPLACE, lastMonth, new Date(Date.now() - 2 * DAY));
     const yesterday = new Date(Date.now() - DAY);
     const now = await load(LoadMode.REPLACE, [...lastMonth, z], yesterday);
-    // What the migration of the upgrade left on the rows of the release before: no identity.
+    // What the migration of the upgrade left on the rows of the release before: no identity. And one
+    // table gone while its row still names it (a clean-up cut short): its load stays unknown, the others
+    // are read back and loads go on.
     await pool.query('UPDATE registry_mx.snapshots SET load_digest = NULL, load_as_of = NULL');
+    await pool.query(`DROP TABLE registry_mx.numbers_${broken.snapshotId}`);
     const rerun = await refusal(load(LoadMode.REPLACE, lastMonth));
     expect(rerun?.code).toBe(Code.FailedPrecondition);
     expect(rerun?.rawMessage).toMatch(/loaded before, as snapshot \d+.*--allow-older.*unchanged/);
@@ -226,7 +237,8 @@ describe('a snapshot is as old as the registry consultation it comes from (mx, 3
     // Each identified once, its as_of its own; deltas (their table is the result, not the file) stay unknown.
     const { rows } = await pool.query(
       `SELECT mode, load_digest IS NOT NULL AS known, (load_as_of IS NOT DISTINCT FROM as_of OR mode <> 'replace') AS dated
-         FROM registry_mx.snapshots WHERE table_name IS NOT NULL ORDER BY id`,
+         FROM registry_mx.snapshots WHERE table_name IS NOT NULL AND id <> $1 ORDER BY id`,
+      [broken.snapshotId],
     );
     for (const row of rows)
       expect(row).toEqual({ mode: row.mode, known: row.mode === 'replace', dated: true });

@@ -222,6 +222,33 @@ describe('registry snapshots carry the numbering rules that built them (mx)', ()
     },
   );
 
+  // Found by a review (2026-12-04): across a rules upgrade a file's keys may differ (lines one revision
+  // rejects and the next reads), so its digest does not find the release before's loads; a replace dated
+  // before the copy of the release before was applied, dropping every number registered since.
+  it('a replace dated before a copy of other rules is refused unless allow_older', async () => {
+    const own = new RegistryStore(pool, 'mx', NUMBERING_RULES);
+    const other = new RegistryStore(pool, 'mx', OTHER_RULES);
+    const normalizer = createNormalizer('mx');
+    const guards = { maxRejected: 0, allowShrink: true };
+    const current = await loadRegistry(
+      other,
+      normalizer,
+      'replace',
+      linesOf(['+52 55 7200 0001', '+52 55 7200 0002']),
+      undefined,
+      {
+        ...guards,
+        asOf: new Date(Date.now() - 3_600_000),
+        allowOlder: true,
+      },
+    );
+    const lastMonth = { ...guards, asOf: new Date(Date.now() - 30 * 86_400_000) };
+    await expect(
+      loadRegistry(own, normalizer, 'replace', linesOf(['+52 55 7200 0001']), undefined, lastMonth),
+    ).rejects.toThrow(/before the registry it applies to.*--allow-older/);
+    expect((await own.current())?.id).toBe(current.snapshot.id);
+  });
+
   it('a seed file replaces a snapshot of other rules (development stacks), and only that', async () => {
     const seedFile = join(tmpdir(), `dnc-seed-rules-${process.pid}.txt`);
     await writeFile(seedFile, '+52 81 8123 4567\n');

@@ -77,8 +77,10 @@ function otherRules(base: SnapshotInfo, store: RegistryStore): LoadRefused {
  */
 async function identifyEarlierLoads(store: RegistryStore, client: PoolClient): Promise<void> {
   for (const snapshot of await store.unidentifiedReplaces(client)) {
-    const keys = sortDistinct(await store.readKeys(snapshot, client));
-    await store.identifyReplace(client, snapshot.id, loadDigest('replace', keys));
+    // Best effort, on a connection of its own: a table that cannot be read (dropped by a clean-up cut
+    // short) leaves its load unknown, as before, rather than refuse every load of the country.
+    const keys = await store.readKeys(snapshot).catch(() => undefined);
+    if (keys) await store.identifyReplace(client, snapshot.id, loadDigest('replace', sortDistinct(keys)));
   }
 }
 
@@ -126,9 +128,11 @@ async function checkOrder(
   const undo =
     'applied, it would undo what came after it (a number added since removed again); loads are applied in ' +
     'order (after an older copy loaded with allow_older, the removals published since are loaded again with allow_repeat)';
-  // Dated before the copy it applies to. (A replace on a snapshot of other rules is the upgrade's reload,
-  // dated as the consultation it loads again: that snapshot is not this release's to serve.)
-  const older = ownBase && guards.asOf !== undefined && guards.asOf < base.time;
+  // Dated before the copy it applies to, whatever rules built that copy: across a rules upgrade a file's
+  // keys may differ (lines one revision rejects and the next reads), so its digest does not find the
+  // loads of the release before and its date is what is left (found by a review, 2026-12-04). The
+  // upgrade's reload is dated as the consultation it loads again: not older.
+  const older = base !== undefined && guards.asOf !== undefined && guards.asOf < base.time;
   // An add only ever makes numbers prohibited, never safe: applied out of order or again (the copy keeps
   // its time), rather than leave a late registration answered safe until an operator acts.
   const add = mode === 'add';
