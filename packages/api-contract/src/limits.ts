@@ -121,7 +121,7 @@ export type InvalidReason = (typeof INVALID_REASONS)[number];
 
 export const INVALID_REASON_DESCRIPTIONS: Record<InvalidReason, string> = {
   unparseable:
-    'the input cannot be read as one phone number (letters only, empty, no digits, or two numbers in one value joined by a semicolon or a comma)',
+    'the input cannot be read as one phone number (letters only, empty, no digits, or a second number in the same value after a semicolon, a comma or an extension mark)',
   invalid_length: 'too few or too many digits for the numbering plan of the selected country',
   invalid_number: 'digits of a valid length that the numbering plan of the selected country does not assign',
   wrong_country: 'a number written with the calling code of another country (valid there or not)',

@@ -3,6 +3,7 @@ import { registryv1 } from '@dnc/proto';
 import { type CountryCode as IsoCountry, ParseError, parsePhoneNumberWithError } from 'libphonenumber-js/max';
 import { TABLES_LIBPHONENUMBER_VERSION } from './fast.js';
 import { createNumbering } from './numbering.js';
+import { MAX_EXTENSION_DIGITS } from './reference.js';
 import { cleanWrittenForm, hasCommaSecondNumber, hasForeignParameter } from './written-form.js';
 
 const { Outcome } = registryv1;
@@ -30,9 +31,10 @@ export interface Normalizer {
  *   3  digits after a `;` outside an `ext=`, `isub=` or `phone-context=` parameter (a second number in
  *      the cell) make the input `unparseable` (written-form.ts hasForeignParameter); valid under 2
  *      before, keyed on the first number. Every other input keeps its reading.
- *   4  six digits or more after a comma read as an unlabelled extension (a second number in the cell)
- *      make the input `unparseable` (written-form.ts hasCommaSecondNumber), valid under 3 before and
- *      keyed on the first number; an Argentine `0` + 10-digit line libphonenumber-js read as `0 <area>
+ *   4  six digits or more after a comma read as an unlabelled extension, or an extension of more than
+ *      six digits after any label (a second number in the cell), make the input `unparseable`
+ *      (written-form.ts hasCommaSecondNumber, reference.ts MAX_EXTENSION_DIGITS), valid under 3 before
+ *      and keyed on the first number; an Argentine `0` + 10-digit line libphonenumber-js read as `0 <area>
  *      15 ...` and kept invalid is that line (reference.ts argentineTrunkLine), `invalid_number` or
  *      `invalid_length` under 3. Every input valid under 3 and not in the first case keeps its key.
  */
@@ -70,6 +72,8 @@ function technicalNormalizer(country: 'es' | 'au' | 'sg'): Normalizer {
       if (text.includes(',') && hasCommaSecondNumber(text)) return -Outcome.INVALID_UNPARSEABLE;
       try {
         const phone = parsePhoneNumberWithError(text, { defaultCountry: iso });
+        if (phone.ext !== undefined && phone.ext.length > MAX_EXTENSION_DIGITS)
+          return -Outcome.INVALID_UNPARSEABLE;
         if (phone.country !== iso) {
           return phone.isValid() ? -Outcome.INVALID_WRONG_COUNTRY : -Outcome.INVALID_NUMBER;
         }

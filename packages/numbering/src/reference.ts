@@ -98,14 +98,28 @@ export function classifyReference(country: NumberingCountry, input: string): Cla
   const text = cleanWrittenForm(input);
   if (text.includes(';') && hasForeignParameter(text)) return invalid(Outcome.INVALID_UNPARSEABLE);
   if (text.includes(',') && hasCommaSecondNumber(text)) return invalid(Outcome.INVALID_UNPARSEABLE);
-  return classifyUncleaned(country, text);
+  return classifyUncleaned(country, text, MAX_EXTENSION_DIGITS);
 }
 
 /**
- * `classifyReference` of a text as libphonenumber-js reads it, without `cleanWrittenForm`: the reading
- * of rules revision 1, kept for the test that every input valid then keeps its key.
+ * Rules revision 4: the most digits an extension is read with. libphonenumber-js takes up to 9 after a
+ * one-character label (`#`, `~`, `x`) and up to 20 after a word, so `011 4123 4567 #41234568` or
+ * `~ 41234568` was the first number alone and the second, registered, answered `safe` (found by a review,
+ * 2026-12-04). A longer extension is a second number in the cell: `unparseable`. The fast path decides
+ * extensions of at most this many digits only (fast-scan.ts extensionEnd).
  */
-export function classifyUncleaned(country: NumberingCountry, text: string): Classification {
+export const MAX_EXTENSION_DIGITS = 6;
+
+/**
+ * `classifyReference` of a text as libphonenumber-js reads it, without `cleanWrittenForm` (and, by
+ * default, with an extension of any length): the reading of rules revision 1, kept for the test that
+ * every input valid then keeps its key.
+ */
+export function classifyUncleaned(
+  country: NumberingCountry,
+  text: string,
+  maxExtensionDigits = Number.POSITIVE_INFINITY,
+): Classification {
   let phone: ReturnType<typeof parsePhoneNumberWithError>;
   if (text.includes(PHONE_CONTEXT)) resetPhoneContextPatterns();
   try {
@@ -114,6 +128,8 @@ export function classifyUncleaned(country: NumberingCountry, text: string): Clas
     if (error instanceof ParseError) return invalid(parseErrorOutcome(error.message));
     throw error;
   }
+  if (phone.ext !== undefined && phone.ext.length > maxExtensionDigits)
+    return invalid(Outcome.INVALID_UNPARSEABLE);
   if (phone.countryCallingCode !== CALLING_CODE[country]) {
     // Read with another country's calling code: `wrong_country`, whether or not it is a valid number
     // there (the caller sent it to the wrong country either way; +1 555 0100 is no Mexican number).

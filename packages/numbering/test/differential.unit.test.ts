@@ -17,7 +17,7 @@ import {
   normalizeReference,
   UNDECIDED,
 } from '../src/index.js';
-import { classifyUncleaned } from '../src/reference.js';
+import { classifyUncleaned, MAX_EXTENSION_DIGITS } from '../src/reference.js';
 import { cleanWrittenForm, hasCommaSecondNumber, hasForeignParameter } from '../src/written-form.js';
 
 const SAMPLES = Number(process.env['DNC_DIFFERENTIAL_SAMPLES'] ?? 20_000);
@@ -52,11 +52,13 @@ describe.each(NUMBERING_COUNTRIES)('fast and reference numbering agree (%s)', (c
         actual.e164 === expected.e164 &&
         normalized === normalizeReference(country, input) &&
         // An input valid under revision 1 keeps its key, or (revisions 3, 4) is a second number after a
-        // `;` or a comma.
+        // `;`, a comma or an extension label.
         (before.key === 0 ||
           before.key === expected.key ||
           (expected.key === 0 &&
-            (hasForeignParameter(cleanWrittenForm(input)) || hasCommaSecondNumber(cleanWrittenForm(input)))));
+            (hasForeignParameter(cleanWrittenForm(input)) ||
+              hasCommaSecondNumber(cleanWrittenForm(input)) ||
+              classifyUncleaned(country, cleanWrittenForm(input), MAX_EXTENSION_DIGITS).key === 0)));
       if (!same && mismatches.length < MAX_REPORTED) {
         mismatches.push(
           `#${i} ${JSON.stringify(input)}: fast ${JSON.stringify(actual)} / ${normalized}, reference ${JSON.stringify(expected)}, revision 1 key ${before.key}`,
