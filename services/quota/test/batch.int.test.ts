@@ -235,6 +235,21 @@ describe('ReserveMany and CommitMany against PostgreSQL', () => {
       await single.end();
     }
     expect(await account(org, 'au')).toEqual({ limit: 100, used: 0, reserved: 5 });
+    // No lock to wait for once connected, but the connection came after the deadline: not sent.
+    const late = createPool(databaseUrl, 1);
+    const held = await late.connect();
+    try {
+      const commit = new Ledger(late).commitMany([reserved.reservationId], 300).then(
+        () => 'committed',
+        (e: unknown) => ConnectError.from(e).code,
+      );
+      await new Promise((r) => setTimeout(r, 500));
+      held.release();
+      expect(await commit).toBe(Code.DeadlineExceeded);
+    } finally {
+      await late.end();
+    }
+    expect(await account(org, 'au')).toEqual({ limit: 100, used: 0, reserved: 5 });
   });
 
   it('CommitMany writes one usage record per reservation, whatever the repeats within and across batches', async () => {

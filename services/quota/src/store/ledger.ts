@@ -137,14 +137,19 @@ export class Ledger {
     const client = await this.pool.connect();
     let failed: Error | undefined;
     try {
+      // Nothing left once connected: not sent (a commit without a lock to wait for runs in under 1 ms).
+      const left = Math.ceil(deadline - performance.now());
+      if (left <= 0)
+        throw new ConnectError('the commit waited for a connection past its deadline', Code.DeadlineExceeded);
       const r = await client.query<{ outcomes: CommitOutcome[] }>({
         name: 'quota.commit_many_within',
         text: 'SELECT quota.commit_many($1::text[], $2::integer) AS outcomes',
-        values: [reservationIds, Math.max(1, Math.ceil(deadline - performance.now()))],
+        values: [reservationIds, left],
       });
       return r.rows[0]!.outcomes;
     } catch (error) {
-      failed = error instanceof Error ? error : new Error(String(error));
+      if (!(error instanceof ConnectError))
+        failed = error instanceof Error ? error : new Error(String(error));
       throw error;
     } finally {
       // As pool.query does: a connection whose query failed is not reused.
