@@ -74,8 +74,10 @@ const TESTS = [
     title: 'admin Load adds the fixture',
     when: ({ options }) => Boolean(options.loadFixture),
     run: async ({ conn, country, registered, state }) => {
-      state.added = await notYetRegistered(conn, country, registered);
+      const added = await notYetRegistered(conn, country, registered);
       const r = await conn.load(country, registryv1.LoadMode.ADD, registered, true);
+      // Only once the add committed: a refused add (another load running) leaves nothing to remove.
+      state.added = added;
       assert(Number(r.rejected) === 0, `${r.rejected} fixture lines rejected`);
       // Replicas pick a new snapshot up within seconds; wait until this one serves it.
       for (let i = 0; i < 50; i++) {

@@ -66,6 +66,9 @@ function otherRules(base: SnapshotInfo, store: RegistryStore): LoadRefused {
   );
 }
 
+/** PostgreSQL's undefined_table. */
+const UNDEFINED_TABLE = '42P01';
+
 /**
  * Give the replaces committed before loads were identified (the release before 2026-12-04: their digest
  * NULL) the digest of their numbers, read back from their tables, so that a retry or a re-run crossing the
@@ -77,9 +80,13 @@ function otherRules(base: SnapshotInfo, store: RegistryStore): LoadRefused {
  */
 async function identifyEarlierLoads(store: RegistryStore, client: PoolClient): Promise<void> {
   for (const snapshot of await store.unidentifiedReplaces(client)) {
-    // Best effort, on a connection of its own: a table that cannot be read (dropped by a clean-up cut
-    // short) leaves its load unknown, as before, rather than refuse every load of the country.
-    const keys = await store.readKeys(snapshot).catch(() => undefined);
+    // On a connection of its own. A table that is gone (dropped by a clean-up cut short before its row
+    // was updated) leaves its load unknown, as before, rather than refuse every load of the country; any
+    // other failure fails the load (retried, it reads the table again), never applies it unchecked.
+    const keys = await store.readKeys(snapshot).catch((error: unknown) => {
+      if ((error as { code?: string }).code === UNDEFINED_TABLE) return undefined;
+      throw error;
+    });
     if (keys) await store.identifyReplace(client, snapshot.id, loadDigest('replace', sortDistinct(keys)));
   }
 }
