@@ -6,7 +6,16 @@ import { openSeed } from '../second-factor.js';
 import { guards, who } from '../session.js';
 import type { SessionListing } from '../store/sessions.js';
 import { HttpError } from '../upstream.js';
-import { body, failureCount, iso, lockedError, type RouteDeps, signInGate, UUID } from './deps.js';
+import {
+  body,
+  DEVICE_COOKIE,
+  failureCount,
+  iso,
+  lockedError,
+  type RouteDeps,
+  signInGate,
+  UUID,
+} from './deps.js';
 
 /** What every signed-in person manages of their own: password, second factor and sessions. */
 export function meRoutes(app: FastifyInstance, deps: RouteDeps): void {
@@ -54,7 +63,7 @@ export function meRoutes(app: FastifyInstance, deps: RouteDeps): void {
       if (problem) throw new HttpError(400, 'weak_password', problem);
       await deps.members.setPassword(member.memberId, await deps.hash(b.new_password));
       // Whoever knew the old password is signed out; this session stays.
-      await deps.sessions.endAll(member.memberId, tokenHash);
+      await deps.sessions.endAll(member.memberId, tokenHash, request.cookies[DEVICE_COOKIE]);
       await deps.audit.record(member.orgId, member.email, 'password_changed');
       return reply.code(204).send();
     },
@@ -105,7 +114,7 @@ export function meRoutes(app: FastifyInstance, deps: RouteDeps): void {
           'totp_not_set_up',
           'The set-up was started again elsewhere; use the new one.',
         );
-      await deps.sessions.endAll(member.memberId, tokenHash);
+      await deps.sessions.endAll(member.memberId, tokenHash, request.cookies[DEVICE_COOKIE]);
       await deps.audit.record(member.orgId, member.email, 'totp_enabled');
       return reply.code(204).send();
     },

@@ -16,7 +16,16 @@ import {
   who,
 } from '../session.js';
 import { HttpError } from '../upstream.js';
-import { body, failureCount, iso, lockedError, type RouteDeps, rememberDevice, signInGate } from './deps.js';
+import {
+  body,
+  DEVICE_COOKIE,
+  failureCount,
+  iso,
+  lockedError,
+  type RouteDeps,
+  rememberDevice,
+  signInGate,
+} from './deps.js';
 
 const wrongCredentials = () =>
   new HttpError(401, 'invalid_credentials', 'The email or the password is wrong.');
@@ -120,7 +129,7 @@ function signOutRoutes(app: FastifyInstance, deps: RouteDeps): void {
 
   app.post('/api/session/sign-out-everywhere', { preHandler: change }, async (request, reply) => {
     const { member } = who(request);
-    const ended = await deps.sessions.endAll(member.memberId);
+    const ended = await deps.sessions.endAll(member.memberId, undefined, request.cookies[DEVICE_COOKIE]);
     await deps.audit.record(member.orgId, member.email, 'sign_out_everywhere', `${ended} sessions`);
     clearSessionCookie(reply);
     return reply.code(204).send();

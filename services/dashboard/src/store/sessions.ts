@@ -1,4 +1,5 @@
 import { inTransaction, type Pool } from '@dnc/kit';
+import { isToken, tokenHash } from '../domain/tokens.js';
 
 export type SessionStage = 'mfa' | 'full';
 
@@ -140,9 +141,12 @@ export class SessionStore {
   /**
    * Sign out everywhere: every session of the member, except `keep` when given; a sign-in still in flight
    * creates none after this (the epoch is bumped first, in its own statement, so the deletion's snapshot
-   * sees a session whose insert this bump waited for).
+   * sees a session whose insert this bump waited for). And every browser the member signed in from
+   * (device cookies) but `keepDevice`, the one asking (found by a review, 2026-12-04: they outlived a
+   * password change, the second factor turned on and this, so whoever once had the password kept up to 20
+   * browsers whose guesses never counted against the email's lock).
    */
-  async endAll(memberId: string, keep?: Buffer): Promise<number> {
+  async endAll(memberId: string, keep?: Buffer, keepDevice?: unknown): Promise<number> {
     return inTransaction(this.pool, async (tx) => {
       await tx.query(
         'UPDATE dashboard.members SET sessions_epoch = sessions_epoch + 1 WHERE member_id = $1',
@@ -151,6 +155,10 @@ export class SessionStore {
       const r = await tx.query(
         'DELETE FROM dashboard.sessions WHERE member_id = $1 AND ($2::bytea IS NULL OR token_hash <> $2)',
         [memberId, keep ?? null],
+      );
+      await tx.query(
+        'DELETE FROM dashboard.sign_in_devices WHERE member_id = $1 AND ($2::bytea IS NULL OR token_hash <> $2)',
+        [memberId, isToken(keepDevice) ? tokenHash(keepDevice) : null],
       );
       return r.rowCount ?? 0;
     });
