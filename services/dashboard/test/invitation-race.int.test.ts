@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { signedIn, sql, withDashboard } from './sign-in-harness.js';
+import { DashboardClient } from '../../../test/support/dashboard.js';
+import { base, signedIn, sql, withDashboard } from './sign-in-harness.js';
 
 // Found by a review (2026-12-03): an owner's role is checked before their invitation is inserted, and
 // invited_by has no foreign key. A removal that committed in between left the new invitation open (the
@@ -29,6 +30,39 @@ describe('an invitation sent while its owner is being removed', () => {
       await sql('DROP TRIGGER slow_invitation ON dashboard.invitations');
       await sql('DROP FUNCTION dashboard.slow_invitation()');
     }
+    const open = await sql(
+      'SELECT 1 FROM dashboard.invitations WHERE email = $1 AND revoked_at IS NULL AND accepted_at IS NULL',
+      [email],
+    );
+    expect(open.rowCount).toBe(0);
+  });
+});
+
+// Found by a review (2026-12-04): invitations addressed to a person stayed open after they joined with
+// another one and after they were removed: an owner who sent a second, `member` link (the first was lost)
+// and later removed them let them back in, as owner, with the first.
+describe('invitations addressed to a person', () => {
+  it('close when they join with another and when they are removed', async () => {
+    const owner = await signedIn();
+    const email = `twice-${Date.now()}@example.com`;
+    const first = (await owner.c.post('/api/members/invitations', { email, role: 'owner' })).body
+      .link as string;
+    const second = (await owner.c.post('/api/members/invitations', { email, role: 'member' })).body
+      .link as string;
+    const bob = new DashboardClient(base);
+    expect((await bob.accept(second, 'correct horse battery')).status).toBe(201);
+    const pending = (await owner.c.get('/api/members')).body.invitations as { email: string }[];
+    expect(pending.filter((i) => i.email === email)).toEqual([]);
+    const members = (await owner.c.get('/api/members')).body.members as { id: string; email: string }[];
+    const id = members.find((m) => m.email === email)!.id;
+    // One more link to them while they are a member is refused, so one made before they joined is all
+    // the removal can meet: made open again here as the review's sequence had it (sent before joining).
+    await sql('UPDATE dashboard.invitations SET revoked_at = NULL WHERE email = $1 AND role = $2', [
+      email,
+      'owner',
+    ]);
+    expect((await owner.c.post(`/api/members/${id}/remove`)).status).toBe(204);
+    expect((await new DashboardClient(base).accept(first, 'correct horse battery')).status).toBe(404);
     const open = await sql(
       'SELECT 1 FROM dashboard.invitations WHERE email = $1 AND revoked_at IS NULL AND accepted_at IS NULL',
       [email],

@@ -86,6 +86,13 @@ export class InvitationStore {
       await tx.query('UPDATE dashboard.invitations SET accepted_at = now() WHERE invitation_id = $1', [
         invitation.invitationId,
       ]);
+      // The other links to the same person close: one left open would let them back in, in its role,
+      // after a removal (found by a review, 2026-12-04).
+      await tx.query(
+        `UPDATE dashboard.invitations SET revoked_at = now()
+         WHERE org_id = $1 AND lower(email) = lower($2) AND accepted_at IS NULL AND revoked_at IS NULL`,
+        [invitation.orgId, invitation.email],
+      );
       return { invitation, result };
     });
   }

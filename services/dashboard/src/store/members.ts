@@ -89,7 +89,7 @@ export class MemberStore {
 
   /**
    * Remove a member of this organization, unless they are its last owner, and revoke the invitations
-   * they sent that are still pending. 'absent' for an id that is not a member of this organization
+   * they sent or were sent that are still pending. 'absent' for an id that is not a member of this organization
    * (another organization's member is absent too).
    */
   async remove(orgId: string, memberId: string): Promise<Member | 'absent' | 'last_owner'> {
@@ -105,11 +105,13 @@ export class MemberStore {
       if (target.role === 'owner' && members.filter((m) => m.role === 'owner').length === 1)
         return 'last_owner';
       await tx.query('DELETE FROM dashboard.members WHERE member_id = $1', [memberId]);
-      // Their links still pending go with them: an invitation they sent is no way back in.
+      // Their links still pending go with them, those they sent and those sent to them: an invitation is
+      // no way back in (found by reviews, 2026-12-03 and 2026-12-04).
       await tx.query(
         `UPDATE dashboard.invitations SET revoked_at = now()
-         WHERE invited_by = $1 AND accepted_at IS NULL AND revoked_at IS NULL`,
-        [memberId],
+         WHERE (invited_by = $1 OR (org_id = $2 AND lower(email) = lower($3)))
+           AND accepted_at IS NULL AND revoked_at IS NULL`,
+        [memberId, orgId, target.email],
       );
       return target;
     });
