@@ -137,7 +137,8 @@ export const JobError = {
     retry_after_seconds: {
       type: 'integer',
       minimum: 1,
-      description: 'Country errors may suggest when a new job could succeed (same meaning as Retry-After).',
+      description:
+        'Country errors may suggest when a new job could succeed: seconds from this response (same meaning as Retry-After); absent once that time has passed.',
     },
     message: { type: 'string' },
   },

@@ -8,7 +8,13 @@ import type { KeyRing } from './crypto/envelope.js';
 import { keyStatus } from './crypto/key-status.js';
 import type { Dispatcher } from './dispatch.js';
 import { canonicalPhoneCount } from './domain/canonical-input.js';
-import { carriesError, expiresAt, type RetentionPolicy, resultAvailability } from './domain/states.js';
+import {
+  carriesError,
+  expiresAt,
+  type RetentionPolicy,
+  resultAvailability,
+  retryHintLeft,
+} from './domain/states.js';
 import type { JobMetrics } from './metrics.js';
 import type { ResultStreams } from './result-streams.js';
 import type { QuotaSettlement } from './settlement.js';
@@ -32,7 +38,7 @@ export function jobMessage(job: JobRow, policy: RetentionPolicy): jobsv1.Job {
         ? create(jobsv1.JobErrorSchema, {
             error: job.error,
             country: job.error === 'platform_failure' || job.error === 'job_expired' ? '' : job.country,
-            retryAfterSeconds: job.errorRetryAfter ?? 0,
+            retryAfterSeconds: retryHintLeft(job, new Date()),
           })
         : undefined,
     cancelRequested: job.status === 'running' && job.cancelRequested,

@@ -228,6 +228,23 @@ describe('job scheduler through its gRPC API (real quota, adapter, Postgres, NAT
         const done = await h.waitFor(job.jobId, (j) => j.status === status.FAILED);
         expect(done.error?.error).toBe('country_service_maintenance');
         expect(done.error?.country).toBe('mx');
+        // The retry hint is the window's end, counted from now: read later, what is left of it (found by a
+        // review, 2026-12-04: the seconds left at the failure were shown unchanged for the 30 days kept).
+        expect(done.error?.retryAfterSeconds).toBeGreaterThan(90);
+        expect(done.error?.retryAfterSeconds).toBeLessThanOrEqual(120);
+        const age = (seconds: number) =>
+          h.db.query(
+            `UPDATE jobs.jobs SET terminal_at = terminal_at - make_interval(secs => $2) WHERE id = $1`,
+            [job.jobId, seconds],
+          );
+        await age(60);
+        const aged = (await h.jobs.getJob({ orgId: h.org, jobId: job.jobId })).job!;
+        expect(aged.error?.retryAfterSeconds).toBeLessThanOrEqual(done.error!.retryAfterSeconds - 59);
+        expect(aged.error?.retryAfterSeconds).toBeGreaterThan(0);
+        await age(3_600);
+        const past = (await h.jobs.getJob({ orgId: h.org, jobId: job.jobId })).job!;
+        expect(past.error?.error).toBe('country_service_maintenance');
+        expect(past.error?.retryAfterSeconds).toBe(0);
       } finally {
         await kv.put('mx', JSON.stringify({ country: 'mx', maintenance_until: null }));
       }

@@ -6,6 +6,7 @@ import {
   expiresAt,
   quotaSettlementFor,
   resultAvailability,
+  retryHintLeft,
 } from '../src/domain/states.js';
 
 const policy = {
@@ -16,6 +17,8 @@ const policy = {
 };
 const created = new Date('2026-01-01T00:00:00Z');
 const terminal = new Date('2026-01-01T01:00:00Z');
+/** The hard cap stored with a job at admission (`hard_cap_at`): admission plus 24 hours. */
+const hardCapAt = new Date('2026-01-02T00:00:00Z');
 
 describe('States table', () => {
   it('cancel: queued at once; running without a call at once; running with a call after it; terminal unchanged', () => {
@@ -40,29 +43,57 @@ describe('States table', () => {
 describe('expires_at by state', () => {
   it('queued or running: admission plus the hard cap', () => {
     for (const status of ['queued', 'running'] as const)
-      expect(expiresAt({ status, createdAt: created, terminalAt: null }, policy).toISOString()).toBe(
-        '2026-01-02T00:00:00.000Z',
-      );
+      expect(
+        expiresAt({ status, createdAt: created, terminalAt: null, hardCapAt }, policy).toISOString(),
+      ).toBe('2026-01-02T00:00:00.000Z');
+  });
+  it('queued or running: the hard cap the job was admitted with, not the one configured now', () => {
+    // Admitted under a 1-hour cap (the sweeper expires it on `hard_cap_at`); the cap is 24 hours today.
+    const oneHour = new Date(created.getTime() + 3_600_000);
+    expect(
+      expiresAt({ status: 'running', createdAt: created, terminalAt: null, hardCapAt: oneHour }, policy),
+    ).toEqual(oneHour);
   });
   it('succeeded: terminalization plus 7 days', () => {
     expect(
-      expiresAt({ status: 'succeeded', createdAt: created, terminalAt: terminal }, policy).toISOString(),
+      expiresAt(
+        { status: 'succeeded', createdAt: created, terminalAt: terminal, hardCapAt },
+        policy,
+      ).toISOString(),
     ).toBe('2026-01-08T01:00:00.000Z');
   });
   it('failed, cancelled, expired: terminalization plus 30 days', () => {
     for (const status of ['failed', 'cancelled', 'expired'] as const)
-      expect(expiresAt({ status, createdAt: created, terminalAt: terminal }, policy).toISOString()).toBe(
-        '2026-01-31T01:00:00.000Z',
-      );
+      expect(
+        expiresAt({ status, createdAt: created, terminalAt: terminal, hardCapAt }, policy).toISOString(),
+      ).toBe('2026-01-31T01:00:00.000Z');
   });
   it('follows configured periods', () => {
     const short = { hardCapSeconds: 5, resultTtlSeconds: 7, metadataTtlSeconds: 9, resultStreamMaxMs: 1_000 };
-    expect(expiresAt({ status: 'queued', createdAt: created, terminalAt: null }, short).getTime()).toBe(
-      created.getTime() + 5_000,
-    );
     expect(
-      expiresAt({ status: 'succeeded', createdAt: created, terminalAt: terminal }, short).getTime(),
+      expiresAt(
+        { status: 'succeeded', createdAt: created, terminalAt: terminal, hardCapAt },
+        short,
+      ).getTime(),
     ).toBe(terminal.getTime() + 7_000);
+    expect(
+      expiresAt({ status: 'failed', createdAt: created, terminalAt: terminal, hardCapAt }, short).getTime(),
+    ).toBe(terminal.getTime() + 9_000);
+  });
+});
+
+describe('JobError retry hint (retry_after_seconds)', () => {
+  const failed = { errorRetryAfter: 180, terminalAt: terminal };
+  const later = (ms: number) => new Date(terminal.getTime() + ms);
+  it('counts down from the failure: a status read later does not repeat a wait that has passed', () => {
+    expect(retryHintLeft(failed, terminal)).toBe(180);
+    expect(retryHintLeft(failed, later(13_000))).toBe(167);
+    expect(retryHintLeft(failed, later(179_001))).toBe(1);
+  });
+  it('no hint once the wait has passed, or when there was none', () => {
+    expect(retryHintLeft(failed, later(180_000))).toBe(0);
+    expect(retryHintLeft(failed, later(30 * 86_400_000))).toBe(0);
+    expect(retryHintLeft({ errorRetryAfter: null, terminalAt: terminal }, terminal)).toBe(0);
   });
 });
 

@@ -553,7 +553,7 @@ export interface components {
        * @enum {string}
        */
       country?: 'mx' | 'ar' | 'co' | 'es' | 'au' | 'sg';
-      /** @description Country errors may suggest when a new job could succeed (same meaning as Retry-After). */
+      /** @description Country errors may suggest when a new job could succeed: seconds from this response (same meaning as Retry-After); absent once that time has passed. */
       retry_after_seconds?: number;
       message?: string;
     };

@@ -55,19 +55,34 @@ export function resultPurgeDelaySeconds(policy: RetentionPolicy): number {
 }
 
 /**
- * `expires_at` by state (spec "States"): active jobs expire at admission plus the hard cap; a
- * succeeded job's result at terminalization plus the result TTL; other terminal jobs' metadata at
- * terminalization plus the metadata TTL.
+ * `expires_at` by state (spec "States"): active jobs expire at admission plus the hard cap, the one stored
+ * with the job at admission (`hard_cap_at`, what the sweeper expires it on: a hard cap configured later,
+ * longer, does not move it; a shorter one is written into the row); a succeeded job's result at
+ * terminalization plus the result TTL; other terminal jobs' metadata at terminalization plus the metadata
+ * TTL.
  */
 export function expiresAt(
-  job: { status: JobStatus; createdAt: Date; terminalAt: Date | null },
+  job: { status: JobStatus; createdAt: Date; terminalAt: Date | null; hardCapAt: Date },
   policy: RetentionPolicy,
 ): Date {
-  if (!isTerminalJobStatus(job.status))
-    return new Date(job.createdAt.getTime() + policy.hardCapSeconds * 1000);
+  if (!isTerminalJobStatus(job.status)) return job.hardCapAt;
   const terminal = job.terminalAt ?? job.createdAt;
   const ttl = job.status === 'succeeded' ? policy.resultTtlSeconds : policy.metadataTtlSeconds;
   return new Date(terminal.getTime() + ttl * 1000);
+}
+
+/**
+ * What is left of a failed job's retry hint (JobError `retry_after_seconds`, "same meaning as Retry-After"):
+ * the seconds from the failure until the country expected to serve again, counted from now, so a status read
+ * later never repeats a wait that has passed; 0 (no hint) once it has.
+ */
+export function retryHintLeft(
+  job: { errorRetryAfter: number | null; terminalAt: Date | null },
+  now: Date,
+): number {
+  if (!job.errorRetryAfter || !job.terminalAt) return 0;
+  const until = job.terminalAt.getTime() + job.errorRetryAfter * 1000;
+  return Math.max(0, Math.ceil((until - now.getTime()) / 1000));
 }
 
 /** Which answer the result endpoint gives for a job, by the spec's result statuses. */
