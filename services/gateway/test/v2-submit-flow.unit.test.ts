@@ -170,6 +170,30 @@ describe('v2 submit flow over the in-memory upstream (spec: v2 submit, exactly o
     expect(calls.some((c) => c.startsWith('abort'))).toBe(false);
   });
 
+  // Found by a review (2026-12-04; test/e2e/v2-submit-reset.e2e.test.ts provokes it for real): connect-node
+  // reports a connection reset as `Aborted`, taken for a refusal (admission undone, the stored job run free).
+  it('a connection reset (Aborted without a public reason) and an internal failure are unknown outcomes: never aborted, 503', async () => {
+    for (const failure of [
+      new ConnectError('read ECONNRESET', Code.Aborted),
+      new ConnectError('GOAWAY INTERNAL_ERROR', Code.Internal),
+    ]) {
+      const { outcome, calls } = await run({ submitJob: () => failure });
+      expect(outcome).toMatchObject({
+        ok: false,
+        error: { status: 503, body: { error: 'platform_failure' }, retryAfterSeconds: 1 },
+      });
+      expect(calls.some((c) => c.startsWith('abort'))).toBe(false);
+    }
+  });
+
+  it("a service's own Aborted (its public reason) is a refusal: the admission is aborted", async () => {
+    const { outcome, calls, admissionId } = await run({
+      submitJob: () => refusal(Code.Aborted, 'idempotency_request_in_progress'),
+    });
+    expect(outcome).toMatchObject({ ok: false, error: { status: 409 } });
+    expect(calls.at(-1)).toBe(`abort ${admissionId}`);
+  });
+
   it('a SubmitJob refused (stored nothing) aborts the admission; a failed abort is logged', async () => {
     const { outcome, calls, warnings, admissionId } = await run({
       submitJob: () => new ConnectError('fenced', Code.FailedPrecondition),

@@ -1,5 +1,5 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
-import { type CheckAnswer, Code, ConnectError } from '@dnc/kit';
+import { type CheckAnswer, Code, ConnectError, readPublicReason } from '@dnc/kit';
 import type { admissionv1, jobsv1 } from '@dnc/proto';
 import type { BodyPhones } from './scrub-body.js';
 
@@ -92,9 +92,15 @@ const MAY_HAVE_APPLIED = new Set<Code>([
 ]);
 
 export function callFailure(error: unknown): CallFailure {
-  return MAY_HAVE_APPLIED.has(ConnectError.from(error).code)
-    ? { outcome: 'unknown', error }
-    : { outcome: 'refused', error };
+  const { code } = ConnectError.from(error);
+  if (MAY_HAVE_APPLIED.has(code)) return { outcome: 'unknown', error };
+  // `Aborted` is also how connect-node reports a connection reset (ECONNRESET) or a stream destroyed
+  // under the call: the service may have applied it and its answer was lost. A service's own `Aborted`
+  // (an idempotency claim in progress) carries its public reason. Found by a review (2026-12-04): a reset
+  // after the scheduler stored a job was taken for a refusal, the admission undone, the job run uncharged
+  // and the retry given a second job.
+  if (code === Code.Aborted && !readPublicReason(error)) return { outcome: 'unknown', error };
+  return { outcome: 'refused', error };
 }
 
 /** What a flow logs: a fixed message, never a phone, key or body. */

@@ -121,8 +121,14 @@ export async function submitV2(
       return { ok: false, error: fromRpcError(submitted.error), rateLimit };
     case 'unknown':
       // Maybe stored: resolved by the retry's resume or by admission's reconciler, never guessed here.
+      // Answered retryable whatever the failure (503 with Retry-After, never a 500 a client does not
+      // retry): the exact retry is what returns the job if it was stored.
       deps.log.warn('v2 submit outcome unknown; left to the resume path and the claim reconciler');
-      return { ok: false, error: fromRpcError(submitted.error), rateLimit };
+      return {
+        ok: false,
+        error: fromRpcError(submitted.error, 'platform_failure', { unexpectedIsInternal: false }),
+        rateLimit,
+      };
   }
 
   const confirmed = await confirm(deps.upstream, admission, submitted.job, deadline);
