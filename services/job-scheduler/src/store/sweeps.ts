@@ -114,7 +114,10 @@ export class JobSweeps {
 
   /**
    * Jobs whose work message may be missing: queued and never confirmed as published, queued with a
-   * dispatch older than `afterMs`, or running under a lease expired for longer than `afterMs`.
+   * dispatch older than `afterMs`, or running under a lease expired for longer than `afterMs`. Those the
+   * sweeper always publishes come first: a queued job with a confirmed dispatch is published again only
+   * when its country's queue is empty, and a backlog of them (over the limit, waiting their turn) filled
+   * the batch, so a job never published or abandoned by its worker was not reached (a review, 2026-12-04).
    */
   async dispatchCandidates(afterMs: number, limit = 200): Promise<JobRow[]> {
     const r = await this.pool.query(
@@ -123,7 +126,7 @@ export class JobSweeps {
           OR (status = 'queued' AND dispatched_at < now() - make_interval(secs => $1))
           OR (status = 'running' AND lease_expires_at < now() - make_interval(secs => $1)
               AND (dispatched_at IS NULL OR dispatched_at < now() - make_interval(secs => $1)))
-       ORDER BY created_at LIMIT $2`,
+       ORDER BY (status = 'queued' AND dispatched_at IS NOT NULL), created_at LIMIT $2`,
       [afterMs / 1000, limit],
     );
     return r.rows.map((x) => toRow(x as Raw));

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { NatsConnection } from '@dnc/kit';
 import {
   extractTraceContext,
@@ -7,7 +8,7 @@ import {
   runWithRequestId,
   SpanKind,
 } from '@dnc/kit';
-import type { Consumer, JsMsg } from '@nats-io/jetstream';
+import { type Consumer, type JetStreamClient, type JsMsg, jetstream } from '@nats-io/jetstream';
 import type { WorkMessage } from '../dispatch.js';
 import { backoffMs } from '../domain/failures.js';
 import type { JobMetrics } from '../metrics.js';
@@ -43,6 +44,7 @@ export class JobWorker {
   private readonly inFlight = new Set<{ abort: AbortController; done: Promise<void> }>();
   private readonly memory: MemoryBudget;
   private readonly outcomes: AttemptOutcomes;
+  private readonly js: JetStreamClient;
 
   constructor(
     private readonly deps: WorkerDeps,
@@ -50,6 +52,7 @@ export class JobWorker {
   ) {
     this.memory = new MemoryBudget(options.memoryBudgetBytes);
     this.outcomes = new AttemptOutcomes(deps);
+    this.js = jetstream(deps.nc);
   }
 
   /** Create (or update) the durable consumers and start pulling. */
@@ -140,7 +143,7 @@ export class JobWorker {
       if (abort.signal.aborted) msg.nak();
       else {
         this.deps.logger.warn({ job_id: jobId, err: error }, 'job size unknown; message will be redelivered');
-        msg.nak(2_000);
+        await this.retryLater(msg, jobId, 2_000);
       }
       return;
     }
@@ -148,6 +151,39 @@ export class JobWorker {
       await this.claimAndRun(jobId, msg, abort);
     } finally {
       release();
+    }
+  }
+
+  /**
+   * The message of a job not claimed yet (Postgres unreachable: its size or its claim could not be read),
+   * handed back for a later delivery. JetStream delivers a message at most `max_deliver` times, and the
+   * job stays `queued` with its dispatch confirmed: past its last delivery it is never delivered again,
+   * and the sweeper publishes such a job again only when its country's queue is empty, which under load it
+   * rarely is (found by a review, 2026-12-04: an outage of ~20-50 s lost the queued jobs, expired at the
+   * hard cap). On its last delivery the message is replaced by a fresh one, published after the same
+   * pause, before the old one is ended; a publish that fails leaves the nak (the sweeper's path).
+   * A duplicate is harmless: the claim's lease runs a job once, and a job no longer queued is acked.
+   */
+  private async retryLater(msg: JsMsg, jobId: string, delayMs: number): Promise<void> {
+    if (msg.info.deliveryCount < this.options.maxDeliver) {
+      msg.nak(delayMs);
+      return;
+    }
+    try {
+      await new Promise((r) => setTimeout(r, Math.min(delayMs, this.options.ackWaitMs / 2)));
+      await this.js.publish(msg.subject, msg.data, {
+        msgID: `${jobId}.again.${randomUUID()}`,
+        timeout: 2_000,
+        ...(msg.headers ? { headers: msg.headers } : {}),
+      });
+      msg.term('replaced by a fresh message');
+      this.deps.logger.warn({ job_id: jobId }, 'work message on its last delivery replaced by a fresh one');
+    } catch (error) {
+      this.deps.logger.warn(
+        { job_id: jobId, err: error },
+        'work message not replaced; the sweeper publishes it',
+      );
+      msg.nak(delayMs);
     }
   }
 
@@ -180,7 +216,7 @@ export class JobWorker {
       claim = await store.claim(jobId, this.options.leaseMs, this.options.maxAttempts);
     } catch (error) {
       this.deps.logger.warn({ job_id: jobId, err: error }, 'claim failed; message will be redelivered');
-      msg.nak(2_000);
+      await this.retryLater(msg, jobId, 2_000);
       return;
     }
     switch (claim.kind) {
