@@ -11,7 +11,8 @@ import { startTestStack, type TestStack, uniqueDatabaseUrl } from '../support/st
 // queued job whose dispatch was confirmed only when its country's queue is empty, which under load it
 // rarely is: the job waited for its 24 h hard cap. Here the worker reaches PostgreSQL through a TCP proxy
 // that resets every connection for longer than the message's deliveries, and the sweeper's redispatch is
-// kept out of the way (an hour), so only the work message itself can bring the job back.
+// kept out of the way (an hour), so only the work message itself can bring the job back: the worker keeps
+// it on its last delivery and tries the job again until PostgreSQL answers.
 
 const MAX_DELIVER = 2;
 
@@ -30,6 +31,8 @@ describe('PostgreSQL unreachable from the worker for longer than a message’s d
       databaseUrl: db.toString(),
       label: 'worker_pg_outage',
       countries: ['co'],
+      // NATS with the per-service users of a deployment: the worker may not publish work.
+      privateNats: true,
       env: { DNC_JOBS_MAX_DELIVER: String(MAX_DELIVER), DNC_REDISPATCH_AFTER_MS: '3600000' },
       processEnv: { 'job-worker': { DATABASE_URL: workerDb.toString() } },
     });

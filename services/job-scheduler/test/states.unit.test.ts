@@ -95,6 +95,9 @@ describe('JobError retry hint (retry_after_seconds)', () => {
     expect(retryHintLeft(failed, later(30 * 86_400_000))).toBe(0);
     expect(retryHintLeft({ errorRetryAfter: null, terminalAt: terminal }, terminal)).toBe(0);
   });
+  it('never more than the wait stored at the failure (a process clock behind the database)', () => {
+    expect(retryHintLeft(failed, new Date(terminal.getTime() - 5_000))).toBe(180);
+  });
 });
 
 describe('result availability', () => {

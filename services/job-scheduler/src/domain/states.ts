@@ -82,7 +82,8 @@ export function retryHintLeft(
 ): number {
   if (!job.errorRetryAfter || !job.terminalAt) return 0;
   const until = job.terminalAt.getTime() + job.errorRetryAfter * 1000;
-  return Math.max(0, Math.ceil((until - now.getTime()) / 1000));
+  // `terminal_at` is the database's clock, `now` this process's: a clock behind never lengthens the wait.
+  return Math.min(job.errorRetryAfter, Math.max(0, Math.ceil((until - now.getTime()) / 1000)));
 }
 
 /** Which answer the result endpoint gives for a job, by the spec's result statuses. */

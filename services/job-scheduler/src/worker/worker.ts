@@ -1,14 +1,14 @@
-import { randomUUID } from 'node:crypto';
 import type { NatsConnection } from '@dnc/kit';
 import {
   extractTraceContext,
   inSpan,
+  isDependencyOutage,
   isWellFormedRequestId,
   REQUEST_ID_HEADER,
   runWithRequestId,
   SpanKind,
 } from '@dnc/kit';
-import { type Consumer, type JetStreamClient, type JsMsg, jetstream } from '@nats-io/jetstream';
+import type { Consumer, JsMsg } from '@nats-io/jetstream';
 import type { WorkMessage } from '../dispatch.js';
 import { backoffMs } from '../domain/failures.js';
 import type { JobMetrics } from '../metrics.js';
@@ -17,6 +17,9 @@ import { type AttemptDeps, type AttemptOptions, runAttempt } from './attempt.js'
 import { jobConsumers } from './consumers.js';
 import { jobMemoryCost, MemoryBudget } from './memory.js';
 import { AttemptOutcomes } from './outcome.js';
+
+/** How long a message whose job could not be read waits before it is tried again. */
+const RETRY_LATER_MS = 2_000;
 
 export interface WorkerOptions extends AttemptOptions {
   prefix: string;
@@ -44,7 +47,6 @@ export class JobWorker {
   private readonly inFlight = new Set<{ abort: AbortController; done: Promise<void> }>();
   private readonly memory: MemoryBudget;
   private readonly outcomes: AttemptOutcomes;
-  private readonly js: JetStreamClient;
 
   constructor(
     private readonly deps: WorkerDeps,
@@ -52,7 +54,6 @@ export class JobWorker {
   ) {
     this.memory = new MemoryBudget(options.memoryBudgetBytes);
     this.outcomes = new AttemptOutcomes(deps);
-    this.js = jetstream(deps.nc);
   }
 
   /** Create (or update) the durable consumers and start pulling. */
@@ -135,56 +136,68 @@ export class JobWorker {
       msg.term('malformed work message');
       return;
     }
+    while ((await this.handleOnce(jobId, msg, abort)) === 'again') {}
+  }
+
+  /** One try at the job of a message: `again` when the message is kept and the job tried again here. */
+  private async handleOnce(jobId: string, msg: JsMsg, abort: AbortController): Promise<'settled' | 'again'> {
     // Memory first: a job that does not fit waits here, unclaimed, and burns no attempt.
     let release: () => void;
     try {
       release = await this.admitMemory(jobId, msg, abort.signal);
     } catch (error) {
-      if (abort.signal.aborted) msg.nak();
-      else {
-        this.deps.logger.warn({ job_id: jobId, err: error }, 'job size unknown; message will be redelivered');
-        await this.retryLater(msg, jobId, 2_000);
+      if (abort.signal.aborted) {
+        msg.nak();
+        return 'settled';
       }
-      return;
+      this.deps.logger.warn({ job_id: jobId, err: error }, 'job size unknown; message will be redelivered');
+      return this.retryLater(msg, error, abort.signal);
     }
     try {
-      await this.claimAndRun(jobId, msg, abort);
+      return await this.claimAndRun(jobId, msg, abort);
     } finally {
       release();
     }
   }
 
   /**
-   * The message of a job not claimed yet (Postgres unreachable: its size or its claim could not be read),
-   * handed back for a later delivery. JetStream delivers a message at most `max_deliver` times, and the
-   * job stays `queued` with its dispatch confirmed: past its last delivery it is never delivered again,
-   * and the sweeper publishes such a job again only when its country's queue is empty, which under load it
-   * rarely is (found by a review, 2026-12-04: an outage of ~20-50 s lost the queued jobs, expired at the
-   * hard cap). On its last delivery the message is replaced by a fresh one, published after the same
-   * pause, before the old one is ended; a publish that fails leaves the nak (the sweeper's path).
-   * A duplicate is harmless: the claim's lease runs a job once, and a job no longer queued is acked.
+   * A job not claimed yet whose size or claim could not be read: its message is handed back for a later
+   * delivery, or, on its last delivery with PostgreSQL unreachable, kept (marked in progress) and the job
+   * tried again here until PostgreSQL answers. JetStream delivers a message at most `max_deliver` times,
+   * and the job stays `queued` with its dispatch confirmed: past its last delivery it was never delivered
+   * again, and the sweeper publishes such a job again only when its country's queue is empty, which under
+   * load it rarely is (found by a review, 2026-12-04: an outage of ~20-50 s lost the queued jobs; they
+   * expired at the hard cap). Another failure keeps the bound (a job that cannot be read is not held
+   * forever), and a stop hands the message back: the sweeper's path then.
    */
-  private async retryLater(msg: JsMsg, jobId: string, delayMs: number): Promise<void> {
-    if (msg.info.deliveryCount < this.options.maxDeliver) {
-      msg.nak(delayMs);
-      return;
+  private async retryLater(msg: JsMsg, error: unknown, signal: AbortSignal): Promise<'settled' | 'again'> {
+    if (msg.info.deliveryCount < this.options.maxDeliver || !isDependencyOutage(error)) {
+      msg.nak(RETRY_LATER_MS);
+      return 'settled';
     }
-    try {
-      await new Promise((r) => setTimeout(r, Math.min(delayMs, this.options.ackWaitMs / 2)));
-      await this.js.publish(msg.subject, msg.data, {
-        msgID: `${jobId}.again.${randomUUID()}`,
-        timeout: 2_000,
-        ...(msg.headers ? { headers: msg.headers } : {}),
-      });
-      msg.term('replaced by a fresh message');
-      this.deps.logger.warn({ job_id: jobId }, 'work message on its last delivery replaced by a fresh one');
-    } catch (error) {
-      this.deps.logger.warn(
-        { job_id: jobId, err: error },
-        'work message not replaced; the sweeper publishes it',
-      );
-      msg.nak(delayMs);
+    const keepAlive = () => {
+      try {
+        msg.working();
+      } catch {
+        // NATS reconnecting: the message may be redelivered, never twice run (the claim's lease).
+      }
+    };
+    keepAlive();
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.min(RETRY_LATER_MS, this.options.ackWaitMs / 2));
+      signal.addEventListener('abort', done);
+    });
+    if (signal.aborted) {
+      msg.nak();
+      return 'settled';
     }
+    keepAlive();
+    return 'again';
   }
 
   /** Wait until the job's memory fits the budget, keeping its message alive meanwhile. */
@@ -208,7 +221,7 @@ export class JobWorker {
     }
   }
 
-  private async claimAndRun(jobId: string, msg: JsMsg, abort: AbortController): Promise<void> {
+  private async claimAndRun(jobId: string, msg: JsMsg, abort: AbortController): Promise<'settled' | 'again'> {
     const { store, metrics, settlement } = this.deps;
     let claim: Awaited<ReturnType<JobStore['claim']>>;
     const grantedAt = performance.now();
@@ -216,23 +229,22 @@ export class JobWorker {
       claim = await store.claim(jobId, this.options.leaseMs, this.options.maxAttempts);
     } catch (error) {
       this.deps.logger.warn({ job_id: jobId, err: error }, 'claim failed; message will be redelivered');
-      await this.retryLater(msg, jobId, 2_000);
-      return;
+      return this.retryLater(msg, error, abort.signal);
     }
     switch (claim.kind) {
       case 'gone':
       case 'terminal':
         msg.ack();
-        return;
+        return 'settled';
       case 'held':
         // Another worker holds a live lease: look again when it would have expired.
         msg.nak(claim.retryInMs + 500);
-        return;
+        return 'settled';
       case 'terminalized':
         this.outcomes.finished(claim.job);
         await settlement.settle(claim.job);
         msg.ack();
-        return;
+        return 'settled';
       case 'claimed':
         break;
     }
@@ -247,5 +259,6 @@ export class JobWorker {
       abort,
       grantedAt,
     );
+    return 'settled';
   }
 }
