@@ -21,6 +21,16 @@ import { AttemptOutcomes } from './outcome.js';
 /** How long a message whose job could not be read waits before it is tried again. */
 const RETRY_LATER_MS = 2_000;
 
+/**
+ * PostgreSQL could not be reached (or dropped the connection, or has no room): what a retry in place waits
+ * out. A statement that ran out of time (57014) or of lock wait (55P03) is not: PostgreSQL answers, and a
+ * job whose claim always waits behind a stuck row lock would be held for good.
+ */
+function unreachable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return isDependencyOutage(error) && code !== '57014' && code !== '55P03';
+}
+
 export interface WorkerOptions extends AttemptOptions {
   prefix: string;
   countries: string[];
@@ -167,11 +177,12 @@ export class JobWorker {
    * and the job stays `queued` with its dispatch confirmed: past its last delivery it was never delivered
    * again, and the sweeper publishes such a job again only when its country's queue is empty, which under
    * load it rarely is (found by a review, 2026-12-04: an outage of ~20-50 s lost the queued jobs; they
-   * expired at the hard cap). Another failure keeps the bound (a job that cannot be read is not held
-   * forever), and a stop hands the message back: the sweeper's path then.
+   * expired at the hard cap). Another failure (a statement out of time included) keeps the bound: a job
+   * that cannot be read is not held for good, nor its country's queue kept looking busy to the sweeper. A
+   * stop hands the message back (the sweeper's path then).
    */
   private async retryLater(msg: JsMsg, error: unknown, signal: AbortSignal): Promise<'settled' | 'again'> {
-    if (msg.info.deliveryCount < this.options.maxDeliver || !isDependencyOutage(error)) {
+    if (msg.info.deliveryCount < this.options.maxDeliver || !unreachable(error) || signal.aborted) {
       msg.nak(RETRY_LATER_MS);
       return 'settled';
     }
