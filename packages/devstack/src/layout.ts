@@ -11,7 +11,7 @@ export type ProcessName =
   | 'quota'
   | 'job-scheduler'
   | 'job-worker'
-  | `${'gateway' | 'admission' | 'job-worker'}#${number}`
+  | `${'gateway' | 'admission' | 'job-scheduler' | 'job-worker'}#${number}`
   | 'dashboard'
   | `adapter-${string}`;
 
@@ -19,6 +19,8 @@ export type ProcessName =
 export interface Replicas {
   gateway?: number;
   admission?: number;
+  /** API processes of the scheduler: only the first is called; the others sweep beside it. */
+  'job-scheduler'?: number;
   'job-worker'?: number;
   /** Adapters per country. */
   adapter?: number;
@@ -118,17 +120,18 @@ function processNames(countries: readonly string[], r: Replicas) {
   const gateways = replicaNames('gateway', r.gateway);
   const admissions = replicaNames('admission', r.admission);
   const adapters = countries.flatMap((c) => replicaNames(`adapter-${c}`, r.adapter));
+  const schedulers = replicaNames('job-scheduler', r['job-scheduler']);
   const workers = replicaNames('job-worker', r['job-worker']);
   const all: ProcessName[] = [
     ...gateways,
     ...admissions,
     'quota',
-    'job-scheduler',
+    ...schedulers,
     ...workers,
     'dashboard',
     ...adapters,
   ];
-  return { gateways, admissions, adapters, workers, all };
+  return { gateways, admissions, adapters, schedulers, workers, all };
 }
 
 type Names = ReturnType<typeof processNames>;
@@ -227,7 +230,6 @@ function roleEnvOf(options: StackOptions, addresses: StackAddresses, names: Name
   const { own, grpc } = ports;
   const roleEnv: Partial<Record<ProcessName, Record<string, string>>> = {
     quota: { DNC_GRPC_PORT: String(grpc.quota) },
-    'job-scheduler': { DNC_GRPC_PORT: String(grpc.jobs) },
     dashboard: {
       DNC_GRPC_PORT: String(grpc.dashboard),
       DNC_DASHBOARD_PORT: String(ports.dashboard),
@@ -245,6 +247,7 @@ function roleEnvOf(options: StackOptions, addresses: StackAddresses, names: Name
     };
   });
   for (const n of names.admissions) roleEnv[n] = { DNC_GRPC_PORT: String(own[n]) };
+  for (const n of names.schedulers) roleEnv[n] = { DNC_GRPC_PORT: String(own[n] ?? grpc.jobs) };
   for (const n of names.workers) roleEnv[n] = { DNC_GRPC_PORT: String(own[n] ?? ports.workerGrpc) };
   for (const n of names.adapters) {
     roleEnv[n] = {

@@ -25,6 +25,12 @@ export const jobsConfig = z.object({
   DNC_IDEMPOTENCY_RETENTION_SECONDS: z.coerce.number().int().min(604_800).max(31_536_000).default(691_200),
   /** How often the sweepers (dispatch reconciliation, hard cap, retention, cleanup retries) run. */
   DNC_SWEEP_INTERVAL_MS: z.coerce.number().int().min(50).max(600_000).default(5_000),
+  /**
+   * One replica sweeps at a time, on a lease renewed before each step: a replica stopped or cut off
+   * mid-tick loses its turn this long after its last renewal. Longer than any one step takes (a quota or
+   * NATS call waits at most 5 s).
+   */
+  DNC_SWEEP_LEASE_MS: z.coerce.number().int().min(1_000).max(600_000).default(30_000),
   /** A queued job whose dispatch is not confirmed within this time is published again. */
   DNC_REDISPATCH_AFTER_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
   /** Countries whose work queues this worker consumes. */

@@ -39,6 +39,7 @@ import { jobsRoutes } from './routes.js';
 import { QuotaSettlement } from './settlement.js';
 import { CleanupStore } from './store/cleanup.js';
 import { JobStore } from './store/jobs.js';
+import { SweepLease } from './store/sweep-lease.js';
 import { Sweeper } from './sweeper.js';
 import { DeclaredMaintenance } from './worker/declared-maintenance.js';
 import { defaultMemoryBudget } from './worker/memory.js';
@@ -193,6 +194,7 @@ function startSweeper(core: Core): void {
   const { config, service } = core;
   const sweeper = new Sweeper({
     pool: core.pool,
+    lease: new SweepLease(core.pool, config.DNC_SWEEP_LEASE_MS),
     store: core.store,
     cleanup: core.cleanup,
     keys: core.keys,

@@ -1,5 +1,5 @@
 import { JOB_STATUSES } from '@dnc/api-contract/limits';
-import type { Logger, Pool, PoolClient } from '@dnc/kit';
+import type { Logger, Pool } from '@dnc/kit';
 import type { KeyRing } from './crypto/envelope.js';
 import { blobsWithoutKey } from './crypto/key-status.js';
 import type { Dispatcher } from './dispatch.js';
@@ -8,12 +8,12 @@ import type { QuotaSettlement } from './settlement.js';
 import { blobCountsByKey } from './store/blobs.js';
 import type { CleanupStore } from './store/cleanup.js';
 import type { JobRow, JobStore } from './store/jobs.js';
-
-/** Advisory lock key of the sweepers: one replica sweeps at a time, the others skip the tick. */
-const SWEEP_LOCK = 0x646e636a; // "dncj"
+import type { SweepLease } from './store/sweep-lease.js';
 
 export interface SweeperDeps {
   pool: Pool;
+  /** The turn: one replica sweeps at a time; the others skip the tick. */
+  lease: SweepLease;
   store: JobStore;
   cleanup: CleanupStore;
   /** The scheduler's key ring: blobs whose key it lacks are counted and logged. */
@@ -68,33 +68,42 @@ export class Sweeper {
   }
 
   async tick(): Promise<void> {
-    let client: PoolClient | undefined;
     try {
-      client = await this.deps.pool.connect();
-      const got = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [SWEEP_LOCK]);
-      if (got.rows[0]?.ok) {
+      if (await this.deps.lease.hold()) {
         this.quotaAnswering = true;
         try {
-          // Once per process (the periods are read at start): shortened periods applied to stored jobs.
-          if (!this.retentionApplied) await this.step('retention periods', () => this.applyRetention());
-          await this.step('hard cap', () => this.expire());
-          await this.step('stale cancels', () => this.staleCancels());
-          await this.step('dispatch', () => this.redispatch());
-          await this.step('quota settlement', () => this.settle());
-          await this.step('cleanup', () => this.cleanupDue());
-          await this.step('fences', () => this.purgeFences());
-          await this.step('gauges', () => this.gauges());
+          await this.sweepSteps();
         } finally {
-          await client.query('SELECT pg_advisory_unlock($1)', [SWEEP_LOCK]).catch(() => {});
+          await this.deps.lease.release().catch(() => {});
         }
       }
-      // Every replica, lock or not: the blobs its own key ring cannot open (each pod has its own DNC_KEKS,
-      // and a gauge left by a replica that lost the lock would never clear).
+      // Every replica, turn or not: the blobs its own key ring cannot open (each pod has its own DNC_KEKS,
+      // and a gauge left by a replica that lost the turn would never clear).
       await this.step('key gauge', () => this.keyGauge());
     } catch (error) {
       this.deps.logger.warn({ err: error }, 'sweep skipped: database unavailable');
-    } finally {
-      client?.release();
+    }
+  }
+
+  /** The tick's steps in order, the turn renewed before each: once another replica holds it, the rest wait. */
+  private async sweepSteps(): Promise<void> {
+    const steps: [string, () => Promise<void>][] = [
+      ['hard cap', () => this.expire()],
+      ['stale cancels', () => this.staleCancels()],
+      ['dispatch', () => this.redispatch()],
+      ['quota settlement', () => this.settle()],
+      ['cleanup', () => this.cleanupDue()],
+      ['fences', () => this.purgeFences()],
+      ['gauges', () => this.gauges()],
+    ];
+    // Once per process (the periods are read at start): shortened periods applied to stored jobs.
+    if (!this.retentionApplied) steps.unshift(['retention periods', () => this.applyRetention()]);
+    for (const [i, [name, work]] of steps.entries()) {
+      if (i > 0 && !(await this.deps.lease.hold())) {
+        this.deps.logger.warn({ step: name }, 'sweep turn lapsed and taken by another replica; tick left');
+        return;
+      }
+      await this.step(name, work);
     }
   }
 
