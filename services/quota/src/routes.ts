@@ -1,6 +1,6 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import type { ConnectRouter, ServiceImpl } from '@connectrpc/connect';
+import type { ConnectRouter, HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { COUNTRY_CODES, isCountryCode } from '@dnc/api-contract/limits';
 import { Counter, type Logger, type Registry, readPublicReason, validationError } from '@dnc/kit';
 import { quotav1 } from '@dnc/proto';
@@ -22,8 +22,14 @@ export interface QuotaDeps {
 /** Counts above 2^53 cannot be represented exactly in the ledger's numbers. */
 const MAX_AMOUNT = BigInt(Number.MAX_SAFE_INTEGER);
 
-/** What a CommitMany keeps of its caller's deadline for its answer to travel back. */
+/** What a commit or release keeps of its caller's deadline for its answer to travel back. */
 const COMMIT_ANSWER_MS = 100;
+
+/** The bound of a call's lock waits: its caller's deadline, less the answer's way back. */
+const lockBound = (ctx: HandlerContext): number | undefined => {
+  const timeoutMs = ctx.timeoutMs();
+  return timeoutMs === undefined ? undefined : timeoutMs - COMMIT_ANSWER_MS;
+};
 
 /** The most items of one ReserveMany or CommitMany: one transaction holds the account that long. */
 export const MAX_BATCH = 1000;
@@ -108,13 +114,17 @@ export function quotaService(deps: QuotaDeps): ServiceImpl<typeof quotav1.QuotaS
       operations.inc({ operation: 'reserve' });
       return {};
     },
-    async commit(req) {
-      await deps.ledger.commit(requireId(req.reservationId, 'reservation_id'));
+    async commit(req, ctx) {
+      // As for commitMany: a commit its caller stopped waiting for fails instead of charging later.
+      await deps.ledger.commit(requireId(req.reservationId, 'reservation_id'), lockBound(ctx));
       operations.inc({ operation: 'commit' });
       return {};
     },
-    async release(req) {
-      const { committed } = await deps.ledger.release(requireId(req.reservationId, 'reservation_id'));
+    async release(req, ctx) {
+      const { committed } = await deps.ledger.release(
+        requireId(req.reservationId, 'reservation_id'),
+        lockBound(ctx),
+      );
       operations.inc({ operation: 'release' });
       return { committed };
     },
@@ -137,11 +147,7 @@ export function quotaService(deps: QuotaDeps): ServiceImpl<typeof quotav1.QuotaS
       );
       // The caller's deadline bounds the commit's lock waits, less the time its answer takes back: a
       // commit its caller stopped waiting for would be a charge for a request answered with an error.
-      const timeoutMs = ctx.timeoutMs();
-      const outcomes = await deps.ledger.commitMany(
-        ids,
-        timeoutMs === undefined ? undefined : timeoutMs - COMMIT_ANSWER_MS,
-      );
+      const outcomes = await deps.ledger.commitMany(ids, lockBound(ctx));
       const committed = outcomes.filter((o) => o === 'committed').length;
       if (committed > 0) operations.inc({ operation: 'commit' }, committed);
       return { outcomes: outcomes.map((o) => COMMIT_OUTCOMES[o]) };

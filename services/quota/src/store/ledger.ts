@@ -157,9 +157,12 @@ export class Ledger {
     }
   }
 
-  /** Turn a reservation into usage: one usage record, exactly once. */
-  async commit(reservationId: string): Promise<void> {
-    const [outcome] = await this.commitMany([reservationId]);
+  /**
+   * Turn a reservation into usage: one usage record, exactly once. `lockTimeoutMs` bounds its lock waits
+   * as for `commitMany`.
+   */
+  async commit(reservationId: string, lockTimeoutMs?: number): Promise<void> {
+    const [outcome] = await this.commitMany([reservationId], lockTimeoutMs);
     switch (outcome) {
       case 'committed':
         return;
@@ -179,11 +182,28 @@ export class Ledger {
    * A reserve of the id may be in flight when the release reads nothing (its caller gave up waiting
    * for it): the tombstone's insert then waits on that reserve's row. When the reserve commits, the
    * tombstone is not written, and the reservation it made is read again and released like any other.
+   *
+   * `lockTimeoutMs` bounds the release as a whole, its wait for a connection and each statement that can
+   * wait on a lock in turn (what is left is set before each): past it the release fails and changes
+   * nothing; its caller, who stopped waiting, tries again.
    */
-  async release(reservationId: string): Promise<{ committed: boolean }> {
+  async release(reservationId: string, lockTimeoutMs?: number): Promise<{ committed: boolean }> {
+    const deadline = lockTimeoutMs === undefined ? undefined : performance.now() + lockTimeoutMs;
     return inTransaction(this.pool, async (tx) => {
-      let r = await this.lockReservation(tx, reservationId);
+      const waits = async () => {
+        if (deadline === undefined) return;
+        const left = Math.ceil(deadline - performance.now());
+        if (left <= 0) throw new ConnectError('the release ran past its deadline', Code.DeadlineExceeded);
+        // A statement can wait on two locks in turn (a row's tuple lock behind another waiter, then its
+        // holder's transaction), each bounded by lock_timeout on its own: statement_timeout bounds both.
+        await tx.query(
+          "SELECT set_config('lock_timeout', $1, true), set_config('statement_timeout', $1, true)",
+          [`${left}ms`],
+        );
+      };
+      let r = await this.lockReservation(tx, reservationId, waits);
       if (!r) {
+        await waits();
         const tombstone = await tx.query(
           `INSERT INTO quota.reservations (reservation_id, org_id, country, period, amount, kind, state)
            VALUES ($1, '', '', '', 0, 0, 'released') ON CONFLICT DO NOTHING`,
@@ -191,7 +211,7 @@ export class Ledger {
         );
         if (tombstone.rowCount === 1) return { committed: false };
         // Read committed: this statement sees the row that the insert waited for.
-        r = await this.lockReservation(tx, reservationId);
+        r = await this.lockReservation(tx, reservationId, waits);
         if (!r) throw new Error('a reservation in conflict with its tombstone could not be read');
       }
       if (transition(r.state, 'release') !== 'apply') return { committed: r.state === 'committed' };
@@ -208,7 +228,12 @@ export class Ledger {
     });
   }
 
-  private async lockReservation(tx: PoolClient, id: string): Promise<ReservationRow | undefined> {
+  /** `waits` runs before each statement that can wait on a lock (the release's deadline). */
+  private async lockReservation(
+    tx: PoolClient,
+    id: string,
+    waits: () => Promise<void>,
+  ): Promise<ReservationRow | undefined> {
     // Lock the account before the reservation (the order of reserve_many and commit_many) so they
     // never deadlock.
     const peek = await tx.query<ReservationRow>(
@@ -217,10 +242,12 @@ export class Ledger {
     );
     const p = peek.rows[0];
     if (!p) return undefined;
+    await waits();
     await tx.query(
       'SELECT 1 FROM quota.accounts WHERE org_id = $1 AND country = $2 AND period = $3 FOR UPDATE',
       [p.org_id, p.country, p.period],
     );
+    await waits();
     const r = await tx.query<ReservationRow>(
       `SELECT org_id, country, period, amount, kind, state FROM quota.reservations
        WHERE reservation_id = $1 FOR UPDATE`,
