@@ -36,16 +36,18 @@ export class Dispatcher {
   }
 
   /**
-   * True when the country's work queue holds nothing (no message waiting, none being worked on): a
-   * job still `queued` with a confirmed dispatch then lost its message. False when unsure.
+   * The messages the country's work queue still holds for its workers: waiting to be delivered, or
+   * delivered and not yet answered (a job being worked on, a delivery handed back for later). A message
+   * delivered `max_deliver` times without an ack is in neither: it will never be delivered again.
+   * Undefined when unsure.
    */
-  async queueIdle(country: string): Promise<boolean> {
+  async liveMessages(country: string): Promise<number | undefined> {
     try {
       this.jsm ??= await jetstreamManager(this.nc);
       const info = await this.jsm.consumers.info(this.names.jobsStream, this.names.jobsConsumer(country));
-      return info.num_pending === 0 && info.num_ack_pending === 0;
+      return info.num_pending + info.num_ack_pending;
     } catch {
-      return false;
+      return undefined;
     }
   }
 

@@ -154,17 +154,33 @@ export class Sweeper {
   }
 
   private async redispatch(): Promise<void> {
-    const idle = new Map<string, boolean>();
+    const missing = new Map<string, number>();
     for (const job of await this.deps.store.sweeps.dispatchCandidates(this.deps.redispatchAfterMs)) {
-      // A queued job whose publish was confirmed is normally just waiting its turn: publish it again
-      // only when its country's queue is empty, i.e. its message was lost.
+      // A queued job whose publish was confirmed is normally waiting its turn: published again only when
+      // its country's queue holds fewer messages than the jobs that need one (a message spent by
+      // `max_deliver`, or lost), the oldest such jobs first. Found by a review (2026-12-04): it was only
+      // when the queue was empty, which under load it never is, and the job expired at its hard cap. A
+      // job whose message was in fact live gets a second one, which its worker acknowledges unrun.
       if (job.status === 'queued' && job.dispatchedAt) {
-        if (!idle.has(job.country)) idle.set(job.country, await this.deps.dispatcher.queueIdle(job.country));
-        if (!idle.get(job.country)) continue;
+        if (!missing.has(job.country)) missing.set(job.country, await this.messagesMissing(job.country));
+        const left = missing.get(job.country)!;
+        if (left <= 0) continue;
+        missing.set(job.country, left - 1);
       }
       // Not confirmed (NATS away or hung, 2 s each): the rest wait for the next tick, as settlements do.
       if (!(await this.deps.dispatcher.dispatch(job))) return;
     }
+  }
+
+  /**
+   * How many of a country's jobs lack a live work message: those that need one less the messages its
+   * queue holds, read first (a job published and recorded in between is counted as needing one: at worst
+   * one more message, never one fewer). None when the queue cannot be read.
+   */
+  private async messagesMissing(country: string): Promise<number> {
+    const live = await this.deps.dispatcher.liveMessages(country);
+    if (live === undefined) return 0;
+    return (await this.deps.store.sweeps.needingMessages(country)) - live;
   }
 
   private async settle(): Promise<void> {

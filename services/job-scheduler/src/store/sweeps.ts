@@ -132,6 +132,19 @@ export class JobSweeps {
     return r.rows.map((x) => toRow(x as Raw));
   }
 
+  /**
+   * The jobs of a country that need a live work message: queued with a confirmed dispatch, or running
+   * under a live lease (its worker holds the message until the job ends).
+   */
+  async needingMessages(country: string): Promise<number> {
+    const r = await this.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM jobs.jobs WHERE country = $1 AND status IN ('queued', 'running')
+         AND ((status = 'queued' AND dispatched_at IS NOT NULL) OR (status = 'running' AND lease_expires_at > now()))`,
+      [country],
+    );
+    return r.rows[0]?.n ?? 0;
+  }
+
   async unsettled(limit = 100): Promise<JobRow[]> {
     const r = await this.pool.query(
       `SELECT * FROM jobs.jobs WHERE quota_settlement IS NOT NULL AND quota_settled_at IS NULL
