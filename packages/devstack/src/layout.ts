@@ -83,6 +83,8 @@ export interface StackAddresses {
   metrics: Record<string, number>;
   /** Every gateway replica's own address (`gateway` is the public one, a balancer's with replicas). */
   gateways: string[];
+  /** Every job-scheduler API replica's own JobsService address (`jobs` is the first's). */
+  schedulers: string[];
   /** Every adapter replica's own address, by country. */
   adapterReplicas: Record<string, string[]>;
 }
@@ -195,6 +197,7 @@ function addressesOf(options: StackOptions, countries: readonly string[], ports:
     adapters: Object.fromEntries(countries.map((c) => [c, url(ports.adapters[c]!)])),
     metrics: ports.metrics,
     gateways: replicaNames('gateway', r.gateway).map((n) => url(own[n]!)),
+    schedulers: replicaNames('job-scheduler', r['job-scheduler']).map((n) => url(own[n] ?? grpc.jobs)),
     adapterReplicas: Object.fromEntries(
       countries.map((c) => [c, replicaNames(`adapter-${c}`, r.adapter).map((n) => url(own[n]!))]),
     ),

@@ -234,10 +234,19 @@ export function grpcTransport(
   });
 }
 
-/** Every call without its own deadline gets this one: no internal call waits forever. */
+/**
+ * Every call without its own deadline gets this one: no internal call waits forever. The deadline travels
+ * with the call (its protocol's timeout header), as one the caller set would: the service bounds its work
+ * by it (quota's lock waits) and stops when its caller has. Found by a review (2026-12-04): it was a local
+ * timer only, so quota's Commit and Release, bounded by their caller's deadline, saw none and waited on a
+ * locked account up to the statement timeout (15 s) after their callers had stopped waiting at 5.
+ */
 export function defaultDeadline(timeoutMs: number): Interceptor {
   return (next) => (req) => {
     if (!req.header.has('grpc-timeout') && !req.header.has('connect-timeout-ms') && !req.signal.aborted) {
+      if (req.header.get('content-type')?.startsWith('application/grpc'))
+        req.header.set('grpc-timeout', `${timeoutMs}m`);
+      else req.header.set('connect-timeout-ms', String(timeoutMs));
       const signal = AbortSignal.any([req.signal, AbortSignal.timeout(timeoutMs)]);
       return next({ ...req, signal });
     }

@@ -26,9 +26,10 @@ export const jobsConfig = z.object({
   /** How often the sweepers (dispatch reconciliation, hard cap, retention, cleanup retries) run. */
   DNC_SWEEP_INTERVAL_MS: z.coerce.number().int().min(50).max(600_000).default(5_000),
   /**
-   * One replica sweeps at a time, on a lease renewed before each step: a replica stopped or cut off
-   * mid-tick loses its turn this long after its last renewal. Longer than any one step takes (a quota or
-   * NATS call waits at most 5 s).
+   * One replica sweeps at a time, on a lease renewed before each step: a replica stopped, cut off or
+   * killed mid-tick loses its turn this long after its last renewal (the sweeps wait that long). A step
+   * longer than the lease (a large backlog of settlements or purges) lets another replica sweep beside it,
+   * which every step allows (rows locked or conditioned, settlements idempotent); the lease keeps it rare.
    */
   DNC_SWEEP_LEASE_MS: z.coerce.number().int().min(1_000).max(600_000).default(30_000),
   /** A queued job whose dispatch is not confirmed within this time is published again. */

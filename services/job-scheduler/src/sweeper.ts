@@ -47,8 +47,6 @@ export class Sweeper {
    * (cleanup of inputs and results, the next hard caps) would wait for all of them in turn.
    */
   private quotaAnswering = true;
-  /** Jobs whose last settlement failed: how often, and when each may be tried again. */
-  private readonly settleRetry = new Map<string, { failures: number; at: number }>();
 
   constructor(private readonly deps: SweeperDeps) {}
 
@@ -188,24 +186,27 @@ export class Sweeper {
   }
 
   /**
-   * Settle in turn until one fails; the jobs left are found unsettled by a later tick. A job whose
-   * settlement failed waits before it is tried again (doubling, at most a minute), and the others go
-   * first meanwhile. Found by a review (2026-12-04): the oldest unsettled job came first on every tick,
-   * so one organization's account held locked stopped every other organization's settlements.
+   * Settle in turn until one fails; the jobs left are found unsettled by a later tick. An account
+   * (organization and country) whose settlement failed waits before its jobs are tried again (doubling,
+   * at most a minute), and the others go first meanwhile. Found by a review (2026-12-04): the oldest
+   * unsettled job came first on every tick, so one organization's account held locked stopped every other
+   * organization's settlements.
    */
   private async settleAll(jobs: JobRow[]): Promise<void> {
-    const now = Date.now();
-    for (const [id, retry] of this.settleRetry) if (retry.at < now - 600_000) this.settleRetry.delete(id);
+    if (jobs.length === 0) return;
+    const sweeps = this.deps.store.sweeps;
+    const backoffs = await sweeps.settleBackoffs();
     for (const job of jobs) {
       if (!this.quotaAnswering) return;
-      const retry = this.settleRetry.get(job.id);
-      if (retry && retry.at > Date.now()) continue;
+      const account = `${job.orgId}/${job.country}`;
+      const backoff = backoffs.get(account);
+      if (backoff?.waiting) continue;
       this.quotaAnswering = await this.deps.settlement.settle(job);
-      if (this.quotaAnswering) this.settleRetry.delete(job.id);
-      else {
-        const failures = (retry?.failures ?? 0) + 1;
-        const wait = Math.min(this.deps.intervalMs * 2 ** failures, Math.max(60_000, this.deps.intervalMs));
-        this.settleRetry.set(job.id, { failures, at: Date.now() + wait });
+      if (!this.quotaAnswering) {
+        await sweeps.deferSettlements(job, this.deps.intervalMs);
+      } else if (backoff) {
+        await sweeps.clearSettleBackoff(job);
+        backoffs.delete(account);
       }
     }
   }

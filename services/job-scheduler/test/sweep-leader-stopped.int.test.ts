@@ -1,5 +1,6 @@
+import { quotav1 } from '@dnc/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type JobsHarness, startJobsHarness, status } from './support/harness.js';
+import { type JobsHarness, jobsClient, startJobsHarness } from './support/harness.js';
 
 // Found by a review of the sweeper (2026-12-04): one replica sweeps at a time, and the turn was a session
 // advisory lock held for the whole tick on a pooled connection. A scheduler that stopped mid-tick (a
@@ -35,7 +36,9 @@ describe('a scheduler stopped mid-sweep does not stop the sweeps', () => {
   });
 
   it('the other replica takes the sweep over once the stopped one’s turn lapses', async () => {
-    const stored = async (jobId: string) => (await h.admin.getJobDetail({ jobId })).job?.status;
+    // Read from the database: the stopped replica may be the one the harness's clients call.
+    const stored = async (jobId: string) =>
+      (await h.db.query('SELECT status FROM jobs.jobs WHERE id = $1', [jobId])).rows[0]?.status;
     const first = await h.submit(['55 1313 1000']);
     h.stack.child('quota')!.kill('SIGSTOP');
 
@@ -45,25 +48,39 @@ describe('a scheduler stopped mid-sweep does not stop the sweeps', () => {
     const leader = expiredBy()!;
     h.stack.child(leader)!.kill('SIGSTOP');
     h.stack.child('quota')!.kill('SIGCONT');
+    const other = replicas.find((r) => r !== leader)!;
 
-    const second = await h.submit(['55 1313 2000']);
-    const submitted = Date.now();
+    // Submitted through the replica still running, as admission would after a failed call.
+    const jobs = await jobsClient(h.stack, h.stack.addresses.schedulers[replicas.indexOf(other)]);
+    const jobId = crypto.randomUUID();
+    await h.quota.reserve({
+      reservationId: `res_${jobId}`,
+      orgId: h.org,
+      country: 'mx',
+      amount: 1n,
+      kind: quotav1.UsageKind.JOB,
+    });
+    await jobs.submitJob({
+      jobId,
+      orgId: h.org,
+      reservationId: `res_${jobId}`,
+      country: 'mx',
+      canonicalPhones: Buffer.from(JSON.stringify(['55 1313 2000'])),
+    });
     // Its cap is 2 s away; the stopped replica's turn lapses 3 s after its last renewal. Before, the other
     // replica skipped every tick for as long as the stopped one lived.
-    await expect.poll(() => stored(second.jobId), { timeout: 20_000, interval: 200 }).toBe(status.EXPIRED);
-    expect(Date.now() - submitted).toBeLessThan(20_000);
-    const other = replicas.find((r) => r !== leader)!;
-    expect(h.stack.logsOf(other)).toContain(second.jobId);
+    await expect.poll(() => stored(jobId), { timeout: 20_000, interval: 200 }).toBe('expired');
+    expect(h.stack.logsOf(other)).toContain(jobId);
     // Both reservations released by the replica still running (the first job's settlement was the stopped
     // replica's, abandoned mid-call).
     await expect
       .poll(() => h.reserved(), { timeout: 15_000, interval: 250 })
       .toEqual({ used: 0, reserved: 0 });
 
-    // The stopped replica resumes into a turn it no longer holds: nothing is settled twice, no error.
+    // The stopped replica resumes into a turn it may no longer hold: nothing is settled twice, no error.
     h.stack.child(leader)!.kill('SIGCONT');
     const third = await h.submit(['55 1313 3000']);
-    await expect.poll(() => stored(third.jobId), { timeout: 15_000, interval: 200 }).toBe(status.EXPIRED);
+    await expect.poll(() => stored(third.jobId), { timeout: 15_000, interval: 200 }).toBe('expired');
     await expect
       .poll(() => h.reserved(), { timeout: 15_000, interval: 250 })
       .toEqual({ used: 0, reserved: 0 });

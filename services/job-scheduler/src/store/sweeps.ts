@@ -145,13 +145,48 @@ export class JobSweeps {
     return r.rows[0]?.n ?? 0;
   }
 
+  /** Jobs whose quota settlement is still to make, the oldest first, but those of accounts that wait. */
   async unsettled(limit = 100): Promise<JobRow[]> {
     const r = await this.pool.query(
-      `SELECT * FROM jobs.jobs WHERE quota_settlement IS NOT NULL AND quota_settled_at IS NULL
-       AND terminal_at < now() - interval '2 seconds' ORDER BY terminal_at LIMIT $1`,
+      `SELECT * FROM jobs.jobs j WHERE quota_settlement IS NOT NULL AND quota_settled_at IS NULL
+       AND terminal_at < now() - interval '2 seconds'
+       AND NOT EXISTS (SELECT 1 FROM jobs.settle_backoff b
+                       WHERE b.org_id = j.org_id AND b.country = j.country AND b.until > now())
+       ORDER BY terminal_at LIMIT $1`,
       [limit],
     );
     return r.rows.map((x) => toRow(x as Raw));
+  }
+
+  /**
+   * The accounts (`org_id/country`) whose last settlement failed: `waiting` while their wait lasts. Those
+   * whose wait passed long ago (their jobs settled elsewhere since) are forgotten first.
+   */
+  async settleBackoffs(): Promise<Map<string, { waiting: boolean }>> {
+    await this.pool.query("DELETE FROM jobs.settle_backoff WHERE until < now() - interval '10 minutes'");
+    const r = await this.pool.query<{ org_id: string; country: string; waiting: boolean }>(
+      'SELECT org_id, country, until > now() AS waiting FROM jobs.settle_backoff',
+    );
+    return new Map(r.rows.map((b) => [`${b.org_id}/${b.country}`, { waiting: b.waiting }]));
+  }
+
+  /** A settlement of the account failed: its jobs wait, doubling from `baseMs` per failure, at most a minute. */
+  async deferSettlements(job: JobRow, baseMs: number): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO jobs.settle_backoff AS b (org_id, country, failures, until)
+       VALUES ($1, $2, 1, now() + make_interval(secs => least($3::float8 * 2, greatest(60, $3::float8))))
+       ON CONFLICT (org_id, country) DO UPDATE SET failures = b.failures + 1,
+         until = now() + make_interval(secs => least($3::float8 * power(2, least(b.failures + 1, 16)), greatest(60, $3::float8)))`,
+      [job.orgId, job.country, baseMs / 1000],
+    );
+  }
+
+  /** A settlement of the account succeeded: its jobs no longer wait. */
+  async clearSettleBackoff(job: JobRow): Promise<void> {
+    await this.pool.query('DELETE FROM jobs.settle_backoff WHERE org_id = $1 AND country = $2', [
+      job.orgId,
+      job.country,
+    ]);
   }
 
   /** True when this call recorded it (another settler may have been first). */

@@ -71,22 +71,30 @@ async function startJobsStack(options: TestStackOptions & { registry?: string[] 
   return { stack, dir };
 }
 
+/**
+ * JobsService at `address` (a scheduler replica's own, by default the first's) as the gateway calls it:
+ * each call carries admission's assertion of the organization it names (signed with an admission
+ * certificate of the stack's CA, as Authenticate would answer).
+ */
+export async function jobsClient(
+  stack: TestStack,
+  address = stack.addresses.jobs,
+): Promise<Client<typeof jobsv1.JobsService>> {
+  const [gateway, admission] = await Promise.all([stack.security('gateway'), stack.security('admission')]);
+  const transport = grpcTransport(address, [asserting(new OrgAssertionIssuer(admission))], {
+    security: gateway,
+    peer: 'job-scheduler',
+  });
+  return createClient(jobsv1.JobsService, transport);
+}
+
 /** Real mutual TLS: the test calls as the gateway (jobs), admission (quota) and the operator (admin). */
 async function clientsOf(stack: TestStack) {
-  const [gateway, admission, operator] = await Promise.all([
-    stack.security('gateway'),
-    stack.security('admission'),
-    stack.security('operator'),
-  ]);
+  const [admission, operator] = await Promise.all([stack.security('admission'), stack.security('operator')]);
   const t = (caller: Security, peer: Identity, addr: string, interceptors: Interceptor[] = []) =>
     grpcTransport(addr, interceptors, { security: caller, peer });
   return {
-    // As the gateway calls it: each call carries admission's assertion of the organization it names
-    // (signed with an admission certificate of the stack's CA, as Authenticate would answer).
-    jobs: createClient(
-      jobsv1.JobsService,
-      t(gateway, 'job-scheduler', stack.addresses.jobs, [asserting(new OrgAssertionIssuer(admission))]),
-    ),
+    jobs: await jobsClient(stack),
     admissionJobs: createClient(jobsv1.JobsService, t(admission, 'job-scheduler', stack.addresses.jobs)),
     admin: createClient(jobsv1.JobsAdminService, t(operator, 'job-scheduler', stack.addresses.jobsAdmin)),
     quota: createClient(quotav1.QuotaService, t(admission, 'quota', stack.addresses.quota)),

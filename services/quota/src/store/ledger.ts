@@ -215,6 +215,8 @@ export class Ledger {
         if (!r) throw new Error('a reservation in conflict with its tombstone could not be read');
       }
       if (transition(r.state, 'release') !== 'apply') return { committed: r.state === 'committed' };
+      // As commit_many: nothing is written once the deadline has passed, whatever the waits took.
+      await waits();
       await tx.query(
         `UPDATE quota.accounts SET reserved = reserved - $4
          WHERE org_id = $1 AND country = $2 AND period = $3`,
