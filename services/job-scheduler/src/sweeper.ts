@@ -232,6 +232,8 @@ export class Sweeper {
   }
 
   private async purgeFences(): Promise<void> {
+    // With them, the waits of settlements that passed long ago (an organization id each).
+    await this.deps.store.sweeps.forgetSettleBackoffs();
     const purged = await this.deps.store.sweeps.purgeFences(this.deps.fenceRetentionSeconds);
     if (purged > 0) this.deps.logger.info({ purged }, 'fenced job ids past the idempotency retention purged');
   }

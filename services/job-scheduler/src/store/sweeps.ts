@@ -116,7 +116,7 @@ export class JobSweeps {
    * Jobs whose work message may be missing: queued and never confirmed as published, queued with a
    * dispatch older than `afterMs`, or running under a lease expired for longer than `afterMs`. Those the
    * sweeper always publishes come first: a queued job with a confirmed dispatch is published again only
-   * when its country's queue is empty, and a backlog of them (over the limit, waiting their turn) filled
+   * when its country's queue holds fewer messages than jobs needing one, and a backlog of them filled
    * the batch, so a job never published or abandoned by its worker was not reached (a review, 2026-12-04).
    */
   async dispatchCandidates(afterMs: number, limit = 200): Promise<JobRow[]> {
@@ -134,12 +134,13 @@ export class JobSweeps {
 
   /**
    * The jobs of a country that need a live work message: queued with a confirmed dispatch, or running
-   * under a live lease (its worker holds the message until the job ends).
+   * (its worker holds the message until the job ends; an attempt given back or a worker lost leaves it
+   * waiting for its next delivery).
    */
   async needingMessages(country: string): Promise<number> {
     const r = await this.pool.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM jobs.jobs WHERE country = $1 AND status IN ('queued', 'running')
-         AND ((status = 'queued' AND dispatched_at IS NOT NULL) OR (status = 'running' AND lease_expires_at > now()))`,
+         AND (status = 'running' OR dispatched_at IS NOT NULL)`,
       [country],
     );
     return r.rows[0]?.n ?? 0;
@@ -158,12 +159,8 @@ export class JobSweeps {
     return r.rows.map((x) => toRow(x as Raw));
   }
 
-  /**
-   * The accounts (`org_id/country`) whose last settlement failed: `waiting` while their wait lasts. Those
-   * whose wait passed long ago (their jobs settled elsewhere since) are forgotten first.
-   */
+  /** The accounts (`org_id/country`) whose last settlement failed: `waiting` while their wait lasts. */
   async settleBackoffs(): Promise<Map<string, { waiting: boolean }>> {
-    await this.pool.query("DELETE FROM jobs.settle_backoff WHERE until < now() - interval '10 minutes'");
     const r = await this.pool.query<{ org_id: string; country: string; waiting: boolean }>(
       'SELECT org_id, country, until > now() AS waiting FROM jobs.settle_backoff',
     );
@@ -179,6 +176,11 @@ export class JobSweeps {
          until = now() + make_interval(secs => least($3::float8 * power(2, least(b.failures + 1, 16)), greatest(60, $3::float8)))`,
       [job.orgId, job.country, baseMs / 1000],
     );
+  }
+
+  /** Waits that passed long ago (their jobs settled since, by a worker or another path): forgotten. */
+  async forgetSettleBackoffs(): Promise<void> {
+    await this.pool.query("DELETE FROM jobs.settle_backoff WHERE until < now() - interval '10 minutes'");
   }
 
   /** A settlement of the account succeeded: its jobs no longer wait. */

@@ -175,9 +175,9 @@ export class JobWorker {
    * delivery, or, on its last delivery with PostgreSQL unreachable, kept (marked in progress) and the job
    * tried again here until PostgreSQL answers. JetStream delivers a message at most `max_deliver` times,
    * and the job stays `queued` with its dispatch confirmed: past its last delivery it was never delivered
-   * again, and the sweeper publishes such a job again only when its country's queue is empty, which under
+   * again, and the sweeper published such a job again only when its country's queue was empty, which under
    * load it rarely is (found by a review, 2026-12-04: an outage of ~20-50 s lost the queued jobs; they
-   * expired at the hard cap). Another failure (a statement out of time included) keeps the bound: a job
+   * expired at the hard cap; the sweeper now also counts the messages missing, sweeper.ts `redispatch`). Another failure (a statement out of time included) keeps the bound: a job
    * that cannot be read is not held for good, nor its country's queue kept looking busy to the sweeper. A
    * stop hands the message back (the sweeper's path then).
    */
