@@ -1,25 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
-import { dropDatabase, uniqueSuffix } from '@dnc/devstack';
-import { createPool, ensureDatabase, migrateSchema, type Pool } from '@dnc/kit';
+import type { Pool } from '@dnc/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobSweeps } from '../src/store/sweeps.js';
+import { DEFAULT_POLICY, scratchJobsDatabase } from './support/scratch-db.js';
 
 // Found by a review (2026-12-04): the sweeper's batch of jobs whose work message may be missing was the
 // oldest 200 by creation. A queued job with a confirmed dispatch is published again only when its country's
 // queue is empty; under a backlog of such jobs (waiting their turn for longer than the redispatch delay)
 // the batch was full of jobs the sweeper then skipped, and a job never published (NATS away at its submit)
 // or abandoned by its worker (lease expired) behind them was not reached, tick after tick.
-const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
-const base = new URL(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
-base.pathname = `/dnc_redispatch_${uniqueSuffix()}`;
-const databaseUrl = base.toString();
-const policy = {
-  hardCapSeconds: 86_400,
-  resultTtlSeconds: 604_800,
-  metadataTtlSeconds: 2_592_000,
-  resultStreamMaxMs: 60_000,
-};
+let db: Awaited<ReturnType<typeof scratchJobsDatabase>>;
 let pool: Pool;
 
 /** A job created `ageS` seconds ago, in the given dispatch state. */
@@ -37,14 +27,12 @@ async function job(ageS: number, state: 'dispatched' | 'never_published' | 'aban
 }
 
 beforeAll(async () => {
-  await ensureDatabase(databaseUrl);
-  await migrateSchema(databaseUrl, 'jobs', MIGRATIONS);
-  pool = createPool(databaseUrl, 2);
+  db = await scratchJobsDatabase('redispatch');
+  pool = db.pool;
 });
 
 afterAll(async () => {
-  await pool?.end();
-  await dropDatabase(databaseUrl).catch(() => {});
+  await db?.drop();
 });
 
 describe('the sweeper’s redispatch batch', () => {
@@ -53,7 +41,7 @@ describe('the sweeper’s redispatch batch', () => {
     for (let i = 0; i < 12; i++) backlog.push(await job(600 - i, 'dispatched'));
     const neverPublished = await job(120, 'never_published');
     const abandoned = await job(100, 'abandoned');
-    const sweeps = new JobSweeps(pool, policy);
+    const sweeps = new JobSweeps(pool, DEFAULT_POLICY);
     const batch = (await sweeps.dispatchCandidates(30_000, 10)).map((j) => j.id);
     expect(batch).toHaveLength(10);
     // The two the sweeper always publishes, first; then the oldest of the backlog.

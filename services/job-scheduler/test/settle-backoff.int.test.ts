@@ -1,25 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
-import { dropDatabase, uniqueSuffix } from '@dnc/devstack';
-import { createPool, ensureDatabase, migrateSchema, type Pool } from '@dnc/kit';
+import type { Pool } from '@dnc/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobSweeps } from '../src/store/sweeps.js';
+import { DEFAULT_POLICY, scratchJobsDatabase } from './support/scratch-db.js';
 
 // Found by a review (2026-12-04): a failed settlement's wait was kept per job, in each replica, and applied
 // after the oldest 100 unsettled jobs were chosen: an organization with 100 unsettled jobs older than every
 // other organization's (its account row held locked) filled the batch on every tick, and the others were
 // never reached; with two replicas each retried it at once. The wait is now the account's, in the database,
 // and the batch is chosen among the accounts that do not wait.
-const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
-const base = new URL(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
-base.pathname = `/dnc_settle_backoff_${uniqueSuffix()}`;
-const databaseUrl = base.toString();
-const policy = {
-  hardCapSeconds: 86_400,
-  resultTtlSeconds: 604_800,
-  metadataTtlSeconds: 2_592_000,
-  resultStreamMaxMs: 60_000,
-};
+let db: Awaited<ReturnType<typeof scratchJobsDatabase>>;
 let pool: Pool;
 
 /** A job of `org` in mx that ended `ageS` seconds ago, its release still to make. */
@@ -36,19 +26,17 @@ async function ended(org: string, ageS: number): Promise<string> {
 }
 
 beforeAll(async () => {
-  await ensureDatabase(databaseUrl);
-  await migrateSchema(databaseUrl, 'jobs', MIGRATIONS);
-  pool = createPool(databaseUrl, 2);
+  db = await scratchJobsDatabase('settle_backoff');
+  pool = db.pool;
 });
 
 afterAll(async () => {
-  await pool?.end();
-  await dropDatabase(databaseUrl).catch(() => {});
+  await db?.drop();
 });
 
 describe('a failed settlement’s wait', () => {
   it('is its account’s, shared by every replica, and the batch is chosen among the accounts that do not wait', async () => {
-    const sweeps = new JobSweeps(pool, policy);
+    const sweeps = new JobSweeps(pool, DEFAULT_POLICY);
     const [blocked, other] = [`org_${randomUUID()}`, `org_${randomUUID()}`];
     const old: string[] = [];
     for (let i = 0; i < 12; i++) old.push(await ended(blocked, 600 - i));
@@ -61,7 +49,7 @@ describe('a failed settlement’s wait', () => {
     // Every job of the account waits, not only the one that failed; the other organization's is reached.
     expect(await batch()).toEqual([later]);
     // As another replica sees it.
-    const seen = await new JobSweeps(pool, policy).settleBackoffs();
+    const seen = await new JobSweeps(pool, DEFAULT_POLICY).settleBackoffs();
     expect(seen.get(`${blocked}/mx`)).toEqual({ waiting: true });
     expect(seen.has(`${other}/mx`)).toBe(false);
 
