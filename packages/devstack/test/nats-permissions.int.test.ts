@@ -125,4 +125,33 @@ describe('NATS: each service its own user with the narrowest subject permissions
     );
     expect(info.num_ack_pending).toBe(0);
   });
+  // spent-messages.ts: the scheduler hears of a work message spent by max_deliver, reads its job id by its
+  // sequence and deletes it; nobody else may delete work.
+  it('the job scheduler hears of a spent work message, reads and deletes it; the worker may not delete', async () => {
+    const advisories = as('job-scheduler').subscribe(
+      `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${n.jobsStream}.*`,
+      { max: 1 },
+    );
+    const jsm = await jetstreamManager(as('job-worker'));
+    await jsm.consumers.add(n.jobsStream, {
+      durable_name: n.jobsConsumer('mx'),
+      filter_subject: n.jobsSubject('mx'),
+      ack_policy: AckPolicy.Explicit,
+      ack_wait: 1_000_000_000,
+      max_deliver: 1,
+    });
+    const ack = await jetstream(as('job-scheduler')).publish(n.jobsSubject('mx'), '{"job_id":"spent"}');
+    const consumer = await jetstream(as('job-worker')).consumers.get(n.jobsStream, n.jobsConsumer('mx'));
+    expect((await consumer.next({ expires: 2_000 }))?.json()).toEqual({ job_id: 'spent' });
+    await new Promise((r) => setTimeout(r, 1_500));
+    // The next request for work lets the spent message go, and JetStream announces it.
+    expect(await consumer.next({ expires: 1_000 })).toBeNull();
+    for await (const m of advisories) expect(m.json<{ stream_seq: number }>().stream_seq).toBe(ack.seq);
+    expect(await refused(jsm.streams.deleteMessage(n.jobsStream, ack.seq))).toBe('refused');
+    const scheduler = await jetstreamManager(as('job-scheduler'));
+    expect((await scheduler.streams.getMessage(n.jobsStream, { seq: ack.seq }))?.json()).toEqual({
+      job_id: 'spent',
+    });
+    expect(await scheduler.streams.deleteMessage(n.jobsStream, ack.seq)).toBe(true);
+  });
 });

@@ -37,6 +37,7 @@ import { organizationJobsService } from './organization.js';
 import { ResultStreams } from './result-streams.js';
 import { jobsRoutes } from './routes.js';
 import { QuotaSettlement } from './settlement.js';
+import { SpentMessageWatch } from './spent-messages.js';
 import { CleanupStore } from './store/cleanup.js';
 import { JobStore } from './store/jobs.js';
 import { SweepLease } from './store/sweep-lease.js';
@@ -208,6 +209,9 @@ function startSweeper(core: Core): void {
   });
   sweeper.start();
   service.onClose('sweeper', () => sweeper.stop());
+  const spent = new SpentMessageWatch(core.nc, config.DNC_NATS_PREFIX, core.store, core.logger);
+  spent.start();
+  service.onClose('spent work messages', () => spent.stop());
 }
 
 /** The worker role: consumes the work queue and runs jobs against the adapters found in discovery. */

@@ -75,4 +75,79 @@ describe('a queued job whose work message was spent is published again under loa
     }
     expect(await h.result(spent.jobId)).toMatchObject({ prohibited_numbers_to_call: ['+52 55 8123 4567'] });
   }, 120_000);
+  // The count alone republished the oldest queued job, whose message was live (here held by the test, as a
+  // worker waiting for memory holds it); that second message then hid the spent one. JetStream's advisory
+  // of the spent message names it: its job is published again at once.
+  it('the job whose message was spent is the one published again, not an older one whose message is live', async () => {
+    await h.stack.stop('job-worker');
+    const live = await h.submit(['+52 55 8123 4567']);
+    const spent = await h.submit(['+52 33 9876 5432']);
+    const names = natsNames(h.stack.natsPrefix);
+    const nc = await connect({ servers: TEST_NATS_URL });
+    let keep: NodeJS.Timeout | undefined;
+    try {
+      const consumer = await jetstream(nc).consumers.get(names.jobsStream, names.jobsConsumer('mx'));
+      const held = await consumer.next({ expires: 5_000 });
+      expect(held && JSON.parse(held.string()).job_id).toBe(live.jobId);
+      keep = setInterval(() => held!.working(), 200);
+      const abandoned = await consumer.next({ expires: 5_000 });
+      expect(abandoned && JSON.parse(abandoned.string()).job_id).toBe(spent.jobId);
+      // Spent once the ack wait lapses; the worker's next request for work lets it go.
+      await new Promise((r) => setTimeout(r, 1_500));
+      await h.stack.start('job-worker');
+      // Before, the older job was published again and the spent one waited for as long as the first
+      // message of the older one was held.
+      await expect.poll(() => dispatches(spent.jobId), { timeout: 6_000, interval: 100 }).toBeGreaterThan(1);
+      await h.waitFor(spent.jobId, (j) => j.status === status.SUCCEEDED);
+      expect((await h.admin.getJobDetail({ jobId: spent.jobId })).attempts).toBe(1);
+      const heard = h.stack
+        .logsOf('job-scheduler')
+        .split('\n')
+        .filter((l) => l.includes(spent.jobId) && l.includes('work message spent by max_deliver'));
+      expect(heard).toHaveLength(1);
+      held!.ack();
+    } finally {
+      clearInterval(keep);
+      await nc.close();
+    }
+  }, 60_000);
+  // The fallback: an advisory is not stored, and one sent while no scheduler listens is lost. The spent
+  // job is then found by the sweeper's count (the queue holds fewer messages than the jobs needing one)
+  // and, being the oldest queued job, published again.
+  it('a spent message whose advisory no scheduler heard is found by the count of missing messages', async () => {
+    await h.stack.stop('job-worker');
+    const spent = await h.submit(['+52 55 8123 4567']);
+    const live = await h.submit(['+52 33 9876 5432']);
+    const names = natsNames(h.stack.natsPrefix);
+    const nc = await connect({ servers: TEST_NATS_URL });
+    let keep: NodeJS.Timeout | undefined;
+    try {
+      const consumer = await jetstream(nc).consumers.get(names.jobsStream, names.jobsConsumer('mx'));
+      const abandoned = await consumer.next({ expires: 5_000 });
+      expect(abandoned && JSON.parse(abandoned.string()).job_id).toBe(spent.jobId);
+      const held = await consumer.next({ expires: 5_000 });
+      expect(held && JSON.parse(held.string()).job_id).toBe(live.jobId);
+      keep = setInterval(() => held!.working(), 200);
+      // No scheduler listens while the spent message is let go (the worker's first request for work).
+      await h.stack.stop('job-scheduler');
+      await new Promise((r) => setTimeout(r, 1_500));
+      await h.stack.start('job-worker');
+      await new Promise((r) => setTimeout(r, 2_500));
+      expect(await dispatches(spent.jobId)).toBe(1);
+      await h.stack.start('job-scheduler');
+      // Before (only when the queue was empty), it stayed at one dispatch while the other was held.
+      await expect.poll(() => dispatches(spent.jobId), { timeout: 8_000, interval: 100 }).toBeGreaterThan(1);
+      await h.waitFor(spent.jobId, (j) => j.status === status.SUCCEEDED);
+      expect(await dispatches(live.jobId)).toBe(1);
+      const heard = h.stack
+        .logsOf('job-scheduler')
+        .split('\n')
+        .filter((l) => l.includes(spent.jobId) && l.includes('work message spent'));
+      expect(heard).toEqual([]);
+      held!.ack();
+    } finally {
+      clearInterval(keep);
+      await nc.close();
+    }
+  }, 60_000);
 });

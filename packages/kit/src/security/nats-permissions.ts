@@ -68,14 +68,21 @@ export function natsPermissions(user: string, prefix = ''): NatsPermissions | un
         subscribe: inbox,
       };
     case 'job-scheduler':
-      // Publishes work; reads the queue's depth (the sweeper's lost-message check).
+      // Publishes work; reads the queue's depth (the sweeper's lost-message check); hears of messages
+      // spent by max_deliver, reads their job id and deletes them (spent-messages.ts).
       return {
         publish: [
           n.jobsSubjects,
           // INFO: the account's limits, which a JetStream manager reads when it opens (no content).
-          ...jsApi('INFO', `STREAM.INFO.${n.jobsStream}`, `CONSUMER.INFO.${n.jobsStream}.*`),
+          ...jsApi(
+            'INFO',
+            `STREAM.INFO.${n.jobsStream}`,
+            `CONSUMER.INFO.${n.jobsStream}.*`,
+            `STREAM.MSG.GET.${n.jobsStream}`,
+            `STREAM.MSG.DELETE.${n.jobsStream}`,
+          ),
         ],
-        subscribe: inbox,
+        subscribe: [...inbox, `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${n.jobsStream}.*`],
       };
     case 'job-worker':
       // Pulls work through its durable consumers, acks it, finds adapters and reads the maintenance

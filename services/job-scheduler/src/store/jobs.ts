@@ -135,6 +135,19 @@ export class JobStore {
     return r.rows;
   }
 
+  /**
+   * A queued job whose work message was spent (never delivered again): not dispatched any more, so the
+   * sweeper publishes it again (under a new message id). True when it was such a job.
+   */
+  async markSpent(jobId: string): Promise<boolean> {
+    if (!isJobId(jobId)) return false;
+    const r = await this.pool.query(
+      `UPDATE jobs.jobs SET dispatched_at = NULL WHERE id = $1 AND status = 'queued' AND dispatched_at IS NOT NULL`,
+      [jobId],
+    );
+    return r.rowCount === 1;
+  }
+
   async markDispatched(jobId: string): Promise<void> {
     await this.pool.query(
       `UPDATE jobs.jobs SET dispatched_at = now(), dispatch_count = dispatch_count + 1 WHERE id = $1`,
