@@ -186,29 +186,75 @@ export class Sweeper {
   }
 
   /**
-   * Settle in turn until one fails; the jobs left are found unsettled by a later tick. An account
-   * (organization and country) whose settlement failed waits before its jobs are tried again (doubling,
-   * at most a minute), and the others go first meanwhile. Found by a review (2026-12-04): the oldest
-   * unsettled job came first on every tick, so one organization's account held locked stopped every other
-   * organization's settlements.
+   * Settle in turn. A failure is explained by the next attempts before anything waits:
+   * - another job of its account settles: that job alone waits (doubling from the sweep interval, at most a
+   *   minute) and its account goes on;
+   * - its account's next job fails too and another account's settles: the account waits likewise;
+   * - quota answered no other account (the next one failed too, or there was none and nothing settled in this
+   *   call): quota itself may be down, so the accounts that failed wait two sweep intervals only, their count
+   *   of failures unchanged, and the tick's settlements stop (a quota that hangs holds each call for its whole
+   *   deadline, and every step behind it would wait for all of them in turn).
+   * Found by reviews (2026-12-04): the oldest unsettled job came first on every tick and a tick stopped at the
+   * first failure, so one account held locked stopped every organization's settlements; then the wait was
+   * the account's whatever failed, so while quota was down the accounts tried first were left waiting up to a
+   * minute after it came back, and one job refused every time held its account's others for good.
    */
   private async settleAll(jobs: JobRow[]): Promise<void> {
-    if (jobs.length === 0) return;
+    if (!this.quotaAnswering) return;
     const sweeps = this.deps.store.sweeps;
+    const base = this.deps.intervalMs;
+    const accountOf = (job: JobRow) => `${job.orgId}/${job.country}`;
+    // Only calls to quota tell anything: a job with nothing to settle is passed over.
+    const left = jobs.filter((job) => job.quotaSettlement && !job.quotaSettledAt);
+    if (left.length === 0) return;
     const backoffs = await sweeps.settleBackoffs();
-    for (const job of jobs) {
-      if (!this.quotaAnswering) return;
-      const account = `${job.orgId}/${job.country}`;
-      const backoff = backoffs.get(account);
-      if (backoff?.waiting) continue;
-      this.quotaAnswering = await this.deps.settlement.settle(job);
-      if (!this.quotaAnswering) {
-        await sweeps.deferSettlements(job, this.deps.intervalMs);
-      } else if (backoff) {
-        await sweeps.clearSettleBackoff(job);
-        backoffs.delete(account);
+    const skipped = new Set([...backoffs].filter(([, b]) => b.waiting).map(([account]) => account));
+    /** The last failure not explained yet, and whether a second job of its account failed after it. */
+    let suspect: JobRow | undefined;
+    let accountFailed = false;
+    let answered = false;
+    const next = (): JobRow | undefined => {
+      let i = -1;
+      if (suspect && !accountFailed) i = left.findIndex((j) => accountOf(j) === accountOf(suspect!));
+      if (i < 0) i = left.findIndex((j) => !skipped.has(accountOf(j)));
+      return i < 0 ? undefined : left.splice(i, 1)[0];
+    };
+    const undetermined = async (...failed: JobRow[]) => {
+      this.quotaAnswering = false;
+      for (const job of failed) await sweeps.holdSettlements(job, 2 * base);
+    };
+    for (let job = next(); job; job = next()) {
+      const account = accountOf(job);
+      if (await this.deps.settlement.settle(job)) {
+        answered = true;
+        if (suspect && accountOf(suspect) === account) {
+          await sweeps.deferJobSettlement(suspect.id, base);
+          skipped.delete(account);
+        } else if (suspect) {
+          await (accountFailed
+            ? sweeps.deferSettlements(suspect, base)
+            : sweeps.deferJobSettlement(suspect.id, base));
+        }
+        suspect = undefined;
+        accountFailed = false;
+        if (backoffs.has(account)) {
+          await sweeps.clearSettleBackoff(job);
+          backoffs.delete(account);
+        }
+      } else if (!suspect) {
+        suspect = job;
+        skipped.add(account);
+      } else if (accountOf(suspect) === account) {
+        accountFailed = true;
+      } else {
+        return undetermined(suspect, job);
       }
     }
+    if (!suspect) return;
+    if (!answered) return undetermined(suspect);
+    await (accountFailed
+      ? sweeps.deferSettlements(suspect, base)
+      : sweeps.deferJobSettlement(suspect.id, base));
   }
 
   private async cleanupDue(): Promise<void> {

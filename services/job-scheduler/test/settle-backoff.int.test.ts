@@ -73,4 +73,51 @@ describe('a failed settlement’s wait', () => {
     await sweeps.clearSettleBackoff(first!);
     expect(await batch()).toEqual(old.slice(0, 10));
   });
+
+  it('of one job alone leaves its account’s others; a hold of unknown cause keeps the count and a longer wait', async () => {
+    const sweeps = new JobSweeps(pool, DEFAULT_POLICY);
+    const org = `org_${randomUUID()}`;
+    const [refused, next] = [await ended(org, 300), await ended(org, 200)];
+    const mine = async () =>
+      (await sweeps.unsettled(100)).map((j) => j.id).filter((id) => id === refused || id === next);
+    expect(await mine()).toEqual([refused, next]);
+
+    await sweeps.deferJobSettlement(refused, 5_000);
+    expect(await mine()).toEqual([next]);
+    const job = async () =>
+      (
+        await pool.query<{ failures: number; s: number }>(
+          'SELECT settle_failures AS failures, extract(epoch FROM settle_after - now())::float AS s FROM jobs.jobs WHERE id = $1',
+          [refused],
+        )
+      ).rows[0]!;
+    expect(await job()).toMatchObject({ failures: 1 });
+    expect((await job()).s).toBeGreaterThan(9);
+    expect((await job()).s).toBeLessThanOrEqual(10);
+    for (let i = 0; i < 7; i++) await sweeps.deferJobSettlement(refused, 5_000);
+    expect((await job()).s).toBeLessThanOrEqual(60);
+    expect((await job()).s).toBeGreaterThan(59);
+    expect((await sweeps.settleBackoffs()).has(`${org}/mx`)).toBe(false);
+
+    // Quota may be down for everyone: the account is held a short while, its count of failures unchanged,
+    // and a longer wait already set is kept.
+    const [nextRow] = (await sweeps.unsettled(100)).filter((j) => j.id === next);
+    await sweeps.holdSettlements(nextRow!, 1_000);
+    expect(await mine()).toEqual([]);
+    const account = async () =>
+      (
+        await pool.query<{ failures: number; s: number }>(
+          'SELECT failures, extract(epoch FROM until - now())::float AS s FROM jobs.settle_backoff WHERE org_id = $1',
+          [org],
+        )
+      ).rows[0]!;
+    expect(await account()).toMatchObject({ failures: 1 });
+    expect((await account()).s).toBeLessThanOrEqual(1);
+    await sweeps.deferSettlements(nextRow!, 5_000);
+    await sweeps.deferSettlements(nextRow!, 5_000);
+    expect(await account()).toMatchObject({ failures: 3 });
+    await sweeps.holdSettlements(nextRow!, 1_000);
+    expect(await account()).toMatchObject({ failures: 3 });
+    expect((await account()).s).toBeGreaterThan(19);
+  });
 });

@@ -146,11 +146,12 @@ export class JobSweeps {
     return r.rows[0]?.n ?? 0;
   }
 
-  /** Jobs whose quota settlement is still to make, the oldest first, but those of accounts that wait. */
+  /** Jobs whose quota settlement is still to make, the oldest first, but those that wait or whose account waits. */
   async unsettled(limit = 100): Promise<JobRow[]> {
     const r = await this.pool.query(
       `SELECT * FROM jobs.jobs j WHERE quota_settlement IS NOT NULL AND quota_settled_at IS NULL
        AND terminal_at < now() - interval '2 seconds'
+       AND (j.settle_after IS NULL OR j.settle_after <= now())
        AND NOT EXISTS (SELECT 1 FROM jobs.settle_backoff b
                        WHERE b.org_id = j.org_id AND b.country = j.country AND b.until > now())
        ORDER BY terminal_at LIMIT $1`,
@@ -175,6 +176,32 @@ export class JobSweeps {
        ON CONFLICT (org_id, country) DO UPDATE SET failures = b.failures + 1,
          until = now() + make_interval(secs => least($3::float8 * power(2, least(b.failures + 1, 16)), greatest(60, $3::float8)))`,
       [job.orgId, job.country, baseMs / 1000],
+    );
+  }
+
+  /**
+   * Settlements of the account failed and it is not known why (quota may be down for every account): its jobs
+   * wait `ms`, its count of failures unchanged, a longer wait already set kept.
+   */
+  async holdSettlements(job: JobRow, ms: number): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO jobs.settle_backoff AS b (org_id, country, failures, until)
+       VALUES ($1, $2, 1, now() + make_interval(secs => $3::float8))
+       ON CONFLICT (org_id, country) DO UPDATE SET until = greatest(b.until, excluded.until)`,
+      [job.orgId, job.country, ms / 1000],
+    );
+  }
+
+  /**
+   * The settlement of this job alone failed (quota answered its account's others): it waits, doubling from
+   * `baseMs` per failure, at most a minute; its account's other jobs do not.
+   */
+  async deferJobSettlement(jobId: string, baseMs: number): Promise<void> {
+    await this.pool.query(
+      `UPDATE jobs.jobs SET settle_failures = settle_failures + 1,
+         settle_after = now() + make_interval(secs => least($2::float8 * power(2, least(settle_failures + 1, 16)), greatest(60, $2::float8)))
+       WHERE id = $1 AND quota_settled_at IS NULL`,
+      [jobId, baseMs / 1000],
     );
   }
 
