@@ -24,6 +24,23 @@ export function isRefusedStream(error: unknown): boolean {
 }
 
 /**
+ * Whether a call failed because its HTTP/2 stream or connection broke, rather than because the server
+ * answered it with an error: a stream reset (RST_STREAM INTERNAL_ERROR, PROTOCOL_ERROR, ...) or a
+ * connection closed with an error (GOAWAY INTERNAL_ERROR), as a server whose stream failed under it, or a
+ * proxy between the two, sends. Connect's Node client names these INTERNAL, the code of a server's own
+ * unexpected failure, and the gateway answered them 500 internal_error, which a client is told not to retry,
+ * for a platform component that failed (the contract's 503 platform_failure). A server's own INTERNAL
+ * arrives as an answer, with neither an HTTP/2 error for its cause nor connect-node's reset message.
+ */
+export function isBrokenStream(error: unknown): boolean {
+  if (!(error instanceof ConnectError) || error.code !== Code.Internal || isRefusedStream(error))
+    return false;
+  const code = (error.cause as { code?: unknown } | undefined)?.code;
+  if (code === 'ERR_HTTP2_STREAM_ERROR' || code === 'ERR_HTTP2_SESSION_ERROR') return true;
+  return error.rawMessage.startsWith('http/2 stream closed with error code ');
+}
+
+/**
  * A stream the server refused was not processed (RFC 9113, 8.7: the request "can be safely retried").
  * A server that is draining refuses so every stream that crossed its GOAWAY on the wire, which is
  * what a rolling deploy of any service does to the calls of its callers; Connect's Node client then
@@ -34,13 +51,19 @@ export function isRefusedStream(error: unknown): boolean {
  * may retry. A streaming call is not sent again (its request may be consumed); it fails UNAVAILABLE.
  *
  * The innermost interceptor of a transport: each send goes straight to the HTTP/2 client, and the
- * interceptors around it (tracing, deadline) see one call.
+ * interceptors around it (tracing, deadline) see one call. A broken stream (`isBrokenStream`) is not sent
+ * again (the server may have processed it) and fails UNAVAILABLE likewise: the call's outcome is unknown,
+ * as for any outage.
  */
 export const retryRefusedStreams: Interceptor = (next) => async (req) => {
   for (let attempt = 1; ; attempt++) {
     try {
       return await next(req);
     } catch (error) {
+      if (isBrokenStream(error)) {
+        const ce = error as ConnectError;
+        throw new ConnectError(ce.rawMessage, Code.Unavailable, undefined, undefined, ce.cause);
+      }
       if (!isRefusedStream(error)) throw error;
       if (req.stream || attempt >= REFUSED_STREAM_ATTEMPTS || req.signal.aborted) {
         const ce = error as ConnectError;

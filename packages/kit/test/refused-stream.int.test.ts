@@ -109,7 +109,35 @@ describe('a call whose HTTP/2 stream the server refused', () => {
       stream.on('end', () => stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR));
     });
     const error = await failure(client.check({}, { timeoutMs: 5_000 }));
+    // Found by a review (2026-12-04): connect-node names it INTERNAL, and the gateway answered 500 (not to be
+    // retried) for a platform component that failed. A broken stream is an outage whose outcome is unknown.
+    expect(error?.code).toBe(Code.Unavailable);
+    expect(seen.streams).toBe(1);
+  });
+});
+
+describe('a call whose HTTP/2 stream or connection broke', () => {
+  it('closed with GOAWAY INTERNAL_ERROR once the server had the request: UNAVAILABLE, not sent again', async () => {
+    const { client, seen } = await serve((stream) => {
+      stream.resume();
+      stream.on('end', () => stream.session?.goaway(http2.constants.NGHTTP2_INTERNAL_ERROR));
+    });
+    const error = await failure(client.check({}, { timeoutMs: 5_000 }));
+    expect(error?.code).toBe(Code.Unavailable);
+    expect(seen.streams).toBe(1);
+  });
+
+  it('a server’s own INTERNAL answer stays INTERNAL', async () => {
+    const { client, seen } = await serve((stream) => {
+      stream.resume();
+      stream.on('end', () => {
+        stream.respond({ ':status': 500, 'content-type': 'application/json' });
+        stream.end(JSON.stringify({ code: 'internal', message: 'internal error' }));
+      });
+    });
+    const error = await failure(client.check({}, { timeoutMs: 5_000 }));
     expect(error?.code).toBe(Code.Internal);
+    expect(error?.rawMessage).toBe('internal error');
     expect(seen.streams).toBe(1);
   });
 });
