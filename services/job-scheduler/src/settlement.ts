@@ -5,6 +5,22 @@ import type { JobMetrics } from './metrics.js';
 import type { JobRow, JobStore } from './store/jobs.js';
 
 /**
+ * How a settlement ended: `settled` (or final: nothing left to try); `refused`, quota answered an error about
+ * this job (a malformed reservation id, say: trying again changes nothing until someone looks); `unanswered`,
+ * no answer about this job (quota down, hung, overloaded, waiting on a lock, or the record not written).
+ */
+export type SettleOutcome = 'settled' | 'refused' | 'unanswered';
+
+const UNANSWERED = new Set<Code>([
+  Code.Unavailable,
+  Code.DeadlineExceeded,
+  Code.Canceled,
+  Code.Aborted,
+  Code.ResourceExhausted,
+  Code.Unknown,
+]);
+
+/**
  * Settles a terminal job's reservation with the quota service: commit on success, release otherwise.
  * Quota is idempotent by reservation id, so a retry after a lost answer changes nothing; the job row
  * records the confirmation, and the sweeper retries unconfirmed ones.
@@ -17,13 +33,13 @@ export class QuotaSettlement {
     private readonly logger: Logger,
   ) {}
 
-  async settle(job: JobRow): Promise<boolean> {
-    if (!job.quotaSettlement || job.quotaSettledAt) return true;
+  async settle(job: JobRow): Promise<SettleOutcome> {
+    if (!job.quotaSettlement || job.quotaSettledAt) return 'settled';
     try {
       if (job.quotaSettlement === 'commit') await this.quota.commit({ reservationId: job.reservationId });
       else await this.quota.release({ reservationId: job.reservationId });
       await this.store.sweeps.markSettled(job.id);
-      return true;
+      return 'settled';
     } catch (error) {
       const code = ConnectError.from(error).code;
       if (code === Code.FailedPrecondition || code === Code.NotFound) {
@@ -38,11 +54,11 @@ export class QuotaSettlement {
             'reservation cannot be settled; recorded as final',
           );
         }
-        return true;
+        return 'settled';
       }
       this.metrics.quotaSettleFailures.inc();
       this.logger.warn({ job_id: job.id, err: error }, 'quota settlement failed; will retry');
-      return false;
+      return UNANSWERED.has(code) ? 'unanswered' : 'refused';
     }
   }
 }

@@ -4,6 +4,7 @@ import type { KeyRing } from './crypto/envelope.js';
 import { blobsWithoutKey } from './crypto/key-status.js';
 import type { Dispatcher } from './dispatch.js';
 import type { JobMetrics } from './metrics.js';
+import { settleInTurn, UNANSWERED_PER_TICK } from './settle-in-turn.js';
 import type { QuotaSettlement } from './settlement.js';
 import { blobCountsByKey } from './store/blobs.js';
 import type { CleanupStore } from './store/cleanup.js';
@@ -42,11 +43,11 @@ export class Sweeper {
   /** The ids of the keys blobs need and the ring lacks, as last logged. */
   private missingKeys = '';
   /**
-   * False once a quota settlement failed in this tick: the rest wait for the next tick. A quota that
-   * hangs instead of refusing holds each call for its whole deadline (5 s), and every step behind it
-   * (cleanup of inputs and results, the next hard caps) would wait for all of them in turn.
+   * Settlements quota may still leave unanswered in this tick; none left, the rest wait for the next tick. A
+   * quota that hangs instead of refusing holds each call for its whole deadline (5 s), and every step behind
+   * it (cleanup of inputs and results, the next hard caps, the turn's renewal) would wait for all of them.
    */
-  private quotaAnswering = true;
+  private unansweredLeft = UNANSWERED_PER_TICK;
 
   constructor(private readonly deps: SweeperDeps) {}
 
@@ -70,7 +71,7 @@ export class Sweeper {
   async tick(): Promise<void> {
     try {
       if (await this.deps.lease.hold()) {
-        this.quotaAnswering = true;
+        this.unansweredLeft = UNANSWERED_PER_TICK;
         try {
           await this.sweepSteps();
         } finally {
@@ -185,76 +186,21 @@ export class Sweeper {
     await this.settleAll(await this.deps.store.sweeps.unsettled());
   }
 
-  /**
-   * Settle in turn. A failure is explained by the next attempts before anything waits:
-   * - another job of its account settles: that job alone waits (doubling from the sweep interval, at most a
-   *   minute) and its account goes on;
-   * - its account's next job fails too and another account's settles: the account waits likewise;
-   * - quota answered no other account (the next one failed too, or there was none and nothing settled in this
-   *   call): quota itself may be down, so the accounts that failed wait two sweep intervals only, their count
-   *   of failures unchanged, and the tick's settlements stop (a quota that hangs holds each call for its whole
-   *   deadline, and every step behind it would wait for all of them in turn).
-   * Found by reviews (2026-12-04): the oldest unsettled job came first on every tick and a tick stopped at the
-   * first failure, so one account held locked stopped every organization's settlements; then the wait was
-   * the account's whatever failed, so while quota was down the accounts tried first were left waiting up to a
-   * minute after it came back, and one job refused every time held its account's others for good.
-   */
+  /** Settle in turn (`settleInTurn`: who waits after a failure), within the tick's budget of unanswered calls. */
   private async settleAll(jobs: JobRow[]): Promise<void> {
-    if (!this.quotaAnswering) return;
+    if (this.unansweredLeft <= 0) return;
+    // Only calls to quota tell anything: a job with nothing to settle is passed over.
+    const due = jobs.filter((job) => job.quotaSettlement && !job.quotaSettledAt);
+    if (due.length === 0) return;
     const sweeps = this.deps.store.sweeps;
     const base = this.deps.intervalMs;
-    const accountOf = (job: JobRow) => `${job.orgId}/${job.country}`;
-    // Only calls to quota tell anything: a job with nothing to settle is passed over.
-    const left = jobs.filter((job) => job.quotaSettlement && !job.quotaSettledAt);
-    if (left.length === 0) return;
-    const backoffs = await sweeps.settleBackoffs();
-    const skipped = new Set([...backoffs].filter(([, b]) => b.waiting).map(([account]) => account));
-    /** The last failure not explained yet, and whether a second job of its account failed after it. */
-    let suspect: JobRow | undefined;
-    let accountFailed = false;
-    let answered = false;
-    const next = (): JobRow | undefined => {
-      let i = -1;
-      if (suspect && !accountFailed) i = left.findIndex((j) => accountOf(j) === accountOf(suspect!));
-      if (i < 0) i = left.findIndex((j) => !skipped.has(accountOf(j)));
-      return i < 0 ? undefined : left.splice(i, 1)[0];
-    };
-    const undetermined = async (...failed: JobRow[]) => {
-      this.quotaAnswering = false;
-      for (const job of failed) await sweeps.holdSettlements(job, 2 * base);
-    };
-    for (let job = next(); job; job = next()) {
-      const account = accountOf(job);
-      if (await this.deps.settlement.settle(job)) {
-        answered = true;
-        if (suspect && accountOf(suspect) === account) {
-          await sweeps.deferJobSettlement(suspect.id, base);
-          skipped.delete(account);
-        } else if (suspect) {
-          await (accountFailed
-            ? sweeps.deferSettlements(suspect, base)
-            : sweeps.deferJobSettlement(suspect.id, base));
-        }
-        suspect = undefined;
-        accountFailed = false;
-        if (backoffs.has(account)) {
-          await sweeps.clearSettleBackoff(job);
-          backoffs.delete(account);
-        }
-      } else if (!suspect) {
-        suspect = job;
-        skipped.add(account);
-      } else if (accountOf(suspect) === account) {
-        accountFailed = true;
-      } else {
-        return undetermined(suspect, job);
-      }
-    }
-    if (!suspect) return;
-    if (!answered) return undetermined(suspect);
-    await (accountFailed
-      ? sweeps.deferSettlements(suspect, base)
-      : sweeps.deferJobSettlement(suspect.id, base));
+    this.unansweredLeft = await settleInTurn(due, await sweeps.settleBackoffs(), this.unansweredLeft, {
+      settle: (job) => this.deps.settlement.settle(job),
+      waitJob: (job) => sweeps.deferJobSettlement(job.id, base),
+      waitAccount: (job) => sweeps.deferSettlements(job, base),
+      hold: (job) => sweeps.holdSettlements(job, 2 * base),
+      answeredAccount: (job) => sweeps.clearSettleBackoff(job),
+    });
   }
 
   private async cleanupDue(): Promise<void> {
