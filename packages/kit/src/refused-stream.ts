@@ -30,7 +30,10 @@ export function isRefusedStream(error: unknown): boolean {
  * proxy between the two, sends. Connect's Node client names these INTERNAL, the code of a server's own
  * unexpected failure, and the gateway answered them 500 internal_error, which a client is told not to retry,
  * for a platform component that failed (the contract's 503 platform_failure). A server's own INTERNAL
- * arrives as an answer, with neither an HTTP/2 error for its cause nor connect-node's reset message.
+ * arrives as an answer, with neither an HTTP/2 error for its cause nor connect-node's reset message. A
+ * malformed answer that makes the client itself reset the stream (PROTOCOL_ERROR) is named UNAVAILABLE too:
+ * retried, and counted in the callers' metrics by code. Only the call's first response is covered: a stream
+ * that breaks while a server-streamed answer is read (a result download) stays INTERNAL.
  */
 export function isBrokenStream(error: unknown): boolean {
   if (!(error instanceof ConnectError) || error.code !== Code.Internal || isRefusedStream(error))
