@@ -6,13 +6,19 @@ export const UNANSWERED_PER_TICK = 3;
 
 /** What `settleInTurn` does with a job, and the waits it sets (the sweeper's store). */
 export interface SettleTurnPort {
+  /** Before each settlement: false once this replica no longer holds the sweeps' turn (the rest wait). */
+  keepTurn(): Promise<boolean>;
   settle(job: JobRow): Promise<SettleOutcome>;
   /** This job alone waits (doubling per failure, at most a minute). */
   waitJob(job: JobRow): Promise<void>;
   /** The job's account (organization and country) waits (doubling per failure, at most a minute). */
   waitAccount(job: JobRow): Promise<void>;
-  /** The job's account waits a short while (quota may be down for every account), its count unchanged. */
-  hold(job: JobRow): Promise<void>;
+  /**
+   * The job's account waits a short while (quota may be down for every account), its count unchanged:
+   * `spentMs`, what the unanswered calls of this verdict took, added to it, so that accounts whose calls hang
+   * are not tried again before the sweeps they stalled have passed.
+   */
+  hold(job: JobRow, spentMs: number): Promise<void>;
   /** A job of the account settled: a wait it had is over. */
   answeredAccount(job: JobRow): Promise<void>;
 }
@@ -25,16 +31,18 @@ const accountOf = (job: JobRow) => `${job.orgId}/${job.country}`;
  * settlements still allowed in this sweep (`unansweredLeft` less those spent; 0 when the sweep's settlements
  * must stop).
  *
- * A job quota refused (answered an error about it) waits alone. A settlement left unanswered (quota down,
- * hung, overloaded or waiting on a lock) is explained by the next tries before anything waits:
+ * A job quota refused (judged its request wrong) waits alone. A settlement left unanswered (quota down,
+ * hung, overloaded, waiting on a lock, failing) is explained by the next tries before anything waits:
  * - another job of its account settles: that job alone waits;
  * - its account's next job is left unanswered too and another account's settles: both jobs wait, and the
  *   account as well;
- * - quota answers no other account (the next one is left unanswered too, or there was none and quota
- *   answered nothing in this call), or the sweep's budget of unanswered calls is spent: quota itself may be
- *   down, so the accounts that failed are held a short while, their count of failures unchanged, and the
- *   sweep's settlements stop. A quota that hangs instead of refusing holds each call for its whole deadline
- *   (5 s), and every step behind it (cleanup, the next hard caps, the turn's renewal) would wait for them.
+ * - the next account's is left unanswered too, or the sweep's budget of unanswered calls is spent: quota
+ *   itself may be down, so the accounts that failed are held a short while (plus what their calls took),
+ *   their count of failures unchanged, and the sweep's settlements stop. A quota that hangs instead of
+ *   refusing holds each call for its whole deadline (5 s), and every step behind it would wait for them;
+ * - nothing else was tried and quota answered nothing in this call: the account is held likewise, and the
+ *   sweep's settlements go on (the next call's jobs may be other accounts').
+ * The sweeps' turn is kept (renewed) before each call: a step of many slow calls would outlast it.
  *
  * Found by reviews (2026-12-04): the oldest unsettled job came first on every sweep and a sweep stopped at the
  * first failure, so one account held locked stopped every organization's settlements; then the wait was the
@@ -66,12 +74,15 @@ export async function settleInTurn(
     if (failed.length > 1) await port.waitAccount(failed[0]!);
     failed = [];
   };
-  const undetermined = async (...more: JobRow[]) => {
-    for (const job of [...failed, ...more]) await port.hold(job);
-    return 0;
+  /** What the unanswered calls not explained yet took. */
+  let spentMs = 0;
+  const hold = async (jobs: JobRow[]) => {
+    for (const job of jobs) await port.hold(job, spentMs);
   };
   for (let job = next(); job; job = next()) {
+    if (!(await port.keepTurn())) return 0;
     const account = accountOf(job);
+    const started = performance.now();
     const outcome = await port.settle(job);
     if (outcome === 'refused') {
       answered = true;
@@ -80,19 +91,21 @@ export async function settleInTurn(
       answered = true;
       if (failed.length > 0 && accountOf(failed[0]!) === account) skipped.delete(account);
       await explained();
+      spentMs = 0;
       if (withWait.delete(account)) await port.answeredAccount(job);
-    } else if (--budget <= 0) {
-      return undetermined(job);
-    } else if (failed.length === 0 || accountOf(failed[0]!) === account) {
+    } else {
+      spentMs += performance.now() - started;
+      if (--budget <= 0 || (failed.length > 0 && accountOf(failed[0]!) !== account)) {
+        // The budget spent, or a second account unanswered in a row: quota may be down for every account.
+        await hold([...failed, job]);
+        return 0;
+      }
       failed.push(job);
       skipped.add(account);
-    } else {
-      // A second account unanswered in a row: quota may be down for every account.
-      return undetermined(job);
     }
   }
   if (failed.length === 0) return budget;
-  if (!answered) return undetermined();
-  await explained();
+  if (answered) await explained();
+  else await hold(failed);
   return budget;
 }

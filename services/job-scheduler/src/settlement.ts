@@ -5,20 +5,14 @@ import type { JobMetrics } from './metrics.js';
 import type { JobRow, JobStore } from './store/jobs.js';
 
 /**
- * How a settlement ended: `settled` (or final: nothing left to try); `refused`, quota answered an error about
- * this job (a malformed reservation id, say: trying again changes nothing until someone looks); `unanswered`,
- * no answer about this job (quota down, hung, overloaded, waiting on a lock, or the record not written).
+ * How a settlement ended: `settled` (or final: nothing left to try); `refused`, quota judged this job's
+ * request itself wrong (a malformed reservation id, say: trying again changes nothing until someone looks);
+ * `unanswered`, anything else (quota down, hung, overloaded, waiting on a lock, failing for every call, or the
+ * record not written), which the next tries explain.
  */
 export type SettleOutcome = 'settled' | 'refused' | 'unanswered';
 
-const UNANSWERED = new Set<Code>([
-  Code.Unavailable,
-  Code.DeadlineExceeded,
-  Code.Canceled,
-  Code.Aborted,
-  Code.ResourceExhausted,
-  Code.Unknown,
-]);
+const REFUSED = new Set<Code>([Code.InvalidArgument, Code.OutOfRange, Code.AlreadyExists]);
 
 /**
  * Settles a terminal job's reservation with the quota service: commit on success, release otherwise.
@@ -58,7 +52,7 @@ export class QuotaSettlement {
       }
       this.metrics.quotaSettleFailures.inc();
       this.logger.warn({ job_id: job.id, err: error }, 'quota settlement failed; will retry');
-      return UNANSWERED.has(code) ? 'unanswered' : 'refused';
+      return REFUSED.has(code) ? 'refused' : 'unanswered';
     }
   }
 }

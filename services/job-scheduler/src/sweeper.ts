@@ -195,10 +195,11 @@ export class Sweeper {
     const sweeps = this.deps.store.sweeps;
     const base = this.deps.intervalMs;
     this.unansweredLeft = await settleInTurn(due, await sweeps.settleBackoffs(), this.unansweredLeft, {
+      keepTurn: () => this.deps.lease.keep(),
       settle: (job) => this.deps.settlement.settle(job),
       waitJob: (job) => sweeps.deferJobSettlement(job.id, base),
       waitAccount: (job) => sweeps.deferSettlements(job, base),
-      hold: (job) => sweeps.holdSettlements(job, 2 * base),
+      hold: (job, spentMs) => sweeps.holdSettlements(job, 2 * base + spentMs),
       answeredAccount: (job) => sweeps.clearSettleBackoff(job),
     });
   }

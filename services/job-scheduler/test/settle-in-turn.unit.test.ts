@@ -11,24 +11,32 @@ const job = (name: string) => ({ id: name, orgId: name[0]!, country: 'mx' }) as 
 function run(
   names: string[],
   outcomes: Record<string, SettleOutcome>,
-  opts: { waits?: Record<string, boolean>; budget?: number } = {},
+  opts: { waits?: Record<string, boolean>; budget?: number; turnFor?: number; callMs?: number } = {},
 ) {
   const calls: string[] = [];
+  const held: number[] = [];
+  let turns = 0;
   const port: SettleTurnPort = {
+    keepTurn: async () => turns++ < (opts.turnFor ?? Number.POSITIVE_INFINITY),
     settle: async (j) => {
       calls.push(`try ${j.id}`);
-      return outcomes[j.id] ?? 'settled';
+      const outcome = outcomes[j.id] ?? 'settled';
+      // An unanswered call that hangs for its deadline.
+      if (outcome === 'unanswered' && opts.callMs) await new Promise((r) => setTimeout(r, opts.callMs));
+      return outcome;
     },
     waitJob: async (j) => void calls.push(`job waits ${j.id}`),
     waitAccount: async (j) => void calls.push(`account waits ${j.orgId}`),
-    hold: async (j) => void calls.push(`account held ${j.orgId}`),
+    hold: async (j, spentMs) => {
+      calls.push(`account held ${j.orgId}`);
+      held.push(spentMs);
+    },
     answeredAccount: async (j) => void calls.push(`account answered ${j.orgId}`),
   };
   const waits = new Map(Object.entries(opts.waits ?? {}).map(([org, waiting]) => [`${org}/mx`, { waiting }]));
-  return settleInTurn(names.map(job), waits, opts.budget ?? UNANSWERED_PER_TICK, port).then((left) => ({
-    left,
-    calls,
-  }));
+  return settleInTurn(names.map(job), waits, opts.budget ?? UNANSWERED_PER_TICK, port).then((left) =>
+    opts.callMs ? { left, calls, held } : { left, calls },
+  );
 }
 
 describe('settleInTurn', () => {
@@ -38,8 +46,31 @@ describe('settleInTurn', () => {
       left: 0,
       calls: ['try A1', 'try B1', 'account held A', 'account held B'],
     });
-    // One job alone, nothing answered: held, not blamed.
-    expect(await run(['A1'], down)).toEqual({ left: 0, calls: ['try A1', 'account held A'] });
+    // Two jobs of one account, nothing else: held likewise.
+    expect(await run(['A1', 'A2'], { A1: 'unanswered', A2: 'unanswered' })).toEqual({
+      left: UNANSWERED_PER_TICK - 2,
+      calls: ['try A1', 'try A2', 'account held A', 'account held A'],
+    });
+    // One job alone, nothing answered: held, not blamed, and the sweep's other settlements go on.
+    expect(await run(['A1'], down)).toEqual({
+      left: UNANSWERED_PER_TICK - 1,
+      calls: ['try A1', 'account held A'],
+    });
+  });
+
+  it('calls that hang: the hold is longer by what they took', async () => {
+    const { held } = (await run(['A1', 'B1'], { A1: 'unanswered', B1: 'unanswered' }, { callMs: 60 })) as {
+      held: number[];
+    };
+    expect(held).toHaveLength(2);
+    for (const ms of held) expect(ms).toBeGreaterThanOrEqual(110);
+  });
+
+  it('the sweeps’ turn lost: nothing more is tried', async () => {
+    expect(await run(['A1', 'B1', 'C1'], {}, { turnFor: 2 })).toEqual({
+      left: 0,
+      calls: ['try A1', 'try B1'],
+    });
   });
 
   it('a job quota refused waits alone, and its account goes on', async () => {
@@ -60,6 +91,13 @@ describe('settleInTurn', () => {
     expect(await run(['A1', 'A2', 'A3', 'B1', 'C1'], { A1: 'unanswered', A2: 'unanswered' })).toEqual({
       left: UNANSWERED_PER_TICK - 2,
       calls: ['try A1', 'try A2', 'try B1', 'job waits A1', 'job waits A2', 'account waits A', 'try C1'],
+    });
+  });
+
+  it('a refusal while an unanswered job waits for its explanation: the refused one waits alone, the probe goes on', async () => {
+    expect(await run(['A1', 'A2', 'A3', 'B1'], { A1: 'unanswered', A2: 'refused' })).toEqual({
+      left: UNANSWERED_PER_TICK - 1,
+      calls: ['try A1', 'try A2', 'job waits A2', 'try A3', 'job waits A1', 'try B1'],
     });
   });
 

@@ -18,8 +18,21 @@ export class SweepLease {
     private readonly leaseMs: number,
   ) {}
 
+  /** When this replica last took or renewed the turn (performance.now()). */
+  private renewedAt = Number.NEGATIVE_INFINITY;
+
+  /**
+   * Within a long step: true while this replica holds the turn, renewed once a sixth of the lease has passed
+   * since the last renewal (a step that calls a slow dependency in turn would outlast it otherwise).
+   */
+  async keep(): Promise<boolean> {
+    if (performance.now() - this.renewedAt < this.leaseMs / 6) return true;
+    return this.hold();
+  }
+
   /** Take the turn, or renew it: true while this replica holds it. */
   async hold(): Promise<boolean> {
+    const at = performance.now();
     const r = await this.pool.query(
       `INSERT INTO jobs.sweep_lease AS l (id, holder, expires_at)
        VALUES (1, $1, clock_timestamp() + make_interval(secs => $2))
@@ -28,7 +41,9 @@ export class SweepLease {
        RETURNING 1`,
       [this.holder, this.leaseMs / 1000],
     );
-    return r.rowCount === 1;
+    if (r.rowCount !== 1) return false;
+    this.renewedAt = at;
+    return true;
   }
 
   /** Give the turn back at the end of a tick: any replica's next tick takes it. */
