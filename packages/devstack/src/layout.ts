@@ -87,6 +87,8 @@ export interface StackAddresses {
   schedulers: string[];
   /** Every adapter replica's own address, by country. */
   adapterReplicas: Record<string, string[]>;
+  /** Every adapter replica's own admin listener (its registry loads), by country. */
+  adapterReplicaAdmins: Record<string, string[]>;
 }
 
 /** One process of the layout: its role (`scripts/run.js <role>`) and its own environment. */
@@ -200,6 +202,9 @@ function addressesOf(options: StackOptions, countries: readonly string[], ports:
     schedulers: replicaNames('job-scheduler', r['job-scheduler']).map((n) => url(own[n] ?? grpc.jobs)),
     adapterReplicas: Object.fromEntries(
       countries.map((c) => [c, replicaNames(`adapter-${c}`, r.adapter).map((n) => url(own[n]!))]),
+    ),
+    adapterReplicaAdmins: Object.fromEntries(
+      countries.map((c) => [c, replicaNames(`adapter-${c}`, r.adapter).map((n) => url(admin[n]!))]),
     ),
   } satisfies StackAddresses;
 }

@@ -55,6 +55,11 @@ export const adapterConfig = z
     /** Discovery heartbeat. */
     ADAPTER_HEARTBEAT_MS: z.coerce.number().int().min(200).max(30_000).default(2_000),
     /**
+     * A load's PostgreSQL connection (which holds the country's load lock) idle this long is closed by the
+     * server, the lock with it: an adapter frozen or cut off mid-load blocks the others' loads that long.
+     */
+    DNC_LOAD_LOCK_IDLE_MS: z.coerce.number().int().min(1_000).max(600_000).default(30_000),
+    /**
      * A registry file loaded as the first snapshot when the store has none (development stacks and
      * end-to-end tests). Ignored once any snapshot exists.
      */

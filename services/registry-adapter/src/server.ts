@@ -217,7 +217,7 @@ async function openRegistry(
   const pool = createPool(config.DATABASE_URL, config.DNC_PG_POOL_MAX ?? PG_POOL_DEFAULT['registry-adapter']);
   service.onClose('postgres', () => pool.end());
   service.health.require('postgres', () => probePostgres(pool));
-  const store = new RegistryStore(pool, country, NUMBERING_RULES);
+  const store = new RegistryStore(pool, country, NUMBERING_RULES, config.DNC_LOAD_LOCK_IDLE_MS);
   await migrateSchema(config.DATABASE_URL, store.schema, MIGRATIONS);
   if (config.DNC_REGISTRY_PROVIDER !== 'local') {
     const provider = new RemoteProvider({

@@ -64,6 +64,8 @@ export class RegistryStore {
     private readonly pool: Pool,
     readonly country: string,
     readonly rules: string,
+    /** A load's connection silent this long (its process frozen or cut off) is closed by PostgreSQL. */
+    private readonly loadIdleMs = 30_000,
   ) {
     if (!/^[a-z]{2}$/.test(country)) throw new Error('country must be two lowercase letters');
     this.schema = `registry_${country}`;
@@ -209,25 +211,54 @@ export class RegistryStore {
   /**
    * Run `work` holding this country's load lock on a dedicated connection; undefined when another
    * load holds it (the caller reports "busy" instead of queueing a second 10,000,000-line load).
+   *
+   * The lock is the session's: it lasts as long as the connection. A load reads its file from its caller
+   * between statements, so the connection is idle most of the time; PostgreSQL closes it once idle (in a
+   * transaction or not) for `loadIdleMs`, and the process keeps it busy meanwhile with a statement every
+   * third of that. Found by a review (2026-12-04): an adapter frozen mid-load (SIGSTOP, a stalled node)
+   * kept the lock for as long as its connection lived, its kernel answering TCP keepalives (hours), and
+   * every other replica answered "busy" to every load of the country meanwhile. The connection is not
+   * reused afterwards (its timeouts are the load's).
    */
   async withLoadLock<T>(work: (client: PoolClient) => Promise<T>): Promise<T | undefined> {
     const client = await this.pool.connect();
     let locked = false;
     let failed: Error | undefined;
+    let beat: NodeJS.Timeout | undefined;
     try {
-      const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS ok', [
-        this.lockKey,
-      ]);
+      const { rows } = await client.query<{ ok: boolean }>(
+        `SELECT set_config('idle_session_timeout', $2, false),
+                set_config('idle_in_transaction_session_timeout', $2, false),
+                pg_try_advisory_lock($1::bigint) AS ok`,
+        [this.lockKey, `${this.loadIdleMs}ms`],
+      );
       locked = rows[0]?.ok === true;
       if (!locked) return undefined;
+      // At most one waiting: behind a long statement (a COPY) the next is not sent meanwhile.
+      let beating = false;
+      beat = setInterval(
+        () => {
+          if (beating) return;
+          beating = true;
+          client
+            .query('SELECT 1')
+            .catch(() => {})
+            .finally(() => {
+              beating = false;
+            });
+        },
+        Math.max(100, Math.floor(this.loadIdleMs / 3)),
+      );
       return await work(client);
     } catch (error) {
       failed = error instanceof Error ? error : new Error(String(error));
       throw error;
     } finally {
+      if (beat) clearInterval(beat);
       if (locked) await client.query('SELECT pg_advisory_unlock($1::bigint)', [this.lockKey]).catch(() => {});
-      // A load that failed may have failed in the middle of a COPY: that connection is not reused.
-      client.release(failed);
+      // Never reused: its idle timeouts are the load's, and a load that failed may have failed in the middle
+      // of a COPY.
+      client.release(failed ?? true);
     }
   }
 
