@@ -1,6 +1,7 @@
 import { Code, ConnectError, createClient } from '@connectrpc/connect';
 import { adapterIdentity, grpcTransport } from '@dnc/kit';
 import { registryv1 } from '@dnc/proto';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack } from '../support/stack.js';
 
@@ -78,16 +79,27 @@ describe('a registry load whose adapter froze while holding the load lock', () =
       () => 'committed',
       (e: unknown) => ConnectError.from(e),
     );
-    await expect
-      .poll(
-        async () =>
-          (await load(1, ['+52 55 4444 5555']).catch((e: unknown) => ConnectError.from(e))) as unknown,
-        {
-          timeout: 5_000,
-          interval: 200,
-        },
-      )
-      .toMatchObject({ code: Code.Aborted });
+    // The lock is taken (by that load: nothing else loads); the other replica is refused as busy.
+    const db = new pg.Client({ connectionString: stack.databaseUrl });
+    await db.connect();
+    try {
+      await expect
+        .poll(
+          async () =>
+            (
+              await db.query<{ n: number }>(
+                `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+                 WHERE l.locktype = 'advisory' AND l.granted AND d.datname = current_database()`,
+              )
+            ).rows[0]!.n,
+          { timeout: 5_000, interval: 50 },
+        )
+        .toBe(1);
+    } finally {
+      await db.end();
+    }
+    const busy = await load(1, ['+52 55 4444 5555']).catch((e: unknown) => ConnectError.from(e));
+    expect(busy).toMatchObject({ code: Code.Aborted });
     expect(stack.child('adapter-mx')?.kill('SIGSTOP')).toBe(true);
     const frozenAt = Date.now();
 
@@ -100,6 +112,8 @@ describe('a registry load whose adapter froze while holding the load lock', () =
       await new Promise((r) => setTimeout(r, 250));
     }
     expect(answer).not.toBeInstanceOf(ConnectError);
+    // Not before its connection was idle for most of the bound (a heartbeat every third of it), nor long after.
+    expect(Date.now() - frozenAt).toBeGreaterThan((IDLE_MS * 2) / 3 - 100);
     expect(Date.now() - frozenAt).toBeLessThan(IDLE_MS + 10_000);
 
     // The frozen replica resumes: its connection is gone, and its load fails without writing anything.
@@ -107,6 +121,8 @@ describe('a registry load whose adapter froze while holding the load lock', () =
     release();
     const outcome = await frozenOutcome;
     expect(outcome).toBeInstanceOf(ConnectError);
+    // Past two snapshot polls of the replica asked (a load committed after the resume would be served by now).
+    await new Promise((r) => setTimeout(r, 2_500));
     await expect
       .poll(
         async () =>

@@ -25,6 +25,15 @@ async function ended(org: string, ageS: number): Promise<string> {
   return id;
 }
 
+/** A wait's count of failures and the seconds it has left: columns `failures` and `until` of `from`. */
+async function waitOf(failures: string, until: string, from: string, id: string) {
+  const r = await pool.query<{ failures: number; s: number }>(
+    `SELECT ${failures} AS failures, extract(epoch FROM ${until} - now())::float AS s FROM ${from}`,
+    [id],
+  );
+  return r.rows[0]!;
+}
+
 beforeAll(async () => {
   db = await scratchJobsDatabase('settle_backoff');
   pool = db.pool;
@@ -84,13 +93,7 @@ describe('a failed settlement’s wait', () => {
 
     await sweeps.deferJobSettlement(refused, 5_000);
     expect(await mine()).toEqual([next]);
-    const job = async () =>
-      (
-        await pool.query<{ failures: number; s: number }>(
-          'SELECT settle_failures AS failures, extract(epoch FROM settle_after - now())::float AS s FROM jobs.jobs WHERE id = $1',
-          [refused],
-        )
-      ).rows[0]!;
+    const job = () => waitOf('settle_failures', 'settle_after', 'jobs.jobs WHERE id = $1', refused);
     expect(await job()).toMatchObject({ failures: 1 });
     expect((await job()).s).toBeGreaterThan(9);
     expect((await job()).s).toBeLessThanOrEqual(10);
@@ -104,13 +107,7 @@ describe('a failed settlement’s wait', () => {
     const [nextRow] = (await sweeps.unsettled(100)).filter((j) => j.id === next);
     await sweeps.holdSettlements(nextRow!, 1_000);
     expect(await mine()).toEqual([]);
-    const account = async () =>
-      (
-        await pool.query<{ failures: number; s: number }>(
-          'SELECT failures, extract(epoch FROM until - now())::float AS s FROM jobs.settle_backoff WHERE org_id = $1',
-          [org],
-        )
-      ).rows[0]!;
+    const account = () => waitOf('failures', 'until', 'jobs.settle_backoff WHERE org_id = $1', org);
     expect(await account()).toMatchObject({ failures: 1 });
     expect((await account()).s).toBeLessThanOrEqual(1);
     await sweeps.deferSettlements(nextRow!, 5_000);

@@ -56,9 +56,11 @@ export const adapterConfig = z
     ADAPTER_HEARTBEAT_MS: z.coerce.number().int().min(200).max(30_000).default(2_000),
     /**
      * A load's PostgreSQL connection (which holds the country's load lock) idle this long is closed by the
-     * server, the lock with it: an adapter frozen or cut off mid-load blocks the others' loads that long.
+     * server, the lock with it: an adapter frozen or cut off mid-load blocks the others' loads that long
+     * (inside a COPY, where the session is not idle, up to the COPY's own bound: 10 minutes). At least the
+     * longest the load's event loop may be blocked (sorting 30 M keys: a few seconds) times 3/2.
      */
-    DNC_LOAD_LOCK_IDLE_MS: z.coerce.number().int().min(1_000).max(600_000).default(30_000),
+    DNC_LOAD_LOCK_IDLE_MS: z.coerce.number().int().min(3_000).max(600_000).default(30_000),
     /**
      * A registry file loaded as the first snapshot when the store has none (development stacks and
      * end-to-end tests). Ignored once any snapshot exists.

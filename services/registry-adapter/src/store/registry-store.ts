@@ -123,7 +123,9 @@ export class RegistryStore {
       );
       const table = rows[0]?.table_name;
       if (!table) throw new Error(`snapshot ${snapshot.id} has no numbers table`);
-      await own.query('SET statement_timeout = 0');
+      // The COPY's own bound, on the server too: a reader frozen mid-COPY (its session active, never idle)
+      // does not keep the statement, or a load's lock, past it.
+      await own.query(`SET statement_timeout = ${REGISTRY_COPY_TIMEOUT_MS}`);
       const keys = new Float64Array(snapshot.size);
       let n = 0;
       let value = 0;
@@ -274,7 +276,9 @@ export class RegistryStore {
   ): Promise<SnapshotInfo> {
     await client.query('BEGIN');
     try {
-      await client.query('SET LOCAL statement_timeout = 0');
+      // The COPY's own bound, on the server too: a load frozen mid-COPY (its session active, never idle)
+      // keeps the load lock at most that long.
+      await client.query(`SET LOCAL statement_timeout = ${REGISTRY_COPY_TIMEOUT_MS}`);
       const { rows } = await client.query<{ id: number }>(
         `SELECT nextval('${this.t('snapshot_ids')}') AS id`,
       );
