@@ -27,9 +27,8 @@ const accountOf = (job: JobRow) => `${job.orgId}/${job.country}`;
 
 /**
  * Settle `jobs` (oldest first) in turn, passing over the accounts whose wait lasts (`waits`, by `org/country`:
- * those with a wait, over or not); answers the unanswered
- * settlements still allowed in this sweep (`unansweredLeft` less those spent; 0 when the sweep's settlements
- * must stop).
+ * those with a wait, over or not); answers the unanswered settlements still allowed in this sweep
+ * (`unansweredLeft` less those spent; 0 when the sweep's settlements must stop).
  *
  * A job quota refused (judged its request wrong) waits alone. A settlement left unanswered (quota down,
  * hung, overloaded, waiting on a lock, failing) is explained by the next tries before anything waits:

@@ -108,13 +108,17 @@ describe('a failed settlement’s wait', () => {
     await sweeps.holdSettlements(nextRow!, 1_000);
     expect(await mine()).toEqual([]);
     const account = () => waitOf('failures', 'until', 'jobs.settle_backoff WHERE org_id = $1', org);
-    expect(await account()).toMatchObject({ failures: 1 });
+    expect(await account()).toMatchObject({ failures: 0 });
     expect((await account()).s).toBeLessThanOrEqual(1);
+    // Its first failure of its own waits twice the interval, as any first failure.
     await sweeps.deferSettlements(nextRow!, 5_000);
+    expect(await account()).toMatchObject({ failures: 1 });
+    expect((await account()).s).toBeGreaterThan(9);
+    expect((await account()).s).toBeLessThanOrEqual(10);
     await sweeps.deferSettlements(nextRow!, 5_000);
-    expect(await account()).toMatchObject({ failures: 3 });
+    expect(await account()).toMatchObject({ failures: 2 });
     await sweeps.holdSettlements(nextRow!, 1_000);
-    expect(await account()).toMatchObject({ failures: 3 });
+    expect(await account()).toMatchObject({ failures: 2 });
     expect((await account()).s).toBeGreaterThan(19);
   });
 });

@@ -186,7 +186,7 @@ export class JobSweeps {
   async holdSettlements(job: JobRow, ms: number): Promise<void> {
     await this.pool.query(
       `INSERT INTO jobs.settle_backoff AS b (org_id, country, failures, until)
-       VALUES ($1, $2, 1, now() + make_interval(secs => $3::float8))
+       VALUES ($1, $2, 0, now() + make_interval(secs => $3::float8))
        ON CONFLICT (org_id, country) DO UPDATE SET until = greatest(b.until, excluded.until)`,
       [job.orgId, job.country, ms / 1000],
     );
