@@ -23,6 +23,11 @@ export function isRefusedStream(error: unknown): boolean {
   return error.code === Code.Unavailable && error.rawMessage.includes('REFUSED_STREAM (0x7)');
 }
 
+/** A call's transport failure as the outage it is: UNAVAILABLE, its message and cause kept. */
+export function asUnavailable(error: ConnectError): ConnectError {
+  return new ConnectError(error.rawMessage, Code.Unavailable, undefined, undefined, error.cause);
+}
+
 /**
  * Whether a call failed because its HTTP/2 stream or connection broke, rather than because the server
  * answered it with an error: a stream reset (RST_STREAM INTERNAL_ERROR, PROTOCOL_ERROR, ...) or a
@@ -63,15 +68,10 @@ export const retryRefusedStreams: Interceptor = (next) => async (req) => {
     try {
       return await next(req);
     } catch (error) {
-      if (isBrokenStream(error)) {
-        const ce = error as ConnectError;
-        throw new ConnectError(ce.rawMessage, Code.Unavailable, undefined, undefined, ce.cause);
-      }
+      if (isBrokenStream(error)) throw asUnavailable(error as ConnectError);
       if (!isRefusedStream(error)) throw error;
-      if (req.stream || attempt >= REFUSED_STREAM_ATTEMPTS || req.signal.aborted) {
-        const ce = error as ConnectError;
-        throw new ConnectError(ce.rawMessage, Code.Unavailable, undefined, undefined, ce.cause);
-      }
+      if (req.stream || attempt >= REFUSED_STREAM_ATTEMPTS || req.signal.aborted)
+        throw asUnavailable(error as ConnectError);
       // The GOAWAY came before the reset on the same connection: let the session manager see it.
       await new Promise((resolve) => setImmediate(resolve));
     }

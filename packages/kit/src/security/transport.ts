@@ -11,6 +11,7 @@ import {
 } from '@connectrpc/connect';
 import type { Logger } from 'pino';
 import { HTTP2_SESSION_MEMORY_MB, HTTP2_STREAM_WINDOW, widenSessionWindow } from '../clients.js';
+import { asUnavailable } from '../refused-stream.js';
 import { type Identity, identityFromAltNames, isIdentity } from './identity.js';
 import type { Security } from './security.js';
 
@@ -113,7 +114,7 @@ export const tlsFailureUnavailable: Interceptor = (next) => async (req) => {
     const ce = ConnectError.from(error);
     const code = (ce.cause as { code?: unknown } | undefined)?.code;
     if (ce.code === Code.Internal && typeof code === 'string' && TLS_FAILURE.test(code))
-      throw new ConnectError(ce.rawMessage, Code.Unavailable, undefined, undefined, ce.cause);
+      throw asUnavailable(ce);
     throw ce;
   }
 };
