@@ -36,6 +36,8 @@ export interface AdapterDeps {
   /** Called after a load committed, so this replica swaps at once (others follow within a poll). */
   onSnapshotCommitted?: () => Promise<void>;
   drillsEnabled: boolean;
+  /** How long a load waits for its uploader's next chunk (DNC_LOAD_CHUNK_IDLE_MS). */
+  loadChunkIdleMs: number;
   /** Oldest snapshot answered from (seconds); 0 = no limit. Reported by GetRegistryStatus. */
   maxAgeSeconds: number;
   metrics: AdapterMetrics;
@@ -165,6 +167,29 @@ function drillToProto(drill: Drill) {
   return { latencyMs: drill.latencyMs, failure };
 }
 
+/** The stream's next message, or DEADLINE_EXCEEDED when none comes within `ms`. */
+async function nextWithin<T>(iterator: AsyncIterator<T>, ms: number): Promise<IteratorResult<T>> {
+  let timer: NodeJS.Timeout | undefined;
+  const idle = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new ConnectError(
+            `no chunk came for ${ms / 1000} s: the load is abandoned and the registry is unchanged. ` +
+              'Send the file without pauses (a slow source: save it to a file first), then load it again.',
+            Code.DeadlineExceeded,
+          ),
+        ),
+      ms,
+    );
+  });
+  try {
+    return await Promise.race([iterator.next(), idle]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
  * RegistryAdminService.Load: a header (country, mode), then chunks of registry lines, committed as one
  * new snapshot (store/registry-load.ts); the index swaps to it at once.
@@ -192,9 +217,10 @@ async function loadSnapshot(deps: AdapterDeps, requests: AsyncIterable<registryv
   const asOf = header.asOf ? timestampDate(header.asOf) : undefined;
   if (asOf && !(asOf.getTime() <= Date.now() + AS_OF_FUTURE_MS))
     throw new ConnectError('as_of is in the future: when was the registry consulted?', Code.InvalidArgument);
+  // Read under the country's load lock: an uploader that stops sending is not waited for without limit.
   async function* chunks(): AsyncGenerator<readonly string[]> {
     for (;;) {
-      const next = await iterator.next();
+      const next = await nextWithin(iterator, deps.loadChunkIdleMs);
       if (next.done) return;
       if (next.value.part.case !== 'chunk') {
         throw new ConnectError('only chunks may follow the header', Code.InvalidArgument);

@@ -96,6 +96,7 @@ export function startAdapter(config: AdapterConfig): Promise<RunningAdapter> {
         ...(store ? { store } : {}),
         ...(watcher ? { onSnapshotCommitted: () => watcher.refresh() } : {}),
         drillsEnabled: config.DNC_ENABLE_DRILLS,
+        loadChunkIdleMs: config.DNC_LOAD_CHUNK_IDLE_MS,
         maxAgeSeconds,
         metrics,
         logger,

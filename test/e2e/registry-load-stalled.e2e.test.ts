@@ -1,0 +1,128 @@
+import { Code, ConnectError, createClient } from '@connectrpc/connect';
+import { adapterIdentity, grpcTransport } from '@dnc/kit';
+import { registryv1 } from '@dnc/proto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestStack, type TestStack } from '../support/stack.js';
+
+// Found by a review (2026-12-04): a registry load reads its file's chunks while it holds its country's load
+// lock. An uploader that stopped sending (a stalled `curl | dnc-admin registry load`, an operator's laptop
+// gone to sleep) while its stream stayed open held the lock without limit on a live adapter: the adapter's
+// heartbeat kept the lock's connection busy, and every other load of the country, through any replica, was
+// refused as busy. The registry could not be refreshed and went stale. A load now waits for its next chunk at
+// most DNC_LOAD_CHUNK_IDLE_MS, then fails, writing nothing, and the lock is released.
+
+const OTHERS = ['gateway', 'admission', 'quota', 'job-scheduler', 'job-worker', 'dashboard'] as const;
+const CHUNK_IDLE_MS = 2_000;
+const { LoadMode } = registryv1;
+
+describe('a registry load whose uploader stopped sending', () => {
+  let stack: TestStack;
+  let admin: ReturnType<typeof createClient<typeof registryv1.RegistryAdminService>>;
+  let checker: ReturnType<typeof createClient<typeof registryv1.RegistryAdapterService>>;
+
+  beforeAll(async () => {
+    stack = await startTestStack({
+      label: 'load_stalled',
+      countries: ['mx'],
+      skip: [...OTHERS],
+      env: { DNC_LOAD_CHUNK_IDLE_MS: String(CHUNK_IDLE_MS) },
+    });
+    const peer = adapterIdentity('mx');
+    admin = createClient(
+      registryv1.RegistryAdminService,
+      grpcTransport(stack.addresses.adapterAdmins.mx!, [], {
+        security: await stack.pki.security('operator'),
+        peer,
+      }),
+    );
+    checker = createClient(
+      registryv1.RegistryAdapterService,
+      grpcTransport(stack.addresses.adapters.mx!, [], {
+        security: await stack.pki.security('gateway'),
+        peer,
+      }),
+    );
+  });
+
+  afterAll(async () => {
+    await stack?.teardown();
+  });
+
+  const load = (lines: string[], mode = LoadMode.ADD) =>
+    admin.load(
+      (async function* () {
+        // A replace sets this test's fixture, whatever was loaded before.
+        const fixture = mode === LoadMode.REPLACE ? { allowOlder: true, allowShrink: true } : {};
+        yield { part: { case: 'header' as const, value: { country: 'mx', mode, ...fixture } } };
+        yield { part: { case: 'chunk' as const, value: { lines } } };
+      })(),
+      { timeoutMs: 10_000 },
+    );
+
+  it('the stalled load fails once no chunk came for the bound, writing nothing; the next load goes through', async () => {
+    await load(['+52 55 1111 0000'], LoadMode.REPLACE);
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    let lastChunkAt = 0;
+    const stalledLoad = admin.load(
+      (async function* () {
+        yield { part: { case: 'header' as const, value: { country: 'mx', mode: LoadMode.ADD } } };
+        yield { part: { case: 'chunk' as const, value: { lines: ['+52 55 2222 3333'] } } };
+        lastChunkAt = Date.now();
+        // The uploader stops sending; its stream stays open.
+        await held;
+        yield { part: { case: 'chunk' as const, value: { lines: ['+52 55 6666 7777'] } } };
+      })(),
+      { timeoutMs: 120_000 },
+    );
+    const stalledOutcome = stalledLoad.then(
+      () => 'committed',
+      (e: unknown) => ConnectError.from(e),
+    );
+    try {
+      // While the stalled load holds the lock, another load is refused as busy.
+      await expect.poll(() => lastChunkAt, { timeout: 5_000, interval: 20 }).toBeGreaterThan(0);
+      const busy = await load(['+52 55 4444 5555']).catch((e: unknown) => ConnectError.from(e));
+      expect(busy).toMatchObject({ code: Code.Aborted });
+
+      // Busy until the stalled load has waited the bound for its next chunk; then the load goes through.
+      let answer: unknown;
+      for (;;) {
+        answer = await load(['+52 55 4444 5555']).catch((e: unknown) => ConnectError.from(e));
+        if (!(answer instanceof ConnectError) || answer.code !== Code.Aborted) break;
+        if (Date.now() - lastChunkAt > 20_000) break;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(answer).not.toBeInstanceOf(ConnectError);
+      expect(Date.now() - lastChunkAt).toBeGreaterThan(CHUNK_IDLE_MS - 100);
+      expect(Date.now() - lastChunkAt).toBeLessThan(CHUNK_IDLE_MS + 8_000);
+
+      // The stalled load failed, telling its uploader why, and nothing of it was written.
+      const outcome = await stalledOutcome;
+      expect(outcome).toBeInstanceOf(ConnectError);
+      expect(outcome).toMatchObject({ code: Code.DeadlineExceeded });
+      const message = (outcome as ConnectError).rawMessage;
+      expect(message).toMatch(/no chunk/);
+      expect(message).toMatch(/unchanged/);
+      expect(message).not.toMatch(/2222|3333|\+52/);
+    } finally {
+      release();
+    }
+    expect(await stalledOutcome).toBeInstanceOf(ConnectError);
+    const { outcomes } = await checker.check({
+      country: 'mx',
+      phones: ['+52 55 4444 5555', '+52 55 2222 3333', '+52 55 6666 7777', '+52 55 1111 0000'],
+    });
+    expect(outcomes).toEqual([
+      registryv1.Outcome.PROHIBITED,
+      registryv1.Outcome.SAFE,
+      registryv1.Outcome.SAFE,
+      registryv1.Outcome.PROHIBITED,
+    ]);
+    // The adapter's log says why the load failed, without its numbers.
+    const logs = stack.logsOf('adapter-mx');
+    expect(logs).not.toMatch(/2222 ?3333|6666 ?7777/);
+  }, 60_000);
+});
