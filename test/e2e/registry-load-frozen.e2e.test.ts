@@ -56,6 +56,7 @@ describe('a registry load whose adapter froze while holding the load lock', () =
         const fixture = mode === LoadMode.REPLACE ? { allowOlder: true, allowShrink: true } : {};
         yield { part: { case: 'header' as const, value: { country: 'mx', mode, ...fixture } } };
         yield { part: { case: 'chunk' as const, value: { lines } } };
+        yield { part: { case: 'end' as const, value: { lines: BigInt(lines.length) } } };
       })(),
       { timeoutMs: 10_000 },
     );
@@ -72,6 +73,7 @@ describe('a registry load whose adapter froze while holding the load lock', () =
         yield { part: { case: 'header' as const, value: { country: 'mx', mode: LoadMode.ADD } } };
         yield { part: { case: 'chunk' as const, value: { lines: ['+52 55 2222 3333'] } } };
         await held;
+        yield { part: { case: 'end' as const, value: { lines: 1n } } };
       })(),
       { timeoutMs: 120_000 },
     );

@@ -12,7 +12,7 @@ import { startTestStack, type TestStack } from '../support/stack.js';
 // most DNC_LOAD_CHUNK_IDLE_MS, then fails, writing nothing, and the lock is released.
 
 const OTHERS = ['gateway', 'admission', 'quota', 'job-scheduler', 'job-worker', 'dashboard'] as const;
-const CHUNK_IDLE_MS = 2_000;
+const CHUNK_IDLE_MS = 3_000;
 const { LoadMode } = registryv1;
 
 describe('a registry load whose uploader stopped sending', () => {
@@ -55,6 +55,7 @@ describe('a registry load whose uploader stopped sending', () => {
         const fixture = mode === LoadMode.REPLACE ? { allowOlder: true, allowShrink: true } : {};
         yield { part: { case: 'header' as const, value: { country: 'mx', mode, ...fixture } } };
         yield { part: { case: 'chunk' as const, value: { lines } } };
+        yield { part: { case: 'end' as const, value: { lines: BigInt(lines.length) } } };
       })(),
       { timeoutMs: 10_000 },
     );
@@ -74,6 +75,7 @@ describe('a registry load whose uploader stopped sending', () => {
         // The uploader stops sending; its stream stays open.
         await held;
         yield { part: { case: 'chunk' as const, value: { lines: ['+52 55 6666 7777'] } } };
+        yield { part: { case: 'end' as const, value: { lines: 2n } } };
       })(),
       { timeoutMs: 120_000 },
     );
@@ -125,4 +127,83 @@ describe('a registry load whose uploader stopped sending', () => {
     const logs = stack.logsOf('adapter-mx');
     expect(logs).not.toMatch(/2222 ?3333|6666 ?7777/);
   }, 60_000);
+
+  // Found by a review (2026-12-04): an uploader's stream reset (it cancelled, its deadline passed, its file
+  // could not be read) ends on the server as a clean end would, and the adapter committed the part sent as
+  // the whole file: a replace cut short answered every number after it safe. A load now commits only after
+  // its end message, its line count right.
+  describe('an upload cut short commits nothing', () => {
+    const WHOLE = ['+52 55 1111 0000', '+52 55 2222 0000', '+52 55 3333 0000'];
+    const registered = async () =>
+      (await checker.check({ country: 'mx', phones: WHOLE })).outcomes.every(
+        (o) => o === registryv1.Outcome.PROHIBITED,
+      );
+    const header = {
+      part: {
+        case: 'header' as const,
+        value: { country: 'mx', mode: LoadMode.REPLACE, allowOlder: true, allowShrink: true },
+      },
+    };
+    const chunk = (lines: string[]) => ({ part: { case: 'chunk' as const, value: { lines } } });
+
+    async function cutShort(requests: AsyncIterable<registryv1.LoadRequest | object>, timeoutMs = 10_000) {
+      await load(WHOLE, LoadMode.REPLACE);
+      const before = (await admin.getRegistryStatus({})).snapshotId;
+      expect(await registered()).toBe(true);
+      const outcome = await admin.load(requests as AsyncIterable<registryv1.LoadRequest>, { timeoutMs }).then(
+        () => 'committed',
+        (e: unknown) => ConnectError.from(e),
+      );
+      // Every number of the whole file is still answered prohibited, from the same snapshot.
+      expect(await registered()).toBe(true);
+      expect((await admin.getRegistryStatus({})).snapshotId).toBe(before);
+      return outcome;
+    }
+
+    it('the uploader’s file could not be read after its first chunk (its stream reset)', async () => {
+      const outcome = await cutShort(
+        (async function* () {
+          yield header;
+          yield chunk([WHOLE[0]!]);
+          throw new Error('EIO: i/o error, read');
+        })(),
+      );
+      expect(outcome).toBeInstanceOf(ConnectError);
+    });
+
+    it('the uploader’s deadline passed while it was sending', async () => {
+      const outcome = await cutShort(
+        (async function* () {
+          yield header;
+          yield chunk([WHOLE[1]!]);
+          await new Promise((r) => setTimeout(r, 3_000));
+        })(),
+        1_000,
+      );
+      expect(outcome).toMatchObject({ code: Code.DeadlineExceeded });
+    });
+
+    it('the end message counts other lines than arrived', async () => {
+      const outcome = await cutShort(
+        (async function* () {
+          yield header;
+          yield chunk([WHOLE[2]!, '']);
+          yield { part: { case: 'end' as const, value: { lines: 3n } } };
+        })(),
+      );
+      expect(outcome).toMatchObject({ code: Code.InvalidArgument });
+      expect((outcome as ConnectError).rawMessage).toMatch(/counts 3 lines, 2 arrived/);
+    });
+
+    it('the stream ended after the chunks, without its end message', async () => {
+      const outcome = await cutShort(
+        (async function* () {
+          yield header;
+          yield chunk([WHOLE[0]!]);
+        })(),
+      );
+      expect(outcome).toMatchObject({ code: Code.InvalidArgument });
+      expect((outcome as ConnectError).rawMessage).toMatch(/ended before its end message/);
+    });
+  });
 });

@@ -72,6 +72,7 @@ describe('zero trust: the admin plane (issue 13)', () => {
           part: { case: 'header' as const, value: { country: 'co', mode: registryv1.LoadMode.REPLACE } },
         };
         yield { part: { case: 'chunk' as const, value: { lines: ['+57 300 999 0000'] } } };
+        yield { part: { case: 'end' as const, value: { lines: 1n } } };
       })(),
       { timeoutMs: 30_000 },
     );

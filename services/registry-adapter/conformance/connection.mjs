@@ -175,7 +175,7 @@ export class AdapterConnection {
   }
 
   /**
-   * Client-streaming Load: header, then chunks of lines. `allowRepeat`: the suite adds and removes the
+   * Client-streaming Load: header, chunks of lines, then the end. `allowRepeat`: the suite adds and removes the
    * same fixture on every run, a delta the adapter otherwise refuses as repeated after others.
    */
   load(country, mode, lines, allowRepeat = false) {
@@ -192,6 +192,7 @@ export class AdapterConnection {
       for (let i = 0; i < lines.length; i += 10_000) {
         call.write({ part: { case: 'chunk', value: { lines: lines.slice(i, i + 10_000) } } });
       }
+      call.write({ part: { case: 'end', value: { lines: BigInt(lines.length) } } });
       call.end();
     });
   }

@@ -66,7 +66,7 @@ export const adapterConfig = z
      * so an uploader that stopped sending (its stream still open) would keep every other load of the country
      * refused as busy; past this the load fails, writing nothing, and the lock is released.
      */
-    DNC_LOAD_CHUNK_IDLE_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
+    DNC_LOAD_CHUNK_IDLE_MS: z.coerce.number().int().min(3_000).max(3_600_000).default(60_000),
     /**
      * A registry file loaded as the first snapshot when the store has none (development stacks and
      * end-to-end tests). Ignored once any snapshot exists.

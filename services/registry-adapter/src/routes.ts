@@ -1,5 +1,5 @@
 import { create } from '@bufbuild/protobuf';
-import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter, HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { isPhoneWithinLimit } from '@dnc/api-contract/limits';
 import {
@@ -15,10 +15,10 @@ import { registryv1 } from '@dnc/proto';
 import type { Logger } from 'pino';
 import { checkPhones } from './check.js';
 import { type CheckRequestWire, checkMethod, checkPhonesOf } from './check-request.js';
+import { loadSnapshot } from './load-route.js';
 import type { AdapterMetrics } from './metrics.js';
 import type { Drill, DrillFailure, DrillProvider } from './providers/drill-provider.js';
 import { ProviderError, type ProviderState } from './providers/provider.js';
-import { type LoadMode, LoadRefused, loadRegistry } from './store/registry-load.js';
 import type { RegistryStore } from './store/registry-store.js';
 import { isRegistryKey, MAX_PHONE_LENGTH, type Normalizer } from './validation.js';
 
@@ -43,9 +43,6 @@ export interface AdapterDeps {
   metrics: AdapterMetrics;
   logger: Logger;
 }
-
-/** How far in the future a load's `as_of` may be (clocks apart), no more. */
-const AS_OF_FUTURE_MS = 5 * 60_000;
 
 const STATUS: Record<ProviderState['status'], registryv1.AdapterStatus> = {
   serving: registryv1.AdapterStatus.SERVING,
@@ -145,12 +142,6 @@ function checkFailure(error: unknown, ctx: HandlerContext, deps: AdapterDeps): C
   );
 }
 
-const LOAD_MODES: Partial<Record<registryv1.LoadMode, LoadMode>> = {
-  [registryv1.LoadMode.REPLACE]: 'replace',
-  [registryv1.LoadMode.ADD]: 'add',
-  [registryv1.LoadMode.REMOVE]: 'remove',
-};
-
 const DRILL_FAILURES: Record<registryv1.DrillFailure, DrillFailure> = {
   [registryv1.DrillFailure.UNSPECIFIED]: 'none',
   [registryv1.DrillFailure.UNAVAILABLE]: 'unavailable',
@@ -167,116 +158,10 @@ function drillToProto(drill: Drill) {
   return { latencyMs: drill.latencyMs, failure };
 }
 
-/** The stream's next message, or DEADLINE_EXCEEDED when none comes within `ms`. */
-async function nextWithin<T>(iterator: AsyncIterator<T>, ms: number): Promise<IteratorResult<T>> {
-  let timer: NodeJS.Timeout | undefined;
-  const idle = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new ConnectError(
-            `no chunk came for ${ms / 1000} s: the load is abandoned and the registry is unchanged. ` +
-              'Send the file without pauses (a slow source: save it to a file first), then load it again.',
-            Code.DeadlineExceeded,
-          ),
-        ),
-      ms,
-    );
-  });
-  try {
-    return await Promise.race([iterator.next(), idle]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/**
- * RegistryAdminService.Load: a header (country, mode), then chunks of registry lines, committed as one
- * new snapshot (store/registry-load.ts); the index swaps to it at once.
- */
-async function loadSnapshot(deps: AdapterDeps, requests: AsyncIterable<registryv1.LoadRequest>) {
-  const { country } = deps;
-  const store = deps.store;
-  if (!store) {
-    throw new ConnectError(
-      'this adapter serves a remote registry; there is nothing to load',
-      Code.FailedPrecondition,
-    );
-  }
-  const iterator = requests[Symbol.asyncIterator]();
-  const first = await iterator.next();
-  if (first.done || first.value.part.case !== 'header') {
-    throw new ConnectError('the first message must be the header', Code.InvalidArgument);
-  }
-  const header = first.value.part.value;
-  if (header.country !== country) {
-    throw new ConnectError(`this adapter serves country ${country}`, Code.InvalidArgument);
-  }
-  const mode = LOAD_MODES[header.mode];
-  if (!mode) throw new ConnectError('mode must be replace, add or remove', Code.InvalidArgument);
-  const asOf = header.asOf ? timestampDate(header.asOf) : undefined;
-  if (asOf && !(asOf.getTime() <= Date.now() + AS_OF_FUTURE_MS))
-    throw new ConnectError('as_of is in the future: when was the registry consulted?', Code.InvalidArgument);
-  // Read under the country's load lock: an uploader that stops sending is not waited for without limit.
-  async function* chunks(): AsyncGenerator<readonly string[]> {
-    for (;;) {
-      const next = await nextWithin(iterator, deps.loadChunkIdleMs);
-      if (next.done) return;
-      if (next.value.part.case !== 'chunk') {
-        throw new ConnectError('only chunks may follow the header', Code.InvalidArgument);
-      }
-      yield next.value.part.value.lines;
-    }
-  }
-  const started = Date.now();
-  try {
-    const result = await loadRegistry(store, deps.normalizer, mode, chunks(), undefined, {
-      maxRejected: Number(header.maxRejected),
-      allowShrink: header.allowShrink,
-      allowOlder: header.allowOlder,
-      allowRepeat: header.allowRepeat,
-      ...(asOf ? { asOf } : {}),
-    });
-    deps.logger.info(
-      {
-        mode,
-        snapshot_id: result.snapshot.id,
-        registry_size: result.snapshot.size,
-        lines_read: result.linesRead,
-        rejected: result.rejected,
-        ms: Date.now() - started,
-      },
-      result.alreadyApplied
-        ? 'registry load already applied; nothing committed'
-        : 'registry snapshot committed',
-    );
-    // Nothing to swap to when the load was already applied.
-    if (!result.alreadyApplied) {
-      await deps.onSnapshotCommitted?.().catch((error) => {
-        deps.logger.warn({ err: error }, 'swap after load failed; the poll retries');
-      });
-    }
-    return {
-      snapshotId: result.snapshot.id,
-      linesRead: BigInt(result.linesRead),
-      accepted: BigInt(result.accepted),
-      rejected: BigInt(result.rejected),
-      registrySize: BigInt(result.snapshot.size),
-      snapshotTime: timestampFromDate(result.snapshot.time),
-      alreadyApplied: result.alreadyApplied,
-    };
-  } catch (error) {
-    if (error instanceof LoadRefused) {
-      throw new ConnectError(error.message, error.kind === 'busy' ? Code.Aborted : Code.FailedPrecondition);
-    }
-    throw error;
-  }
-}
-
 export function registryAdminService(deps: AdapterDeps): ServiceImpl<typeof registryv1.RegistryAdminService> {
   const { country } = deps;
   return {
-    load: (requests) => loadSnapshot(deps, requests),
+    load: (requests, ctx) => loadSnapshot(deps, requests, ctx.signal),
 
     async getRegistryStatus() {
       if (deps.store) {

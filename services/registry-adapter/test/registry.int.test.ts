@@ -209,6 +209,7 @@ describe('registry adapter (mx) against PostgreSQL and NATS', () => {
       yield { part: { case: 'header' as const, value: { country: 'mx', mode: LoadMode.ADD } } };
       yield { part: { case: 'chunk' as const, value: { lines: ['+52 55 2222 3333'] } } };
       await held;
+      yield { part: { case: 'end' as const, value: { lines: 1n } } };
     }
     const first = admin.load(slow());
     await new Promise((r) => setTimeout(r, 300));

@@ -44,6 +44,7 @@ describe('a snapshot is as old as the registry consultation it comes from (mx, 3
         },
       };
       yield { part: { case: 'chunk' as const, value: { lines } } };
+      yield { part: { case: 'end' as const, value: { lines: BigInt(lines.length) } } };
     }
     return admin.load(requests());
   };

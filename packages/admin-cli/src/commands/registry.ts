@@ -149,11 +149,16 @@ export const registryLoadCommand: Command = {
         allowRepeat: flags['allow-repeat'] === true,
         ...(asOf !== undefined ? { asOf: timestampFromDate(new Date(asOf)) } : {}),
       };
-      yield { part: { case: 'header', value: header } };
-      for await (const lines of fileChunks(file, (n) => {
+      const chunks = fileChunks(file, (n) => {
         sent += n;
-      })) {
-        yield { part: { case: 'chunk', value: { lines } } };
+      });
+      // The first lines are read before the header: the adapter takes the country's load lock at the header,
+      // and a source that writes nothing for a while (`sort -u file | dnc-admin ... --file -`) would hold it
+      // meanwhile, and be refused once it had waited DNC_LOAD_CHUNK_IDLE_MS.
+      let next = await chunks.next();
+      yield { part: { case: 'header', value: header } };
+      for (; !next.done; next = await chunks.next()) {
+        yield { part: { case: 'chunk', value: { lines: next.value } } };
         if (sent >= nextProgress) {
           process.stderr.write(
             `registry load: ${sent.toLocaleString('en')} lines sent (${Math.round((Date.now() - started) / 1000)} s)\n`,
@@ -161,6 +166,9 @@ export const registryLoadCommand: Command = {
           nextProgress += PROGRESS_EVERY;
         }
       }
+      // The file was read whole: without this the adapter commits nothing (a stream cut short, this process
+      // cancelled or out of time, reads as a clean end there).
+      yield { part: { case: 'end', value: { lines: BigInt(sent) } } };
       if (sent >= PROGRESS_EVERY) process.stderr.write('registry load: file sent, building the snapshot\n');
     }
     const res = await admin.load(requests() as AsyncIterable<registryv1.LoadRequest>, {

@@ -192,6 +192,9 @@ export async function loadRegistry(h: JobsHarness, lines: string[]): Promise<voi
       yield create(registryv1.LoadRequestSchema, {
         part: { case: 'chunk', value: { lines: lines.slice(i, i + 50_000) } },
       });
+    yield create(registryv1.LoadRequestSchema, {
+      part: { case: 'end', value: { lines: BigInt(lines.length) } },
+    });
   }
   await h.registry.load(requests(), { timeoutMs: 120_000 });
 }

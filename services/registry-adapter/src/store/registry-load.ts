@@ -19,7 +19,16 @@ export interface LoadResult {
 export class LoadRefused extends Error {
   constructor(
     message: string,
-    readonly kind: 'busy' | 'empty' | 'no_base' | 'older' | 'rejected' | 'repeat' | 'rules' | 'shrink',
+    readonly kind:
+      | 'busy'
+      | 'cancelled'
+      | 'empty'
+      | 'no_base'
+      | 'older'
+      | 'rejected'
+      | 'repeat'
+      | 'rules'
+      | 'shrink',
   ) {
     super(message);
     this.name = 'LoadRefused';
@@ -244,6 +253,8 @@ export async function loadRegistry(
     asOf?: Date;
     allowOlder?: boolean;
     allowRepeat?: boolean;
+    /** The load's caller: once it has given up (cancelled, its deadline passed), nothing is committed. */
+    signal?: AbortSignal;
   } = {
     maxRejected: Number.POSITIVE_INFINITY,
     allowShrink: true,
@@ -293,7 +304,11 @@ export async function loadRegistry(
       loadDigest: order.digest,
       loadAsOf: guards.asOf ?? null,
     };
-    const snapshot = await store.commitSnapshot(client, keys, stats, base);
+    const snapshot = await store.commitSnapshot(client, keys, stats, base, () => {
+      // Its answer would be lost: it would take the load for failed while the registry had changed.
+      if (guards.signal?.aborted)
+        throw new LoadRefused('the caller gave up before the commit; the registry is unchanged', 'cancelled');
+    });
     await store.dropOldSnapshots(client, snapshot.id).catch(() => 0);
     return { snapshot, linesRead, accepted, rejected, alreadyApplied: false };
   });

@@ -273,6 +273,8 @@ export class RegistryStore {
     keys: Float64Array,
     stats: SnapshotStats,
     basedOn: SnapshotInfo | undefined,
+    /** Called last before the COMMIT: a throw rolls the snapshot back (a load whose caller gave up). */
+    beforeCommit?: () => void,
   ): Promise<SnapshotInfo> {
     await client.query('BEGIN');
     try {
@@ -316,6 +318,7 @@ export class RegistryStore {
          ON CONFLICT (singleton) DO UPDATE SET snapshot_id = EXCLUDED.snapshot_id, updated_at = now()`,
         [id],
       );
+      beforeCommit?.();
       await client.query('COMMIT');
       return { id: String(id), time: inserted.rows[0]!.created_at, size: keys.length, rules: this.rules };
     } catch (error) {

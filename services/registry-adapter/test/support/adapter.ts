@@ -174,6 +174,7 @@ export async function loadLines(
     for (let i = 0; i < lines.length; i += chunkSize) {
       yield { part: { case: 'chunk' as const, value: { lines: lines.slice(i, i + chunkSize) } } };
     }
+    yield { part: { case: 'end' as const, value: { lines: BigInt(lines.length) } } };
   }
   return admin.load(requests(), { timeoutMs: 120_000 });
 }

@@ -14,7 +14,7 @@ import type { Message } from '@bufbuild/protobuf';
 export const file_dnc_registry_v1_registry_adapter: GenFile =
   /*@__PURE__*/
   fileDesc(
-    'CiZkbmMvcmVnaXN0cnkvdjEvcmVnaXN0cnlfYWRhcHRlci5wcm90bxIPZG5jLnJlZ2lzdHJ5LnYxIkMKDENoZWNrUmVxdWVzdBIPCgdjb3VudHJ5GAEgASgJEg4KBnBob25lcxgCIAMoCRISCgpwaG9uZV9saXN0GAMgASgMIoMBCg1DaGVja1Jlc3BvbnNlEioKCG91dGNvbWVzGAEgAygOMhguZG5jLnJlZ2lzdHJ5LnYxLk91dGNvbWUSEwoLc25hcHNob3RfaWQYAiABKAkSMQoNc25hcHNob3RfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiEQoPRGVzY3JpYmVSZXF1ZXN0IoICChBEZXNjcmliZVJlc3BvbnNlEg8KB2NvdW50cnkYASABKAkSFwoPYWRhcHRlcl92ZXJzaW9uGAIgASgJEi4KBnN0YXR1cxgDIAEoDjIeLmRuYy5yZWdpc3RyeS52MS5BZGFwdGVyU3RhdHVzEjUKEW1haW50ZW5hbmNlX3VudGlsGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtzbmFwc2hvdF9pZBgFIAEoCRIxCg1zbmFwc2hvdF90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1yZWdpc3RyeV9zaXplGAcgASgEIsgBCgpMb2FkSGVhZGVyEg8KB2NvdW50cnkYASABKAkSJwoEbW9kZRgCIAEoDjIZLmRuYy5yZWdpc3RyeS52MS5Mb2FkTW9kZRIUCgxtYXhfcmVqZWN0ZWQYAyABKAQSFAoMYWxsb3dfc2hyaW5rGAQgASgIEikKBWFzX29mGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgthbGxvd19vbGRlchgGIAEoCBIUCgxhbGxvd19yZXBlYXQYByABKAgiGgoJTG9hZENodW5rEg0KBWxpbmVzGAEgAygJInEKC0xvYWRSZXF1ZXN0Ei0KBmhlYWRlchgBIAEoCzIbLmRuYy5yZWdpc3RyeS52MS5Mb2FkSGVhZGVySAASKwoFY2h1bmsYAiABKAsyGi5kbmMucmVnaXN0cnkudjEuTG9hZENodW5rSABCBgoEcGFydCK+AQoMTG9hZFJlc3BvbnNlEhMKC3NuYXBzaG90X2lkGAEgASgJEhIKCmxpbmVzX3JlYWQYAiABKAQSEAoIYWNjZXB0ZWQYAyABKAQSEAoIcmVqZWN0ZWQYBCABKAQSFQoNcmVnaXN0cnlfc2l6ZRgFIAEoBBIxCg1zbmFwc2hvdF90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIXCg9hbHJlYWR5X2FwcGxpZWQYByABKAgiGgoYR2V0UmVnaXN0cnlTdGF0dXNSZXF1ZXN0IqQBChlHZXRSZWdpc3RyeVN0YXR1c1Jlc3BvbnNlEg8KB2NvdW50cnkYASABKAkSEwoLc25hcHNob3RfaWQYAiABKAkSMQoNc25hcHNob3RfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNcmVnaXN0cnlfc2l6ZRgEIAEoBBIXCg9tYXhfYWdlX3NlY29uZHMYBSABKAQiZAoPU2V0RHJpbGxSZXF1ZXN0EhIKCmxhdGVuY3lfbXMYASABKA0SLgoHZmFpbHVyZRgCIAEoDjIdLmRuYy5yZWdpc3RyeS52MS5EcmlsbEZhaWx1cmUSDQoFY2xlYXIYAyABKAgiVgoQU2V0RHJpbGxSZXNwb25zZRISCgpsYXRlbmN5X21zGAEgASgNEi4KB2ZhaWx1cmUYAiABKA4yHS5kbmMucmVnaXN0cnkudjEuRHJpbGxGYWlsdXJlKpQCCgdPdXRjb21lEhcKE09VVENPTUVfVU5TUEVDSUZJRUQQABIQCgxPVVRDT01FX1NBRkUQARIWChJPVVRDT01FX1BST0hJQklURUQQAhIfChtPVVRDT01FX0lOVkFMSURfVU5QQVJTRUFCTEUQAxIaChZPVVRDT01FX0lOVkFMSURfTEVOR1RIEAQSGgoWT1VUQ09NRV9JTlZBTElEX05VTUJFUhAFEiEKHU9VVENPTUVfSU5WQUxJRF9XUk9OR19DT1VOVFJZEAYSIwofT1VUQ09NRV9JTlZBTElEX09CU09MRVRFX0ZPUk1BVBAHEiUKIU9VVENPTUVfSU5WQUxJRF9SRUdJU1RSWV9SRUpFQ1RFRBAIKosBCg1BZGFwdGVyU3RhdHVzEh4KGkFEQVBURVJfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWQURBUFRFUl9TVEFUVVNfU0VSVklORxABEh4KGkFEQVBURVJfU1RBVFVTX01BSU5URU5BTkNFEAISHgoaQURBUFRFUl9TVEFUVVNfVU5BVkFJTEFCTEUQAyplCghMb2FkTW9kZRIZChVMT0FEX01PREVfVU5TUEVDSUZJRUQQABIVChFMT0FEX01PREVfUkVQTEFDRRABEhEKDUxPQURfTU9ERV9BREQQAhIUChBMT0FEX01PREVfUkVNT1ZFEAMqawoMRHJpbGxGYWlsdXJlEh0KGURSSUxMX0ZBSUxVUkVfVU5TUEVDSUZJRUQQABIdChlEUklMTF9GQUlMVVJFX1VOQVZBSUxBQkxFEAESHQoZRFJJTExfRkFJTFVSRV9NQUlOVEVOQU5DRRACMrEBChZSZWdpc3RyeUFkYXB0ZXJTZXJ2aWNlEkYKBUNoZWNrEh0uZG5jLnJlZ2lzdHJ5LnYxLkNoZWNrUmVxdWVzdBoeLmRuYy5yZWdpc3RyeS52MS5DaGVja1Jlc3BvbnNlEk8KCERlc2NyaWJlEiAuZG5jLnJlZ2lzdHJ5LnYxLkRlc2NyaWJlUmVxdWVzdBohLmRuYy5yZWdpc3RyeS52MS5EZXNjcmliZVJlc3BvbnNlMpoCChRSZWdpc3RyeUFkbWluU2VydmljZRJFCgRMb2FkEhwuZG5jLnJlZ2lzdHJ5LnYxLkxvYWRSZXF1ZXN0Gh0uZG5jLnJlZ2lzdHJ5LnYxLkxvYWRSZXNwb25zZSgBEmoKEUdldFJlZ2lzdHJ5U3RhdHVzEikuZG5jLnJlZ2lzdHJ5LnYxLkdldFJlZ2lzdHJ5U3RhdHVzUmVxdWVzdBoqLmRuYy5yZWdpc3RyeS52MS5HZXRSZWdpc3RyeVN0YXR1c1Jlc3BvbnNlEk8KCFNldERyaWxsEiAuZG5jLnJlZ2lzdHJ5LnYxLlNldERyaWxsUmVxdWVzdBohLmRuYy5yZWdpc3RyeS52MS5TZXREcmlsbFJlc3BvbnNlYgZwcm90bzM',
+    'CiZkbmMvcmVnaXN0cnkvdjEvcmVnaXN0cnlfYWRhcHRlci5wcm90bxIPZG5jLnJlZ2lzdHJ5LnYxIkMKDENoZWNrUmVxdWVzdBIPCgdjb3VudHJ5GAEgASgJEg4KBnBob25lcxgCIAMoCRISCgpwaG9uZV9saXN0GAMgASgMIoMBCg1DaGVja1Jlc3BvbnNlEioKCG91dGNvbWVzGAEgAygOMhguZG5jLnJlZ2lzdHJ5LnYxLk91dGNvbWUSEwoLc25hcHNob3RfaWQYAiABKAkSMQoNc25hcHNob3RfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiEQoPRGVzY3JpYmVSZXF1ZXN0IoICChBEZXNjcmliZVJlc3BvbnNlEg8KB2NvdW50cnkYASABKAkSFwoPYWRhcHRlcl92ZXJzaW9uGAIgASgJEi4KBnN0YXR1cxgDIAEoDjIeLmRuYy5yZWdpc3RyeS52MS5BZGFwdGVyU3RhdHVzEjUKEW1haW50ZW5hbmNlX3VudGlsGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtzbmFwc2hvdF9pZBgFIAEoCRIxCg1zbmFwc2hvdF90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1yZWdpc3RyeV9zaXplGAcgASgEIsgBCgpMb2FkSGVhZGVyEg8KB2NvdW50cnkYASABKAkSJwoEbW9kZRgCIAEoDjIZLmRuYy5yZWdpc3RyeS52MS5Mb2FkTW9kZRIUCgxtYXhfcmVqZWN0ZWQYAyABKAQSFAoMYWxsb3dfc2hyaW5rGAQgASgIEikKBWFzX29mGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgthbGxvd19vbGRlchgGIAEoCBIUCgxhbGxvd19yZXBlYXQYByABKAgiGgoJTG9hZENodW5rEg0KBWxpbmVzGAEgAygJIhgKB0xvYWRFbmQSDQoFbGluZXMYASABKAQimgEKC0xvYWRSZXF1ZXN0Ei0KBmhlYWRlchgBIAEoCzIbLmRuYy5yZWdpc3RyeS52MS5Mb2FkSGVhZGVySAASKwoFY2h1bmsYAiABKAsyGi5kbmMucmVnaXN0cnkudjEuTG9hZENodW5rSAASJwoDZW5kGAMgASgLMhguZG5jLnJlZ2lzdHJ5LnYxLkxvYWRFbmRIAEIGCgRwYXJ0Ir4BCgxMb2FkUmVzcG9uc2USEwoLc25hcHNob3RfaWQYASABKAkSEgoKbGluZXNfcmVhZBgCIAEoBBIQCghhY2NlcHRlZBgDIAEoBBIQCghyZWplY3RlZBgEIAEoBBIVCg1yZWdpc3RyeV9zaXplGAUgASgEEjEKDXNuYXBzaG90X3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD2FscmVhZHlfYXBwbGllZBgHIAEoCCIaChhHZXRSZWdpc3RyeVN0YXR1c1JlcXVlc3QipAEKGUdldFJlZ2lzdHJ5U3RhdHVzUmVzcG9uc2USDwoHY291bnRyeRgBIAEoCRITCgtzbmFwc2hvdF9pZBgCIAEoCRIxCg1zbmFwc2hvdF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1yZWdpc3RyeV9zaXplGAQgASgEEhcKD21heF9hZ2Vfc2Vjb25kcxgFIAEoBCJkCg9TZXREcmlsbFJlcXVlc3QSEgoKbGF0ZW5jeV9tcxgBIAEoDRIuCgdmYWlsdXJlGAIgASgOMh0uZG5jLnJlZ2lzdHJ5LnYxLkRyaWxsRmFpbHVyZRINCgVjbGVhchgDIAEoCCJWChBTZXREcmlsbFJlc3BvbnNlEhIKCmxhdGVuY3lfbXMYASABKA0SLgoHZmFpbHVyZRgCIAEoDjIdLmRuYy5yZWdpc3RyeS52MS5EcmlsbEZhaWx1cmUqlAIKB091dGNvbWUSFwoTT1VUQ09NRV9VTlNQRUNJRklFRBAAEhAKDE9VVENPTUVfU0FGRRABEhYKEk9VVENPTUVfUFJPSElCSVRFRBACEh8KG09VVENPTUVfSU5WQUxJRF9VTlBBUlNFQUJMRRADEhoKFk9VVENPTUVfSU5WQUxJRF9MRU5HVEgQBBIaChZPVVRDT01FX0lOVkFMSURfTlVNQkVSEAUSIQodT1VUQ09NRV9JTlZBTElEX1dST05HX0NPVU5UUlkQBhIjCh9PVVRDT01FX0lOVkFMSURfT0JTT0xFVEVfRk9STUFUEAcSJQohT1VUQ09NRV9JTlZBTElEX1JFR0lTVFJZX1JFSkVDVEVEEAgqiwEKDUFkYXB0ZXJTdGF0dXMSHgoaQURBUFRFUl9TVEFUVVNfVU5TUEVDSUZJRUQQABIaChZBREFQVEVSX1NUQVRVU19TRVJWSU5HEAESHgoaQURBUFRFUl9TVEFUVVNfTUFJTlRFTkFOQ0UQAhIeChpBREFQVEVSX1NUQVRVU19VTkFWQUlMQUJMRRADKmUKCExvYWRNb2RlEhkKFUxPQURfTU9ERV9VTlNQRUNJRklFRBAAEhUKEUxPQURfTU9ERV9SRVBMQUNFEAESEQoNTE9BRF9NT0RFX0FERBACEhQKEExPQURfTU9ERV9SRU1PVkUQAyprCgxEcmlsbEZhaWx1cmUSHQoZRFJJTExfRkFJTFVSRV9VTlNQRUNJRklFRBAAEh0KGURSSUxMX0ZBSUxVUkVfVU5BVkFJTEFCTEUQARIdChlEUklMTF9GQUlMVVJFX01BSU5URU5BTkNFEAIysQEKFlJlZ2lzdHJ5QWRhcHRlclNlcnZpY2USRgoFQ2hlY2sSHS5kbmMucmVnaXN0cnkudjEuQ2hlY2tSZXF1ZXN0Gh4uZG5jLnJlZ2lzdHJ5LnYxLkNoZWNrUmVzcG9uc2USTwoIRGVzY3JpYmUSIC5kbmMucmVnaXN0cnkudjEuRGVzY3JpYmVSZXF1ZXN0GiEuZG5jLnJlZ2lzdHJ5LnYxLkRlc2NyaWJlUmVzcG9uc2UymgIKFFJlZ2lzdHJ5QWRtaW5TZXJ2aWNlEkUKBExvYWQSHC5kbmMucmVnaXN0cnkudjEuTG9hZFJlcXVlc3QaHS5kbmMucmVnaXN0cnkudjEuTG9hZFJlc3BvbnNlKAESagoRR2V0UmVnaXN0cnlTdGF0dXMSKS5kbmMucmVnaXN0cnkudjEuR2V0UmVnaXN0cnlTdGF0dXNSZXF1ZXN0GiouZG5jLnJlZ2lzdHJ5LnYxLkdldFJlZ2lzdHJ5U3RhdHVzUmVzcG9uc2USTwoIU2V0RHJpbGwSIC5kbmMucmVnaXN0cnkudjEuU2V0RHJpbGxSZXF1ZXN0GiEuZG5jLnJlZ2lzdHJ5LnYxLlNldERyaWxsUmVzcG9uc2ViBnByb3RvMw',
     [file_google_protobuf_timestamp],
   );
 
@@ -257,6 +257,34 @@ export const LoadChunkSchema: GenMessage<LoadChunk> =
   messageDesc(file_dnc_registry_v1_registry_adapter, 5);
 
 /**
+ * The last message of a load, after its last chunk: the uploader read its whole file. A load whose stream
+ * ends without it (an uploader cancelled, its deadline passed, its file unreadable: an HTTP/2 stream reset
+ * reads as a clean end on the server) is refused (INVALID_ARGUMENT), the registry unchanged: the part sent
+ * would otherwise be committed as the whole file, and every number after it answered safe.
+ *
+ * @generated from message dnc.registry.v1.LoadEnd
+ */
+export type LoadEnd = Message<'dnc.registry.v1.LoadEnd'> & {
+  /**
+   * Every line the chunks held (blank and comment lines included); refused (INVALID_ARGUMENT) when it
+   * differs from the lines the adapter received.
+   *
+   * @generated from field: uint64 lines = 1;
+   */
+  lines: bigint;
+};
+
+/**
+ * Describes the message dnc.registry.v1.LoadEnd.
+ * Use `create(LoadEndSchema)` to create a new message.
+ */
+export const LoadEndSchema: GenMessage<LoadEnd> =
+  /*@__PURE__*/
+  messageDesc(file_dnc_registry_v1_registry_adapter, 6);
+
+/**
+ * A header, then chunks, then the end; nothing after it.
+ *
  * @generated from message dnc.registry.v1.LoadRequest
  */
 export type LoadRequest = Message<'dnc.registry.v1.LoadRequest'> & {
@@ -278,6 +306,13 @@ export type LoadRequest = Message<'dnc.registry.v1.LoadRequest'> & {
         value: LoadChunk;
         case: 'chunk';
       }
+    | {
+        /**
+         * @generated from field: dnc.registry.v1.LoadEnd end = 3;
+         */
+        value: LoadEnd;
+        case: 'end';
+      }
     | { case: undefined; value?: undefined };
 };
 
@@ -287,7 +322,7 @@ export type LoadRequest = Message<'dnc.registry.v1.LoadRequest'> & {
  */
 export const LoadRequestSchema: GenMessage<LoadRequest> =
   /*@__PURE__*/
-  messageDesc(file_dnc_registry_v1_registry_adapter, 6);
+  messageDesc(file_dnc_registry_v1_registry_adapter, 7);
 
 /**
  * @generated from message dnc.registry.v1.LoadResponse
@@ -339,7 +374,7 @@ export type LoadResponse = Message<'dnc.registry.v1.LoadResponse'> & {
  */
 export const LoadResponseSchema: GenMessage<LoadResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_registry_v1_registry_adapter, 7);
+  messageDesc(file_dnc_registry_v1_registry_adapter, 8);
 
 /**
  * @generated from message dnc.registry.v1.GetRegistryStatusRequest
@@ -352,7 +387,7 @@ export type GetRegistryStatusRequest = Message<'dnc.registry.v1.GetRegistryStatu
  */
 export const GetRegistryStatusRequestSchema: GenMessage<GetRegistryStatusRequest> =
   /*@__PURE__*/
-  messageDesc(file_dnc_registry_v1_registry_adapter, 8);
+  messageDesc(file_dnc_registry_v1_registry_adapter, 9);
 
 /**
  * @generated from message dnc.registry.v1.GetRegistryStatusResponse
@@ -392,7 +427,7 @@ export type GetRegistryStatusResponse = Message<'dnc.registry.v1.GetRegistryStat
  */
 export const GetRegistryStatusResponseSchema: GenMessage<GetRegistryStatusResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_registry_v1_registry_adapter, 9);
+  messageDesc(file_dnc_registry_v1_registry_adapter, 10);
 
 /**
  * @generated from message dnc.registry.v1.SetDrillRequest
@@ -424,7 +459,7 @@ export type SetDrillRequest = Message<'dnc.registry.v1.SetDrillRequest'> & {
  */
 export const SetDrillRequestSchema: GenMessage<SetDrillRequest> =
   /*@__PURE__*/
-  messageDesc(file_dnc_registry_v1_registry_adapter, 10);
+  messageDesc(file_dnc_registry_v1_registry_adapter, 11);
 
 /**
  * @generated from message dnc.registry.v1.SetDrillResponse
@@ -447,7 +482,7 @@ export type SetDrillResponse = Message<'dnc.registry.v1.SetDrillResponse'> & {
  */
 export const SetDrillResponseSchema: GenMessage<SetDrillResponse> =
   /*@__PURE__*/
-  messageDesc(file_dnc_registry_v1_registry_adapter, 11);
+  messageDesc(file_dnc_registry_v1_registry_adapter, 12);
 
 /**
  * Outcome of one input. Packed on the wire (one byte per input).
