@@ -1,6 +1,7 @@
 import { Code, ConnectError, createClient } from '@connectrpc/connect';
 import { adapterIdentity, grpcTransport } from '@dnc/kit';
 import { registryv1 } from '@dnc/proto';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack } from '../support/stack.js';
 
@@ -144,6 +145,20 @@ describe('a registry load whose uploader stopped sending', () => {
         value: { country: 'mx', mode: LoadMode.REPLACE, allowOlder: true, allowShrink: true },
       },
     };
+    /** Loads holding the country's load lock (a session advisory lock) now. */
+    const loadsRunning = async () => {
+      const db = new pg.Client({ connectionString: stack.databaseUrl });
+      await db.connect();
+      try {
+        const { rows } = await db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+            WHERE l.locktype = 'advisory' AND l.granted AND d.datname = current_database()`,
+        );
+        return rows[0]!.n;
+      } finally {
+        await db.end();
+      }
+    };
     const chunk = (lines: string[]) => ({ part: { case: 'chunk' as const, value: { lines } } });
 
     async function cutShort(requests: AsyncIterable<registryv1.LoadRequest | object>, timeoutMs = 10_000) {
@@ -154,7 +169,9 @@ describe('a registry load whose uploader stopped sending', () => {
         () => 'committed',
         (e: unknown) => ConnectError.from(e),
       );
-      // Every number of the whole file is still answered prohibited, from the same snapshot.
+      // The server may still be working on it when the caller has its error: once no load holds the lock,
+      // every number of the whole file is still answered prohibited, from the same snapshot.
+      await expect.poll(loadsRunning, { timeout: 15_000, interval: 50 }).toBe(0);
       expect(await registered()).toBe(true);
       expect((await admin.getRegistryStatus({})).snapshotId).toBe(before);
       return outcome;
@@ -165,6 +182,7 @@ describe('a registry load whose uploader stopped sending', () => {
         (async function* () {
           yield header;
           yield chunk([WHOLE[0]!]);
+          await new Promise((r) => setTimeout(r, 300));
           throw new Error('EIO: i/o error, read');
         })(),
       );
