@@ -20,8 +20,8 @@ import { idempotencyKeyOf } from '../idempotency-key.js';
 import { isTerminal, jobResource } from '../job-resource.js';
 
 const READ_TIMEOUT_MS = 5_000;
-/** A result read may stream up to 25 MiB; it gets its own, longer deadline. */
-const RESULT_TIMEOUT_MS = 60_000;
+/** Past the scheduler's own end of a download (DNC_RESULT_STREAM_MAX_MS), so that its error comes first. */
+const RESULT_DEADLINE_SLACK_MS = 5_000;
 
 function routeSchema(operationId: string) {
   const route = ROUTES.find((r) => r.operationId === operationId);
@@ -48,22 +48,31 @@ async function resultBody(
   org: OrgScope,
   jobId: string,
   signal: AbortSignal,
+  timeoutMs: number,
 ): Promise<{ body: Readable; snapshotAt: Date | undefined; length: number | undefined }> {
-  const stream = upstream
-    .jobResult(org, jobId, { signal, timeoutMs: RESULT_TIMEOUT_MS })
-    [Symbol.asyncIterator]();
+  const stream = upstream.jobResult(org, jobId, { signal, timeoutMs })[Symbol.asyncIterator]();
   const first = await stream.next();
-  async function* chunks(): AsyncGenerator<Buffer> {
-    let next = first;
-    while (!next.done) {
-      const { chunk } = next.value as jobsv1.GetJobResultResponse;
-      yield Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-      next = await stream.next();
-    }
-  }
   const head = first.done ? undefined : (first.value as jobsv1.GetJobResultResponse);
   const snapshotAt = head?.registrySnapshotTime ? timestampDate(head.registrySnapshotTime) : undefined;
   const length = head && head.resultBytes > 0n ? Number(head.resultBytes) : undefined;
+  // The length said (Content-Length) is the stored one, outside the segments' authentication: the body
+  // must be exactly that long. One chunk is held back until the next message or the end shows the total,
+  // so a client never has the whole declared length of a document that goes on or ends short.
+  async function* chunks(): AsyncGenerator<Buffer> {
+    let next = first;
+    let total = 0;
+    let held: Buffer | undefined;
+    while (!next.done) {
+      const { chunk } = next.value as jobsv1.GetJobResultResponse;
+      total += chunk.byteLength;
+      if (length !== undefined && total > length) throw new Error('result longer than its stored length');
+      if (held) yield held;
+      held = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+      next = await stream.next();
+    }
+    if (length !== undefined && total !== length) throw new Error('result shorter than its stored length');
+    if (held) yield held;
+  }
   return { body: Readable.from(chunks(), { objectMode: false }), snapshotAt, length };
 }
 
@@ -100,12 +109,18 @@ export function v2Routes(config: GatewayConfig, upstream: Upstream, fingerprints
         return reply.code(202).send(jobResource(outcome.job, baseUrl));
       },
     );
-    await app.register(jobReadRoutes(upstream, baseUrl));
+    await app.register(
+      jobReadRoutes(upstream, baseUrl, config.DNC_RESULT_STREAM_MAX_MS + RESULT_DEADLINE_SLACK_MS),
+    );
   };
 }
 
 /** GET /v2/scrub/{id}, GET .../result and POST .../cancel: one scheduler call each, for the caller's organization. */
-function jobReadRoutes(upstream: Pick<Upstream, 'getJob' | 'jobResult' | 'cancelJob'>, baseUrl: string) {
+function jobReadRoutes(
+  upstream: Pick<Upstream, 'getJob' | 'jobResult' | 'cancelJob'>,
+  baseUrl: string,
+  resultTimeoutMs: number,
+) {
   return async (app: FastifyInstance) => {
     app.get<{ Params: { job_id: string } }>(
       '/v2/scrub/:job_id',
@@ -128,21 +143,27 @@ function jobReadRoutes(upstream: Pick<Upstream, 'getJob' | 'jobResult' | 'cancel
       async (request, reply) => {
         const jobId = jobIdOf(request);
         if (!jobId) return notFound(reply);
+        // A client that goes away stops the upstream stream, and frees its download slot at the scheduler:
+        // listened to before the first chunk is awaited (a client gone meanwhile, found by a review,
+        // 2026-12-04, held its slot until the call's deadline).
         const abort = new AbortController();
+        reply.raw.once('close', () => abort.abort());
+        if (request.raw.socket.destroyed) abort.abort();
         let body: Readable;
         try {
-          const result = await resultBody(upstream, authenticatedCaller(request), jobId, abort.signal);
+          const caller = authenticatedCaller(request);
+          const result = await resultBody(upstream, caller, jobId, abort.signal, resultTimeoutMs);
           body = result.body;
           if (result.snapshotAt) reply.header(REGISTRY_SNAPSHOT_HEADER, result.snapshotAt.toISOString());
-          // A body cut short (the scheduler failed mid-stream) is then an incomplete message to every
-          // HTTP client, HTTP/1.0 and close-delimited readers included: never a shorter document.
+          // A body cut short (the scheduler failed mid-stream, or the stored length is wrong) is then an
+          // incomplete message to every HTTP client, HTTP/1.0 and close-delimited readers included: never a
+          // shorter document.
           if (result.length !== undefined) reply.header('content-length', String(result.length));
         } catch (error) {
           return sendMapped(reply, fromRpcError(error));
         }
-        // A client that goes away stops the upstream stream; a broken upstream ends the response early
-        // (the client sees an incomplete body, never a partial document presented as complete).
-        reply.raw.once('close', () => abort.abort());
+        // A broken upstream ends the response early (the client sees an incomplete body, never a partial
+        // document presented as complete).
         body.once('error', () => request.log.warn('result stream ended early'));
         return reply.code(200).type('application/json; charset=utf-8').send(body);
       },

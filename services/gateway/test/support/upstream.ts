@@ -37,6 +37,11 @@ export interface Script {
   submitResumed?: boolean;
   confirmJob?: () => Reply<void>;
   getJob?: () => Reply<jobsv1.Job>;
+  /** The messages of a result download; `signal` is the call's (aborted when the gateway gives up on it). */
+  getJobResult?: (
+    signal: AbortSignal,
+    timeoutMs: number | undefined,
+  ) => AsyncIterable<MessageInitShape<typeof jobsv1.GetJobResultResponseSchema>>;
 }
 
 export function job(jobId: string, status = jobsv1.JobStatus.QUEUED): jobsv1.Job {
@@ -159,6 +164,11 @@ export function inMemoryUpstream(script: Script = {}) {
         calls.push(`get ${req.jobId}`);
         assertions.push(ctx.requestHeader.get('dnc-org-assertion') ?? '');
         return { job: await answer(script.getJob?.(), job(req.jobId, jobsv1.JobStatus.SUCCEEDED)) };
+      },
+      async *getJobResult(req, ctx) {
+        calls.push(`result ${req.jobId}`);
+        if (!script.getJobResult) throw new ConnectError('no result scripted', Code.Unimplemented);
+        yield* script.getJobResult(ctx.signal, ctx.timeoutMs());
       },
     });
     router.service(registryv1.RegistryAdapterService, {

@@ -1,0 +1,131 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createLogger, HealthState, Registry } from '@dnc/kit';
+import type { FastifyInstance } from 'fastify';
+import { afterEach, describe, expect, it } from 'vitest';
+import { buildApp } from '../src/app.js';
+import { gatewayConfig } from '../src/config.js';
+import { inMemoryUpstream, type Script } from './support/upstream.js';
+
+// GET /v2/scrub/{job_id}/result over a real socket, the job scheduler in memory. Spec: "200: ScrubResult";
+// a customer must never take a truncated document for the whole one, and the download must be servable.
+
+const JOB = '0b2f6f5e-6f9e-4c57-9d3c-5a8e8a6d2f10';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const apps: FastifyInstance[] = [];
+afterEach(async () => {
+  for (const app of apps.splice(0)) await app.close();
+});
+
+async function gateway(script: Script, env: Record<string, string> = {}) {
+  const u = inMemoryUpstream(script);
+  const logger = createLogger('gateway-test', 'silent');
+  const app = await buildApp({
+    config: gatewayConfig.parse({
+      DNC_FINGERPRINT_SECRET: 'test-secret-0123456789',
+      DNC_PUBLIC_BASE_URL: 'https://api.example.test',
+      ...env,
+    }),
+    upstream: u.upstream,
+    health: new HealthState(logger),
+    logger,
+    metrics: new Registry(),
+  });
+  apps.push(app);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  return { url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v2/scrub/${JOB}/result` };
+}
+
+const get = (url: string) => fetch(url, { headers: { authorization: 'Bearer dnc_test_key' } });
+
+describe('a v2 result download', () => {
+  it('a client gone before the first chunk came stops the scheduler’s stream (its download slot)', async () => {
+    let stopped = false;
+    const g = await gateway({
+      async *getJobResult(signal) {
+        signal.addEventListener('abort', () => {
+          stopped = true;
+        });
+        await sleep(400);
+        const chunk = new Uint8Array(64 * 1024).fill(0x20);
+        yield { chunk, resultBytes: BigInt(chunk.length * 1000) };
+        // The rest, as long as the gateway wants it (the call's deadline otherwise).
+        for (let i = 1; i < 1000 && !signal.aborted; i++) {
+          await sleep(20);
+          yield { chunk };
+        }
+      },
+    });
+    const req = http.get(g.url, { headers: { authorization: 'Bearer dnc_test_key' } });
+    req.on('error', () => {});
+    await sleep(100);
+    req.destroy();
+    await expect.poll(() => stopped, { timeout: 3_000, interval: 20 }).toBe(true);
+  });
+
+  it('a body longer than its stored length fails before the client has the length it was told', async () => {
+    const g = await gateway({
+      async *getJobResult() {
+        yield { chunk: Buffer.from('{"a":'), resultBytes: 10n };
+        yield { chunk: Buffer.from('1234}') };
+        yield { chunk: Buffer.from('{"b":2}') };
+      },
+    });
+    const res = await get(g.url);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-length')).toBe('10');
+    // Before: the 7 bytes told, read as a whole document, and the rest spilled into the connection.
+    await expect(res.text()).rejects.toThrow();
+  });
+
+  it('a body shorter than its declared length is an incomplete message to the client', async () => {
+    const g = await gateway({
+      async *getJobResult() {
+        yield { chunk: Buffer.from('{"a":'), resultBytes: 20n };
+        yield { chunk: Buffer.from('1234}') };
+      },
+    });
+    const started = Date.now();
+    const res = await get(g.url);
+    expect(res.status).toBe(200);
+    await expect(res.text()).rejects.toThrow();
+    // At once, not when the socket has been idle for DNC_SOCKET_IDLE_TIMEOUT_MS (30 s) waiting for the rest.
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it('the scheduler is asked for the download’s own bound (DNC_RESULT_STREAM_MAX_MS), not a fixed minute', async () => {
+    const seen: (number | undefined)[] = [];
+    const script: Script = {
+      async *getJobResult(_signal, timeoutMs) {
+        seen.push(timeoutMs);
+        yield { chunk: Buffer.from('{}'), resultBytes: 2n };
+      },
+    };
+    expect(await (await get((await gateway(script)).url)).text()).toBe('{}');
+    expect(seen[0]).toBeGreaterThan(15 * 60_000 - 1_000);
+    expect(await (await get((await gateway(script, { DNC_RESULT_STREAM_MAX_MS: '3000' })).url)).text()).toBe(
+      '{}',
+    );
+    expect(seen[1]).toBeGreaterThan(2_000);
+    expect(seen[1]).toBeLessThanOrEqual(8_000);
+  });
+
+  it('a reader slow but steady within the bound gets the whole document', async () => {
+    // Scaled: a bound of 3 s and a download of 2.4 s; served to the end (the e2e reads 25 MiB past a minute).
+    const chunk = Buffer.alloc(1024, 0x20);
+    const g = await gateway(
+      {
+        async *getJobResult() {
+          yield { chunk, resultBytes: BigInt(chunk.length * 12) };
+          for (let i = 1; i < 12; i++) {
+            await sleep(200);
+            yield { chunk };
+          }
+        },
+      },
+      { DNC_RESULT_STREAM_MAX_MS: '3000' },
+    );
+    const text = await (await get(g.url)).text();
+    expect(text.length).toBe(12 * 1024);
+  });
+});
