@@ -38,7 +38,11 @@ export interface DncClientOptions {
   retryMaxDelayMs?: number;
   /** A Retry-After longer than this is not waited for: the error is thrown instead. Default 120 s. */
   maxRetryAfterMs?: number;
-  /** Timeout of one HTTP attempt (v1 has a 15 s budget on the service). Default 60 s. */
+  /**
+   * Timeout of one HTTP attempt (v1 has a 15 s budget on the service). Default 60 s. A result download's
+   * attempt waits this long for the headers and then for each next piece of the body, however long the whole
+   * document takes on a slow link.
+   */
   timeoutMs?: number;
   /** Source of jitter, in [0, 1). The SDK draws every random number it needs from it. Default Math.random. */
   random?: () => number;
@@ -191,6 +195,8 @@ export class Jobs {
       await this.#transport.request<ScrubResult>({
         method: 'GET',
         path: jobPath(id, '/result'),
+        // Up to 25 MiB: the client's timeoutMs bounds each wait for the next bytes, not the whole download.
+        streamedBody: true,
         ...call(options),
       })
     ).body;

@@ -32,6 +32,12 @@ export interface RequestSpec {
   signal?: AbortSignal | undefined;
   /** Bound of the whole call, retries and waits included. */
   timeoutMs?: number | undefined;
+  /**
+   * A body that may take long to read (a result download, up to 25 MiB): the attempt's timeout bounds the
+   * wait for the answer's headers and then each wait for the body's next bytes, not the whole read, so a
+   * slow but steady link gets the whole document and a stalled one is retried.
+   */
+  streamedBody?: boolean;
   onResponse?: ((info: ResponseInfo) => void) | undefined;
 }
 
@@ -103,7 +109,8 @@ export class Transport {
       signal?.throwIfAborted();
       sent.requestId = globalThis.crypto.randomUUID();
       headers['x-request-id'] = sent.requestId;
-      const timeout = AbortSignal.timeout(o.attemptTimeoutMs);
+      const attemptTimer = new AttemptTimer(o.attemptTimeoutMs);
+      const timeout = attemptTimer.signal;
       let response: Response;
       try {
         response = await o.fetch(url, {
@@ -130,7 +137,7 @@ export class Transport {
       if (response.ok) {
         let text: string;
         try {
-          text = await response.text();
+          text = spec.streamedBody ? await readRearming(response, attemptTimer) : await response.text();
         } catch (error) {
           // A connection reset, a body shorter than its Content-Length, the attempt's time up mid-body.
           await unknownOutcome(error, 'the answer was cut short', info.requestId);
@@ -161,6 +168,43 @@ export class Transport {
       );
       await sleep(delay, signal);
     }
+  }
+}
+
+/** An attempt's timeout: aborts `signal` once `ms` pass without a `rearm`. Its timer never holds the process. */
+class AttemptTimer {
+  readonly #controller = new AbortController();
+  #timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(private readonly ms: number) {
+    this.rearm();
+  }
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  rearm(): void {
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(
+      () => this.#controller.abort(new DOMException('the attempt timed out', 'TimeoutError')),
+      this.ms,
+    );
+    (this.#timer as { unref?: () => void }).unref?.();
+  }
+}
+
+/** The body as text, the attempt's timer rearmed by every piece that arrives. */
+async function readRearming(response: Response, timer: AttemptTimer): Promise<string> {
+  if (!response.body) return '';
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return text + decoder.decode();
+    timer.rearm();
+    text += decoder.decode(value, { stream: true });
   }
 }
 

@@ -337,3 +337,48 @@ describe('package', () => {
     expect(SDK_VERSION).toBe(pkg.version);
   });
 });
+
+// Found by a review (2026-12-04): every attempt was bounded as a whole by the client's timeoutMs (60 s), so
+// a 25 MiB result on a link slower than 3.5 Mbit/s was cut, downloaded again from the start, cut again, and
+// never delivered. A result download's attempt now waits timeoutMs for the headers and for each next piece.
+describe('a result download on a slow link', () => {
+  const big = {
+    ...result,
+    safe_numbers_to_call: Array.from({ length: 2_000 }, (_, i) => `310${String(i).padStart(7, '0')}`),
+    summary: { total_checked: 2_000, prohibited_numbers: 0, safe_numbers: 2_000, invalid_numbers: 0 },
+  };
+
+  it('slow but steady, longer than the attempt timeout: read whole, in one call', async () => {
+    const { client, calls } = await clientFor(
+      sequence({ status: 200, body: big, trickle: { pieces: 10, gapMs: 100 } }),
+      { timeoutMs: 400 },
+    );
+    const started = Date.now();
+    expect(await client.jobs.result(UUID_OF_JOB)).toEqual(big);
+    expect(Date.now() - started).toBeGreaterThan(800);
+    expect(calls).toHaveLength(1);
+  });
+
+  it('stalled longer than the attempt timeout: that attempt is given up and the download retried', async () => {
+    const { client, calls } = await clientFor(
+      sequence(
+        { status: 200, body: big, trickle: { pieces: 2, gapMs: 5_000 } },
+        { status: 200, body: big, trickle: { pieces: 4, gapMs: 50 } },
+      ),
+      { timeoutMs: 400 },
+    );
+    expect(await client.jobs.result(UUID_OF_JOB)).toEqual(big);
+    expect(calls).toHaveLength(2);
+    expect(calls[1]!.at - calls[0]!.at).toBeGreaterThan(350);
+    expect(calls[1]!.at - calls[0]!.at).toBeLessThan(3_000);
+  });
+
+  it('any other answer is bounded as a whole by the attempt timeout, as before', async () => {
+    const { client, calls } = await clientFor(
+      sequence({ status: 200, body: big, trickle: { pieces: 10, gapMs: 100 } }),
+      { timeoutMs: 400, maxRetries: 1 },
+    );
+    await expect(client.scrub(request)).rejects.toBeInstanceOf(DncConnectionError);
+    expect(calls).toHaveLength(2);
+  });
+});

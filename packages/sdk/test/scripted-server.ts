@@ -14,7 +14,14 @@ export interface RecordedCall {
  * sends the status, the headers (with the whole body's Content-Length) and half the body, then closes.
  */
 export type Scripted =
-  | { status: number; body?: unknown; headers?: Record<string, string>; cut?: boolean }
+  | {
+      status: number;
+      body?: unknown;
+      headers?: Record<string, string>;
+      cut?: boolean;
+      /** The body (its whole Content-Length said first) in `pieces` writes, `gapMs` apart: a slow link. */
+      trickle?: { pieces: number; gapMs: number };
+    }
   | { drop: true };
 
 /**
@@ -49,6 +56,23 @@ export async function startScriptedServer(script: (call: RecordedCall, n: number
         res.write(payload.slice(0, Math.floor(payload.length / 2)), () => {
           setTimeout(() => req.socket.destroy(), 20);
         });
+        return;
+      }
+      if (answer.trickle) {
+        const { pieces, gapMs } = answer.trickle;
+        const bytes = Buffer.from(payload);
+        res.writeHead(answer.status, {
+          'content-type': 'application/json',
+          'content-length': String(bytes.length),
+        });
+        const size = Math.ceil(bytes.length / pieces);
+        const write = (i: number) => {
+          if (res.destroyed) return;
+          if (i * size >= bytes.length) return void res.end();
+          res.write(bytes.subarray(i * size, (i + 1) * size));
+          setTimeout(() => write(i + 1), gapMs);
+        };
+        write(0);
         return;
       }
       res.writeHead(answer.status, {

@@ -79,10 +79,12 @@ export const jobsConfig = z.object({
   /** Of those, at most this many for one organization. */
   DNC_RESULT_STREAMS_PER_ORG: z.coerce.number().int().min(1).max(10_000).default(4),
   /**
-   * The longest one result download streams (the gateway gives it 60 s); a result is purged twice this
-   * long after its retention ends, so no download in progress loses its last segments.
+   * The longest one result download streams (the gateway's setting of the same name: set both alike); a
+   * result is purged twice this long after its retention ends, so no download in progress loses its last
+   * segments. 15 minutes: 25 MiB to a reader of about 0.23 Mbit/s (a minute needed 3.5 Mbit/s, and a slower
+   * reader could never download a large result). A reader that stops reading is closed by the gateway.
    */
-  DNC_RESULT_STREAM_MAX_MS: z.coerce.number().int().min(100).max(600_000).default(60_000),
+  DNC_RESULT_STREAM_MAX_MS: z.coerce.number().int().min(100).max(3_600_000).default(900_000),
 });
 
 export type JobsConfig = z.infer<typeof jobsConfig>;
