@@ -1,3 +1,4 @@
+import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { plaintextInPostgres, v2 } from '../../services/job-scheduler/test/support/e2e.js';
 import { loadRegistry, type SeededOrg, seedOrg } from '../support/seed.js';
@@ -11,6 +12,38 @@ import { coJobWithResultOf } from '../support/v2-sizes.js';
 
 const LIMIT = 26_214_400;
 
+/**
+ * GET `url` as a reader of `bytesPerSecond` (a slow link): the bytes it got, the time it took, and how the
+ * response ended (`end`: the whole message; otherwise the error).
+ */
+function slowRead(url: string, apiKey: string, bytesPerSecond: number) {
+  return new Promise<{ status: number; bytes: Buffer; ms: number; ended: string }>((resolve) => {
+    const started = Date.now();
+    const parts: Buffer[] = [];
+    let got = 0;
+    let status = 0;
+    const done = (ended: string) =>
+      resolve({ status, bytes: Buffer.concat(parts), ms: Date.now() - started, ended });
+    const req = http.get(url, { headers: { authorization: `Bearer ${apiKey}` } }, (res) => {
+      status = res.statusCode ?? 0;
+      res.on('data', (piece: Buffer) => {
+        parts.push(piece);
+        got += piece.length;
+        // Ahead of the rate: wait until the link would have carried what was read.
+        const ahead = (got / bytesPerSecond) * 1000 - (Date.now() - started);
+        if (ahead > 0) {
+          res.pause();
+          setTimeout(() => res.resume(), ahead);
+        }
+      });
+      res.on('end', () => done(res.complete ? 'end' : 'incomplete'));
+      res.on('error', (e) => done(e.message));
+      res.on('aborted', () => done('aborted'));
+    });
+    req.on('error', (e) => done(e.message));
+  });
+}
+
 /** Colombian mobiles in E.164 (+57 300 / 320), distinct and deterministic. */
 function phones(count: number, offset = 0): string[] {
   return Array.from(
@@ -23,6 +56,8 @@ describe('a 500,000-input job end to end (issue 6)', () => {
   let stack: TestStack;
   let org: SeededOrg;
   let api: ReturnType<typeof v2>;
+  /** The job whose result is exactly 25 MiB (the test that makes it runs first). */
+  let largeJobId: string | undefined;
 
   beforeAll(async () => {
     stack = await startTestStack({ label: 'jobs_large', countries: ['co'] });
@@ -155,5 +190,20 @@ describe('a 500,000-input job end to end (issue 6)', () => {
       safe_numbers: 50_000,
       invalid_numbers: atLimit.phones.length - 150_000,
     });
+    largeJobId = job.job_id;
   });
+
+  // Found by a review (2026-12-04): the download was bounded at a minute as a whole (the gateway's fixed
+  // deadline, the scheduler's DNC_RESULT_STREAM_MAX_MS, the SDK's attempt), so a reader slower than 3.5 Mbit/s
+  // was cut, every time: the result could not be delivered in its 7 days. The bound is 15 minutes now, and a
+  // reader that stops reading is closed by the gateway's socket idle timeout.
+  it('the 25 MiB result to a reader of 2 Mbit/s: whole, past the minute it was once cut at', async () => {
+    expect(largeJobId).toBeDefined();
+    const read = await slowRead(`${stack.baseUrl}/v2/scrub/${largeJobId}/result`, org.apiKey, 256 * 1024);
+    expect(read.status).toBe(200);
+    expect(read.ended).toBe('end');
+    expect(read.bytes.length).toBe(LIMIT);
+    expect(read.ms).toBeGreaterThan(90_000);
+    expect((JSON.parse(read.bytes.toString('utf8')) as { summary: object }).summary).toBeDefined();
+  }, 180_000);
 });
