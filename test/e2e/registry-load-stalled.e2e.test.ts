@@ -13,7 +13,7 @@ import { startTestStack, type TestStack } from '../support/stack.js';
 // most DNC_LOAD_CHUNK_IDLE_MS, then fails, writing nothing, and the lock is released.
 
 const OTHERS = ['gateway', 'admission', 'quota', 'job-scheduler', 'job-worker', 'dashboard'] as const;
-const CHUNK_IDLE_MS = 3_000;
+const CHUNK_IDLE_MS = 8_000;
 const { LoadMode } = registryv1;
 
 describe('a registry load whose uploader stopped sending', () => {
@@ -161,16 +161,26 @@ describe('a registry load whose uploader stopped sending', () => {
     };
     const chunk = (lines: string[]) => ({ part: { case: 'chunk' as const, value: { lines } } });
 
+    /** Resolves once the adapter reads this load under the country's lock (the uploader waits for it). */
+    let lockSeen = false;
+    const underLock = async () => {
+      await expect.poll(loadsRunning, { timeout: 10_000, interval: 20 }).toBe(1);
+      lockSeen = true;
+    };
+
     async function cutShort(requests: AsyncIterable<registryv1.LoadRequest | object>, timeoutMs = 10_000) {
       await load(WHOLE, LoadMode.REPLACE);
       const before = (await admin.getRegistryStatus({})).snapshotId;
       expect(await registered()).toBe(true);
+      lockSeen = false;
       const outcome = await admin.load(requests as AsyncIterable<registryv1.LoadRequest>, { timeoutMs }).then(
         () => 'committed',
         (e: unknown) => ConnectError.from(e),
       );
-      // The server may still be working on it when the caller has its error: once no load holds the lock,
-      // every number of the whole file is still answered prohibited, from the same snapshot.
+      // The adapter was reading the load; it may still be working on it when the caller has its error: once
+      // no load holds the lock, every number of the whole file is still answered prohibited, from the same
+      // snapshot.
+      expect(lockSeen).toBe(true);
       await expect.poll(loadsRunning, { timeout: 15_000, interval: 50 }).toBe(0);
       expect(await registered()).toBe(true);
       expect((await admin.getRegistryStatus({})).snapshotId).toBe(before);
@@ -182,7 +192,7 @@ describe('a registry load whose uploader stopped sending', () => {
         (async function* () {
           yield header;
           yield chunk([WHOLE[0]!]);
-          await new Promise((r) => setTimeout(r, 300));
+          await underLock();
           throw new Error('EIO: i/o error, read');
         })(),
       );
@@ -194,9 +204,10 @@ describe('a registry load whose uploader stopped sending', () => {
         (async function* () {
           yield header;
           yield chunk([WHOLE[1]!]);
-          await new Promise((r) => setTimeout(r, 3_000));
+          await underLock();
+          await new Promise((r) => setTimeout(r, 5_000));
         })(),
-        1_000,
+        2_500,
       );
       expect(outcome).toMatchObject({ code: Code.DeadlineExceeded });
     });
@@ -206,6 +217,7 @@ describe('a registry load whose uploader stopped sending', () => {
         (async function* () {
           yield header;
           yield chunk([WHOLE[2]!, '']);
+          await underLock();
           yield { part: { case: 'end' as const, value: { lines: 3n } } };
         })(),
       );
@@ -218,10 +230,39 @@ describe('a registry load whose uploader stopped sending', () => {
         (async function* () {
           yield header;
           yield chunk([WHOLE[0]!]);
+          await underLock();
         })(),
       );
       expect(outcome).toMatchObject({ code: Code.InvalidArgument });
       expect((outcome as ConnectError).rawMessage).toMatch(/ended before its end message/);
+    });
+    it('dnc-admin --expect-lines: a pipe that ended early loads nothing; the whole file loads', async () => {
+      await load(WHOLE, LoadMode.REPLACE);
+      const before = (await admin.getRegistryStatus({})).snapshotId;
+      const args = [
+        'registry',
+        'load',
+        '--country',
+        'mx',
+        '--file',
+        '-',
+        '--mode',
+        'replace',
+        '--allow-older',
+      ];
+      // The source died after the first line: stdin ends as cleanly as a whole file does.
+      const refused = await stack
+        .admin([...args, '--expect-lines', '3'], `${WHOLE[0]}\n`)
+        .catch((e: unknown) => e as Error);
+      expect(refused).toBeInstanceOf(Error);
+      expect((refused as Error).message).toMatch(/ended after 1 of the 3 lines expected/);
+      await expect.poll(loadsRunning, { timeout: 15_000, interval: 50 }).toBe(0);
+      expect(await registered()).toBe(true);
+      expect((await admin.getRegistryStatus({})).snapshotId).toBe(before);
+      const whole = (await stack.admin([...args, '--expect-lines', '3'], `${WHOLE.join('\n')}\n`)) as {
+        registry_size: number;
+      };
+      expect(whole.registry_size).toBe(3);
     });
   });
 });

@@ -111,62 +111,68 @@ export class Transport {
       headers['x-request-id'] = sent.requestId;
       const attemptTimer = new AttemptTimer(o.attemptTimeoutMs);
       const timeout = attemptTimer.signal;
-      let response: Response;
       try {
-        response = await o.fetch(url, {
-          method: spec.method,
-          headers,
-          body: payload,
-          // Spec, Authentication 2: keys "are sent only to {base_url}". A redirect is not followed (it would
-          // carry the key elsewhere): it is answered as an unexpected response, not retried.
-          redirect: 'manual',
-          signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
-        });
-      } catch (error) {
-        // Connection failure or attempt timeout.
-        await unknownOutcome(error, 'service unreachable', sent.requestId);
-        continue;
-      }
-      const info: ResponseInfo = {
-        status: response.status,
-        requestId: response.headers.get('x-request-id') ?? sent.requestId,
-        headers: response.headers,
-      };
-      spec.onResponse?.(info);
-
-      if (response.ok) {
-        let text: string;
+        let response: Response;
         try {
-          text = spec.streamedBody ? await readRearming(response, attemptTimer) : await response.text();
+          response = await o.fetch(url, {
+            method: spec.method,
+            headers,
+            body: payload,
+            // Spec, Authentication 2: keys "are sent only to {base_url}". A redirect is not followed (it would
+            // carry the key elsewhere): it is answered as an unexpected response, not retried.
+            redirect: 'manual',
+            signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+          });
         } catch (error) {
-          // A connection reset, a body shorter than its Content-Length, the attempt's time up mid-body.
-          await unknownOutcome(error, 'the answer was cut short', info.requestId);
+          // Connection failure or attempt timeout.
+          await unknownOutcome(error, 'service unreachable', sent.requestId);
           continue;
         }
-        try {
-          return { ...info, body: JSON.parse(text) as T };
-        } catch {
-          throw new DncApiError(
-            response.status,
-            'unexpected_response',
-            'the response body is not JSON',
-            undefined,
-            info.requestId,
-          );
-        }
-      }
+        const info: ResponseInfo = {
+          status: response.status,
+          requestId: response.headers.get('x-request-id') ?? sent.requestId,
+          headers: response.headers,
+        };
+        spec.onResponse?.(info);
 
-      const error = await toApiError(response, info.requestId);
-      if (!isRetryableAnswer(error.status, error.code) || attempt >= o.maxRetries) throw error;
-      // The limit is the service's Retry-After itself: the jitter added to it cannot push it over.
-      if (error.retryAfter !== undefined && error.retryAfter * 1000 > o.maxRetryAfterMs) throw error;
-      // Never sooner than the service asked, and never sooner than the backoff: a Retry-After of 0, or the
-      // same 1 s every time, still backs off exponentially (bounded by retryMaxDelayMs).
-      const delay = Math.max(
-        error.retryAfter !== undefined ? retryAfterDelay(error.retryAfter, o.random) : 0,
-        backoffDelay(attempt, backoff),
-      );
-      await sleep(delay, signal);
+        // A streamed body's first piece gets its own wait, from the headers on.
+        if (spec.streamedBody) attemptTimer.rearm();
+        if (response.ok) {
+          let text: string;
+          try {
+            text = spec.streamedBody ? await readRearming(response, attemptTimer) : await response.text();
+          } catch (error) {
+            // A connection reset, a body shorter than its Content-Length, the attempt's time up mid-body.
+            await unknownOutcome(error, 'the answer was cut short', info.requestId);
+            continue;
+          }
+          try {
+            return { ...info, body: JSON.parse(text) as T };
+          } catch {
+            throw new DncApiError(
+              response.status,
+              'unexpected_response',
+              'the response body is not JSON',
+              undefined,
+              info.requestId,
+            );
+          }
+        }
+
+        const error = await toApiError(response, info.requestId);
+        if (!isRetryableAnswer(error.status, error.code) || attempt >= o.maxRetries) throw error;
+        // The limit is the service's Retry-After itself: the jitter added to it cannot push it over.
+        if (error.retryAfter !== undefined && error.retryAfter * 1000 > o.maxRetryAfterMs) throw error;
+        // Never sooner than the service asked, and never sooner than the backoff: a Retry-After of 0, or the
+        // same 1 s every time, still backs off exponentially (bounded by retryMaxDelayMs).
+        const delay = Math.max(
+          error.retryAfter !== undefined ? retryAfterDelay(error.retryAfter, o.random) : 0,
+          backoffDelay(attempt, backoff),
+        );
+        await sleep(delay, signal);
+      } finally {
+        attemptTimer.clear();
+      }
     }
   }
 }
@@ -182,6 +188,11 @@ class AttemptTimer {
 
   get signal(): AbortSignal {
     return this.#controller.signal;
+  }
+
+  /** Done with: nothing of the attempt stays held until the timer would have fired. */
+  clear(): void {
+    clearTimeout(this.#timer);
   }
 
   rearm(): void {

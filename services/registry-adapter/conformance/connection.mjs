@@ -175,10 +175,11 @@ export class AdapterConnection {
   }
 
   /**
-   * Client-streaming Load: header, chunks of lines, then the end. `allowRepeat`: the suite adds and removes the
-   * same fixture on every run, a delta the adapter otherwise refuses as repeated after others.
+   * Client-streaming Load: header, chunks of lines, then the end (left out with `withoutEnd`: a stream cut
+   * short, which the adapter must refuse). `allowRepeat`: the suite adds and removes the same fixture on every
+   * run, a delta the adapter otherwise refuses as repeated after others.
    */
-  load(country, mode, lines, allowRepeat = false) {
+  load(country, mode, lines, allowRepeat = false, withoutEnd = false) {
     return new Promise((resolve, reject) => {
       const call = this.admin.makeClientStreamRequest(
         M.load.path,
@@ -192,7 +193,7 @@ export class AdapterConnection {
       for (let i = 0; i < lines.length; i += 10_000) {
         call.write({ part: { case: 'chunk', value: { lines: lines.slice(i, i + 10_000) } } });
       }
-      call.write({ part: { case: 'end', value: { lines: BigInt(lines.length) } } });
+      if (!withoutEnd) call.write({ part: { case: 'end', value: { lines: BigInt(lines.length) } } });
       call.end();
     });
   }

@@ -7,6 +7,7 @@ import grpc from '@grpc/grpc-js';
 import { assert, expectGrpcCode, name } from './assert.mjs';
 import { AdapterConnection, errorReason } from './connection.mjs';
 import { notYetRegistered } from './fixture.mjs';
+import { loadCutShortTest } from './load-cut-short.mjs';
 import { phoneListTest } from './phone-list.mjs';
 
 export { AdapterConnection, errorReason };
@@ -88,6 +89,7 @@ const TESTS = [
       throw new Error('the new snapshot was not served within 10 s');
     },
   },
+  loadCutShortTest,
   {
     title: 'Describe: identity, status serving, snapshot',
     run: async ({ conn, country, registered, options }) => {

@@ -51,7 +51,8 @@ async function nextWithin<T>(
 /** The end of a load's stream that did not come after its end message. */
 const CUT_SHORT =
   'the upload ended before its end message: the file was not sent whole (the uploader cancelled, its ' +
-  'deadline passed or its file could not be read). The registry is unchanged.';
+  'deadline passed or its file could not be read; a dnc-admin older than this adapter sends no end: ' +
+  'upgrade it). The registry is unchanged.';
 
 /**
  * RegistryAdminService.Load: a header (country, mode), then chunks of registry lines, committed as one

@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
-import { createClient } from '@connectrpc/connect';
+import { ConnectError, createClient } from '@connectrpc/connect';
 import { adapterIdentity } from '@dnc/kit';
 import { admissionv1, registryv1 } from '@dnc/proto';
 import {
@@ -82,10 +82,39 @@ async function* fileChunks(file: string, onLines: (n: number) => void): AsyncGen
 /** An ISO 8601 time with its zone (a time without one would be read in the operator's local zone). */
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 
+/** The load's numeric flags: --max-rejected, --expect-lines, --as-of. */
+function loadLimits(flags: Flags): {
+  maxRejected: bigint;
+  expectLines: number | undefined;
+  asOf: number | undefined;
+} {
+  // Lines that are not numbers of the country a replace or add may hold (default none): such a line
+  // may be a registered subscriber the rules do not read, so the load is refused rather than drop it.
+  const allowed = flags['max-rejected'] ?? '0';
+  if (typeof allowed !== 'string' || !/^[0-9]{1,12}$/.test(allowed))
+    throw new UsageError('--max-rejected must be a whole number of lines');
+  const maxRejected = BigInt(allowed);
+  // The lines the file holds, when known: a pipe whose source died ends as cleanly as a whole file does
+  // (`curl ... | dnc-admin registry load --file -`), and only the count tells them apart.
+  const expectFlag = flags['expect-lines'];
+  if (expectFlag !== undefined && (typeof expectFlag !== 'string' || !/^[0-9]{1,12}$/.test(expectFlag)))
+    throw new UsageError('--expect-lines must be a whole number of lines');
+  const expectLines = typeof expectFlag === 'string' ? Number(expectFlag) : undefined;
+  // When the registry was consulted for the file (default: a replace now, a delta its base's time).
+  const asOfFlag = flags['as-of'];
+  const asOf = typeof asOfFlag === 'string' ? Date.parse(asOfFlag) : undefined;
+  if (
+    asOfFlag !== undefined &&
+    (typeof asOfFlag !== 'string' || !ISO_TIME.test(asOfFlag) || !Number.isFinite(asOf))
+  )
+    throw new UsageError('--as-of must be an ISO 8601 time with its zone, e.g. 2026-12-01T00:00:00Z');
+  return { maxRejected, expectLines, asOf };
+}
+
 export const registryLoadCommand: Command = {
   name: 'registry load',
   usage:
-    'registry load --country CC --file F|- [--mode replace|add|remove] [--max-rejected N] [--allow-shrink] [--as-of ISO-TIME] [--allow-older] [--allow-repeat] [--address HOST:PORT]',
+    'registry load --country CC --file F|- [--mode replace|add|remove] [--max-rejected N] [--allow-shrink] [--as-of ISO-TIME] [--allow-older] [--allow-repeat] [--expect-lines N] [--address HOST:PORT]',
   options: {
     country: { type: 'string' },
     file: { type: 'string' },
@@ -95,6 +124,7 @@ export const registryLoadCommand: Command = {
     'as-of': { type: 'string' },
     'allow-older': { type: 'boolean' },
     'allow-repeat': { type: 'boolean' },
+    'expect-lines': { type: 'string' },
     address: { type: 'string' },
   },
   async run(flags, env) {
@@ -103,20 +133,7 @@ export const registryLoadCommand: Command = {
     const modeName = typeof flags['mode'] === 'string' ? flags['mode'] : 'replace';
     const mode = MODES[modeName];
     if (mode === undefined) throw new UsageError('--mode must be replace, add or remove');
-    // Lines that are not numbers of the country a replace or add may hold (default none): such a line
-    // may be a registered subscriber the rules do not read, so the load is refused rather than drop it.
-    const allowed = flags['max-rejected'] ?? '0';
-    if (typeof allowed !== 'string' || !/^[0-9]{1,12}$/.test(allowed))
-      throw new UsageError('--max-rejected must be a whole number of lines');
-    const maxRejected = BigInt(allowed);
-    // When the registry was consulted for the file (default: a replace now, a delta its base's time).
-    const asOfFlag = flags['as-of'];
-    const asOf = typeof asOfFlag === 'string' ? Date.parse(asOfFlag) : undefined;
-    if (
-      asOfFlag !== undefined &&
-      (typeof asOfFlag !== 'string' || !ISO_TIME.test(asOfFlag) || !Number.isFinite(asOf))
-    )
-      throw new UsageError('--as-of must be an ISO 8601 time with its zone, e.g. 2026-12-01T00:00:00Z');
+    const { maxRejected, expectLines, asOf } = loadLimits(flags);
     if (file !== '-') {
       // Fail before connecting when the file cannot be read.
       await new Promise<void>((resolve, reject) => {
@@ -134,6 +151,8 @@ export const registryLoadCommand: Command = {
       operatorTransport(env, address, adapterIdentity(country)),
     );
     let sent = 0;
+    /** The CLI's own reason to give the upload up, told instead of the stream's cancellation. */
+    let failure: UsageError | undefined;
     let nextProgress = PROGRESS_EVERY;
     const started = Date.now();
     async function* requests(): AsyncGenerator<registryv1.LoadRequest | object> {
@@ -155,25 +174,46 @@ export const registryLoadCommand: Command = {
       // The first lines are read before the header: the adapter takes the country's load lock at the header,
       // and a source that writes nothing for a while (`sort -u file | dnc-admin ... --file -`) would hold it
       // meanwhile, and be refused once it had waited DNC_LOAD_CHUNK_IDLE_MS.
-      let next = await chunks.next();
-      yield { part: { case: 'header', value: header } };
-      for (; !next.done; next = await chunks.next()) {
-        yield { part: { case: 'chunk', value: { lines: next.value } } };
-        if (sent >= nextProgress) {
-          process.stderr.write(
-            `registry load: ${sent.toLocaleString('en')} lines sent (${Math.round((Date.now() - started) / 1000)} s)\n`,
-          );
-          nextProgress += PROGRESS_EVERY;
+      try {
+        let next = await chunks.next();
+        yield { part: { case: 'header', value: header } };
+        for (; !next.done; next = await chunks.next()) {
+          yield { part: { case: 'chunk', value: { lines: next.value } } };
+          if (sent >= nextProgress) {
+            process.stderr.write(
+              `registry load: ${sent.toLocaleString('en')} lines sent (${Math.round((Date.now() - started) / 1000)} s)\n`,
+            );
+            nextProgress += PROGRESS_EVERY;
+          }
         }
+        // Thrown, the upload ends without its end message: the adapter commits nothing.
+        if (expectLines !== undefined && sent !== expectLines) {
+          failure = new UsageError(
+            `the input ended after ${sent} of the ${expectLines} lines expected (--expect-lines): nothing was loaded`,
+          );
+          throw failure;
+        }
+        // The file was read whole: without this the adapter commits nothing (a stream cut short, this
+        // process cancelled or out of time, reads as a clean end there).
+        yield { part: { case: 'end', value: { lines: BigInt(sent) } } };
+      } finally {
+        // The upload abandoned (refused busy, cut off): the file or stdin is closed.
+        await chunks.return(undefined);
       }
-      // The file was read whole: without this the adapter commits nothing (a stream cut short, this process
-      // cancelled or out of time, reads as a clean end there).
-      yield { part: { case: 'end', value: { lines: BigInt(sent) } } };
       if (sent >= PROGRESS_EVERY) process.stderr.write('registry load: file sent, building the snapshot\n');
     }
-    const res = await admin.load(requests() as AsyncIterable<registryv1.LoadRequest>, {
-      timeoutMs: 60 * 60 * 1000,
-    });
+    const res = await admin
+      .load(requests() as AsyncIterable<registryv1.LoadRequest>, { timeoutMs: 60 * 60 * 1000 })
+      .catch((error: unknown) => {
+        if (failure) throw failure;
+        // An adapter older than LoadEnd refuses it as a chunk it does not know; nothing was loaded.
+        if (error instanceof ConnectError && /only chunks may follow the header/.test(error.rawMessage))
+          throw new UsageError(
+            `the ${country} adapter is older than this dnc-admin (it does not know the end of a load): ` +
+              'upgrade the adapter first. Nothing was loaded.',
+          );
+        throw error;
+      });
     return {
       country,
       mode: modeName,

@@ -261,6 +261,12 @@ export async function loadRegistry(
   },
 ): Promise<LoadResult> {
   const { maxRejected, allowShrink } = guards;
+  // A caller that gave up would take the load for failed while the registry had changed: checked once the
+  // file is read, before the snapshot is written, and last before its COMMIT.
+  const refuseIfGivenUp = () => {
+    if (guards.signal?.aborted)
+      throw new LoadRefused('the caller gave up before the commit; the registry is unchanged', 'cancelled');
+  };
   const result = await store.withLoadLock(async (client) => {
     const base = await store.current(client);
     // A seed only ever creates the first snapshot (another replica may have seeded already), or replaces
@@ -271,6 +277,7 @@ export async function loadRegistry(
     // A delta on keys built by other rules would mix two readings of the same numbers in one snapshot.
     if (delta && base && !store.isOwn(base)) throw otherRules(base, store);
     const { fileKeys, linesRead, rejected, firstRejected } = await readKeys(chunks, normalizer, onProgress);
+    refuseIfGivenUp();
     if (rejected > maxRejected && mode !== 'remove')
       throw rejectedLines(rejected, firstRejected, maxRejected);
     const accepted = linesRead - rejected;
@@ -304,11 +311,8 @@ export async function loadRegistry(
       loadDigest: order.digest,
       loadAsOf: guards.asOf ?? null,
     };
-    const snapshot = await store.commitSnapshot(client, keys, stats, base, () => {
-      // Its answer would be lost: it would take the load for failed while the registry had changed.
-      if (guards.signal?.aborted)
-        throw new LoadRefused('the caller gave up before the commit; the registry is unchanged', 'cancelled');
-    });
+    refuseIfGivenUp();
+    const snapshot = await store.commitSnapshot(client, keys, stats, base, refuseIfGivenUp);
     await store.dropOldSnapshots(client, snapshot.id).catch(() => 0);
     return { snapshot, linesRead, accepted, rejected, alreadyApplied: false };
   });
