@@ -69,9 +69,10 @@ describe('key-encryption keys: rotation, retirement and a key retired too early'
     expect(first).toEqual({
       k1: { active: true, configured: true, blobs: 1, retirable: false, retainedUntil: expect.any(Number) },
     });
-    // Until the result's purge: its 7 days and the purge delay of a download in progress (2 x 60 s).
-    expect(first['k1']!.retainedUntil! - Date.now()).toBeGreaterThan(7 * DAY + 120_000 - 60_000);
-    expect(first['k1']!.retainedUntil! - Date.now()).toBeLessThan(7 * DAY + 120_000 + 60_000);
+    // Until the result's purge: its 7 days and the purge delay of a download in progress (2 x 15 min).
+    const PURGE_DELAY = 2 * 15 * 60_000;
+    expect(first['k1']!.retainedUntil! - Date.now()).toBeGreaterThan(7 * DAY + PURGE_DELAY - 60_000);
+    expect(first['k1']!.retainedUntil! - Date.now()).toBeLessThan(7 * DAY + PURGE_DELAY + 60_000);
 
     // Rotation: k2 active, k1 kept for what it wraps. New work is under k2; k1 is not retirable yet.
     await rollKeys(h, `${K1},${K2}`, 'k2');
