@@ -1,8 +1,8 @@
 import { Code, ConnectError, createClient } from '@connectrpc/connect';
 import { adapterIdentity, grpcTransport } from '@dnc/kit';
 import { registryv1 } from '@dnc/proto';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadLocksHeld, loadWhole } from '../support/registry-load.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
 
 // Found by a review (2026-12-04): a registry load holds its country's load lock (a PostgreSQL session
@@ -49,17 +49,7 @@ describe('a registry load whose adapter froze while holding the load lock', () =
     await stack?.teardown();
   });
 
-  const load = (i: number, lines: string[], mode = LoadMode.ADD) =>
-    admins[i]!.load(
-      (async function* () {
-        // A replace sets this test's fixture, whatever was loaded before.
-        const fixture = mode === LoadMode.REPLACE ? { allowOlder: true, allowShrink: true } : {};
-        yield { part: { case: 'header' as const, value: { country: 'mx', mode, ...fixture } } };
-        yield { part: { case: 'chunk' as const, value: { lines } } };
-        yield { part: { case: 'end' as const, value: { lines: BigInt(lines.length) } } };
-      })(),
-      { timeoutMs: 10_000 },
-    );
+  const load = (i: number, lines: string[], mode = LoadMode.ADD) => loadWhole(admins[i]!, 'mx', lines, mode);
 
   it('the other replica loads once the frozen one’s connection has been idle for the bound; the frozen load fails', async () => {
     await load(0, ['+52 55 1111 0000'], LoadMode.REPLACE);
@@ -82,24 +72,7 @@ describe('a registry load whose adapter froze while holding the load lock', () =
       (e: unknown) => ConnectError.from(e),
     );
     // The lock is taken (by that load: nothing else loads); the other replica is refused as busy.
-    const db = new pg.Client({ connectionString: stack.databaseUrl });
-    await db.connect();
-    try {
-      await expect
-        .poll(
-          async () =>
-            (
-              await db.query<{ n: number }>(
-                `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_database d ON d.oid = l.database
-                 WHERE l.locktype = 'advisory' AND l.granted AND d.datname = current_database()`,
-              )
-            ).rows[0]!.n,
-          { timeout: 5_000, interval: 50 },
-        )
-        .toBe(1);
-    } finally {
-      await db.end();
-    }
+    await expect.poll(() => loadLocksHeld(stack.databaseUrl), { timeout: 5_000, interval: 50 }).toBe(1);
     const busy = await load(1, ['+52 55 4444 5555']).catch((e: unknown) => ConnectError.from(e));
     expect(busy).toMatchObject({ code: Code.Aborted });
     expect(stack.child('adapter-mx')?.kill('SIGSTOP')).toBe(true);

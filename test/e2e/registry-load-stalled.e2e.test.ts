@@ -1,8 +1,8 @@
 import { Code, ConnectError, createClient } from '@connectrpc/connect';
 import { adapterIdentity, grpcTransport } from '@dnc/kit';
 import { registryv1 } from '@dnc/proto';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadLocksHeld, loadWhole } from '../support/registry-load.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
 
 // Found by a review (2026-12-04): a registry load reads its file's chunks while it holds its country's load
@@ -49,17 +49,7 @@ describe('a registry load whose uploader stopped sending', () => {
     await stack?.teardown();
   });
 
-  const load = (lines: string[], mode = LoadMode.ADD) =>
-    admin.load(
-      (async function* () {
-        // A replace sets this test's fixture, whatever was loaded before.
-        const fixture = mode === LoadMode.REPLACE ? { allowOlder: true, allowShrink: true } : {};
-        yield { part: { case: 'header' as const, value: { country: 'mx', mode, ...fixture } } };
-        yield { part: { case: 'chunk' as const, value: { lines } } };
-        yield { part: { case: 'end' as const, value: { lines: BigInt(lines.length) } } };
-      })(),
-      { timeoutMs: 10_000 },
-    );
+  const load = (lines: string[], mode = LoadMode.ADD) => loadWhole(admin, 'mx', lines, mode);
 
   it('the stalled load fails once no chunk came for the bound, writing nothing; the next load goes through', async () => {
     await load(['+52 55 1111 0000'], LoadMode.REPLACE);
@@ -145,20 +135,7 @@ describe('a registry load whose uploader stopped sending', () => {
         value: { country: 'mx', mode: LoadMode.REPLACE, allowOlder: true, allowShrink: true },
       },
     };
-    /** Loads holding the country's load lock (a session advisory lock) now. */
-    const loadsRunning = async () => {
-      const db = new pg.Client({ connectionString: stack.databaseUrl });
-      await db.connect();
-      try {
-        const { rows } = await db.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_database d ON d.oid = l.database
-            WHERE l.locktype = 'advisory' AND l.granted AND d.datname = current_database()`,
-        );
-        return rows[0]!.n;
-      } finally {
-        await db.end();
-      }
-    };
+    const loadsRunning = () => loadLocksHeld(stack.databaseUrl);
     const chunk = (lines: string[]) => ({ part: { case: 'chunk' as const, value: { lines } } });
 
     /** Resolves once the adapter reads this load under the country's lock (the uploader waits for it). */

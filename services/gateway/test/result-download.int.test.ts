@@ -1,11 +1,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createLogger, HealthState, Registry } from '@dnc/kit';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { buildApp } from '../src/app.js';
-import { gatewayConfig } from '../src/config.js';
-import { inMemoryUpstream, type Script } from './support/upstream.js';
+import { testGateway } from './support/gateway.js';
+import type { Script } from './support/upstream.js';
 
 // GET /v2/scrub/{job_id}/result over a real socket, the job scheduler in memory. Spec: "200: ScrubResult";
 // a customer must never take a truncated document for the whole one, and the download must be servable.
@@ -18,24 +16,12 @@ afterEach(async () => {
 });
 
 async function gateway(script: Script, env: Record<string, string> = {}) {
-  const u = inMemoryUpstream(script);
-  const logger = createLogger('gateway-test', 'silent');
-  const app = await buildApp({
-    config: gatewayConfig.parse({
-      DNC_FINGERPRINT_SECRET: 'test-secret-0123456789',
-      DNC_PUBLIC_BASE_URL: 'https://api.example.test',
-      ...env,
-    }),
-    upstream: u.upstream,
-    health: new HealthState(logger),
-    logger,
-    metrics: new Registry(),
-  });
+  const { app, calls } = await testGateway(script, env);
   apps.push(app);
   await app.listen({ port: 0, host: '127.0.0.1' });
   return {
     url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v2/scrub/${JOB}/result`,
-    calls: u.calls,
+    calls,
   };
 }
 

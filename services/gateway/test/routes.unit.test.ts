@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { gatewayConfig } from '../src/config.js';
 import { fingerprint } from '../src/fingerprint.js';
+import { testGateway } from './support/gateway.js';
 import { inMemoryUpstream, job, OUTCOME_CYCLE, type Script } from './support/upstream.js';
 
 const rate = () =>
@@ -18,20 +19,9 @@ afterEach(async () => {
 });
 
 async function gateway(script: Script) {
-  const u = inMemoryUpstream(script);
-  const logger = createLogger('gateway-test', 'silent');
-  const app = await buildApp({
-    config: gatewayConfig.parse({
-      DNC_FINGERPRINT_SECRET: 'test-secret-0123456789',
-      DNC_PUBLIC_BASE_URL: 'https://api.example.test',
-    }),
-    upstream: u.upstream,
-    health: new HealthState(logger),
-    logger,
-    metrics: new Registry(),
-  });
-  apps.push(app);
-  return { ...u, app };
+  const g = await testGateway(script);
+  apps.push(g.app);
+  return g;
 }
 
 /** POST one phone of mx to `url` with a key, and the Idempotency-Key when given. */
