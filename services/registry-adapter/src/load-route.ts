@@ -55,8 +55,8 @@ const CUT_SHORT =
   'upgrade it). The registry is unchanged.';
 
 /**
- * RegistryAdminService.Load: a header (country, mode), then chunks of registry lines, committed as one
- * new snapshot (store/registry-load.ts); the index swaps to it at once.
+ * RegistryAdminService.Load: a header (country, mode), chunks of registry lines, then the end (their line
+ * count), committed as one new snapshot (store/registry-load.ts); the index swaps to it at once.
  */
 export async function loadSnapshot(
   deps: AdapterDeps,
