@@ -51,7 +51,7 @@ export const gatewayConfig = z
      * the scheduler ends a download at its own). A reader slow but steady is served that long (25 MiB in
      * 15 minutes: about 0.23 Mbit/s); one that stops reading is closed by DNC_SOCKET_IDLE_TIMEOUT_MS.
      */
-    DNC_RESULT_STREAM_MAX_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(900_000),
+    DNC_RESULT_STREAM_MAX_MS: z.coerce.number().int().min(100).max(3_600_000).default(900_000),
     /** An idle keep-alive connection is closed after this (longer than a load balancer's idle timeout). */
     DNC_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(600_000).default(72_000),
     /**
