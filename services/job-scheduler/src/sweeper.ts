@@ -137,6 +137,11 @@ export class Sweeper {
         { hard_caps: changed.hardCaps, purges: changed.purges },
         'shortened retention periods applied to stored jobs',
       );
+    if (changed.graces)
+      this.deps.logger.info(
+        { purges: changed.graces },
+        "result purges moved to the end of their downloads' grace past retention",
+      );
   }
 
   private async expire(): Promise<void> {

@@ -140,4 +140,37 @@ describe('a result download that straddles the end of the retention', () => {
     );
     expect(next?.code).toBe(Code.DeadlineExceeded);
   });
+
+  // Found by a review (2026-12-05): the longest download became 15 minutes and the grace past
+  // retention 30, but the results stored before were dated 120 s past theirs; a download begun in
+  // their last minutes was cut by the purge. The scheduler moves such a purge to the new grace's end
+  // when it applies its periods at start, and never moves one dated before the retention's end.
+  it('a result stored under a shorter download bound has its purge moved to the new grace', async () => {
+    const older = new JobStore(pool, keys, policyOf(60_000));
+    const ended = await succeededEndingIn(older, -100);
+    const lengthened = await succeededEndingIn(older, 3_600);
+    const purgeAfter = async (jobId: string) =>
+      (
+        await pool.query(
+          `SELECT extract(epoch FROM t.due_at - j.terminal_at)::int AS after
+             FROM jobs.cleanup_tasks t JOIN jobs.jobs j ON j.id = t.job_id
+            WHERE t.job_id = $1 AND t.target = 'result'`,
+          [jobId],
+        )
+      ).rows[0]?.after as number;
+    expect(await purgeAfter(ended.job.jobId)).toBe(TTL + 120);
+
+    const now = new JobStore(pool, keys, policyOf(900_000));
+    const changed = await now.sweeps.applyRetention();
+    expect(changed.graces).toBeGreaterThanOrEqual(2);
+    expect(await purgeAfter(ended.job.jobId)).toBe(TTL + 1_800);
+    // Its retention ended 100 s ago and its old purge was due 20 s ago: it is still there.
+    expect(await sweepCleanup()).not.toContain(`${ended.job.jobId}:result`);
+    await expect(reader(now, ended.job).next()).rejects.toThrow(/job_result_expired/);
+
+    // A result TTL lengthened since: its purge, dated before the new retention's end, is not moved.
+    const longer = new JobStore(pool, keys, { ...policyOf(900_000), resultTtlSeconds: TTL + 86_400 });
+    await longer.sweeps.applyRetention();
+    expect(await purgeAfter(lengthened.job.jobId)).toBe(TTL + 1_800);
+  });
 });

@@ -73,26 +73,38 @@ export class JobSweeps {
    * country or legal requirement) brings forward the hard cap of active jobs and the purge of results
    * and metadata, which were dated when each job was created or ended. Never lengthened: what was
    * promised when the data was written stands. Found by a review (2026-12-03): a shortened result TTL
-   * answered 410 while the sealed result stayed until its old date, up to 7 days. Returns the counts.
+   * answered 410 while the sealed result stayed until its old date, up to 7 days.
+   *
+   * One exception, the deletion's grace past a result's retention (resultPurgeDelaySeconds): a purge
+   * dated inside it, after the retention's end but before the grace's, is moved to the grace's end. The
+   * result is answered 410 from the retention's end either way; only the deletion waits for downloads
+   * begun before it. Results stored when the longest download was 60 s were dated 120 s past their
+   * retention; with 15 minutes, a download begun in their last minutes was cut by the purge (2026-12-05).
+   * Returns the counts.
    */
-  async applyRetention(): Promise<{ hardCaps: number; purges: number }> {
+  async applyRetention(): Promise<{ hardCaps: number; purges: number; graces: number }> {
     const p = this.policy;
     const caps = await this.pool.query(
       `UPDATE jobs.jobs SET hard_cap_at = created_at + make_interval(secs => $1)
        WHERE status IN ('queued', 'running') AND hard_cap_at > created_at + make_interval(secs => $1)`,
       [p.hardCapSeconds],
     );
+    const grace = resultPurgeDelaySeconds(p);
     const purges = await this.pool.query(
       `WITH due AS (
-         SELECT t.job_id, t.target, j.terminal_at + make_interval(secs =>
+         SELECT t.job_id, t.target, t.due_at AS was, j.terminal_at + make_interval(secs =>
                   CASE t.target WHEN 'result' THEN $1::int ELSE $2::int END) AS at
          FROM jobs.cleanup_tasks t JOIN jobs.jobs j ON j.id = t.job_id
          WHERE t.target IN ('result', 'metadata') AND t.attempts = 0 AND j.terminal_at IS NOT NULL)
        UPDATE jobs.cleanup_tasks t SET due_at = due.at FROM due
-       WHERE t.job_id = due.job_id AND t.target = due.target AND t.due_at > due.at`,
-      [p.resultTtlSeconds + resultPurgeDelaySeconds(p), p.metadataTtlSeconds],
+       WHERE t.job_id = due.job_id AND t.target = due.target
+         AND (t.due_at > due.at
+              OR (t.target = 'result' AND t.due_at < due.at AND t.due_at >= due.at - make_interval(secs => $3)))
+       RETURNING due.was < due.at AS grace`,
+      [p.resultTtlSeconds + grace, p.metadataTtlSeconds, grace],
     );
-    return { hardCaps: caps.rowCount ?? 0, purges: purges.rowCount ?? 0 };
+    const graces = purges.rows.filter((r: { grace: boolean }) => r.grace).length;
+    return { hardCaps: caps.rowCount ?? 0, purges: (purges.rowCount ?? 0) - graces, graces };
   }
 
   /** Running jobs whose worker vanished while a cancel was pending: the cancel completes now. */
