@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { inTransaction, type Pool } from '@dnc/kit';
 import type { PurchaseState } from './domain/check-order.js';
 
@@ -26,6 +25,8 @@ export interface OrganizationPurchaseRow {
 
 /** Too many active keys: the organization revokes one first. */
 export class KeyLimitReached extends Error {}
+/** A key id given by the caller that a key already has. */
+export class KeyIdTaken extends Error {}
 
 const KEY_COLUMNS = 'key_id, name, public_id, created_at, last_used_at, revoked_at';
 
@@ -72,11 +73,15 @@ export class OrganizationStore {
   /**
    * A new named key, unless the organization already has `maxActive` active keys. The count and the
    * insert run under a lock of the organization's row, so two concurrent creations cannot both pass.
+   * Rolled back when `signal` has aborted once the row is written: a caller gone (its deadline passed
+   * while the lock was waited for) would never receive the key's secret, and the key would stay active
+   * with nobody holding it (found by a review, 2026-12-05).
    */
   async createKey(
     orgId: string,
-    key: { name: string; publicId: string; digest: Buffer },
+    key: { keyId: string; name: string; publicId: string; digest: Buffer },
     maxActive: number,
+    signal?: AbortSignal,
   ): Promise<OrganizationKeyRow | undefined> {
     return inTransaction(this.pool, async (tx) => {
       const org = await tx.query('SELECT 1 FROM admission.organizations WHERE org_id = $1 FOR UPDATE', [
@@ -90,9 +95,11 @@ export class OrganizationStore {
       if ((active.rows[0]?.n ?? 0) >= maxActive) throw new KeyLimitReached();
       const r = await tx.query(
         `INSERT INTO admission.api_keys (key_id, org_id, name, public_id, digest) VALUES ($1, $2, $3, $4, $5)
-         RETURNING ${KEY_COLUMNS}`,
-        [randomUUID(), orgId, key.name, key.publicId, key.digest],
+         ON CONFLICT (key_id) DO NOTHING RETURNING ${KEY_COLUMNS}`,
+        [key.keyId, orgId, key.name, key.publicId, key.digest],
       );
+      if (!r.rows[0]) throw new KeyIdTaken();
+      signal?.throwIfAborted();
       return keyOf(r.rows[0]);
     });
   }

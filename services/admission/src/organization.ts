@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ServiceImpl } from '@connectrpc/connect';
@@ -6,6 +7,7 @@ import { Code, type Logger, publicError, validationError } from '@dnc/kit';
 import { admissionv1 } from '@dnc/proto';
 import { displayPrefix, generateApiKey } from './domain/api-key.js';
 import {
+  KeyIdTaken,
   KeyLimitReached,
   type OrganizationKeyRow,
   type OrganizationPurchaseRow,
@@ -98,22 +100,26 @@ export function organizationService(
       return { keys: keys.map(keyMessage) };
     },
 
-    async createKey(req) {
+    async createKey(req, ctx) {
       const orgId = orgIdOf(req.orgId);
       const name = keyName(req.name);
+      if (req.keyId && !UUID_REGEXP.test(req.keyId)) throw validationError('key_id must be a lowercase UUID');
       const secret = generateApiKey();
       let key: OrganizationKeyRow | undefined;
       try {
         key = await organizations.createKey(
           orgId,
-          { name, publicId: secret.publicId, digest: secret.digest },
+          { keyId: req.keyId || randomUUID(), name, publicId: secret.publicId, digest: secret.digest },
           MAX_ACTIVE_KEYS,
+          ctx.signal,
         );
       } catch (error) {
         if (error instanceof KeyLimitReached)
           throw publicError(Code.FailedPrecondition, 'conflict', {
             message: `At most ${MAX_ACTIVE_KEYS} keys are active at once; revoke one first.`,
           });
+        if (error instanceof KeyIdTaken)
+          throw publicError(Code.FailedPrecondition, 'conflict', { message: 'The key id is in use.' });
         throw error;
       }
       if (!key) throw notFound();

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { dashboardv1 } from '@dnc/proto';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { admin, h, orgId, signedIn, sql, withDashboard } from './sign-in-harness.js';
 
@@ -74,5 +75,54 @@ describe('keys and people', () => {
     expect((await c.get(`/api/audit?before=${theirs.rows[0].public_id}`)).body.events).toEqual([]);
     const bad = await c.get('/api/audit?before=12345');
     expect([bad.status, bad.body.error]).toEqual([400, 'validation_error']);
+  });
+
+  // Found by a review (2026-12-05). Spec: "Keys are created and revoked in a dashboard; each key is
+  // shown once." A key whose secret the response could not carry stayed active, shown to nobody.
+  describe('a key whose secret cannot be shown is not left active', () => {
+    const keysNamed = async (c: Awaited<ReturnType<typeof signedIn>>['c'], name: string) =>
+      ((await c.get('/api/keys')).body.keys as { name: string; revoked_at: string | null }[]).filter(
+        (k) => k.name === name,
+      );
+
+    it('when its audit entry cannot be written', async () => {
+      const { c } = await signedIn();
+      const name = `unaudited-${randomUUID().slice(0, 8)}`;
+      await sql(`CREATE FUNCTION dashboard.refuse_key_created() RETURNS trigger LANGUAGE plpgsql AS
+                 $$ BEGIN IF NEW.action = 'key_created' THEN RAISE EXCEPTION 'audit down'; END IF; RETURN NEW; END $$`);
+      await sql(`CREATE TRIGGER refuse_key_created BEFORE INSERT ON dashboard.audit_events
+                 FOR EACH ROW EXECUTE FUNCTION dashboard.refuse_key_created()`);
+      try {
+        const created = await c.post('/api/keys', { name });
+        expect(created.status).toBe(500);
+        expect(JSON.stringify(created.body)).not.toMatch(/dnc_[0-9a-f]{12}_/);
+      } finally {
+        await sql('DROP TRIGGER refuse_key_created ON dashboard.audit_events');
+        await sql('DROP FUNCTION dashboard.refuse_key_created()');
+      }
+      const keys = await keysNamed(c, name);
+      expect(keys).toHaveLength(1);
+      expect(keys[0]!.revoked_at).toEqual(expect.any(String));
+    });
+
+    it("when the dashboard's call gave up while admission waited for the organization's lock", async () => {
+      const { c } = await signedIn();
+      const name = `late-${randomUUID().slice(0, 8)}`;
+      const holder = new pg.Client({ connectionString: h.databaseUrl });
+      await holder.connect();
+      try {
+        await holder.query('BEGIN');
+        await holder.query('SELECT 1 FROM admission.organizations WHERE org_id = $1 FOR UPDATE', [orgId]);
+        // The dashboard's call to admission gives up after 5 s; the lock is held 2 s more.
+        const released = new Promise((r) => setTimeout(r, 7_000)).then(() => holder.query('COMMIT'));
+        const created = await c.post('/api/keys', { name });
+        expect(created.status).toBe(503);
+        await released;
+      } finally {
+        await holder.end();
+      }
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect((await keysNamed(c, name)).filter((k) => k.revoked_at === null)).toEqual([]);
+    }, 20_000);
   });
 });

@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import { Code, ConnectError } from '@dnc/kit';
 import { admissionv1, jobsv1 } from '@dnc/proto';
 import type { FastifyInstance } from 'fastify';
 import { guards, who } from '../session.js';
@@ -83,17 +85,34 @@ function keyRoutes(app: FastifyInstance, deps: RouteDeps): void {
     { preHandler: owner('key.create'), schema: { body: body({ name: 200 }) } },
     async (request, reply) => {
       const { member } = who(request);
-      const created = await call(
-        organization.createKey({ orgId: member.orgId, name: (request.body as { name: string }).name }),
-      );
-      await deps.audit.record(
-        member.orgId,
-        member.email,
-        'key_created',
-        `${created.key!.name} (${created.key!.prefix})`,
-      );
-      // The one response that carries the secret; no-store like every /api response.
-      return reply.code(201).send({ key: key(created.key!), secret: created.apiKey });
+      const orgId = member.orgId;
+      // Each key is shown once (spec): a key whose secret this response cannot carry (the call's outcome
+      // unknown, its audit entry not written) is revoked by the id chosen here, never left active with
+      // nobody holding it. Found by a review (2026-12-05).
+      const keyId = randomUUID();
+      try {
+        const name = (request.body as { name: string }).name;
+        const created = await call(organization.createKey({ orgId, name, keyId }));
+        await deps.audit.record(
+          orgId,
+          member.email,
+          'key_created',
+          `${created.key!.name} (${created.key!.prefix})`,
+        );
+        // The one response that carries the secret; no-store like every /api response.
+        return reply.code(201).send({ key: key(created.key!), secret: created.apiKey });
+      } catch (error) {
+        await organization.revokeKey({ orgId, keyId }).then(
+          ({ revokedNow }) => {
+            if (revokedNow) request.log.warn({ key_id: keyId }, 'key created but not handed over: revoked');
+          },
+          (e: unknown) => {
+            if (ConnectError.from(e).code !== Code.NotFound)
+              request.log.error({ key_id: keyId }, 'key not handed over and not revoked: revoke it');
+          },
+        );
+        throw error;
+      }
     },
   );
 
