@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { Client } from '@connectrpc/connect';
 import { COUNTRY_CODES_MESSAGE, type CountryCode, isCountryCode } from '@dnc/api-contract/limits';
 import {
   type AdapterDirectory,
@@ -11,7 +10,7 @@ import {
   readPublicReason,
   validationError,
 } from '@dnc/kit';
-import { admissionv1, type jobsv1 } from '@dnc/proto';
+import { admissionv1 } from '@dnc/proto';
 import { admissionGate } from './domain/check-order.js';
 import {
   decideIdempotency,
@@ -25,13 +24,11 @@ import {
 import type { OpenAdmissions } from './open-admissions.js';
 import { inProgress, keyReused, type Refusals, rejectionError, requireUuid } from './public-errors.js';
 import { QUOTA_EXCEEDED, type Reservations } from './reservations.js';
-import type { ClaimStore, GateFacts, GateFactsStore, StoredClaim } from './store/index.js';
+import type { GateFacts, GateFactsStore, StoredClaim } from './store/index.js';
+import { jobGivenUp, type UndoDeps, undoAdmission } from './undo.js';
 
-export interface AdmitDeps {
+export interface AdmitDeps extends UndoDeps {
   gate: GateFactsStore;
-  claims: ClaimStore;
-  /** The job scheduler, asked whether a resumed v2 claim's job exists (FenceJob). */
-  jobs: Pick<Client<typeof jobsv1.JobsService>, 'fenceJob'>;
   directory: AdapterDirectory;
   reservations: Reservations;
   open: OpenAdmissions;
@@ -126,10 +123,14 @@ export async function admit(
   }
   const claimed = await claimKey(deps, request, adapter);
   if ('answer' in claimed) return claimed.answer;
-  await reserveQuota(deps, request, claimed.admissionId);
+  const admission = { admissionId: claimed.admissionId, kind: request.kind, jobId: claimed.jobId };
+  await reserveQuota(deps, request, admission);
   if (signal?.aborted) {
-    await deps.reservations.release(claimed.admissionId);
-    await deps.claims.dropClaim(claimed.admissionId);
+    await undoAdmission(deps, admission).catch(() => {
+      deps.logger.warn(
+        'undo of an admission its caller gave up did not complete; left to the claim reconciler',
+      );
+    });
     throw new ConnectError('the caller gave up before the admission was answered', Code.Canceled);
   }
   if (request.kind === 'sync') deps.open.add(claimed.admissionId);
@@ -339,9 +340,7 @@ async function resume(
     const code = ConnectError.from(error).code;
     if (code !== Code.FailedPrecondition && code !== Code.AlreadyExists) throw error;
   }
-  const { fenced } = await deps.jobs.fenceJob({ jobId });
-  if (!fenced) {
-    await deps.claims.markClaim(existing.admissionId, 'accepted', jobId);
+  if (!(await jobGivenUp(deps, existing.admissionId, jobId))) {
     return { answer: { admissionId: existing.admissionId, replay: true, jobId, ...adapter } };
   }
   const admissionId = randomUUID();
@@ -361,7 +360,12 @@ async function resume(
  * If the release fails too, the claim stays in progress and the claim reconciler releases and drops
  * it after its timeout (issue 14 item 1): never a reservation for nobody.
  */
-async function reserveQuota(deps: AdmitDeps, request: Request, admissionId: string): Promise<void> {
+async function reserveQuota(
+  deps: AdmitDeps,
+  request: Request,
+  admission: Parameters<typeof undoAdmission>[1],
+): Promise<void> {
+  const { admissionId } = admission;
   try {
     await deps.reservations.reserve(
       admissionId,
@@ -380,8 +384,7 @@ async function reserveQuota(deps: AdmitDeps, request: Request, admissionId: stri
     }
     if (!reason) deps.logger.error({ err: error }, 'quota reservation failed');
     try {
-      await deps.reservations.release(admissionId);
-      await deps.claims.dropClaim(admissionId);
+      await undoAdmission(deps, admission);
     } catch {
       deps.logger.warn('release of a failed reservation did not complete; left to the claim reconciler');
     }

@@ -1,8 +1,7 @@
 import { Batcher, Code, ConnectError } from '@dnc/kit';
 import type { OpenAdmissions } from './open-admissions.js';
 import { CallerGaveUp, requireUuid } from './public-errors.js';
-import type { Reservations } from './reservations.js';
-import type { ClaimStore } from './store/index.js';
+import { jobGivenUp, type UndoDeps } from './undo.js';
 
 /** What a completion keeps of its caller's deadline for the commit's answer and the caller's own. */
 const COMMIT_ANSWER_MS = 200;
@@ -13,9 +12,7 @@ interface Completing {
   deadline: number;
 }
 
-export interface CompletionDeps {
-  claims: ClaimStore;
-  reservations: Reservations;
+export interface CompletionDeps extends UndoDeps {
   open: OpenAdmissions;
 }
 
@@ -95,6 +92,9 @@ export class Completion {
     open.delete(admissionId);
     const claim = await claims.claimByAdmission(admissionId);
     if (claim && claim.state !== 'in_progress') return { completed: true };
+    // A v2 job its key's retry stored through another replica (undo.ts): the reservation is its job's.
+    if (claim?.kind === 'job' && claim.jobId && !(await jobGivenUp(this.deps, admissionId, claim.jobId)))
+      return { completed: true };
     const released = await reservations.release(admissionId);
     if (released.committed) {
       if (claim) await claims.markClaim(admissionId, claim.kind === 'job' ? 'accepted' : 'completed');

@@ -4,6 +4,7 @@ import type { jobsv1 } from '@dnc/proto';
 import type { Timeouts } from './domain/idempotency.js';
 import type { Reservations } from './reservations.js';
 import type { ClaimStore } from './store/index.js';
+import { jobGivenUp } from './undo.js';
 
 export interface Reconciled {
   /** v2: the job was stored; its claim accepted (the job settles its reservation). */
@@ -96,12 +97,8 @@ export class ClaimReconciler {
   }
 
   private async resolveJob(admissionId: string, jobId: string): Promise<keyof Reconciled> {
-    const { claims, jobs, reservations } = this.deps;
-    const fence = await jobs.fenceJob({ jobId });
-    if (!fence.fenced) {
-      await claims.markClaim(admissionId, 'accepted', jobId);
-      return 'confirmed';
-    }
+    if (!(await jobGivenUp(this.deps, admissionId, jobId))) return 'confirmed';
+    const { claims, reservations } = this.deps;
     await reservations.release(admissionId);
     await claims.dropClaim(admissionId);
     return 'givenUp';

@@ -185,7 +185,7 @@ function routesOf(
         logger,
         timeouts,
       },
-      completion: new Completion({ claims: stores.claims, reservations, open }),
+      completion: new Completion({ claims: stores.claims, reservations, open, jobs: parts.jobs }),
       refusals,
       assertions: new OrgAssertionIssuer(service.security),
       verifier: (() => {

@@ -25,6 +25,8 @@ import {
   TEST_NATS_URL,
   uniqueDatabaseUrl,
 } from '../../../test/support/stack.js';
+import { jobsConfig } from '../../job-scheduler/src/config.js';
+import { type RunningJobScheduler, startJobScheduler } from '../../job-scheduler/src/server.js';
 import { quotaConfig } from '../../quota/src/config.js';
 import { type RunningQuota, startQuota } from '../../quota/src/server.js';
 import { admissionConfig } from '../src/config.js';
@@ -54,12 +56,18 @@ export class Harness {
   private operator!: Security;
   /** Signs as admission would answer Authenticate: the gateway's Admit calls carry it. */
   assertions!: OrgAssertionIssuer;
+  /** The job scheduler's API, when the harness was started with one (`start(..., { scheduler: true })`). */
+  scheduler: RunningJobScheduler | undefined;
 
   /**
    * `quotaDatabaseUrl`: where quota reaches PostgreSQL, when not `databaseUrl` itself (the same database
    * behind a fault-injecting proxy).
    */
-  async start(env: Record<string, string> = {}, quotaDatabaseUrl = this.databaseUrl): Promise<this> {
+  async start(
+    env: Record<string, string> = {},
+    quotaDatabaseUrl = this.databaseUrl,
+    options: { scheduler?: boolean } = {},
+  ): Promise<this> {
     this.pki = await StackPki.create();
     await this.pki.write('quota', 'quota');
     await this.pki.write('admission', 'admission');
@@ -82,10 +90,32 @@ export class Harness {
         peer: 'quota',
       }),
     );
+    if (options.scheduler) await this.startScheduler();
     await this.addInstance(env);
     this.nc = await connectNats(TEST_NATS_URL, 'admission-test');
     this.heartbeat = setInterval(() => void this.announceAll(), 1000);
     return this;
+  }
+
+  /** The job scheduler's API role on the same database, NATS prefix and quota. */
+  private async startScheduler(): Promise<void> {
+    await this.pki.write('job-scheduler', 'job-scheduler');
+    this.scheduler = await startJobScheduler(
+      parseConfig(jobsConfig, {
+        DNC_ROLE: 'api',
+        DATABASE_URL: this.databaseUrl,
+        NATS_URL: TEST_NATS_URL,
+        DNC_NATS_PREFIX: this.prefix,
+        DNC_REDIS_PREFIX: this.prefix,
+        DNC_QUOTA_ADDR: `http://127.0.0.1:${this.quota.port}`,
+        DNC_KEKS: `k1:${Buffer.alloc(32, 9).toString('base64')}`,
+        DNC_KEK_ACTIVE_ID: 'k1',
+        DNC_GRPC_PORT: '0',
+        DNC_METRICS_PORT: '0',
+        DNC_LOG_LEVEL: 'silent',
+        ...this.pki.env('job-scheduler'),
+      }),
+    );
   }
 
   /** One more admission process-equivalent (a replica) on the same stores. */
@@ -97,8 +127,8 @@ export class Harness {
         DNC_NATS_PREFIX: this.prefix,
         DNC_REDIS_PREFIX: this.prefix,
         DNC_QUOTA_ADDR: `http://127.0.0.1:${this.quota.port}`,
-        // No job-scheduler here: the claim reconciler's FenceJob fails and v2 claims stay as they are.
-        DNC_JOBS_ADDR: 'http://127.0.0.1:9',
+        // Without a job-scheduler, every FenceJob fails: v2 claims stay as they are, never undone.
+        DNC_JOBS_ADDR: `http://127.0.0.1:${this.scheduler?.port ?? 9}`,
         // Tests run the claim reconciler themselves (reconciler.reconcileOnce()), never behind their back.
         DNC_CLAIM_RECONCILE_INTERVAL_MS: '600000',
         DNC_QUOTA_ADMIN_ADDR: `http://127.0.0.1:${this.quota.adminPort}`,
@@ -235,6 +265,7 @@ export class Harness {
   async stop(): Promise<void> {
     if (this.heartbeat) clearInterval(this.heartbeat);
     for (const i of this.instances) await i.service.shutdown('test end');
+    await this.scheduler?.service.shutdown('test end');
     await this.quota?.service.shutdown('test end');
     await this.nc?.close();
     await dropDatabase(this.databaseUrl);

@@ -16,7 +16,7 @@ beforeAll(async () => {
   proxy = await TcpProxy.start([{ host: direct.hostname, port: Number(direct.port || 5432) }]);
   const viaProxy = new URL(h.databaseUrl);
   viaProxy.host = proxy.address;
-  await h.start({}, viaProxy.toString());
+  await h.start({}, viaProxy.toString(), { scheduler: true });
   await h.adapter('mx');
 });
 
