@@ -26,7 +26,20 @@ export function decodePageToken(token: string, status: string): JobCursor | unde
   }
   if (typeof value !== 'object' || value === null) return undefined;
   const { a, i, s } = value as Record<string, unknown>;
-  if (typeof a !== 'string' || !AT.test(a) || Number.isNaN(Date.parse(a))) return undefined;
+  if (typeof a !== 'string' || !isTime(a)) return undefined;
   if (typeof i !== 'string' || !UUID_REGEXP.test(i) || s !== status) return undefined;
   return { at: a, id: i };
+}
+
+/**
+ * A time PostgreSQL reads as one: of the form written (microseconds, Z) and a real moment of year 1 or
+ * later. Date.parse takes 30 February (as 2 March) and year 0, which PostgreSQL refuses: the list failed as
+ * an outage, not as the malformed token it is (found by a review, 2026-12-05).
+ */
+function isTime(a: string): boolean {
+  if (!AT.test(a)) return false;
+  const ms = Date.parse(a);
+  if (Number.isNaN(ms)) return false;
+  const back = new Date(ms).toISOString();
+  return back.slice(0, 19) === a.slice(0, 19) && !back.startsWith('0000');
 }

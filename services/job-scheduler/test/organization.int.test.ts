@@ -172,7 +172,22 @@ describe('OrganizationJobsService', () => {
     expect(await reason(org.listOrganizationJobs({ orgId: orgX, limit: 3, pageToken: nextPageToken }))).toBe(
       'validation_error',
     );
-    for (const bad of ['x', `${nextPageToken}A`, 'a'.repeat(300), Buffer.from('{}').toString('base64url')])
+    // Found by a review (2026-12-05): a time of the right shape that is no date (30 February, year 0)
+    // passed Date.parse, failed in PostgreSQL and was answered as an outage (503 on the dashboard).
+    const cursorAt = (a: string) =>
+      Buffer.from(JSON.stringify({ a, i: randomUUID(), s: 'failed' })).toString('base64url');
+    const impossible = [
+      '2026-02-30T00:00:00.000000Z',
+      '0000-01-01T00:00:00.000000Z',
+      '2026-01-01T24:00:00.000000Z',
+    ];
+    for (const bad of [
+      'x',
+      `${nextPageToken}A`,
+      'a'.repeat(300),
+      Buffer.from('{}').toString('base64url'),
+      ...impossible.map(cursorAt),
+    ])
       expect(await reason(org.listOrganizationJobs({ orgId: orgX, status: S.FAILED, pageToken: bad }))).toBe(
         'validation_error',
       );
