@@ -92,6 +92,11 @@ export const commonConfig = {
    * (docs/deploy.md, "Connection budget").
    */
   DNC_PG_POOL_MAX: z.coerce.number().int().min(1).max(100).optional(),
+  /**
+   * How long PostgreSQL lets this process's session sit idle inside a transaction before it ends the
+   * session and frees its locks (a process frozen or cut off mid-transaction). Unset: 30 s.
+   */
+  DNC_PG_IDLE_IN_TRANSACTION_MS: z.coerce.number().int().min(500).max(600_000).optional(),
   DNC_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DNC_SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(20_000),
   DNC_METRICS_PORT: port(9464),

@@ -21,9 +21,21 @@ export const QUERY_TIMEOUT_MS = 20_000;
 /** Waiting for a connection (opening one, or a free one of the pool). */
 export const CONNECT_TIMEOUT_MS = 3_000;
 
+/**
+ * PostgreSQL ends a session that sits inside a transaction doing nothing this long, and its locks go
+ * with it. A process frozen or cut off mid-transaction (SIGSTOP, a VM paused, a partition: nothing closes
+ * its connection) held its row locks without limit: a job whose final write it was making could not be
+ * cancelled (503 every time) nor expired at its hard cap (the sweep skips locked rows). Found by a review,
+ * 2026-12-05. A live process is never idle inside a transaction for more than a few milliseconds: every
+ * transaction here runs statements back to back, with no call to another service in between.
+ */
+export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 30_000;
+
 export interface PoolOptions {
   /** Client-side bound on one query (QUERY_TIMEOUT_MS); tests shorten it. */
   queryTimeoutMs?: number;
+  /** IDLE_IN_TRANSACTION_TIMEOUT_MS unless given (DNC_PG_IDLE_IN_TRANSACTION_MS). */
+  idleInTransactionTimeoutMs?: number | undefined;
 }
 
 export function createPool(databaseUrl: string, max = 10, options: PoolOptions = {}): pg.Pool {
@@ -35,6 +47,7 @@ export function createPool(databaseUrl: string, max = 10, options: PoolOptions =
     // Bound every statement: a stuck query must not hang a request.
     statement_timeout: STATEMENT_TIMEOUT_MS,
     query_timeout: options.queryTimeoutMs ?? QUERY_TIMEOUT_MS,
+    idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs ?? IDLE_IN_TRANSACTION_TIMEOUT_MS,
     // A peer that vanished without a FIN (a host gone, a NAT entry dropped) is noticed on idle
     // connections too.
     keepAlive: true,

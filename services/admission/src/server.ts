@@ -229,7 +229,9 @@ function startReconciler(
 async function openPostgres(service: Service, config: AdmissionConfig) {
   await ensureDatabase(config.DATABASE_URL);
   await migrateSchema(config.DATABASE_URL, 'admission', MIGRATIONS);
-  const pool = createPool(config.DATABASE_URL, config.DNC_PG_POOL_MAX ?? PG_POOL_DEFAULT.admission);
+  const pool = createPool(config.DATABASE_URL, config.DNC_PG_POOL_MAX ?? PG_POOL_DEFAULT.admission, {
+    idleInTransactionTimeoutMs: config.DNC_PG_IDLE_IN_TRANSACTION_MS,
+  });
   service.onClose('postgres', () => pool.end());
   service.health.require('postgres', () => probePostgres(pool));
   return pool;

@@ -95,7 +95,9 @@ async function openPostgres(service: Service, config: DashboardConfig, totpKeys:
   const { logger } = service;
   await ensureDatabase(config.DATABASE_URL);
   await migrateSchema(config.DATABASE_URL, 'dashboard', MIGRATIONS);
-  const pool = createPool(config.DATABASE_URL, config.DNC_PG_POOL_MAX ?? PG_POOL_DEFAULT.dashboard);
+  const pool = createPool(config.DATABASE_URL, config.DNC_PG_POOL_MAX ?? PG_POOL_DEFAULT.dashboard, {
+    idleInTransactionTimeoutMs: config.DNC_PG_IDLE_IN_TRANSACTION_MS,
+  });
   service.onClose('postgres', () => pool.end());
   // Before anything is served: no seed stays in plaintext, none under a retired key.
   const sealing = await sealStoredSecrets(pool, totpKeys);

@@ -148,6 +148,7 @@ async function openCore(service: Service, config: JobsConfig, keys: KeyRing): Pr
   const pool = createPool(
     config.DATABASE_URL,
     config.DNC_PG_POOL_MAX ?? PG_POOL_DEFAULT[config.DNC_ROLE === 'worker' ? 'job-worker' : 'job-scheduler'],
+    { idleInTransactionTimeoutMs: config.DNC_PG_IDLE_IN_TRANSACTION_MS },
   );
   service.onClose('postgres', () => pool.end());
   service.health.require('postgres', () => probePostgres(pool));

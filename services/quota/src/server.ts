@@ -33,7 +33,9 @@ export function startQuota(config: QuotaConfig): Promise<RunningQuota> {
   return startService('quota', config, async (service) => {
     await ensureDatabase(config.DATABASE_URL);
     await migrateSchema(config.DATABASE_URL, 'quota', MIGRATIONS);
-    const pool = createPool(config.DATABASE_URL, config.DNC_PG_POOL_MAX ?? PG_POOL_DEFAULT.quota);
+    const pool = createPool(config.DATABASE_URL, config.DNC_PG_POOL_MAX ?? PG_POOL_DEFAULT.quota, {
+      idleInTransactionTimeoutMs: config.DNC_PG_IDLE_IN_TRANSACTION_MS,
+    });
     service.onClose('postgres', () => pool.end());
     service.health.require('postgres', () => probePostgres(pool));
     await service.health.start();

@@ -215,7 +215,13 @@ async function openRegistry(
 }> {
   const country = config.COUNTRY;
   await ensureDatabase(config.DATABASE_URL);
-  const pool = createPool(config.DATABASE_URL, config.DNC_PG_POOL_MAX ?? PG_POOL_DEFAULT['registry-adapter']);
+  const pool = createPool(
+    config.DATABASE_URL,
+    config.DNC_PG_POOL_MAX ?? PG_POOL_DEFAULT['registry-adapter'],
+    {
+      idleInTransactionTimeoutMs: config.DNC_PG_IDLE_IN_TRANSACTION_MS,
+    },
+  );
   service.onClose('postgres', () => pool.end());
   service.health.require('postgres', () => probePostgres(pool));
   const store = new RegistryStore(pool, country, NUMBERING_RULES, config.DNC_LOAD_LOCK_IDLE_MS);
