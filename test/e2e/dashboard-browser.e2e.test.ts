@@ -134,11 +134,16 @@ describe('customer dashboard in Chromium (issue 16)', () => {
     ]);
     await checkPage('keys');
 
-    // Create a key: the secret is shown once, in the POST response, never in a URL.
+    // Create a key: the secret is shown once, in the POST response, never in a URL. A double click
+    // creates one key (it made two, and showed one secret: a review, 2026-12-05).
     await page.getByLabel('Name of the new key').fill('production');
+    let creations = 0;
+    page.on('request', (r) => {
+      if (r.url().endsWith('/api/keys') && r.method() === 'POST') creations++;
+    });
     const [created] = await Promise.all([
       page.waitForResponse((r) => r.url().endsWith('/api/keys') && r.request().method() === 'POST'),
-      page.getByRole('button', { name: 'Create key' }).click(),
+      page.getByRole('button', { name: 'Create key' }).dblclick(),
     ]);
     expect(created.status()).toBe(201);
     expect(created.headers()['cache-control']).toBe('no-store');
@@ -177,6 +182,7 @@ describe('customer dashboard in Chromium (issue 16)', () => {
       .not.toContain('never');
     const row = page.getByRole('row', { name: /production/ });
     expect(await row.textContent()).not.toContain(secret.slice(17));
+    expect(creations).toBe(1);
 
     await open('Plan', 'Plan and countries');
     await page.getByText('planned for 2026-09').first().waitFor();

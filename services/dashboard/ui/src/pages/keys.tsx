@@ -1,4 +1,4 @@
-import { type FormEvent, useState } from 'react';
+import { type FormEvent, useRef, useState } from 'react';
 import { api, type Key, when } from '../api.js';
 import { Confirm, ErrorText, Page, Status, TableWrap, useLoad } from '../components/ui.js';
 import { useIsOwner } from '../session.js';
@@ -12,9 +12,16 @@ export function KeysPage() {
   const { data, error, reload } = useLoad(() => api.get<{ keys: Key[] }>('/api/keys'));
   const [created, setCreated] = useState<{ key: Key; secret: string }>();
   const [actionError, setActionError] = useState<unknown>();
+  // One creation at a time: a double click sent two, made two keys and showed one secret (a review,
+  // 2026-12-05). The ref holds before React has rendered the button disabled.
+  const creating = useRef(false);
+  const [busy, setBusy] = useState(false);
 
   async function create(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
+    if (creating.current) return;
+    creating.current = true;
+    setBusy(true);
     const form = event.currentTarget;
     setActionError(undefined);
     try {
@@ -24,6 +31,9 @@ export function KeysPage() {
       reload();
     } catch (e) {
       setActionError(e);
+    } finally {
+      creating.current = false;
+      setBusy(false);
     }
   }
 
@@ -47,7 +57,7 @@ export function KeysPage() {
         <form className="card inline" onSubmit={create}>
           <label htmlFor="key-name">Name of the new key</label>
           <input id="key-name" name="name" required maxLength={100} placeholder="production server" />
-          <button type="submit" className="primary">
+          <button type="submit" className="primary" disabled={busy}>
             Create key
           </button>
         </form>
