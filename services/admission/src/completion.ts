@@ -18,7 +18,8 @@ export interface CompletionDeps extends UndoDeps {
 
 /**
  * The end of an admission: Complete (v1 done: quota committed, usage recorded, claim completed), Abort
- * (undone: reservation released, claim dropped) and ConfirmJob (v2 job stored: claim accepted).
+ * (undone: reservation released, claim dropped; a v2 one once its job is fenced, undo.ts) and ConfirmJob
+ * (v2 job stored: claim accepted).
  */
 export class Completion {
   /**

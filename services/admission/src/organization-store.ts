@@ -113,17 +113,23 @@ export class OrganizationStore {
     orgId: string,
     keyId: string,
   ): Promise<{ key: OrganizationKeyRow; revokedNow: boolean } | undefined> {
-    const r = await this.pool.query(
-      `UPDATE admission.api_keys SET revoked_at = now()
-       WHERE key_id = $1 AND org_id = $2 AND revoked_at IS NULL RETURNING ${KEY_COLUMNS}`,
-      [keyId, orgId],
-    );
-    if (r.rows[0]) return { key: keyOf(r.rows[0]), revokedNow: true };
-    const known = await this.pool.query(
-      `SELECT ${KEY_COLUMNS} FROM admission.api_keys WHERE key_id = $1 AND org_id = $2`,
-      [keyId, orgId],
-    );
-    return known.rows[0] ? { key: keyOf(known.rows[0]), revokedNow: false } : undefined;
+    return inTransaction(this.pool, async (tx) => {
+      // After any creation in flight for the organization (it holds the row FOR UPDATE until its COMMIT):
+      // the dashboard revokes a key whose creation it gave up on, and an UPDATE alone would not see a row
+      // whose COMMIT was on its way, leaving it active (found by a review, 2026-12-05).
+      await tx.query('SELECT 1 FROM admission.organizations WHERE org_id = $1 FOR SHARE', [orgId]);
+      const r = await tx.query(
+        `UPDATE admission.api_keys SET revoked_at = now()
+         WHERE key_id = $1 AND org_id = $2 AND revoked_at IS NULL RETURNING ${KEY_COLUMNS}`,
+        [keyId, orgId],
+      );
+      if (r.rows[0]) return { key: keyOf(r.rows[0]), revokedNow: true };
+      const known = await tx.query(
+        `SELECT ${KEY_COLUMNS} FROM admission.api_keys WHERE key_id = $1 AND org_id = $2`,
+        [keyId, orgId],
+      );
+      return known.rows[0] ? { key: keyOf(known.rows[0]), revokedNow: false } : undefined;
+    });
   }
 
   async listPurchases(orgId: string): Promise<OrganizationPurchaseRow[]> {

@@ -82,7 +82,7 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
     jobClaimMs: config.DNC_JOB_CLAIM_TIMEOUT_SECONDS * 1000,
   };
   const keyUsage = new KeyUsage(pool, logger, config.DNC_KEY_USAGE_FLUSH_MS);
-  // FenceJob: the claim reconciler, and the resume of a v2 claim whose reservation is gone.
+  // FenceJob: before any v2 admission is undone (undo.ts), and the resume of a v2 claim whose reservation is gone.
   const jobs = serviceClient(jobsv1.JobsService, config.DNC_JOBS_ADDR, 3_000, {
     security: service.security,
     peer: 'job-scheduler',

@@ -124,5 +124,26 @@ describe('keys and people', () => {
       await new Promise((r) => setTimeout(r, 1_000));
       expect((await keysNamed(c, name)).filter((k) => k.revoked_at === null)).toEqual([]);
     }, 20_000);
+
+    it("when the dashboard's call gave up while admission's COMMIT was on its way", async () => {
+      const { c } = await signedIn();
+      const name = `slow-commit-${randomUUID().slice(0, 8)}`;
+      // The creation is past every check when its COMMIT starts, and the COMMIT takes 7 s (a deferred
+      // trigger): the dashboard gives up after 5 s and revokes while the key is not yet visible.
+      await sql(`CREATE FUNCTION admission.slow_commit() RETURNS trigger LANGUAGE plpgsql AS
+                 $$ BEGIN IF NEW.name LIKE 'slow-commit-%' THEN PERFORM pg_sleep(7); END IF; RETURN NULL; END $$`);
+      await sql(`CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON admission.api_keys
+                 DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION admission.slow_commit()`);
+      try {
+        expect((await c.post('/api/keys', { name })).status).toBe(503);
+        await new Promise((r) => setTimeout(r, 3_000));
+      } finally {
+        await sql('DROP TRIGGER slow_commit ON admission.api_keys');
+        await sql('DROP FUNCTION admission.slow_commit()');
+      }
+      const keys = await keysNamed(c, name);
+      expect(keys).toHaveLength(1);
+      expect(keys[0]!.revoked_at).toEqual(expect.any(String));
+    }, 20_000);
   });
 });

@@ -26,9 +26,9 @@ describe('a worker frozen in the middle of a job’s final write', () => {
   });
 
   it('does not keep its job from being cancelled', async () => {
-    // A result segment's INSERT takes a second: time to freeze the worker inside the transaction.
+    // A result segment's INSERT takes 3 s: time to freeze the worker inside the transaction.
     await h.db.query(`CREATE FUNCTION jobs.slow_result() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN IF NEW.kind = 'result' THEN PERFORM pg_sleep(1); END IF; RETURN NEW; END $$`);
+      BEGIN IF NEW.kind = 'result' THEN PERFORM pg_sleep(3); END IF; RETURN NEW; END $$`);
     await h.db.query(`CREATE TRIGGER slow_result BEFORE INSERT ON jobs.job_blob_segments
       FOR EACH ROW EXECUTE FUNCTION jobs.slow_result()`);
     const job = await h.submit(['55 8123 4567', '55 8123 4568']);

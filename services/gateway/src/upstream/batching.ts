@@ -169,7 +169,7 @@ export function batchedCalls(upstreams: UpstreamClients, metrics?: Registry): Ba
     // A v1 admission answered after its request gave up is undone at once, as admission undoes a single
     // Admit whose caller gave up (a batch's call lives on for its other members): not held for nobody until
     // the reconciler. A replay reserved nothing. Not a v2 one: it may be the resume of an earlier claim
-    // whose job is stored; admission's reconciler asks the scheduler (FenceJob) before undoing it.
+    // whose job is stored, and its reservation that job's; the claim reconciler fences the job first.
     admit: (request, timeoutMs) =>
       submitTimed(admits, request, timeoutMs, (admitted) => {
         if (request.kind !== admissionv1.RequestKind.SYNC || admitted.replay || !admitted.admissionId) return;

@@ -470,7 +470,9 @@ export type AbortResponse = Message<'dnc.admission.v1.AbortResponse'> & {
   /**
    * True when the admission turned out completed after all (its reservation was committed: Complete's
    * answer was lost, or it committed and failed to mark the claim): nothing was undone, the request is
-   * charged once, and a v1 caller holding its result answers it.
+   * charged once, and a v1 caller holding its result answers it. For a v2 admission, also when its job
+   * turned out stored (a retry of its key resumed it through another replica): the reservation is that
+   * job's, kept for its settlement.
    *
    * @generated from field: bool completed = 1;
    */
