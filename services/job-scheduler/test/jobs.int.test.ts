@@ -186,6 +186,40 @@ describe('job scheduler through its gRPC API (real quota, adapter, Postgres, NAT
     }
   });
 
+  // Found by a review (2026-12-05): a cancel counted the calls a lease holder had in flight even after
+  // its lease had run out (the worker stopped or dead: nobody would reconcile them), and answered
+  // `running`, cancel requested, until the sweep or a new claim ended the job. Spec, States: "running |
+  // cancel | no external call in progress | cancelled | result discarded; quota released".
+  it('cancel after the lease of a worker stopped in a registry call ran out: cancelled at once', async () => {
+    await h.registry.setDrill({ latencyMs: 10_000 });
+    const worker = h.stack.child('job-worker')!;
+    try {
+      const before = await h.reserved();
+      const job = await h.submit(['55 3333 7777']);
+      const inCall = async () =>
+        (await h.db.query('SELECT external_calls FROM jobs.jobs WHERE id = $1', [job.jobId])).rows[0]
+          ?.external_calls as number;
+      await expect.poll(inCall, { timeout: 15_000, interval: 20 }).toBe(1);
+      worker.kill('SIGSTOP');
+      const lapsed = async () =>
+        (
+          await h.db.query('SELECT lease_expires_at < now() AS lapsed FROM jobs.jobs WHERE id = $1', [
+            job.jobId,
+          ])
+        ).rows[0]?.lapsed as boolean;
+      await expect.poll(lapsed, { timeout: 10_000, interval: 50 }).toBe(true);
+      const c = await h.jobs.cancelJob({ orgId: h.org, jobId: job.jobId });
+      expect(c.job?.status).toBe(status.CANCELLED);
+      expect(c.job?.error).toBeUndefined();
+      worker.kill('SIGCONT');
+      await expect.poll(() => h.reserved(), { timeout: 15_000 }).toEqual(before);
+      expect((await h.jobs.getJob({ orgId: h.org, jobId: job.jobId })).job?.status).toBe(status.CANCELLED);
+    } finally {
+      worker.kill('SIGCONT');
+      await h.registry.setDrill({ clear: true });
+    }
+  });
+
   it('known maintenance -> failed/country_service_maintenance; temporary failure -> country_service_temporarily_unavailable', async () => {
     const before = await h.reserved();
     await h.registry.setDrill({ failure: registryv1.DrillFailure.MAINTENANCE });

@@ -27,7 +27,7 @@ export async function claimLocked(
 ): Promise<Claim> {
   const r = await client.query(
     `SELECT *, GREATEST(0, EXTRACT(EPOCH FROM (lease_expires_at - now())) * 1000)::int AS lease_left_ms
-     FROM jobs.jobs WHERE id = $1 FOR UPDATE`,
+     FROM jobs.jobs WHERE id = $1 FOR NO KEY UPDATE`,
     [jobId],
   );
   const raw = r.rows[0] as Raw | undefined;

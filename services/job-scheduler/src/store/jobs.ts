@@ -4,8 +4,9 @@ import type { KeyRing } from '../crypto/envelope.js';
 import { BLOB_FORMAT, type BlobFormat } from '../crypto/segment-codec.js';
 import { type FailureCause, publicJobError } from '../domain/failures.js';
 import { type CancelDecision, decideCancel, type RetentionPolicy } from '../domain/states.js';
-import { purgeBlob, writeBlob } from './blobs.js';
+import { writeBlob } from './blobs.js';
 import { type Claim, claimLocked } from './claim.js';
+import { type FinalWrite, writeFinal } from './final-write.js';
 import { isJobId, JobFenced, type JobRow, type Raw, type Terminalization, toRow } from './job-row.js';
 import { JobSweeps } from './sweeps.js';
 import { expireIfPastCap, lockLeased, terminalizeLocked } from './terminalize.js';
@@ -241,48 +242,16 @@ export class JobStore {
   /**
    * The worker's final step: the encrypted result, input purge, `succeeded`, quota marked for commit,
    * all in one transaction and only under the current lease. A cancel requested meanwhile wins: the
-   * result is discarded and the job becomes `cancelled`.
+   * result is discarded and the job becomes `cancelled` (final-write.ts).
    */
-  async complete(
+  complete(
     jobId: string,
     token: string,
     resultPieces: () => Iterable<string | Buffer>,
     registrySnapshotAt?: Date,
-  ): Promise<{ kind: 'succeeded' | 'cancelled' | 'expired'; job: JobRow } | { kind: 'lost' }> {
-    return inTransaction(this.pool, async (client) => {
-      const job = await lockLeased(client, jobId, token);
-      if (!job) return { kind: 'lost' as const };
-      // A result that comes after the hard cap is discarded: the job was not terminal within it.
-      const expired = await expireIfPastCap(client, this.policy, job);
-      if (expired) return { kind: 'expired' as const, job: expired };
-      if (job.cancelRequested) {
-        const done = await terminalizeLocked(client, this.policy, job, {
-          to: 'cancelled',
-          note: 'cancelled; result discarded',
-        });
-        return { kind: 'cancelled' as const, job: done };
-      }
-      const binding = { jobId, orgId: job.orgId, kind: 'result' as const };
-      await writeBlob(client, this.keys, binding, resultPieces(), this.blobFormat);
-      // Writing 25 MiB takes seconds: the cap is judged again once it is written, and a result that came
-      // after it is discarded with the rest (found by a review, 2026-12-03: it was kept).
-      const late = await expireIfPastCap(client, this.policy, job);
-      if (late) {
-        await purgeBlob(client, jobId, 'result');
-        return { kind: 'expired' as const, job: late };
-      }
-      if (registrySnapshotAt) {
-        await client.query('UPDATE jobs.jobs SET registry_snapshot_at = $2 WHERE id = $1', [
-          jobId,
-          registrySnapshotAt,
-        ]);
-      }
-      const done = await terminalizeLocked(client, this.policy, job, {
-        to: 'succeeded',
-        note: 'every unit completed',
-      });
-      return { kind: 'succeeded' as const, job: done };
-    });
+  ): Promise<FinalWrite> {
+    const store = { pool: this.pool, keys: this.keys, policy: this.policy, blobFormat: this.blobFormat };
+    return writeFinal(store, jobId, token, resultPieces, registrySnapshotAt);
   }
 
   /** The worker's failure step, under the current lease. A requested cancel still ends as `cancelled`. */
@@ -334,10 +303,11 @@ export class JobStore {
   ): Promise<{ decision: CancelDecision; job: JobRow; changed: boolean; expired?: true } | undefined> {
     if (!isJobId(jobId)) return undefined;
     return inTransaction(this.pool, async (client) => {
-      const r = await client.query('SELECT * FROM jobs.jobs WHERE id = $1 AND org_id = $2 FOR UPDATE', [
-        jobId,
-        orgId,
-      ]);
+      const r = await client.query(
+        `SELECT *, lease_expires_at > clock_timestamp() AS lease_live FROM jobs.jobs
+         WHERE id = $1 AND org_id = $2 FOR NO KEY UPDATE`,
+        [jobId, orgId],
+      );
       if (!r.rows[0]) return undefined;
       const job = toRow(r.rows[0] as Raw);
       // Past its hard cap (the sweep not there yet): it ended `expired` (spec, States), whatever a cancel
@@ -349,8 +319,9 @@ export class JobStore {
           return { decision, job: expired, changed: false, expired: true };
         }
       }
-      // A lease holder that vanished has no call in flight any more.
-      const calls = job.leaseToken ? job.externalCalls : 0;
+      // A lease holder that vanished, or whose lease ran out (stopped, dead: nobody reconciles its calls,
+      // and whatever they answer is refused), has no call in flight any more.
+      const calls = job.leaseToken && r.rows[0].lease_live ? job.externalCalls : 0;
       const decision = decideCancel(job.status, calls);
       if (decision.kind === 'keep_terminal') return { decision, job, changed: false };
       if (decision.kind === 'cancel_now') {

@@ -54,7 +54,7 @@ export class JobSweeps {
       const r = await client.query(
         `SELECT * FROM jobs.jobs WHERE status IN ('queued', 'running') AND hard_cap_at <= now()
            AND ($2::uuid IS NULL OR id = $2::uuid)
-         ORDER BY hard_cap_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
+         ORDER BY hard_cap_at LIMIT $1 FOR NO KEY UPDATE SKIP LOCKED`,
         [limit, jobId ?? null],
       );
       const end = (job: JobRow) =>
@@ -112,7 +112,7 @@ export class JobSweeps {
     return inTransaction(this.pool, async (client) => {
       const r = await client.query(
         `SELECT * FROM jobs.jobs WHERE status = 'running' AND cancel_requested AND lease_expires_at < now()
-         LIMIT $1 FOR UPDATE SKIP LOCKED`,
+         LIMIT $1 FOR NO KEY UPDATE SKIP LOCKED`,
         [limit],
       );
       const end = (job: JobRow) =>

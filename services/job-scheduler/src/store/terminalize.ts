@@ -5,6 +5,10 @@ import { type JobRow, type Raw, type Terminalization, toRow } from './job-row.js
 
 // The two steps every ending of a job shares: lock the job a worker holds the lease of, and move a
 // locked active job to its terminal state with everything that goes with it, in the caller's transaction.
+//
+// A job's row is locked FOR NO KEY UPDATE everywhere, never FOR UPDATE: the rows of a blob being written
+// hold a KEY SHARE lock on it through their foreign key, which FOR UPDATE would wait for (a cancel behind
+// a 25 MiB result's write, final-write.ts). Only the deletion of the row (its metadata's purge) waits.
 
 export async function lockLeased(
   client: PoolClient,
@@ -12,7 +16,7 @@ export async function lockLeased(
   token: string,
 ): Promise<JobRow | undefined> {
   const r = await client.query(
-    `SELECT * FROM jobs.jobs WHERE id = $1 AND lease_token = $2 AND status = 'running' FOR UPDATE`,
+    `SELECT * FROM jobs.jobs WHERE id = $1 AND lease_token = $2 AND status = 'running' FOR NO KEY UPDATE`,
     [jobId, token],
   );
   return r.rows[0] ? toRow(r.rows[0] as Raw) : undefined;
