@@ -5,6 +5,14 @@ import { jobGivenUp, type UndoDeps } from './undo.js';
 
 /** What a completion keeps of its caller's deadline for the commit's answer and the caller's own. */
 const COMMIT_ANSWER_MS = 200;
+/**
+ * The least time left a member's commit is tried with: admission's margin, quota's (its own
+ * COMMIT_ANSWER_MS, 100 ms) and a commit's. A member with less could not commit (quota refuses it with
+ * no time left) and failed the quota call of its whole batch; it now fails alone.
+ */
+export const COMMIT_MIN_MS = COMMIT_ANSWER_MS + 100 + 50;
+/** Quota calls of one batch at most: the first, then again without the members whose time ran out. */
+const COMMIT_ROUNDS = 3;
 
 /** One v1 completion waiting for its batch: the admission and when its caller stops waiting. */
 interface Completing {
@@ -45,7 +53,7 @@ export class Completion {
   }
 
   private async completeMany(items: Completing[]): Promise<(undefined | Error)[]> {
-    const { claims, open, reservations } = this.deps;
+    const { claims, open } = this.deps;
     const ids = items.map((i) => i.id);
     const unknown = ids.filter((id) => !open.has(id));
     const read = unknown.length > 0 ? await claims.claimsByAdmission(unknown) : new Map();
@@ -55,27 +63,59 @@ export class Completion {
         ? undefined
         : new ConnectError('no v1 admission in progress with this id', Code.FailedPrecondition),
     );
-    // The last moment to give up a commit: a caller past its deadline has answered an error.
+    // The last moment to give up a commit: a caller past its deadline has answered an error, and one
+    // with less than a commit's time left is about to.
     const now = Date.now();
     items.forEach((item, i) => {
-      if (!results[i] && claimOf(item.id)?.state !== 'completed' && item.deadline <= now)
+      if (!results[i] && claimOf(item.id)?.state !== 'completed' && item.deadline - now < COMMIT_MIN_MS)
         results[i] = new CallerGaveUp();
     });
-    const pending = [...new Set(ids.filter((id, i) => !results[i] && claimOf(id)?.state !== 'completed'))];
-    // The batch commits before its first caller stops waiting, with time left for that caller's answer
-    // and abort, or not at all: never a charge for a request its caller answered with an error.
-    const earliest = Math.min(...items.filter((_, i) => !results[i]).map((i) => i.deadline));
-    const committed = await reservations.commit(
-      pending,
-      Number.isFinite(earliest) ? earliest - Date.now() - COMMIT_ANSWER_MS : undefined,
-    );
+    const deadlines = new Map<string, number>();
+    items.forEach((item, i) => {
+      if (results[i] || claimOf(item.id)?.state === 'completed') return;
+      deadlines.set(item.id, Math.min(deadlines.get(item.id) ?? Number.POSITIVE_INFINITY, item.deadline));
+    });
+    const failures = await this.commitWithin(deadlines);
+    const pending = [...deadlines.keys()];
     ids.forEach((id, i) => {
-      const failure = committed.get(id);
+      const failure = failures.get(id);
       if (!results[i] && failure) results[i] = failure;
     });
-    await claims.markCompleted(pending.filter((id) => !committed.get(id)));
+    await claims.markCompleted(pending.filter((id) => !failures.get(id)));
     for (const id of pending) open.delete(id);
     return results;
+  }
+
+  /**
+   * Commit the reservations of `deadlines` (id -> when its caller stops waiting), each before its caller
+   * stops waiting with time left for its answer and abort, or not at all: never a charge for a request
+   * its caller answered with an error. A quota call is bounded by its earliest member; when it fails and
+   * some members have run out of time meanwhile (that bound, or a lock held on their organization's
+   * account past it), those fail as given up and the others are committed by a call of their own: one
+   * member never fails another (found by a review, 2026-12-05). Commits are idempotent, so a call whose
+   * answer was lost is repeated safely. Returns the failure of each id, none for a committed one.
+   */
+  private async commitWithin(deadlines: Map<string, number>): Promise<Map<string, Error | undefined>> {
+    const failures = new Map<string, Error | undefined>();
+    let members = [...deadlines.keys()];
+    for (let round = 1; members.length > 0; round++) {
+      const earliest = Math.min(...members.map((id) => deadlines.get(id)!));
+      try {
+        const committed = await this.deps.reservations.commit(
+          members,
+          Number.isFinite(earliest) ? earliest - Date.now() - COMMIT_ANSWER_MS : undefined,
+        );
+        for (const [id, failure] of committed) failures.set(id, failure);
+        return failures;
+      } catch (error) {
+        const now = Date.now();
+        const left = members.filter((id) => deadlines.get(id)! - now >= COMMIT_MIN_MS);
+        if (round >= COMMIT_ROUNDS || left.length === 0 || left.length === members.length) throw error;
+        for (const id of members) if (!left.includes(id)) failures.set(id, new CallerGaveUp());
+        members = left;
+      }
+    }
+    return failures;
   }
 
   /**

@@ -85,6 +85,67 @@ describe('a v1 completion is never committed after its caller gave up', () => {
     expect(await h.account(c.orgId, 'mx')).toMatchObject({ used: 0, reserved: 0 });
   });
 
+  // Found by a review (2026-12-05): a batch's commit was bounded by its earliest member's deadline, so a
+  // member with too little time left for any commit (quota keeps 100 ms of it back, admission 200 ms),
+  // or one whose organization's account was locked past its deadline, failed the quota call of the whole
+  // batch: every other member, whatever its organization and time left, was answered an error for it and
+  // its request 503 (up to 256 requests with a complete result each). Each member now fails alone.
+  it('CompleteMany: a member too close to its deadline fails alone; its neighbour is committed', async () => {
+    const c = await h.customer(['mx']);
+    const admission = h.clients(0).admission;
+    const short = await admission.admit(admitReq(c, { inputCount: 10 }));
+    const long = await admission.admit(admitReq(c, { inputCount: 3 }));
+    const answer = await admission.completeMany(
+      {
+        requests: [
+          { admissionId: short.admissionId, timeoutMs: 250 },
+          { admissionId: long.admissionId, timeoutMs: 5_000 },
+        ],
+      },
+      { timeoutMs: 5_000 },
+    );
+    const [first, second] = answer.results;
+    expect(second?.result.case).toBe('completed');
+    expect(first?.result.case).toBe('error');
+    expect(await h.account(c.orgId, 'mx')).toMatchObject({ used: 3, reserved: 10 });
+    expect(await admission.abort({ admissionId: short.admissionId })).toMatchObject({ completed: false });
+    expect(await h.account(c.orgId, 'mx')).toMatchObject({ used: 3, reserved: 0 });
+  });
+
+  it('CompleteMany: an account locked past one member’s deadline fails that member only', async () => {
+    const [locked, other] = await Promise.all([h.customer(['mx']), h.customer(['mx'])]);
+    const admission = h.clients(0).admission;
+    const stuck = await admission.admit(admitReq(locked, { inputCount: 10 }));
+    const free = await admission.admit(admitReq(other, { inputCount: 3 }));
+    const db = new pg.Client({ connectionString: h.databaseUrl });
+    await db.connect();
+    await db.query('BEGIN');
+    await db.query('SELECT 1 FROM quota.accounts WHERE org_id = $1 FOR UPDATE', [locked.orgId]);
+    const held = new Promise((r) => setTimeout(r, 1_500)).then(async () => {
+      await db.query('COMMIT');
+      await db.end();
+    });
+    try {
+      const answer = await admission.completeMany(
+        {
+          requests: [
+            { admissionId: stuck.admissionId, timeoutMs: 800 },
+            { admissionId: free.admissionId, timeoutMs: 10_000 },
+          ],
+        },
+        { timeoutMs: 10_000 },
+      );
+      const [first, second] = answer.results;
+      expect(second?.result.case).toBe('completed');
+      expect(first?.result.case).toBe('error');
+    } finally {
+      await held;
+    }
+    expect(await h.account(other.orgId, 'mx')).toMatchObject({ used: 3, reserved: 0 });
+    expect(await h.account(locked.orgId, 'mx')).toMatchObject({ used: 0, reserved: 10 });
+    expect(await admission.abort({ admissionId: stuck.admissionId })).toMatchObject({ completed: false });
+  });
+
   it('a completion within its deadline commits as before (timeout_ms 0: the call deadline only)', async () => {
     const c = await h.customer(['mx']);
     const first = await h.clients(0).admission.admit(admitReq(c, { inputCount: 4 }));
