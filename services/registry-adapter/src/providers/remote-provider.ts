@@ -11,6 +11,13 @@ import { lookupAnswerLimit, RegistryHttp, RegistryHttpError } from './registry-h
  *   503 {"status":"maintenance","until":"<ISO time>"}             planned maintenance (not retried)
  *   429 / 5xx / timeout / connection error                        retried, then unavailable
  *
+ * Each number is `+`, the country's calling code and the registry's key of the line: the national number
+ * as national registries list it, which is not always libphonenumber's E.164. Argentina's is the 10-digit
+ * line without the mobile `9` (`+54 9 11 4123 4567` is sent `+541141234567`). A proxy in front of a
+ * registry that keys lines otherwise converts them: matched on libphonenumber's form instead, a
+ * registered Argentine mobile would be answered not registered (found by a review, 2026-12-05;
+ * DOMAIN.md, "two different E.164 strings").
+ *
  * HTTPS only, redirects never followed, answers read up to the size a batch can need (registry-http).
  * Batches of `batchSize`, each request with its own deadline (never beyond the caller's), bounded
  * retries with exponential backoff and full jitter, and a circuit breaker that fails fast while the
