@@ -58,4 +58,41 @@ describe('issue 14 item 4: a fingerprint secret rotation never turns other phone
     expect(replay.replay).toBe(true);
     expect(await h.account(c.orgId, 'mx')).toMatchObject({ used: 10, reserved: 0 });
   });
+
+  // The two rollouts of docs/deploy.md ("Fingerprint secret: rotation in two rollouts"): during the second,
+  // a key stored by a gateway already on v2 is retried through one still on v1 that knows v2 beside it.
+  it('during a rotation, a key stored under the new version replays through a gateway still on the old one', async () => {
+    const { admission } = h.clients();
+    const c = await h.customer(['mx']);
+    const base = {
+      orgId: c.orgId,
+      keyId: c.keyId,
+      country: 'mx',
+      idempotencyKey: randomUUID(),
+      inputCount: 4,
+      kind: admissionv1.RequestKind.SYNC,
+    };
+    const first = await admission.admit({
+      ...base,
+      fingerprint: fp('v2', 'phones C'),
+      previousFingerprints: [fp('v1', 'phones C')],
+    });
+    await admission.complete({ admissionId: first.admissionId });
+    const replay = await admission.admit({
+      ...base,
+      fingerprint: fp('v1', 'phones C'),
+      previousFingerprints: [fp('v2', 'phones C')],
+    });
+    expect(replay.replay).toBe(true);
+    expect(
+      await outcome(
+        admission.admit({
+          ...base,
+          fingerprint: fp('v1', 'phones D'),
+          previousFingerprints: [fp('v2', 'phones D')],
+        }),
+      ),
+    ).toBe('idempotency_key_reused');
+    expect(await h.account(c.orgId, 'mx')).toMatchObject({ used: 4, reserved: 0 });
+  });
 });
