@@ -133,7 +133,7 @@ export async function admit(
     });
     throw new ConnectError('the caller gave up before the admission was answered', Code.Canceled);
   }
-  if (request.kind === 'sync') deps.open.add(claimed.admissionId);
+  if (request.kind === 'sync') deps.open.add(claimed.admissionId, request.orgId);
   return { admissionId: claimed.admissionId, replay: false, jobId: claimed.jobId ?? '', ...adapter };
 }
 

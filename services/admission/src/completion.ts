@@ -10,9 +10,15 @@ const COMMIT_ANSWER_MS = 200;
  * COMMIT_ANSWER_MS, 100 ms) and a commit's. A member with less could not commit (quota refuses it with
  * no time left) and failed the quota call of its whole batch; it now fails alone.
  */
-export const COMMIT_MIN_MS = COMMIT_ANSWER_MS + 100 + 50;
+export const COMMIT_MIN_MS = COMMIT_ANSWER_MS + 100 + 20;
 /** Quota calls of one batch at most: the first, then again without the members whose time ran out. */
 const COMMIT_ROUNDS = 3;
+
+/** A completion's commit: when its caller stops waiting, and the account it commits on (its organization). */
+interface Member {
+  deadline: number;
+  account: string;
+}
 
 /** One v1 completion waiting for its batch: the admission and when its caller stops waiting. */
 interface Completing {
@@ -70,13 +76,15 @@ export class Completion {
       if (!results[i] && claimOf(item.id)?.state !== 'completed' && item.deadline - now < COMMIT_MIN_MS)
         results[i] = new CallerGaveUp();
     });
-    const deadlines = new Map<string, number>();
+    const members = new Map<string, Member>();
     items.forEach((item, i) => {
       if (results[i] || claimOf(item.id)?.state === 'completed') return;
-      deadlines.set(item.id, Math.min(deadlines.get(item.id) ?? Number.POSITIVE_INFINITY, item.deadline));
+      const account = open.orgOf(item.id) ?? `key ${read.get(item.id)?.keyId}`;
+      const deadline = Math.min(members.get(item.id)?.deadline ?? Number.POSITIVE_INFINITY, item.deadline);
+      members.set(item.id, { deadline, account });
     });
-    const failures = await this.commitWithin(deadlines);
-    const pending = [...deadlines.keys()];
+    const failures = await this.commitWithin(members);
+    const pending = [...members.keys()];
     ids.forEach((id, i) => {
       const failure = failures.get(id);
       if (!results[i] && failure) results[i] = failure;
@@ -87,33 +95,49 @@ export class Completion {
   }
 
   /**
-   * Commit the reservations of `deadlines` (id -> when its caller stops waiting), each before its caller
-   * stops waiting with time left for its answer and abort, or not at all: never a charge for a request
-   * its caller answered with an error. A quota call is bounded by its earliest member; when it fails and
-   * some members have run out of time meanwhile (that bound, or a lock held on their organization's
-   * account past it), those fail as given up and the others are committed by a call of their own: one
-   * member never fails another (found by a review, 2026-12-05). Commits are idempotent, so a call whose
-   * answer was lost is repeated safely. Returns the failure of each id, none for a committed one.
+   * Commit the reservations of `members`, each before its caller stops waiting with time left for its
+   * answer and abort, or not at all: never a charge for a request its caller answered with an error.
+   * Returns the failure of each id, none for a committed one.
+   *
+   * One quota call for the batch, bounded by its earliest member; by half of that when the batch spans
+   * several organizations, so that a lock held on one organization's account leaves the others time.
+   * When a call fails, its members whose time ran out fail as given up and the rest go again, one call
+   * per organization (in parallel): neither a member's deadline nor a lock on its account fails another
+   * organization's member (found by a review, 2026-12-05: the whole batch, up to 256 requests, was
+   * answered 503 for one). Commits are idempotent, so a call whose answer was lost is repeated safely.
    */
-  private async commitWithin(deadlines: Map<string, number>): Promise<Map<string, Error | undefined>> {
+  private async commitWithin(members: Map<string, Member>): Promise<Map<string, Error | undefined>> {
     const failures = new Map<string, Error | undefined>();
-    let members = [...deadlines.keys()];
-    for (let round = 1; members.length > 0; round++) {
-      const earliest = Math.min(...members.map((id) => deadlines.get(id)!));
-      try {
-        const committed = await this.deps.reservations.commit(
-          members,
-          Number.isFinite(earliest) ? earliest - Date.now() - COMMIT_ANSWER_MS : undefined,
-        );
-        for (const [id, failure] of committed) failures.set(id, failure);
-        return failures;
-      } catch (error) {
-        const now = Date.now();
-        const left = members.filter((id) => deadlines.get(id)! - now >= COMMIT_MIN_MS);
-        if (round >= COMMIT_ROUNDS || left.length === 0 || left.length === members.length) throw error;
-        for (const id of members) if (!left.includes(id)) failures.set(id, new CallerGaveUp());
-        members = left;
+    const accounts = new Set([...members.values()].map((m) => m.account));
+    let groups = members.size > 0 ? [[...members.keys()]] : [];
+    for (let round = 1; groups.length > 0; round++) {
+      const share = round === 1 && accounts.size > 1 ? 0.5 : 1;
+      const calls = groups.map(async (group) => {
+        const earliest = Math.min(...group.map((id) => members.get(id)!.deadline));
+        const budget = earliest - Date.now() - COMMIT_ANSWER_MS;
+        try {
+          const committed = await this.deps.reservations.commit(
+            group,
+            Number.isFinite(budget) ? budget * share : undefined,
+          );
+          for (const [id, failure] of committed) failures.set(id, failure);
+          return [];
+        } catch (error) {
+          const now = Date.now();
+          const left = group.filter((id) => members.get(id)!.deadline - now >= COMMIT_MIN_MS);
+          for (const id of group) if (!left.includes(id)) failures.set(id, new CallerGaveUp());
+          if (round < COMMIT_ROUNDS) return left;
+          const failure = error instanceof Error ? error : new Error(String(error));
+          for (const id of left) failures.set(id, failure);
+          return [];
+        }
+      });
+      const byAccount = new Map<string, string[]>();
+      for (const id of (await Promise.all(calls)).flat()) {
+        const account = members.get(id)!.account;
+        byAccount.set(account, [...(byAccount.get(account) ?? []), id]);
       }
+      groups = [...byAccount.values()];
     }
     return failures;
   }

@@ -5,19 +5,24 @@
  * judge either way: a reservation released meanwhile is never committed.
  */
 export class OpenAdmissions {
-  private readonly open = new Map<string, number>();
+  private readonly open = new Map<string, { at: number; orgId: string }>();
 
   /** Entries older than twice the v1 claim timeout are forgotten (a gateway that never came back). */
   constructor(syncClaimMs: number) {
     const forget = setInterval(() => {
       const before = Date.now() - 2 * syncClaimMs;
-      for (const [id, at] of this.open) if (at < before) this.open.delete(id);
+      for (const [id, { at }] of this.open) if (at < before) this.open.delete(id);
     }, 60_000);
     forget.unref();
   }
 
-  add(admissionId: string): void {
-    this.open.set(admissionId, Date.now());
+  add(admissionId: string, orgId: string): void {
+    this.open.set(admissionId, { at: Date.now(), orgId });
+  }
+
+  /** The organization of an open admission. */
+  orgOf(admissionId: string): string | undefined {
+    return this.open.get(admissionId)?.orgId;
   }
 
   has(admissionId: string): boolean {

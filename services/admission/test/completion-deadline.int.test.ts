@@ -37,6 +37,19 @@ async function holdClaims(ms: number): Promise<{ released: Promise<void> }> {
   return { released };
 }
 
+/** Lock the quota accounts of `orgId` for `ms`: `released` once they are free again. */
+async function holdAccount(orgId: string, ms: number): Promise<{ released: Promise<void> }> {
+  const db = new pg.Client({ connectionString: h.databaseUrl });
+  await db.connect();
+  await db.query('BEGIN');
+  await db.query('SELECT 1 FROM quota.accounts WHERE org_id = $1 FOR UPDATE', [orgId]);
+  const released = new Promise((r) => setTimeout(r, ms)).then(async () => {
+    await db.query('COMMIT');
+    await db.end();
+  });
+  return { released };
+}
+
 describe('a v1 completion is never committed after its caller gave up', () => {
   it('CompleteMany: the member past its own deadline is refused, nothing charged; its neighbour is committed', async () => {
     const c = await h.customer(['mx']);
@@ -117,20 +130,42 @@ describe('a v1 completion is never committed after its caller gave up', () => {
     const admission = h.clients(0).admission;
     const stuck = await admission.admit(admitReq(locked, { inputCount: 10 }));
     const free = await admission.admit(admitReq(other, { inputCount: 3 }));
-    const db = new pg.Client({ connectionString: h.databaseUrl });
-    await db.connect();
-    await db.query('BEGIN');
-    await db.query('SELECT 1 FROM quota.accounts WHERE org_id = $1 FOR UPDATE', [locked.orgId]);
-    const held = new Promise((r) => setTimeout(r, 1_500)).then(async () => {
-      await db.query('COMMIT');
-      await db.end();
-    });
+    const { released: held } = await holdAccount(locked.orgId, 1_500);
     try {
       const answer = await admission.completeMany(
         {
           requests: [
             { admissionId: stuck.admissionId, timeoutMs: 800 },
             { admissionId: free.admissionId, timeoutMs: 10_000 },
+          ],
+        },
+        { timeoutMs: 10_000 },
+      );
+      const [first, second] = answer.results;
+      expect(second?.result.case).toBe('completed');
+      expect(first?.result.case).toBe('error');
+    } finally {
+      await held;
+    }
+    expect(await h.account(other.orgId, 'mx')).toMatchObject({ used: 3, reserved: 0 });
+    expect(await h.account(locked.orgId, 'mx')).toMatchObject({ used: 0, reserved: 10 });
+    expect(await admission.abort({ admissionId: stuck.admissionId })).toMatchObject({ completed: false });
+  });
+
+  // The same review, of the fix: a lock held on the account of the member with the later deadline ran
+  // out the earlier one's time in the batch's one call, and it failed with it.
+  it('CompleteMany: a member with the later deadline whose account is locked does not fail an earlier one', async () => {
+    const [locked, other] = await Promise.all([h.customer(['mx']), h.customer(['mx'])]);
+    const admission = h.clients(0).admission;
+    const stuck = await admission.admit(admitReq(locked, { inputCount: 10 }));
+    const free = await admission.admit(admitReq(other, { inputCount: 3 }));
+    const { released: held } = await holdAccount(locked.orgId, 6_000);
+    try {
+      const answer = await admission.completeMany(
+        {
+          requests: [
+            { admissionId: stuck.admissionId, timeoutMs: 4_000 },
+            { admissionId: free.admissionId, timeoutMs: 1_000 },
           ],
         },
         { timeoutMs: 10_000 },

@@ -159,16 +159,18 @@ export class ClaimStore {
   }
 
   /** Claims by admission id, many at once (Complete in batches). */
-  async claimsByAdmission(admissionIds: string[]): Promise<Map<string, { kind: Kind; state: RecordState }>> {
+  async claimsByAdmission(
+    admissionIds: string[],
+  ): Promise<Map<string, { kind: Kind; state: RecordState; keyId: string }>> {
     const r = await this.pool.query({
-      name: 'admission.claims_by_admission',
-      text: 'SELECT admission_id, kind, state FROM admission.idempotency_records WHERE admission_id = ANY($1::uuid[])',
+      name: 'admission.claims_by_admission_key',
+      text: 'SELECT admission_id, kind, state, key_id FROM admission.idempotency_records WHERE admission_id = ANY($1::uuid[])',
       values: [admissionIds],
     });
     return new Map(
       r.rows.map((row) => [
         row.admission_id as string,
-        { kind: KIND_OF[row.kind as number] ?? 'sync', state: row.state },
+        { kind: KIND_OF[row.kind as number] ?? 'sync', state: row.state, keyId: row.key_id as string },
       ]),
     );
   }
