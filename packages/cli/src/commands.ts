@@ -33,7 +33,7 @@ async function emitResult(
     return;
   }
   const outcomes = outcomesByPosition(input.phones, result);
-  await toDestination(ctx.stdout, out, (sink) => writeRows(sink, format, input, outcomes));
+  await toDestination(ctx.stdout, out, (sink) => writeRows(sink, format, input, outcomes), input.path);
 }
 
 async function waitForSuccess(ctx: CommandContext, id: string) {

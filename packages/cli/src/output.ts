@@ -54,6 +54,8 @@ export async function toDestination(
   stdout: Sink,
   out: string | undefined,
   write: (sink: Sink) => Promise<void>,
+  /** A file `write` reads (the input file): never emptied by a write in place before it is read. */
+  source?: string,
 ): Promise<void> {
   if (out === undefined) return write(stdout);
   const existing = await stat(out).catch(() => undefined);
@@ -65,7 +67,12 @@ export async function toDestination(
     (error: NodeJS.ErrnoException) => error,
   );
   if (made) {
-    if (existing && CANNOT_CREATE.has(made.code ?? '')) return writeFile(target, 'w', write);
+    if (existing && CANNOT_CREATE.has(made.code ?? '')) {
+      // Found by a review (2026-12-05): in place over the input, the input was emptied before it was read.
+      if (source !== undefined && (await realpath(source).catch(() => source)) === target)
+        throw new Error('the output would be written over the input file in place: choose another --out');
+      return writeFile(target, 'w', write);
+    }
     throw made;
   }
   try {
@@ -124,6 +131,8 @@ async function writeNdjson(sink: Sink, input: PhoneInput, outcomes: Outcomes): P
   if (batch) await put(sink, batch);
 }
 
+const changed = () => new Error('the input file changed while it was being scrubbed');
+
 /** The original rows of a CSV/TSV file (read again, streamed) with dnc_status and dnc_reason added. */
 async function writeCsv(sink: Sink, input: PhoneInput, outcomes: Outcomes): Promise<void> {
   const delimiter = input.table?.delimiter ?? ',';
@@ -141,20 +150,26 @@ async function writeCsv(sink: Sink, input: PhoneInput, outcomes: Outcomes): Prom
         await write([input.phones[i] as string, statusOf(outcomes, i), outcomes.reasons.get(i) ?? '']);
       }
     } else {
+      const { column, width } = input.table;
+      // A short or long row (the reader keeps them) is padded to the widest: the two added columns are
+      // the same for every row, under their header names (found by a review, 2026-12-05: a row short of
+      // a cell had its status under the header's last column, and none under dnc_status).
+      const padded = (record: string[]) =>
+        record.length < width ? [...record, ...Array<string>(width - record.length).fill('')] : record;
       let headerPending = input.table.header !== undefined;
       let i = 0;
       for await (const record of records(input.path, delimiter)) {
         if (headerPending) {
           headerPending = false;
-          await write([...record, 'dnc_status', 'dnc_reason']);
+          await write([...padded(record), 'dnc_status', 'dnc_reason']);
           continue;
         }
-        if (i >= input.phones.length || (record[input.table.column] ?? '') !== input.phones[i]) {
-          throw new Error('the input file changed while it was being scrubbed');
-        }
-        await write([...record, statusOf(outcomes, i), outcomes.reasons.get(i) ?? '']);
+        if (i >= input.phones.length || (record[column] ?? '') !== input.phones[i]) throw changed();
+        await write([...padded(record), statusOf(outcomes, i), outcomes.reasons.get(i) ?? '']);
         i++;
       }
+      // A file cut shorter since the first pass: its missing rows are never dropped in silence.
+      if (i !== input.phones.length) throw changed();
     }
   } finally {
     stringifier.end();

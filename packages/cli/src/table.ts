@@ -17,6 +17,8 @@ export interface TableLayout {
   header: string[] | undefined;
   /** 0-based index of the phone column. */
   column: number;
+  /** Cells of the widest row, the header included: every row is written this wide, so that the added columns line up. */
+  width: number;
 }
 
 /** The input file cannot be used as it is. Messages name rows and columns, never the numbers themselves. */
@@ -185,12 +187,14 @@ export async function readTable(
   let row = 0;
   for await (const record of records(path, delimiter)) {
     row++;
+    if (layout !== undefined) layout.width = Math.max(layout.width, record.length);
     if (layout === undefined) {
       const header = options.header ?? (typeof options.column === 'string' ? true : looksLikeHeader(record));
       layout = {
         delimiter,
         header: header ? record : undefined,
         column: chooseColumn(record, header, options.column),
+        width: record.length,
       };
       if (header) continue;
     }

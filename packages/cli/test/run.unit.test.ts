@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import { chmod, lstat, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -433,6 +434,50 @@ describe('dnc scrub with CSV and the output formats', () => {
     const wrong = io();
     expect(await runCli(['jobs', 'result', JOB_ID, '--input', file], wrong.env)).toBe(1);
     expect(wrong.err.join('')).toMatch(/^dnc: error result_mismatch: /);
+  });
+});
+
+describe('dnc scrub: the CSV join under a review (2026-12-05)', () => {
+  // A row short of a cell had its status written under the header's last column (City) and nothing
+  // under dnc_status; a long one had its extra cell there. A script reading dnc_status by name kept a
+  // prohibited number.
+  it('short and long rows: dnc_status and dnc_reason under their header names on every row', async () => {
+    answer = () => ({ status: 200, body: classify(lastPhones) });
+    const file = join(dir, 'ragged.csv');
+    await writeFile(
+      file,
+      'Name,Phone,City\nAna,+57 300 111 1111\nEva,+57 310 222 2222,Cali,extra\nLuis,+57 310 333 3333,Bogota\n',
+    );
+    const t = io();
+    expect(await runCli(['scrub', '--country', 'co', file], t.env)).toBe(0);
+    const rows = t.out
+      .join('')
+      .trim()
+      .split('\n')
+      .map((line) => line.split(','));
+    const at = rows[0]!.indexOf('dnc_status');
+    expect(rows.every((row) => row.length === rows[0]!.length)).toBe(true);
+    expect(rows.slice(1).map((row) => [row[0], row[at]])).toEqual([
+      ['Ana', 'prohibited'],
+      ['Eva', 'safe'],
+      ['Luis', 'safe'],
+    ]);
+  });
+
+  // Rows gone from the file between its two reads (rewritten by an export meanwhile) were dropped from
+  // the output in silence, and the run exited 0.
+  it('a file cut shorter while it was scrubbed: an error, nothing written', async () => {
+    const file = join(dir, 'shrinking.csv');
+    await writeFile(file, 'Name,Phone\nAna,+57 300 111 1111\nEva,+57 310 222 2222\nLuis,+57 310 333 3333\n');
+    answer = () => {
+      writeFileSync(file, 'Name,Phone\nAna,+57 300 111 1111\n');
+      return { status: 200, body: classify(lastPhones) };
+    };
+    const out = join(dir, 'shrinking-out.csv');
+    const t = io();
+    expect(await runCli(['scrub', '--country', 'co', file, '--out', out], t.env)).toBe(1);
+    expect(t.err.join('')).toContain('the input file changed while it was being scrubbed');
+    expect((await readdir(dir)).filter((f) => f.startsWith('shrinking-out'))).toEqual([]);
   });
 });
 

@@ -140,7 +140,7 @@ describe('reading CSV/TSV files', () => {
     );
     const input = await readInput(path, {});
     expect(input.phones).toEqual(['+57 300 123 4567', '3109999999']);
-    expect(input.table).toEqual({ delimiter: ',', header: ['Name', 'Phone', 'Note'], column: 1 });
+    expect(input.table).toEqual({ delimiter: ',', header: ['Name', 'Phone', 'Note'], column: 1, width: 3 });
   });
 
   it('any delimiter: semicolon detected, TSV by extension, pipe given, no header', async () => {
@@ -151,6 +151,7 @@ describe('reading CSV/TSV files', () => {
       delimiter: '\t',
       header: undefined,
       column: 1,
+      width: 2,
     });
     const piped = await readInput(await file('a.txt', '3001234567|Ana\n3109999999|Luis\n'), {
       delimiter: '|',
