@@ -36,6 +36,15 @@ describe('a job’s final write', () => {
     (await h.db.query('SELECT count(*)::int AS n FROM jobs.job_blob_segments WHERE job_id = $1', [jobId]))
       .rows[0].n as number;
 
+  const staleCompletions = async () => {
+    const text = await (
+      await fetch(`http://127.0.0.1:${h.stack.addresses.metrics['job-worker']}/metrics`)
+    ).text();
+    const line = text.split('\n').find((l) => /^dnc_job_stale_completions_total[ {]/.test(l));
+    return Number(line?.split(' ').at(-1) ?? 'NaN');
+  };
+  const endedLogged = async () => h.stack.logs().includes('job ended while its result was written');
+
   beforeAll(async () => {
     // A result segment's INSERT takes 3 s, and so does the `succeeded` transition's, which the write
     // makes with the job's row locked.
@@ -64,8 +73,11 @@ describe('a job’s final write', () => {
     expect(answer.job?.status).toBe(status.CANCELLED);
     expect(Date.now() - started).toBeLessThan(2_000);
 
-    // The write ends, finds the job cancelled and rolls back: nothing of the result, nothing charged.
+    // The write ends, finds the job cancelled and rolls back: nothing of the result, nothing charged, and
+    // no lost lease reported for it (the customer's cancel is not a worker fault).
     await expect.poll(writing, { timeout: 10_000, interval: 50 }).toBe(0);
+    await expect.poll(endedLogged, { timeout: 5_000 }).toBe(true);
+    expect(await staleCompletions()).toBe(0);
     await expect.poll(() => h.reserved(), { timeout: 15_000 }).toEqual({ used: 0, reserved: 0 });
     expect((await h.admin.getJobDetail({ jobId: job.jobId })).job?.status).toBe(status.CANCELLED);
     expect(await reason(h.result(job.jobId))).toBe('job_result_not_ready');

@@ -6,8 +6,14 @@ import { purgeBlob, writeBlob } from './blobs.js';
 import type { JobRow } from './job-row.js';
 import { expireIfPastCap, lockLeased, terminalizeLocked } from './terminalize.js';
 
-/** How a job's final write ended: `lost` when the job was no longer running under the lease. */
-export type FinalWrite = { kind: 'succeeded' | 'cancelled' | 'expired'; job: JobRow } | { kind: 'lost' };
+/**
+ * How a job's final write ended: `ended` when the job reached its end elsewhere meanwhile (a cancel, the
+ * hard cap's sweep), `lost` when another worker holds its lease or it is gone.
+ */
+export type FinalWrite =
+  | { kind: 'succeeded' | 'cancelled' | 'expired'; job: JobRow }
+  | { kind: 'lost' }
+  | { kind: 'ended' };
 
 interface Store {
   pool: Pool;
@@ -17,7 +23,11 @@ interface Store {
 }
 
 /** The job ended, or its lease passed to another worker, while its result was written. */
-class ResultRefused extends Error {}
+class ResultRefused extends Error {
+  constructor(readonly ended: boolean) {
+    super('result refused');
+  }
+}
 
 /**
  * A job's final write: the encrypted result, input purge, `succeeded`, quota marked for commit, in one
@@ -46,11 +56,11 @@ export async function writeFinal(
       const binding = { jobId, orgId: before.orgId, kind: 'result' as const };
       await writeBlob(client, store.keys, binding, resultPieces(), store.blobFormat);
       const job = await lockLeased(client, jobId, token);
-      if (!job) throw new ResultRefused();
+      if (!job) throw new ResultRefused(await endedElsewhere(client, jobId));
       return endWritten(client, store.policy, job, registrySnapshotAt);
     });
   } catch (error) {
-    if (error instanceof ResultRefused) return { kind: 'lost' };
+    if (error instanceof ResultRefused) return { kind: error.ended ? 'ended' : 'lost' };
     throw error;
   }
 }
@@ -113,6 +123,14 @@ async function endingWithoutResult(
       : undefined;
   });
   return ending ?? { kind: 'write', orgId: seen.org_id };
+}
+
+async function endedElsewhere(client: PoolClient, jobId: string): Promise<boolean> {
+  const r = await client.query<{ ended: boolean }>(
+    `SELECT status NOT IN ('queued', 'running') AS ended FROM jobs.jobs WHERE id = $1`,
+    [jobId],
+  );
+  return r.rows[0]?.ended ?? false;
 }
 
 function cancelLocked(client: PoolClient, policy: RetentionPolicy, job: JobRow): Promise<JobRow> {

@@ -201,11 +201,13 @@ export async function runAttempt(
       },
       'job executed',
     );
-    if (done.kind !== 'lost') {
+    if (done.kind === 'lost') ctx.outcomes.stale(job, 'result refused');
+    else if (done.kind === 'ended')
+      // Cancelled or expired during the write (final-write.ts): whoever ended it settled it.
+      logger.info({ job_id: job.id }, 'job ended while its result was written; the result was discarded');
+    else {
       ctx.outcomes.finished(done.job);
       await settlement.settle(done.job);
-    } else {
-      ctx.outcomes.stale(job, 'result refused');
     }
     msg.ack();
   } catch (error) {
