@@ -33,6 +33,10 @@ async function emitResult(
     return;
   }
   const outcomes = outcomesByPosition(input.phones, result);
+  if (outcomes.answeredBoth > 0)
+    ctx.stderr.write(
+      `dnc: warning: ${outcomes.answeredBoth} number(s) of the result are both prohibited and safe (the registry changed while the job ran): do not call them\n`,
+    );
   await toDestination(ctx.stdout, out, (sink) => writeRows(sink, format, input, outcomes), input.path);
 }
 

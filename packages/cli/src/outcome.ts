@@ -7,6 +7,8 @@ export type StatusName = (typeof STATUS_NAMES)[number];
 export interface Outcomes {
   status: Uint8Array;
   reasons: Map<number, string>;
+  /** Numbers the result has both prohibited and safe (a registry update during a v2 job). */
+  answeredBoth: number;
 }
 
 /** The result does not fit the numbers that were sent (a different file, or not the job that was submitted). */
@@ -17,41 +19,70 @@ export class ResultMismatchError extends Error {
 /**
  * Puts each input back in its place. The service keeps the original inputs, in input order, within each of the
  * three lists, so one walk over the inputs with a cursor per list finds every outcome (duplicates included).
+ *
+ * One string can be in two lists: a v2 job's units are answered from the registry as it is when each is
+ * checked, so a number registered (or removed) during the job is answered both ways. Taking the first list
+ * whose next input matches could then misplace an outcome or refuse a true result (found by a review,
+ * 2026-12-05): the walk goes back to the last such choice when it cannot go on. Where the lists allow several
+ * placements, a prohibited outcome goes to the earlier row. `answeredBoth` counts such numbers.
  */
 export function outcomesByPosition(phones: readonly string[], result: ScrubResult): Outcomes {
-  const {
-    prohibited_numbers_to_call: prohibited,
-    safe_numbers_to_call: safe,
-    invalid_numbers: invalid,
-  } = result;
+  const lists = [
+    result.prohibited_numbers_to_call,
+    result.safe_numbers_to_call,
+    result.invalid_numbers.map((entry) => entry.input),
+  ] as const;
   if (result.summary.total_checked !== phones.length) {
     throw new ResultMismatchError(
       `the result covers ${result.summary.total_checked} inputs, the file holds ${phones.length}`,
     );
   }
-  const status = new Uint8Array(phones.length);
-  const reasons = new Map<number, string>();
-  let p = 0;
-  let s = 0;
-  let v = 0;
-  for (let i = 0; i < phones.length; i++) {
-    const phone = phones[i];
-    if (p < prohibited.length && prohibited[p] === phone) {
-      status[i] = 0;
-      p++;
-    } else if (s < safe.length && safe[s] === phone) {
-      status[i] = 1;
-      s++;
-    } else if (v < invalid.length && invalid[v]?.input === phone) {
-      status[i] = 2;
-      reasons.set(i, invalid[v]?.reason as string);
-      v++;
-    } else {
-      throw new ResultMismatchError(`input ${i + 1} of the file is not where the result has it`);
-    }
-  }
-  if (p !== prohibited.length || s !== safe.length || v !== invalid.length) {
+  if (lists[0].length + lists[1].length + lists[2].length !== phones.length) {
     throw new ResultMismatchError('the result holds inputs the file does not');
   }
-  return { status, reasons };
+  const status = placeAll(phones, lists);
+  const reasons = new Map<number, string>();
+  let v = 0;
+  for (let i = 0; i < phones.length; i++)
+    if (status[i] === 2) reasons.set(i, result.invalid_numbers[v++]?.reason as string);
+  const prohibited = new Set(lists[0]);
+  const answeredBoth = new Set(lists[1].filter((phone) => prohibited.has(phone))).size;
+  return { status, reasons, answeredBoth };
+}
+
+/** The list of each input, by a walk that goes back to its last choice at a dead end (memoized). */
+function placeAll(phones: readonly string[], lists: readonly (readonly string[])[]): Uint8Array {
+  const n = phones.length;
+  const status = new Uint8Array(n);
+  const tried = new Uint8Array(n);
+  const cursor = [0, 0, 0];
+  const deadEnds = new Set<string>();
+  const state = (i: number) => `${i},${cursor[0]},${cursor[1]}`;
+  let i = 0;
+  let furthest = 0;
+  while (i < n) {
+    let placed = false;
+    for (let k = tried[i]!; k < 3 && !placed; k++) {
+      tried[i] = k + 1;
+      if (lists[k]![cursor[k]!] !== phones[i]) continue;
+      cursor[k]!++;
+      if (deadEnds.has(state(i + 1))) cursor[k]!--;
+      else {
+        status[i] = k;
+        placed = true;
+      }
+    }
+    if (placed) {
+      i++;
+      furthest = Math.max(furthest, i);
+      if (i < n) tried[i] = 0;
+      continue;
+    }
+    deadEnds.add(state(i));
+    if (i === 0)
+      throw new ResultMismatchError(`input ${furthest + 1} of the file is not where the result has it`);
+    i--;
+    cursor[status[i]!]!--;
+  }
+  return status;
 }

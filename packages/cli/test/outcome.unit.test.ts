@@ -40,4 +40,29 @@ describe('outcomesByPosition', () => {
       outcomesByPosition(['300'], { ...result, safe_numbers_to_call: ['9'], summary: summary(1, 0, 0) }),
     ).toThrow(/holds inputs the file does not/);
   });
+
+  // Found by a review (2026-12-05): units of one v2 job answered from two registry snapshots answer one
+  // number both ways. The first list whose next input matched was taken: an outcome was misplaced, or a
+  // true result refused.
+  it('a number answered both ways: every row placed where the lists allow, and counted', () => {
+    const both = (phones: string[], prohibited: string[], safe: string[]) =>
+      outcomesByPosition(phones, {
+        prohibited_numbers_to_call: prohibited,
+        safe_numbers_to_call: safe,
+        invalid_numbers: [],
+        summary: summary(prohibited.length, safe.length, 0),
+      });
+    // Safe, safe, prohibited: the only placement the lists allow.
+    const forced = both(['A', 'B', 'A'], ['A'], ['A', 'B']);
+    expect([...forced.status]).toEqual([1, 1, 0]);
+    expect(forced.answeredBoth).toBe(1);
+    // Either placement fits: prohibited goes to the earlier row.
+    expect([...both(['A', 'A'], ['A'], ['A']).status]).toEqual([0, 1]);
+    // A long run of one number, answered prohibited only after it: the walk goes back 2,000 rows, once.
+    const phones = [...Array<string>(2_000).fill('A'), 'B', 'A'];
+    const long = both(phones, ['A'], [...Array<string>(2_000).fill('A'), 'B']);
+    expect(long.status.indexOf(0)).toBe(2_001);
+    expect(long.status.filter((k) => k === 0)).toHaveLength(1);
+    expect(both(['A'], ['A'], []).answeredBoth).toBe(0);
+  });
 });
