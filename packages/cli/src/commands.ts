@@ -66,6 +66,10 @@ export async function scrub(ctx: CommandContext, command: ScrubCommand, path: st
     const job = await ctx.client.jobs.create(request, { ...keyed, ...withSignal(ctx) });
     ctx.progress.stop();
     ctx.stdout.write(`${job.job_id}\n`);
+    // An exact retry of a key whose job already ended answers that job: one that failed, expired or was
+    // cancelled is this run's failure (exit 1), as `jobs wait` says (found by a review, 2026-12-05).
+    if (job.status === 'failed' || job.status === 'expired' || job.status === 'cancelled')
+      throw new DncJobError(job);
     ctx.stderr.write(`dnc: job ${job.job_id} ${job.status}; follow it with: dnc jobs wait ${job.job_id}\n`);
     return 0;
   }

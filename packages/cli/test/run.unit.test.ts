@@ -407,6 +407,14 @@ describe('dnc scrub with CSV and the output formats', () => {
     expect(t.err.join('')).toContain(`dnc jobs wait ${JOB_ID}`);
   });
 
+  it('--detach of a key whose job already ended failed: its id, the JobError, exit 1', async () => {
+    answer = () => ({ status: 200, body: { ...job('failed'), error: { error: 'platform_failure' } } });
+    const t = io();
+    expect(await runCli(['scrub', '-c', 'co', await numbersFile(3), '--detach'], t.env)).toBe(1);
+    expect(t.out.join('')).toBe(`${JOB_ID}\n`);
+    expect(t.err.join('')).toMatch(/dnc: error platform_failure: /);
+  });
+
   it('jobs wait: 0 and the job when it succeeds, 1 with the JobError code when it fails', async () => {
     let polls = 0;
     answer = () => ({ status: 200, body: job(++polls < 2 ? 'running' : 'succeeded') });
