@@ -1,4 +1,4 @@
-import { Batcher, Code, ConnectError } from '@dnc/kit';
+import { Batcher, Code, ConnectError, type Logger } from '@dnc/kit';
 import type { OpenAdmissions } from './open-admissions.js';
 import { CallerGaveUp, requireUuid } from './public-errors.js';
 import { jobGivenUp, type UndoDeps } from './undo.js';
@@ -28,6 +28,7 @@ interface Completing {
 
 export interface CompletionDeps extends UndoDeps {
   open: OpenAdmissions;
+  logger: Pick<Logger, 'warn'>;
 }
 
 /**
@@ -89,9 +90,42 @@ export class Completion {
       const failure = failures.get(id);
       if (!results[i] && failure) results[i] = failure;
     });
-    await claims.markCompleted(pending.filter((id) => !failures.get(id)));
+    await this.markWithin(
+      pending.filter((id) => !failures.get(id)),
+      members,
+    );
     for (const id of pending) open.delete(id);
     return results;
+  }
+
+  /**
+   * Mark the claims of committed completions completed, within the time their callers wait. Their commits
+   * are done: a mark that fails, or still waits then (admission's PostgreSQL locked or down), never turns
+   * a charged request into an error (found by a review, 2026-12-05: answered 503, charged). The claim
+   * stays in progress meanwhile; the claim reconciler, or the reclaim of a retry, finds the commit in
+   * quota and marks it completed (an exact retry before then is answered 409 in progress, then replayed).
+   */
+  private async markWithin(ids: string[], members: Map<string, Member>): Promise<void> {
+    if (ids.length === 0) return;
+    const { claims, logger } = this.deps;
+    const marking = claims.markCompleted(ids).then(
+      () => true,
+      () => false,
+    );
+    const earliest = Math.min(...ids.map((id) => members.get(id)!.deadline));
+    let timer: NodeJS.Timeout | undefined;
+    const waited = Number.isFinite(earliest)
+      ? new Promise<false>((resolve) => {
+          timer = setTimeout(() => resolve(false), Math.max(0, earliest - Date.now() - COMMIT_ANSWER_MS));
+        })
+      : marking;
+    const marked = await Promise.race([marking, waited]);
+    clearTimeout(timer);
+    if (!marked)
+      logger.warn(
+        { completions: ids.length },
+        'completions committed but their claims not marked yet; answered completed, the claim reconciler marks them',
+      );
   }
 
   /**

@@ -185,7 +185,7 @@ function routesOf(
         logger,
         timeouts,
       },
-      completion: new Completion({ claims: stores.claims, reservations, open, jobs: parts.jobs }),
+      completion: new Completion({ claims: stores.claims, reservations, open, jobs: parts.jobs, logger }),
       refusals,
       assertions: new OrgAssertionIssuer(service.security),
       verifier: (() => {

@@ -181,6 +181,33 @@ describe('a v1 completion is never committed after its caller gave up', () => {
     expect(await admission.abort({ admissionId: stuck.admissionId })).toMatchObject({ completed: false });
   });
 
+  // Found by a review (2026-12-05): the claims of a committed batch were marked before the answer, so a
+  // mark that failed or waited past the callers' deadline (admission's PostgreSQL locked or down) answered
+  // every member an error: the gateway aborted, could not undo a commit, and answered 503 while the
+  // customer was charged (spec: a platform failure "consumes no customer quota").
+  it('Complete: a claim that cannot be marked in time does not turn a committed request into an error', async () => {
+    const c = await h.customer(['mx']);
+    const admission = h.clients(0).admission;
+    const first = await admission.admit(admitReq(c, { inputCount: 5 }));
+    const { released } = await holdClaims(3_000);
+    const started = Date.now();
+    try {
+      await admission.complete({ admissionId: first.admissionId }, { timeoutMs: 1_500 });
+      expect(Date.now() - started).toBeLessThan(1_500);
+      expect(await h.account(c.orgId, 'mx')).toMatchObject({ used: 5, reserved: 0 });
+    } finally {
+      await released;
+    }
+    // The mark goes on once the table is free: an exact retry then replays.
+    const state = async () =>
+      (
+        await h.sql('SELECT state FROM admission.idempotency_records WHERE admission_id = $1', [
+          first.admissionId,
+        ])
+      ).rows[0]?.state;
+    await expect.poll(state, { timeout: 5_000 }).toBe('completed');
+  });
+
   it('a completion within its deadline commits as before (timeout_ms 0: the call deadline only)', async () => {
     const c = await h.customer(['mx']);
     const first = await h.clients(0).admission.admit(admitReq(c, { inputCount: 4 }));
