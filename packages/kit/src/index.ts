@@ -15,6 +15,7 @@ export * from './redis.js';
 export * from './request-context.js';
 export * from './result-bound.js';
 export * from './result-lists.js';
+export * from './result-streams.js';
 export * from './run-main.js';
 export * from './scrub-result.js';
 export * from './security/audit.js';

@@ -52,6 +52,13 @@ export const gatewayConfig = z
      * 15 minutes: about 0.23 Mbit/s); one that stops reading is closed by DNC_SOCKET_IDLE_TIMEOUT_MS.
      */
     DNC_RESULT_STREAM_MAX_MS: z.coerce.number().int().min(100).max(3_600_000).default(900_000),
+    /**
+     * Result downloads this gateway serves at once, in all and for one organization (kit ResultStreams):
+     * each holds up to a stream window of the result (4 MiB) for its reader. One over either is answered
+     * 503 platform_failure with Retry-After. The job scheduler's settings of the same names bound its own.
+     */
+    DNC_RESULT_STREAMS_MAX: z.coerce.number().int().min(1).max(10_000).default(32),
+    DNC_RESULT_STREAMS_PER_ORG: z.coerce.number().int().min(1).max(10_000).default(4),
     /** An idle keep-alive connection is closed after this (longer than a load balancer's idle timeout). */
     DNC_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(600_000).default(72_000),
     /**

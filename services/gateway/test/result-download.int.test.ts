@@ -99,4 +99,52 @@ describe('a v2 result download', () => {
     expect(seen[1]).toBeGreaterThan(2_000);
     expect(seen[1]).toBeLessThanOrEqual(8_000);
   });
+
+  // Found by a review (2026-12-05): a result of under 4 MiB fits the gateway's stream window, so the
+  // scheduler sent it whole and freed its download slot at once, while the gateway held the bytes for a
+  // reader that did not take them, up to the download's 15 minutes: a hundred such downloads of one
+  // organization took a gateway past its memory limit. The gateway now bounds its own downloads.
+  it('downloads held by readers that do not read are bounded per organization and in all', async () => {
+    const hanging: Script = {
+      orgId: '5c1d3a9e-2b7f-4e61-9a0c-7d2e8f4b6a13',
+      async *getJobResult(signal) {
+        const chunk = new Uint8Array(256 * 1024).fill(0x20);
+        yield { chunk, resultBytes: BigInt(3 * chunk.length) };
+        yield { chunk };
+        await new Promise((r) => signal.addEventListener('abort', r, { once: true }));
+      },
+    };
+    const open = (url: string) =>
+      new Promise<http.ClientRequest>((resolve) => {
+        const req = http.get(url, { headers: { authorization: 'Bearer dnc_test_key' } }, (res) => {
+          res.pause();
+          resolve(req);
+        });
+        req.on('error', () => {});
+      });
+    const bounds: Record<string, string>[] = [
+      { DNC_RESULT_STREAMS_PER_ORG: '2' },
+      { DNC_RESULT_STREAMS_MAX: '2' },
+    ];
+    for (const env of bounds) {
+      const g = await gateway(hanging, env);
+      const held = [await open(g.url), await open(g.url)];
+      const refused = await get(g.url);
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get('retry-after')).toBe('1');
+      expect(await refused.json()).toEqual({ error: 'platform_failure' });
+      // A reader gone frees its slot.
+      held[0]!.destroy();
+      const status = () =>
+        new Promise<number | undefined>((resolve) => {
+          const req = http.get(g.url, { headers: { authorization: 'Bearer dnc_test_key' } }, (res) => {
+            resolve(res.statusCode);
+            req.destroy();
+          });
+          req.on('error', () => resolve(undefined));
+        });
+      await expect.poll(status, { timeout: 5_000, interval: 50 }).toBe(200);
+      held[1]!.destroy();
+    }
+  });
 });

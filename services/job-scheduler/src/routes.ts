@@ -2,7 +2,15 @@ import { create } from '@bufbuild/protobuf';
 import { type Timestamp, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter, ServiceImpl } from '@connectrpc/connect';
 import { isCountryCode, isJobStatus, LIMITS } from '@dnc/api-contract/limits';
-import { Code, ConnectError, jobStatusOf, type Logger, protoJobStatus, publicError } from '@dnc/kit';
+import {
+  Code,
+  ConnectError,
+  jobStatusOf,
+  type Logger,
+  protoJobStatus,
+  publicError,
+  type ResultStreams,
+} from '@dnc/kit';
 import { jobsv1 } from '@dnc/proto';
 import type { KeyRing } from './crypto/envelope.js';
 import { keyStatus } from './crypto/key-status.js';
@@ -16,7 +24,6 @@ import {
   retryHintLeft,
 } from './domain/states.js';
 import type { JobMetrics } from './metrics.js';
-import type { ResultStreams } from './result-streams.js';
 import type { QuotaSettlement } from './settlement.js';
 import { BlobMissing, blobKeyUsage, readBlob } from './store/blobs.js';
 import type { CleanupStore } from './store/cleanup.js';

@@ -23,6 +23,7 @@ import {
   probePostgres,
   provisionJetStream,
   RegistryAdapterCheck,
+  ResultStreams,
   type Service,
   serviceClient,
   startService,
@@ -34,7 +35,6 @@ import { BLOB_FORMAT } from './crypto/segment-codec.js';
 import { Dispatcher } from './dispatch.js';
 import { type JobMetrics, jobMetrics } from './metrics.js';
 import { organizationJobsService } from './organization.js';
-import { ResultStreams } from './result-streams.js';
 import { jobsRoutes } from './routes.js';
 import { QuotaSettlement } from './settlement.js';
 import { SpentMessageWatch } from './spent-messages.js';

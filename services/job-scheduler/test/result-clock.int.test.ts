@@ -7,11 +7,11 @@ import {
   inTransaction,
   migrateSchema,
   type Pool,
+  ResultStreams,
   readPublicReason,
 } from '@dnc/kit';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { KeyRing } from '../src/crypto/envelope.js';
-import { ResultStreams } from '../src/result-streams.js';
 import { jobsService, type RouteDeps } from '../src/routes.js';
 import { writeBlob } from '../src/store/blobs.js';
 import { JobStore } from '../src/store/jobs.js';

@@ -1,10 +1,17 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { dropDatabase, uniqueSuffix } from '@dnc/devstack';
-import { Code, ConnectError, createPool, ensureDatabase, migrateSchema, type Pool } from '@dnc/kit';
+import {
+  Code,
+  ConnectError,
+  createPool,
+  ensureDatabase,
+  migrateSchema,
+  type Pool,
+  ResultStreams,
+} from '@dnc/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeyRing } from '../src/crypto/envelope.js';
-import { ResultStreams } from '../src/result-streams.js';
 import { jobsService, type RouteDeps } from '../src/routes.js';
 import { CleanupStore } from '../src/store/cleanup.js';
 import { JobStore } from '../src/store/jobs.js';

@@ -7,6 +7,7 @@ import {
   REGISTRY_SNAPSHOT_HEADER,
   ROUTES,
 } from '@dnc/api-contract';
+import { ResultStreams } from '@dnc/kit';
 import type { jobsv1 } from '@dnc/proto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { authenticatedCaller, setRateLimitHeaders } from '../auth.js';
@@ -109,8 +110,9 @@ export function v2Routes(config: GatewayConfig, upstream: Upstream, fingerprints
         return reply.code(202).send(jobResource(outcome.job, baseUrl));
       },
     );
+    const downloads = new ResultStreams(config.DNC_RESULT_STREAMS_MAX, config.DNC_RESULT_STREAMS_PER_ORG);
     await app.register(
-      jobReadRoutes(upstream, baseUrl, config.DNC_RESULT_STREAM_MAX_MS + RESULT_DEADLINE_SLACK_MS),
+      jobReadRoutes(upstream, baseUrl, config.DNC_RESULT_STREAM_MAX_MS + RESULT_DEADLINE_SLACK_MS, downloads),
     );
   };
 }
@@ -120,6 +122,7 @@ function jobReadRoutes(
   upstream: Pick<Upstream, 'getJob' | 'jobResult' | 'cancelJob'>,
   baseUrl: string,
   resultTimeoutMs: number,
+  downloads: ResultStreams,
 ) {
   return async (app: FastifyInstance) => {
     app.get<{ Params: { job_id: string } }>(
@@ -146,12 +149,23 @@ function jobReadRoutes(
         // A client that goes away stops the upstream stream, and frees its download slot at the scheduler:
         // listened to before the first chunk is awaited (a client gone meanwhile, found by a review,
         // 2026-12-04, held its slot until the call's deadline).
+        const caller = authenticatedCaller(request);
+        // A slot of this gateway until the response is over: what the scheduler streams ahead waits here
+        // for the reader (kit ResultStreams).
+        const release = downloads.acquire(caller.orgId);
+        if (!release) return sendMapped(reply, toHttp('platform_failure', undefined, 1));
         const abort = new AbortController();
-        reply.raw.once('close', () => abort.abort());
-        if (request.raw.socket.destroyed) abort.abort();
+        reply.raw.once('close', () => {
+          release();
+          abort.abort();
+        });
+        // Gone already: its close will not come again.
+        if (request.raw.socket.destroyed) {
+          release();
+          abort.abort();
+        }
         let body: Readable;
         try {
-          const caller = authenticatedCaller(request);
           const result = await resultBody(upstream, caller, jobId, abort.signal, resultTimeoutMs);
           body = result.body;
           if (result.snapshotAt) reply.header(REGISTRY_SNAPSHOT_HEADER, result.snapshotAt.toISOString());

@@ -37,6 +37,8 @@ export interface Script {
   submitResumed?: boolean;
   confirmJob?: () => Reply<void>;
   getJob?: () => Reply<jobsv1.Job>;
+  /** The organization every key authenticates as (else a new one each time). */
+  orgId?: string;
   /** The messages of a result download; `signal` is the call's (aborted when the gateway gives up on it). */
   getJobResult?: (
     signal: AbortSignal,
@@ -96,7 +98,7 @@ export function inMemoryUpstream(script: Script = {}) {
     router.service(admissionv1.AdmissionService, {
       async authenticate() {
         calls.push('authenticate');
-        return { orgId: randomUUID(), keyId: randomUUID() };
+        return { orgId: script.orgId ?? randomUUID(), keyId: randomUUID() };
       },
       async admitMany(req) {
         batches.push(`admitMany ${req.requests.length}`);
