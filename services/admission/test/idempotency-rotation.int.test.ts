@@ -23,18 +23,23 @@ afterEach(async () => {
 const fp = (version: string, seed: string) =>
   `${version}:${Buffer.from(seed.padEnd(32, '.')).toString('hex').slice(0, 64).padEnd(64, '0')}`;
 
+/** A v1 admission of a new customer under a new idempotency key, its fingerprint to add. */
+async function syncRequest(inputCount: number) {
+  const c = await h.customer(['mx']);
+  return {
+    orgId: c.orgId,
+    keyId: c.keyId,
+    country: 'mx',
+    idempotencyKey: randomUUID(),
+    inputCount,
+    kind: admissionv1.RequestKind.SYNC,
+  };
+}
+
 describe('issue 14 item 4: a fingerprint secret rotation never turns other phones into a free replay', () => {
   it('a completed v1 key, then the secret rotated: other phones are reused, the exact retry replays', async () => {
     const { admission } = h.clients();
-    const c = await h.customer(['mx']);
-    const base = {
-      orgId: c.orgId,
-      keyId: c.keyId,
-      country: 'mx',
-      idempotencyKey: randomUUID(),
-      inputCount: 10,
-      kind: admissionv1.RequestKind.SYNC,
-    };
+    const base = await syncRequest(10);
     const first = await admission.admit({ ...base, fingerprint: fp('v1', 'phones A') });
     await admission.complete({ admissionId: first.admissionId });
 
@@ -56,22 +61,14 @@ describe('issue 14 item 4: a fingerprint secret rotation never turns other phone
     };
     const replay = await admission.admit(exact);
     expect(replay.replay).toBe(true);
-    expect(await h.account(c.orgId, 'mx')).toMatchObject({ used: 10, reserved: 0 });
+    expect(await h.account(base.orgId, 'mx')).toMatchObject({ used: 10, reserved: 0 });
   });
 
   // The two rollouts of docs/deploy.md ("Fingerprint secret: rotation in two rollouts"): during the second,
   // a key stored by a gateway already on v2 is retried through one still on v1 that knows v2 beside it.
   it('during a rotation, a key stored under the new version replays through a gateway still on the old one', async () => {
     const { admission } = h.clients();
-    const c = await h.customer(['mx']);
-    const base = {
-      orgId: c.orgId,
-      keyId: c.keyId,
-      country: 'mx',
-      idempotencyKey: randomUUID(),
-      inputCount: 4,
-      kind: admissionv1.RequestKind.SYNC,
-    };
+    const base = await syncRequest(4);
     const first = await admission.admit({
       ...base,
       fingerprint: fp('v2', 'phones C'),
@@ -93,6 +90,6 @@ describe('issue 14 item 4: a fingerprint secret rotation never turns other phone
         }),
       ),
     ).toBe('idempotency_key_reused');
-    expect(await h.account(c.orgId, 'mx')).toMatchObject({ used: 4, reserved: 0 });
+    expect(await h.account(base.orgId, 'mx')).toMatchObject({ used: 4, reserved: 0 });
   });
 });
