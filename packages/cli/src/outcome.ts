@@ -25,6 +25,11 @@ export class ResultMismatchError extends Error {
  * whose next input matches could then misplace an outcome or refuse a true result (found by a review,
  * 2026-12-05): the walk goes back to the last such choice when it cannot go on. Where the lists allow several
  * placements, a prohibited outcome goes to the earlier row. `answeredBoth` counts such numbers.
+ *
+ * Going back is bounded (a few steps per input): long runs of one number answered both ways could take it
+ * time and memory growing with the square of the run. Past the bound, each number answered both ways has
+ * its outcomes given to its rows by count, prohibited first (`placeByCount`), and every other input is
+ * placed as before: which of a number's rows got which outcome is then not read from the lists' order.
  */
 export function outcomesByPosition(phones: readonly string[], result: ScrubResult): Outcomes {
   const lists = [
@@ -40,7 +45,7 @@ export function outcomesByPosition(phones: readonly string[], result: ScrubResul
   if (lists[0].length + lists[1].length + lists[2].length !== phones.length) {
     throw new ResultMismatchError('the result holds inputs the file does not');
   }
-  const status = placeAll(phones, lists);
+  const status = placeAll(phones, lists) ?? placeByCount(phones, lists);
   const reasons = new Map<number, string>();
   let v = 0;
   for (let i = 0; i < phones.length; i++)
@@ -50,9 +55,13 @@ export function outcomesByPosition(phones: readonly string[], result: ScrubResul
   return { status, reasons, answeredBoth };
 }
 
-/** The list of each input, by a walk that goes back to its last choice at a dead end (memoized). */
-function placeAll(phones: readonly string[], lists: readonly (readonly string[])[]): Uint8Array {
+/**
+ * The list of each input, by a walk that goes back to its last choice at a dead end (memoized); undefined
+ * when that took more than its bound of steps.
+ */
+function placeAll(phones: readonly string[], lists: readonly (readonly string[])[]): Uint8Array | undefined {
   const n = phones.length;
+  let steps = 8 * n + 100_000;
   const status = new Uint8Array(n);
   const tried = new Uint8Array(n);
   const cursor = [0, 0, 0];
@@ -61,6 +70,7 @@ function placeAll(phones: readonly string[], lists: readonly (readonly string[])
   let i = 0;
   let furthest = 0;
   while (i < n) {
+    if (--steps < 0) return undefined;
     let placed = false;
     for (let k = tried[i]!; k < 3 && !placed; k++) {
       tried[i] = k + 1;
@@ -83,6 +93,42 @@ function placeAll(phones: readonly string[], lists: readonly (readonly string[])
       throw new ResultMismatchError(`input ${furthest + 1} of the file is not where the result has it`);
     i--;
     cursor[status[i]!]!--;
+  }
+  return status;
+}
+
+/**
+ * Every input placed in one pass: a number in two lists gets their outcomes by count, in list order
+ * (prohibited first) over its rows; any other input is the next of the one list that holds it.
+ */
+function placeByCount(phones: readonly string[], lists: readonly (readonly string[])[]): Uint8Array {
+  const seen = lists.map((list) => new Set(list));
+  const inTwo = (phone: string) => seen.filter((set) => set.has(phone)).length > 1;
+  const left = new Map<string, number[]>();
+  lists.forEach((list, k) => {
+    for (const phone of list) {
+      if (!inTwo(phone)) continue;
+      const counts = left.get(phone) ?? [0, 0, 0];
+      counts[k]!++;
+      left.set(phone, counts);
+    }
+  });
+  const cursor = [0, 0, 0];
+  const head = (k: number) => {
+    const list = lists[k]!;
+    while (cursor[k]! < list.length && left.has(list[cursor[k]!]!)) cursor[k]!++;
+    return list[cursor[k]!];
+  };
+  const status = new Uint8Array(phones.length);
+  for (let i = 0; i < phones.length; i++) {
+    const phone = phones[i]!;
+    const counts = left.get(phone);
+    const k = counts ? counts.findIndex((c) => c > 0) : [0, 1, 2].find((list) => head(list) === phone);
+    if (k === undefined || k < 0)
+      throw new ResultMismatchError(`input ${i + 1} of the file is not where the result has it`);
+    if (counts) counts[k]!--;
+    else cursor[k]!++;
+    status[i] = k;
   }
   return status;
 }

@@ -65,4 +65,25 @@ describe('outcomesByPosition', () => {
     expect(long.status.filter((k) => k === 0)).toHaveLength(1);
     expect(both(['A'], ['A'], []).answeredBoth).toBe(0);
   });
+
+  // The same day's review of the fix: going back had no bound, and a long run of one number answered both
+  // ways took time and memory growing with the square of the run (2,000 rows: 3.3 s, 143 MB; 10,000: a
+  // RangeError).
+  it('long runs of one number answered both ways are placed in bounded time; a wrong file is still refused', () => {
+    const n = 20_000;
+    const x = Array<string>(n).fill('X');
+    const result = (tail: string[]) => ({
+      prohibited_numbers_to_call: x,
+      safe_numbers_to_call: [...x, 'Y', ...tail],
+      invalid_numbers: [],
+      summary: summary(n, n + 1 + tail.length, 0),
+    });
+    const started = performance.now();
+    const placed = outcomesByPosition([...x, 'Y', ...x], result([]));
+    expect(performance.now() - started).toBeLessThan(2_000);
+    expect(placed.status.filter((k) => k === 0)).toHaveLength(n);
+    expect(placed.status[n]).toBe(1);
+    expect(placed.answeredBoth).toBe(1);
+    expect(() => outcomesByPosition([...x, 'Y', ...x, 'Z'], result(['W']))).toThrow(ResultMismatchError);
+  });
 });

@@ -5,12 +5,14 @@ import { jobGivenUp, type UndoDeps } from './undo.js';
 
 /** What a completion keeps of its caller's deadline for the commit's answer and the caller's own. */
 const COMMIT_ANSWER_MS = 200;
+/** What quota keeps of a commit's time for its answer (its own COMMIT_ANSWER_MS). */
+const QUOTA_ANSWER_MS = 100;
 /**
- * The least time left a member's commit is tried with: admission's margin, quota's (its own
- * COMMIT_ANSWER_MS, 100 ms) and a commit's. A member with less could not commit (quota refuses it with
- * no time left) and failed the quota call of its whole batch; it now fails alone.
+ * The least time left a member's commit is tried with: admission's margin, quota's and a commit's. A
+ * member with less could not commit (quota refuses it with no time left) and failed the quota call of
+ * its whole batch; it now fails alone.
  */
-export const COMMIT_MIN_MS = COMMIT_ANSWER_MS + 100 + 20;
+export const COMMIT_MIN_MS = COMMIT_ANSWER_MS + QUOTA_ANSWER_MS + 20;
 /** Quota calls of one batch at most: the first, then again without the members whose time ran out. */
 const COMMIT_ROUNDS = 3;
 
@@ -47,6 +49,19 @@ export class Completion {
     maxInFlight: 2,
     sameTurn: true,
   });
+
+  /**
+   * The claims of committed completions, marked completed: an answer waits for its marks only so long
+   * (markWithin), so they go through their own batches, two statements at most at once. A slow database
+   * then holds two of the pool's connections for marks, not one more per batch answered.
+   */
+  private readonly marks = new Batcher<string, void>(
+    async (ids) => {
+      await this.deps.claims.markCompleted(ids);
+      return ids.map(() => undefined);
+    },
+    { maxBatch: 1024, maxInFlight: 2 },
+  );
 
   constructor(private readonly deps: CompletionDeps) {}
 
@@ -107,8 +122,7 @@ export class Completion {
    */
   private async markWithin(ids: string[], members: Map<string, Member>): Promise<void> {
     if (ids.length === 0) return;
-    const { claims, logger } = this.deps;
-    const marking = claims.markCompleted(ids).then(
+    const marking = Promise.all(ids.map((id) => this.marks.submit(id))).then(
       () => true,
       () => false,
     );
@@ -122,7 +136,7 @@ export class Completion {
     const marked = await Promise.race([marking, waited]);
     clearTimeout(timer);
     if (!marked)
-      logger.warn(
+      this.deps.logger.warn(
         { completions: ids.length },
         'completions committed but their claims not marked yet; answered completed, the claim reconciler marks them',
       );
@@ -135,8 +149,8 @@ export class Completion {
    *
    * One quota call for the batch, bounded by its earliest member; by half of that when the batch spans
    * several organizations, so that a lock held on one organization's account leaves the others time.
-   * When a call fails, its members whose time ran out fail as given up and the rest go again, one call
-   * per organization (in parallel): neither a member's deadline nor a lock on its account fails another
+   * When a call runs out of its time, its members whose time ran out fail as given up and the rest go
+   * again, one call per organization (in parallel): neither a member's deadline nor a lock on its account fails another
    * organization's member (found by a review, 2026-12-05: the whole batch, up to 256 requests, was
    * answered 503 for one). Commits are idempotent, so a call whose answer was lost is repeated safely.
    */
@@ -148,11 +162,12 @@ export class Completion {
       const share = round === 1 && accounts.size > 1 ? 0.5 : 1;
       const calls = groups.map(async (group) => {
         const earliest = Math.min(...group.map((id) => members.get(id)!.deadline));
-        const budget = earliest - Date.now() - COMMIT_ANSWER_MS;
+        const bound = (earliest - Date.now() - COMMIT_ANSWER_MS) * share;
+        const started = Date.now();
         try {
           const committed = await this.deps.reservations.commit(
             group,
-            Number.isFinite(budget) ? budget * share : undefined,
+            Number.isFinite(bound) ? bound : undefined,
           );
           for (const [id, failure] of committed) failures.set(id, failure);
           return [];
@@ -160,7 +175,10 @@ export class Completion {
           const now = Date.now();
           const left = group.filter((id) => members.get(id)!.deadline - now >= COMMIT_MIN_MS);
           for (const id of group) if (!left.includes(id)) failures.set(id, new CallerGaveUp());
-          if (round < COMMIT_ROUNDS) return left;
+          // Only a call that ran out of its time (a lock held past it) goes again; one refused at once
+          // (quota down, a refusal) is not repeated for every organization of the batch.
+          const ranOut = now - started >= 0.9 * (bound - QUOTA_ANSWER_MS);
+          if (round < COMMIT_ROUNDS && ranOut) return left;
           const failure = error instanceof Error ? error : new Error(String(error));
           for (const id of left) failures.set(id, failure);
           return [];
