@@ -50,7 +50,7 @@ export interface RetentionPolicy {
  * purge would have been a truncated result (spec: "A result is always complete"). The result is
  * answered `job_result_expired` from the end of its retention as before: only its deletion waits.
  */
-export function resultPurgeDelaySeconds(policy: RetentionPolicy): number {
+export function resultPurgeDelaySeconds(policy: Pick<RetentionPolicy, 'resultStreamMaxMs'>): number {
   return Math.ceil((2 * policy.resultStreamMaxMs) / 1000);
 }
 
