@@ -1,7 +1,7 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter, HandlerContext, ServiceImpl } from '@connectrpc/connect';
-import { COUNTRY_CODES, isCountryCode } from '@dnc/api-contract/limits';
+import { COUNTRY_CODES, isCountryCode, UUID_REGEXP } from '@dnc/api-contract/limits';
 import { Counter, type Logger, type Registry, readPublicReason, validationError } from '@dnc/kit';
 import { quotav1 } from '@dnc/proto';
 import {
@@ -36,6 +36,15 @@ export const MAX_BATCH = 1000;
 
 function requireId(value: string, name: string): string {
   if (!value || value.length > 200) throw validationError(`${name} is required (at most 200 characters)`);
+  return value;
+}
+
+/**
+ * An organization's id in an admin call: a lowercase UUID, the form admission reserves with. Any other
+ * (upper case, a space pasted beside it) named an account no reservation uses (a review, 2026-12-05).
+ */
+function requireOrgId(value: string): string {
+  if (!UUID_REGEXP.test(value)) throw validationError('org_id must be a lowercase UUID');
   return value;
 }
 
@@ -159,19 +168,19 @@ export function quotaAdminService(deps: QuotaDeps): ServiceImpl<typeof quotav1.Q
   return {
     async setLimit(req) {
       const account = await deps.ledger.setLimit(
-        requireId(req.orgId, 'org_id'),
+        requireOrgId(req.orgId),
         requireCountry(req.country),
         toNumber(req.limit, 'limit'),
       );
       return { quotaAccount: accountMessage(account) };
     },
     async getQuota(req) {
-      const accounts = await deps.ledger.accounts(requireId(req.orgId, 'org_id'));
+      const accounts = await deps.ledger.accounts(requireOrgId(req.orgId));
       return { accounts: accounts.map(accountMessage) };
     },
     async listUsage(req) {
       const country = req.country ? requireCountry(req.country) : undefined;
-      const usage = await deps.ledger.usage(requireId(req.orgId, 'org_id'), country);
+      const usage = await deps.ledger.usage(requireOrgId(req.orgId), country);
       return {
         records: usage.map((u) =>
           create(quotav1.UsageRecordSchema, {

@@ -196,4 +196,35 @@ describe('quota ledger against PostgreSQL', () => {
     ).rejects.toThrow(/country/);
     await expect(client.commit({ reservationId: '' })).rejects.toThrow(/reservation_id/);
   });
+
+  // Found by a review of the operator tools (2026-12-05): SetLimit took any string as org_id, so an id in
+  // upper case, with a space pasted after it, or mistyped, set the limit of an account no reservation
+  // ever uses (admission reserves with the lowercase UUID) while dnc-admin printed the new limit, exit 0.
+  // A raise did not unblock the customer (429 on) and a cut did not stop the usage.
+  it('the admin methods take org_id only as a lowercase UUID, and record nothing for another form', async () => {
+    const org = randomUUID();
+    for (const orgId of [org.toUpperCase(), `${org} `, ` ${org}`, 'acme', `${org}0`]) {
+      for (const call of [
+        admin.setLimit({ orgId, country: 'mx', limit: 5n }),
+        admin.getQuota({ orgId }),
+        admin.listUsage({ orgId }),
+      ]) {
+        const reason = await call.then(
+          () => 'ok',
+          (e: unknown) => readPublicReason(e)?.reason,
+        );
+        expect(reason, orgId).toBe('validation_error');
+      }
+    }
+    const limits = new pg.Client({ connectionString: databaseUrl });
+    await limits.connect();
+    try {
+      const rows = await limits.query('SELECT 1 FROM quota.limits WHERE lower(trim(org_id)) = $1', [org]);
+      expect(rows.rowCount).toBe(0);
+    } finally {
+      await limits.end();
+    }
+    await admin.setLimit({ orgId: org, country: 'mx', limit: 5n });
+    expect(await account(org, 'mx')).toEqual({ limit: 5, used: 0, reserved: 0 });
+  });
 });
