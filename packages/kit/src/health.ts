@@ -131,6 +131,12 @@ export function healthService(
 }
 
 /**
+ * The largest request the probe listener reads: a HealthCheckRequest is a service name. Anything that
+ * reaches the port, without a certificate, could otherwise make a service read connect's default 4 GiB.
+ */
+export const HEALTH_READ_MAX_BYTES = 4096;
+
+/**
  * A plaintext HTTP/2 listener serving grpc.health.v1 and nothing else, for probes that present no
  * client certificate (kubelet, grpc_health_probe). `close()` also drops idle probe connections.
  */
@@ -141,6 +147,7 @@ export async function startHealthListener(
 ): Promise<{ port: number; close: () => void }> {
   const handler = connectNodeAdapter({
     routes: (router) => router.service(healthv1.Health, healthService(state, serviceNames)),
+    readMaxBytes: HEALTH_READ_MAX_BYTES,
   });
   const server = http2.createServer(handler);
   const sessions = new Set<http2.ServerHttp2Session>();

@@ -1,6 +1,8 @@
+import { type ConnectRouter, createClient, createRouterTransport } from '@connectrpc/connect';
+import { registryv1 } from '@dnc/proto';
 import pino from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { type AuditRecord, type AuditSink, auditDenied } from '../src/security/audit.js';
+import { type AuditRecord, type AuditSink, auditDenied, auditInterceptor } from '../src/security/audit.js';
 
 // The audit of refused calls on an admin listener stays bounded per caller (one row each up to the budget
 // a minute), and what it did not write is written as one count with the caller's next refusal.
@@ -46,5 +48,27 @@ describe('auditDenied', () => {
       targets: { refusals_not_written: '7' },
     });
     expect(gateway[6]).toMatchObject({ outcome: 'permission_denied', targets: { org_id: 'o1' } });
+  });
+});
+
+// Found by a review of internal trust (2026-12-05): the targets a call names were merged over the
+// service's own (`{ ...fixedTargets, ...input }`), so a caller's `country` replaced the adapter's in the
+// append-only log (the adapter's admin listener: services/registry-adapter/test/admin-listener.unit.test.ts).
+describe('auditInterceptor', () => {
+  function audited(routes: (router: ConnectRouter) => void) {
+    const { rows, sink } = memorySink();
+    const transport = createRouterTransport(routes, {
+      router: { interceptors: [auditInterceptor(sink, pino({ level: 'silent' }), { country: 'co' })] },
+    });
+    return { rows, client: createClient(registryv1.RegistryAdapterService, transport) };
+  }
+
+  it("the service's own ids are written over any the call names", async () => {
+    const { rows, client } = audited((router) =>
+      router.service(registryv1.RegistryAdapterService, { check: async () => ({}) }),
+    );
+    await client.check({ country: 'zz-forged' });
+    expect(rows.map((r) => r.outcome)).toEqual(['started', 'ok']);
+    for (const row of rows) expect(row.targets).toEqual({ country: 'co' });
   });
 });

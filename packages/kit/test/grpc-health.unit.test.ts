@@ -108,6 +108,45 @@ describe('grpc.health.v1 answers honestly (issue 2: service kit)', () => {
     service.health.setDraining();
     expect(await probe(port)).toEqual({ status: Status.NOT_SERVING });
   });
+  // Found by a review of internal trust (2026-12-05): the probe listener, which asks for no certificate,
+  // read a request of any size (connect's default bound is 4 GiB), so anything that reached the port
+  // could make a service hold hundreds of MiB and be killed for its memory. A HealthCheckRequest is
+  // a service name: the listener now refuses a message over HEALTH_READ_MAX_BYTES at once.
+  it('the probe listener refuses a large request at once, without reading it whole', async () => {
+    const { port } = await start({ value: true });
+    const session = http2.connect(`http://127.0.0.1:${port}`);
+    try {
+      const stream = session.request({
+        ':method': 'POST',
+        ':path': '/grpc.health.v1.Health/Check',
+        'content-type': 'application/grpc',
+        te: 'trailers',
+      });
+      // A message that says it is 64 MiB long; 256 KiB of it sent and the stream left open.
+      const prefix = Buffer.alloc(5);
+      prefix.writeUInt32BE(64 * 1024 * 1024, 1);
+      stream.write(Buffer.concat([prefix, Buffer.alloc(256 * 1024, 0x61)]));
+      const status = await new Promise<string | undefined>((resolve, reject) => {
+        const timer = setTimeout(
+          () => reject(new Error('no answer within 2 s: the body is being read')),
+          2_000,
+        );
+        const settle = (headers: http2.IncomingHttpHeaders) => {
+          if (headers['grpc-status'] === undefined) return;
+          clearTimeout(timer);
+          resolve(String(headers['grpc-status']));
+        };
+        stream.on('response', settle);
+        stream.on('trailers', settle);
+        stream.on('error', reject);
+      });
+      expect(status).toBe('8'); // RESOURCE_EXHAUSTED
+      stream.close();
+    } finally {
+      session.destroy();
+    }
+    expect(await probe(port)).toEqual({ status: Status.SERVING });
+  });
 });
 
 describe('grpc.health.v1 Watch and the drain', () => {

@@ -125,7 +125,8 @@ export function auditInterceptor(
       callId,
     };
     const input = req.stream ? {} : targetIds(req.method.input, req.message);
-    const targets = { ...fixedTargets, ...input };
+    // The service's own ids win: a caller's `country` must not stand for the adapter's in the log.
+    const targets = { ...input, ...fixedTargets };
     try {
       await sink.append({ ...base, targets, outcome: 'started' });
     } catch (error) {
@@ -133,9 +134,11 @@ export function auditInterceptor(
       throw new ConnectError('audit log unavailable', Code.Unavailable);
     }
     const finish = (outcome: string, more: Record<string, string> = {}) =>
-      sink.append({ ...base, targets: { ...targets, ...more }, outcome }).catch((error: unknown) => {
-        logger.error({ err: error, method: base.method, callId }, 'audit outcome not written');
-      });
+      sink
+        .append({ ...base, targets: { ...targets, ...more, ...fixedTargets }, outcome })
+        .catch((error: unknown) => {
+          logger.error({ err: error, method: base.method, callId }, 'audit outcome not written');
+        });
     try {
       const res = await next(req);
       await finish('ok', res.stream ? {} : targetIds(req.method.output, res.message));
