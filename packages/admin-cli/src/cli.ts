@@ -87,6 +87,19 @@ export function intFlag(flags: Flags, name: string, min: number, max: number): n
   return n;
 }
 
+/** An ISO 8601 time with its zone (a time without one would be read in the operator's local zone). */
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
+
+/** A time flag: ISO 8601 with its zone, e.g. 2026-12-01T06:00:00Z; refused without one. */
+export function timeFlag(flags: Flags, name: string): Date | undefined {
+  const v = flags[name];
+  if (v === undefined) return undefined;
+  const at = typeof v === 'string' && ISO_TIME.test(v) ? new Date(v) : undefined;
+  if (!at || Number.isNaN(at.getTime()))
+    throw new UsageError(`--${name} must be an ISO 8601 time with its zone, e.g. 2026-12-01T06:00:00Z`);
+  return at;
+}
+
 export async function runCli(argv: string[], commands: Command[]): Promise<number> {
   const words = argv.filter((a) => !a.startsWith('-'));
   const command =

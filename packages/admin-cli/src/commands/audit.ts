@@ -2,7 +2,7 @@ import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { createClient } from '@connectrpc/connect';
 import { adapterIdentity, type Identity } from '@dnc/kit';
 import { admissionv1, platformv1 } from '@dnc/proto';
-import { type AdminEnv, type Command, intFlag, operatorTransport, UsageError } from '../cli.js';
+import { type AdminEnv, type Command, intFlag, operatorTransport, timeFlag, UsageError } from '../cli.js';
 
 const PAGE = 1000;
 
@@ -11,8 +11,11 @@ interface Source {
   address: string;
 }
 
-/** Every admin listener: admission, quota, the job scheduler, the dashboard, each announced adapter. */
-async function sources(env: AdminEnv): Promise<Source[]> {
+/**
+ * Every admin listener: admission, quota, the job scheduler, the dashboard, each announced adapter.
+ * Admission down: the others are still read, the adapters (admission announces them) listed unreadable.
+ */
+async function sources(env: AdminEnv): Promise<{ list: Source[]; unreadable: string[] }> {
   const list: Source[] = [
     { identity: 'admission', address: env.admission },
     { identity: 'quota', address: env.quota },
@@ -23,35 +26,56 @@ async function sources(env: AdminEnv): Promise<Source[]> {
     admissionv1.AdmissionAdminService,
     operatorTransport(env, env.admission, 'admission'),
   );
-  const { countries } = await admin.listCountries({}, { timeoutMs: 5_000 });
-  for (const c of countries)
-    if (c.adapterAdminAddress)
-      list.push({ identity: adapterIdentity(c.country), address: c.adapterAdminAddress });
-  return list;
+  try {
+    const { countries } = await admin.listCountries({}, { timeoutMs: 5_000 });
+    for (const c of countries)
+      if (c.adapterAdminAddress)
+        list.push({ identity: adapterIdentity(c.country), address: c.adapterAdminAddress });
+    return { list, unreadable: [] };
+  } catch {
+    return { list, unreadable: ['registry adapters (their addresses come from admission)'] };
+  }
 }
 
-/** One service's events since `since`, every page of them up to `limit`. */
-async function eventsOf(env: AdminEnv, source: Source, since: Date | undefined, limit: number) {
+/**
+ * The newest `limit` rows of a log read in pages of ascending ids (`page(afterId, n)`), and how many
+ * older ones were left out. Every page is read: a log longer than `limit` shows its latest rows, not
+ * its first (a review, 2026-12-05: yesterday's RevokeApiKey was absent past 1,000 older rows).
+ */
+export async function newestEvents<E extends { id: bigint }>(
+  page: (afterId: bigint, limit: number) => Promise<E[]>,
+  limit: number,
+  pageSize = PAGE,
+): Promise<{ events: E[]; omitted: number }> {
+  let kept: E[] = [];
+  let omitted = 0;
+  let afterId = 0n;
+  for (;;) {
+    const events = await page(afterId, pageSize);
+    kept.push(...events);
+    if (kept.length > limit) {
+      omitted += kept.length - limit;
+      kept = kept.slice(-limit);
+    }
+    if (events.length < pageSize) return { events: kept, omitted };
+    afterId = events.at(-1)!.id;
+  }
+}
+
+/** One service's newest events since `since`, at most `limit`. */
+function eventsOf(env: AdminEnv, source: Source, since: Date | undefined, limit: number) {
   const client = createClient(
     platformv1.AuditService,
     operatorTransport(env, source.address, source.identity),
   );
-  const out: platformv1.AuditEvent[] = [];
-  let afterId = 0n;
-  while (out.length < limit) {
-    const { events } = await client.listAuditEvents(
-      {
-        afterId,
-        limit: Math.min(PAGE, limit - out.length),
-        ...(since ? { since: timestampFromDate(since) } : {}),
-      },
-      { timeoutMs: 10_000 },
-    );
-    out.push(...events);
-    if (events.length < PAGE) break;
-    afterId = events.at(-1)!.id;
-  }
-  return out;
+  const page = async (afterId: bigint, n: number) =>
+    (
+      await client.listAuditEvents(
+        { afterId, limit: n, ...(since ? { since: timestampFromDate(since) } : {}) },
+        { timeoutMs: 10_000 },
+      )
+    ).events;
+  return newestEvents(page, limit);
 }
 
 /**
@@ -64,24 +88,30 @@ export const auditCommand: Command = {
   usage: 'audit [--since ISO-TIME] [--service NAME] [--limit N]',
   options: { since: { type: 'string' }, service: { type: 'string' }, limit: { type: 'string' } },
   async run(flags, env) {
-    let since: Date | undefined;
-    if (typeof flags['since'] === 'string') {
-      since = new Date(flags['since']);
-      if (Number.isNaN(since.getTime())) throw new UsageError('--since must be an ISO time');
-    }
+    const since = timeFlag(flags, 'since');
     const limit = intFlag(flags, 'limit', 1, 100_000) ?? 1000;
     const wanted = typeof flags['service'] === 'string' ? flags['service'] : undefined;
-    const all = (await sources(env)).filter((s) => !wanted || s.identity === wanted);
-    const unreadable: string[] = [];
+    const { list, unreadable } = await sources(env);
+    if (wanted && !list.some((s) => s.identity === wanted) && !/^registry-adapter-[a-z]{2}$/.test(wanted))
+      throw new UsageError(`--service must be one of ${list.map((s) => s.identity).join(', ')}`);
+    const all = list.filter((s) => !wanted || s.identity === wanted);
+    if (wanted && all.length === 0) unreadable.push(wanted);
+    let omitted = 0;
     const lists = await Promise.all(
       all.map((s) =>
-        eventsOf(env, s, since, limit).catch(() => {
-          unreadable.push(s.identity);
-          return [];
-        }),
+        eventsOf(env, s, since, limit).then(
+          (r) => {
+            omitted += r.omitted;
+            return r.events;
+          },
+          () => {
+            unreadable.push(s.identity);
+            return [];
+          },
+        ),
       ),
     );
-    const events = lists
+    const merged = lists
       .flat()
       .map((e) => ({
         at: e.at ? timestampDate(e.at).toISOString() : '',
@@ -92,8 +122,13 @@ export const auditCommand: Command = {
         outcome: e.outcome,
         call_id: e.callId,
       }))
-      .sort((a, b) => a.at.localeCompare(b.at))
-      .slice(-limit);
-    return { events, ...(unreadable.length ? { unreadable: unreadable.sort() } : {}) };
+      .sort((a, b) => a.at.localeCompare(b.at));
+    omitted += Math.max(0, merged.length - limit);
+    return {
+      events: merged.slice(-limit),
+      // Older events left out for --limit: say so, never a silent cut (narrow with --since or --service).
+      ...(omitted ? { older_events_omitted: omitted } : {}),
+      ...(unreadable.length ? { unreadable: unreadable.sort() } : {}),
+    };
   },
 };
