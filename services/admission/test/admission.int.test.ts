@@ -129,13 +129,46 @@ describe('organizations, purchases and availability through Admit (issue 3 items
       await h.sql('DROP FUNCTION public.refuse_limit()');
     }
     // Stored nonetheless, and not created a second time.
-    expect(await outcome(admin.createPurchase({ orgId, country: 'co', monthlyQuota: 500n }))).toBe(
-      'conflict',
-    );
     const stored = await h.sql('SELECT purchase_id FROM admission.purchases WHERE org_id = $1', [orgId]);
     expect((await h.account(orgId, 'co')).limit).toBe(0);
     await admin.payPurchase({ purchaseId: stored.rows[0].purchase_id });
     expect((await h.account(orgId, 'co')).limit).toBe(500);
+  });
+
+  // Found by a review of the operator tools (2026-12-05): the operator's retry of that failed creation
+  // was a bare conflict, no purchase id in it, and no dnc-admin command lists purchases, so the purchase
+  // could not be paid (its id was only in the database) and the country could not be sold.
+  it('the same purchase asked again is answered with it, its limit set; another names the open one', async () => {
+    const { admin } = h.clients();
+    const { orgId } = await admin.createOrganization({ name: 'Purchase retried' });
+    await h.sql(
+      `CREATE FUNCTION public.refuse_limit_once() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN RAISE EXCEPTION 'limits refused'; END $$`,
+    );
+    await h.sql(
+      `CREATE TRIGGER refuse_limit_once BEFORE INSERT OR UPDATE ON quota.limits FOR EACH ROW
+       WHEN (NEW.org_id = '${orgId}') EXECUTE FUNCTION public.refuse_limit_once()`,
+    );
+    try {
+      expect(await outcome(admin.createPurchase({ orgId, country: 'co', monthlyQuota: 500n }))).not.toBe(
+        'ok',
+      );
+    } finally {
+      await h.sql('DROP TRIGGER refuse_limit_once ON quota.limits');
+      await h.sql('DROP FUNCTION public.refuse_limit_once()');
+    }
+    const retried = (await admin.createPurchase({ orgId, country: 'co', monthlyQuota: 500n })).purchase!;
+    const stored = await h.sql('SELECT purchase_id FROM admission.purchases WHERE org_id = $1', [orgId]);
+    expect(stored.rows).toEqual([{ purchase_id: retried.purchaseId }]);
+    expect(retried.status).toBe(admissionv1.PurchaseStatus.PENDING_PAYMENT);
+    expect((await h.account(orgId, 'co')).limit).toBe(500);
+    // Another quota, or the purchase once paid: a conflict that names the open purchase.
+    const other = await admin.createPurchase({ orgId, country: 'co', monthlyQuota: 600n }).catch((e) => e);
+    expect(String(other.message)).toContain(retried.purchaseId);
+    await admin.payPurchase({ purchaseId: retried.purchaseId });
+    const paid = await admin.createPurchase({ orgId, country: 'co', monthlyQuota: 500n }).catch((e) => e);
+    expect(readPublicReason(paid)?.reason).toBe('conflict');
+    expect(String(paid.message)).toContain(retried.purchaseId);
   });
 
   it('suspended -> account_suspended; activation incomplete -> activation_incomplete; both reversible', async () => {

@@ -33,7 +33,13 @@ function purchaseOf(r: any): PurchaseRow {
 export class PurchaseStore {
   constructor(private readonly pool: Pool) {}
 
-  /** The organization must exist (checked by the caller: AccountStore.organization). */
+  /**
+   * The organization must exist (checked by the caller: AccountStore.organization). The same purchase
+   * asked again while it waits for payment (same quota) is answered with it: a creation whose answer
+   * was lost, or whose quota limit failed after it was stored, is retried, not refused (a review,
+   * 2026-12-05: the retry was a bare conflict, and no command could name the purchase to pay). Any other
+   * open purchase of the country is a Conflict that names it.
+   */
   async createPurchase(orgId: string, country: string, monthlyQuota: number): Promise<PurchaseRow> {
     try {
       const r = await this.pool.query(
@@ -44,11 +50,21 @@ export class PurchaseStore {
       return purchaseOf(r.rows[0]);
     } catch (error) {
       const code = (error as { code?: string }).code;
-      if (code === '23505')
-        throw new Conflict('the organization already has an open purchase of this country');
       if (code === '23503') throw new NotFound('organization not found');
-      throw error;
+      if (code !== '23505') throw error;
     }
+    const open = await this.pool.query(
+      `SELECT ${PURCHASE_COLUMNS} FROM admission.purchases
+       WHERE org_id = $1 AND country = $2 AND status <> 'lapsed'`,
+      [orgId, country],
+    );
+    const existing = open.rows[0] ? purchaseOf(open.rows[0]) : undefined;
+    if (existing?.status === 'pending_payment' && existing.monthlyQuota === monthlyQuota) return existing;
+    throw new Conflict(
+      existing
+        ? `the organization already has an open purchase of this country: ${existing.purchaseId} (${existing.status}, monthly quota ${existing.monthlyQuota})`
+        : 'the organization already has an open purchase of this country',
+    );
   }
 
   async purchase(purchaseId: string): Promise<PurchaseRow> {
