@@ -34,8 +34,11 @@ export interface AdminDeps {
   quotaAdmin: Client<typeof quotav1.QuotaAdminService>;
   logger: Logger;
   defaultMonthlyQuota: number;
-  /** Tell the rest of the platform (KV dnc_country_status) about a maintenance window. */
-  publishCountryStatus: (country: string, maintenanceUntil: Date | undefined) => Promise<void>;
+  /**
+   * Publish the country's maintenance window as PostgreSQL has it now to KV dnc_country_status, where
+   * the v2 workers read it (CountryStatusPublisher.publish); rejects unless it reached the bucket.
+   */
+  publishCountryStatus: (country: string) => Promise<void>;
 }
 
 const STATUS: Record<PurchaseRow['status'], admissionv1.PurchaseStatus> = {
@@ -244,6 +247,25 @@ function purchaseMethods(
   };
 }
 
+/**
+ * The change is recorded (admission refuses the country at once), but the v2 workers learn of it only
+ * from the bucket: success is answered only once it is there. Otherwise a retryable Unavailable: the
+ * same command again publishes it (both are idempotent), and admission republishes every country's
+ * status periodically (CountryStatusPublisher). Found by two reviews (2026-12-05): a failed publish was
+ * logged and answered OK, and the workers never saw the window (or kept failing a cleared country).
+ */
+async function published(deps: AdminDeps, code: string, what: 'window' | 'clear'): Promise<void> {
+  try {
+    await deps.publishCountryStatus(code);
+  } catch (err) {
+    deps.logger.warn({ err, country: code }, 'country status not published');
+    throw publicError(Code.Unavailable, 'platform_failure', {
+      retryAfterSeconds: 1,
+      message: `the maintenance ${what} of ${code} is recorded but not yet published to the job workers (NATS: ${err instanceof Error ? err.message : String(err)}); retry the same command, it is idempotent`,
+    });
+  }
+}
+
 /** Maintenance windows and the country catalog with each country's adapter as discovery shows it. */
 function countryMethods(deps: AdminDeps): Methods<'setMaintenance' | 'clearMaintenance' | 'listCountries'> {
   const { maintenance } = deps;
@@ -270,17 +292,13 @@ function countryMethods(deps: AdminDeps): Methods<'setMaintenance' | 'clearMaint
       const until = timestampDate(req.until);
       if (until.getTime() <= Date.now()) throw validationError('until must be in the future');
       await maintenance.setMaintenance(code, until);
-      await deps
-        .publishCountryStatus(code, until)
-        .catch((err) => deps.logger.warn({ err, country: code }, 'country status not published'));
+      await published(deps, code, 'window');
       return { countryStatus: await countryStatus(code) };
     },
     async clearMaintenance(req) {
       const code = country(req.country);
       await maintenance.clearMaintenance(code);
-      await deps
-        .publishCountryStatus(code, undefined)
-        .catch((err) => deps.logger.warn({ err, country: code }, 'country status not published'));
+      await published(deps, code, 'clear');
       return { countryStatus: await countryStatus(code) };
     },
     async listCountries() {

@@ -53,6 +53,12 @@ export const admissionConfig = z.object({
    */
   DNC_JOB_IDEMPOTENCY_RETENTION_SECONDS: int(604_800, 63_072_000, 2_678_400),
   DNC_IDEMPOTENCY_PURGE_INTERVAL_MS: int(1000, 86_400_000, 3_600_000),
+  /**
+   * How often every country's maintenance window is republished from PostgreSQL to KV dnc_country_status
+   * (the v2 workers' only source; country-status.ts): a publish lost to a NATS outage is put right
+   * within this. At most 10 minutes, while a missed window lets queued jobs run on a copy declared wrong.
+   */
+  DNC_COUNTRY_STATUS_REPUBLISH_MS: int(100, 600_000, 30_000),
   /** How often the keys' last use is written (services/admission/src/key-usage.ts). */
   DNC_KEY_USAGE_FLUSH_MS: int(100, 600_000, 10_000),
 });

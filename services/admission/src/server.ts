@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { createClient, type Interceptor } from '@connectrpc/connect';
-import { LIVE_COUNTRIES } from '@dnc/api-contract/limits';
+import { COUNTRY_CODES, LIVE_COUNTRIES } from '@dnc/api-contract/limits';
 import {
   AdapterDirectory,
   adapterEntryVerifier,
@@ -33,6 +33,7 @@ import type { AdminDeps } from './admin.js';
 import type { AdmitDeps } from './admit.js';
 import { Completion } from './completion.js';
 import type { AdmissionConfig } from './config.js';
+import { CountryStatusPublisher } from './country-status.js';
 import type { Timeouts } from './domain/idempotency.js';
 import { KeyUsage } from './key-usage.js';
 import { RequestLimiter } from './limiter.js';
@@ -58,6 +59,8 @@ export interface RunningAdmission {
   directory: AdapterDirectory;
   purge: IdempotencyPurge;
   reconciler: ClaimReconciler;
+  /** Publishes each country's maintenance window to KV dnc_country_status (and republishes it). */
+  countryStatus: CountryStatusPublisher;
 }
 
 /** Everything of the admission process except signal handling: tests start it in-process on port 0. */
@@ -70,7 +73,11 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
   const pool = await openPostgres(service, config);
   const stores = admissionStores(pool);
   const limiter = openLimiter(service, config);
-  const { directory, countryStatus } = await openDiscovery(service, config);
+  const { directory, countryStatus: bucket } = await openDiscovery(service, config);
+  const countryStatus = new CountryStatusPublisher(
+    { kv: bucket, read: (c) => stores.maintenance.maintenanceUntil(c), countries: COUNTRY_CODES, logger },
+    config.DNC_COUNTRY_STATUS_REPUBLISH_MS,
+  );
   const quota = quotaClients(service, config);
   await service.health.start();
   await service.startMetrics();
@@ -104,6 +111,8 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
   // flush, and a reconcile or purge pass in progress does not hold back the GOAWAY.
   keyUsage.start();
   service.onClose('key usage', () => keyUsage.stop());
+  countryStatus.start();
+  service.onClose('country status republisher', () => countryStatus.stop());
   const purge = new IdempotencyPurge(
     stores.claims,
     logger,
@@ -147,7 +156,7 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
     audit,
   });
   logger.info({ port, adminPort }, 'admission listening');
-  return { service, port, adminPort, stores, limiter, directory, purge, reconciler };
+  return { service, port, adminPort, stores, limiter, directory, purge, reconciler, countryStatus };
 }
 
 /** AdmissionService (authentication, admission, completion) and AdmissionAdminService over their parts. */
@@ -158,7 +167,7 @@ function routesOf(
     stores: AdmissionStores;
     limiter: RequestLimiter;
     directory: AdapterDirectory;
-    countryStatus: Awaited<ReturnType<typeof openBucket>>;
+    countryStatus: CountryStatusPublisher;
     quotaAdmin: AdminDeps['quotaAdmin'];
     refusals: Refusals;
     reservations: Reservations;
@@ -201,12 +210,7 @@ function routesOf(
       quotaAdmin: parts.quotaAdmin,
       logger,
       defaultMonthlyQuota: config.DNC_DEFAULT_MONTHLY_QUOTA,
-      async publishCountryStatus(country, until) {
-        await countryStatus.put(
-          country,
-          JSON.stringify({ country, maintenance_until: until?.toISOString() ?? null }),
-        );
-      },
+      publishCountryStatus: (country) => countryStatus.publish(country),
     },
   });
 }
