@@ -14,6 +14,7 @@ import { type AdapterDirectory, Code, type Logger, publicError, validationError 
 import { admissionv1, type quotav1 } from '@dnc/proto';
 import { displayPrefix, generateApiKey } from './domain/api-key.js';
 import { ACTIVATED_ON_PAYMENT } from './domain/countries.js';
+import { displayName } from './organization.js';
 import { requireUuid } from './public-errors.js';
 import {
   type AccountStore,
@@ -96,6 +97,9 @@ async function operator<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
+/** The longest organization name. */
+const MAX_ORG_NAME = 200;
+
 /** The operator surface used by `dnc-admin`, one part per aggregate. */
 export function admissionAdminService(
   deps: AdminDeps,
@@ -121,8 +125,9 @@ function organizationMethods(
   const { accounts } = deps;
   return {
     async createOrganization(req) {
-      const name = req.name.trim();
-      if (name.length < 1 || name.length > 200) throw validationError('name must be 1 to 200 characters');
+      // No control characters (a review, 2026-12-05): a NUL failed as a bare internal error, and a newline
+      // or an escape sequence was stored and shown to the organization's people.
+      const name = displayName(req.name, MAX_ORG_NAME);
       const orgId = await accounts.createOrganization(name, req.activationComplete ?? true);
       deps.logger.info({ orgId }, 'organization created');
       return { orgId };

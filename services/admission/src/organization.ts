@@ -40,12 +40,15 @@ function orgIdOf(value: string): string {
   return value;
 }
 
-export function keyName(value: string): string {
+/** A name shown to people (a key's, an organization's): trimmed, 1 to `max` characters, no control characters. */
+export function displayName(value: string, max = MAX_KEY_NAME): string {
   const name = value.trim();
-  if (name.length < 1 || name.length > MAX_KEY_NAME || CONTROL.test(name))
-    throw validationError(`name must be 1 to ${MAX_KEY_NAME} characters without control characters`);
+  if (name.length < 1 || name.length > max || CONTROL.test(name))
+    throw validationError(`name must be 1 to ${max} characters without control characters`);
   return name;
 }
+
+export const keyName = (value: string): string => displayName(value);
 
 function keyMessage(k: OrganizationKeyRow) {
   return create(admissionv1.OrganizationKeySchema, {

@@ -103,6 +103,14 @@ describe('organizations, purchases and availability through Admit (issue 3 items
     expect(await outcome(admin.createPurchase({ orgId: randomUUID(), country: 'ar' }))).toBe('not_found');
     expect(await outcome(admin.payPurchase({ purchaseId: randomUUID() }))).toBe('not_found');
     expect(await outcome(admin.createOrganization({ name: ' ' }))).toBe('validation_error');
+    // Found by a review of the operator tools (2026-12-05): a NUL was a bare internal error, a newline or an
+    // escape sequence was stored and shown to the organization's people.
+    for (const name of ['Acme\u0000', 'Acme\nInc', '\u001b[31mAcme', 'Acme\u2028Inc'])
+      expect(await outcome(admin.createOrganization({ name })), JSON.stringify(name)).toBe(
+        'validation_error',
+      );
+    expect(await outcome(admin.createOrganization({ name: 'x'.repeat(200) }))).toBe('ok');
+    expect(await outcome(admin.createOrganization({ name: 'x'.repeat(201) }))).toBe('validation_error');
   });
 
   // Found by a review (2026-12-03): CreatePurchase stores the purchase, then sets its quota limit in the
