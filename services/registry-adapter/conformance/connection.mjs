@@ -177,9 +177,10 @@ export class AdapterConnection {
   /**
    * Client-streaming Load: header, chunks of lines, then the end (left out with `withoutEnd`: a stream cut
    * short, which the adapter must refuse). `allowRepeat`: the suite adds and removes the same fixture on every
-   * run, a delta the adapter otherwise refuses as repeated after others.
+   * run, a delta the adapter otherwise refuses as repeated after others. `asOf` (a Timestamp): when the
+   * registry published the load; a removal must give one.
    */
-  load(country, mode, lines, allowRepeat = false, withoutEnd = false) {
+  load(country, mode, lines, allowRepeat = false, withoutEnd = false, asOf = undefined) {
     return new Promise((resolve, reject) => {
       const call = this.admin.makeClientStreamRequest(
         M.load.path,
@@ -189,7 +190,9 @@ export class AdapterConnection {
         { deadline: Date.now() + 60_000 },
         (error, response) => (error ? reject(error) : resolve(response)),
       );
-      call.write({ part: { case: 'header', value: { country, mode, allowRepeat } } });
+      call.write({
+        part: { case: 'header', value: { country, mode, allowRepeat, ...(asOf ? { asOf } : {}) } },
+      });
       for (let i = 0; i < lines.length; i += 10_000) {
         call.write({ part: { case: 'chunk', value: { lines: lines.slice(i, i + 10_000) } } });
       }

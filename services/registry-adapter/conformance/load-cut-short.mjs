@@ -12,11 +12,15 @@ export const loadCutShortTest = {
   run: async ({ conn, country, registered }) => {
     if (registered.length === 0) return 'no fixture numbers: nothing to try';
     const before = (await conn.describe()).snapshotId;
-    // A removal of a registered number cut short before its end: committed, the number would be safe.
-    const cut = await conn.load(country, registryv1.LoadMode.REMOVE, registered.slice(0, 1), true, true).then(
-      () => undefined,
-      (e) => e,
-    );
+    // A removal of a registered number cut short before its end: committed, the number would be safe. It
+    // gives its as_of (a removal without one is refused before its file is read).
+    const { snapshotTime } = await conn.registryStatus();
+    const cut = await conn
+      .load(country, registryv1.LoadMode.REMOVE, registered.slice(0, 1), true, true, snapshotTime)
+      .then(
+        () => undefined,
+        (e) => e,
+      );
     expectGrpcCode(cut, [grpc.status.INVALID_ARGUMENT], 'invalid argument');
     assert((await conn.describe()).snapshotId === before, 'a new snapshot was made from a load cut short');
     const [outcome] = (await conn.check(country, registered.slice(0, 1))).outcomes;

@@ -308,7 +308,9 @@ const TESTS = [
       // Only what the kit added: a fixture number the registry held before stays registered.
       const added = state.added ?? [];
       if (added.length === 0) return 'every fixture number was registered before: nothing removed';
-      const r = await conn.load(country, registryv1.LoadMode.REMOVE, added, true);
+      // A removal must give its as_of: published as of the current copy, it keeps the copy's time.
+      const { snapshotTime } = await conn.registryStatus();
+      const r = await conn.load(country, registryv1.LoadMode.REMOVE, added, true, false, snapshotTime);
       const kept = registered.length - added.length;
       return `snapshot ${r.snapshotId}${kept ? `; ${kept} registered before, kept` : ''}`;
     },

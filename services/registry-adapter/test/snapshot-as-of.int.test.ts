@@ -33,7 +33,7 @@ describe('a snapshot is as old as the registry consultation it comes from (mx, 3
     mode: registryv1.LoadMode,
     lines: string[],
     asOf?: Date,
-    allow: { allowOlder?: boolean; allowRepeat?: boolean } = {},
+    allow: { allowOlder?: boolean; allowRepeat?: boolean; allowShrink?: boolean } = {},
   ) => {
     const { admin } = adapterClients(adapter.address);
     async function* requests() {
@@ -83,12 +83,13 @@ describe('a snapshot is as old as the registry consultation it comes from (mx, 3
   };
   const current = async () => (await adapterClients(adapter.address).admin.getRegistryStatus({})).snapshotId;
 
-  it('an add or remove keeps its base’s time, or takes the one it gives', async () => {
+  it('an add keeps its base’s time unless it gives one; a removal takes the one it gives', async () => {
     const y = fresh();
     const base = timeOf(await adapterClients(adapter.address).admin.getRegistryStatus({}));
     const added = await load(LoadMode.ADD, [y]);
     expect(timeOf(added).getTime()).toBe(base.getTime());
-    const removed = await load(LoadMode.REMOVE, [y]);
+    // A removal must give its as_of (below); one published as of the copy keeps the copy's time.
+    const removed = await load(LoadMode.REMOVE, [y], base);
     expect(timeOf(removed).getTime()).toBe(base.getTime());
     const published = new Date(Date.now() - 2 * DAY);
     const delta = await load(LoadMode.ADD, [fresh()], published);
@@ -118,6 +119,31 @@ describe('a snapshot is as old as the registry consultation it comes from (mx, 3
     expect(timeOf(meant).getTime()).toBe(timeOf(added).getTime());
     // Its exact retry (its answer lost), with or without the flag: already applied.
     expect((await load(LoadMode.REMOVE, [...meantLines, ...lateAdd], late)).alreadyApplied).toBe(true);
+  });
+
+  // Found by a review (2026-12-05): a removal without as_of had no place in the registry's order, so none
+  // of its checks applied. The copy consulted on Feb 1 lists X (it left the registry on Jan 15 and
+  // registered again before Feb 1); the backlog's removal file of Jan 15, loaded after it undated, was
+  // applied: X, registered, answered safe. A removal is the only load that makes a number safe.
+  it('a removal without as_of is refused, whatever its flags; dated, it takes its place in the order', async () => {
+    const [x, y] = [fresh(), fresh()];
+    const feb1 = new Date(Date.now() - 10 * DAY);
+    const jan15 = new Date(Date.now() - 27 * DAY);
+    const copy = await load(LoadMode.REPLACE, [x, y], feb1, { allowOlder: true, allowShrink: true });
+    for (const flags of [{}, { allowOlder: true, allowRepeat: true, allowShrink: true }]) {
+      const undated = await refusal(load(LoadMode.REMOVE, [x], undefined, flags));
+      expect(undated?.code).toBe(Code.FailedPrecondition);
+      expect(undated?.rawMessage).toMatch(/removal.*as_of.*safe.*registered again.*--as-of.*unchanged/);
+    }
+    expect(await current()).toBe(copy.snapshotId);
+    expect(await prohibited(copy.snapshotId, x)).toBe(true);
+    // Dated as what it is, it is older than the copy: refused.
+    expect((await refusal(load(LoadMode.REMOVE, [x], jan15)))?.rawMessage).toMatch(/before the registry/);
+    expect(await prohibited(copy.snapshotId, x)).toBe(true);
+    // A removal published after the copy is applied.
+    const removed = await load(LoadMode.REMOVE, [x], new Date(Date.now() - DAY));
+    expect(await prohibited(removed.snapshotId, x)).toBe(false);
+    expect(await prohibited(removed.snapshotId, y)).toBe(true);
   });
 
   // Found by reviews (2026-12-03, 2026-12-04): a replace dated before the current copy (last month's file
@@ -179,27 +205,32 @@ describe('a snapshot is as old as the registry consultation it comes from (mx, 3
     expect(readded.alreadyApplied).toBe(false);
     expect((await refusal(load(LoadMode.REMOVE, [v], hours(48))))?.code).toBe(Code.FailedPrecondition);
     expect(await prohibited(readded.snapshotId, v)).toBe(true);
-    // Undated deltas: known by their numbers alone.
+    // Undated adds: known by their numbers alone (a removal is always dated).
     const x = fresh();
     await load(LoadMode.ADD, [x]);
-    const removed = await load(LoadMode.REMOVE, [x]);
-    const retried = await load(LoadMode.REMOVE, [x]);
+    const published = hours(30);
+    const removed = await load(LoadMode.REMOVE, [x], published);
+    const retried = await load(LoadMode.REMOVE, [x], published);
     expect(retried).toMatchObject({ alreadyApplied: true, snapshotId: removed.snapshotId });
     // The same add again is applied: an add only makes numbers prohibited.
     expect((await load(LoadMode.ADD, [x])).alreadyApplied).toBe(false);
     const added = await load(LoadMode.ADD, [x, fresh()]);
-    const error = await refusal(load(LoadMode.REMOVE, [x]));
+    const error = await refusal(load(LoadMode.REMOVE, [x], published));
     expect(error?.code).toBe(Code.FailedPrecondition);
     expect(error?.rawMessage).toMatch(
       new RegExp(`loaded before, as snapshot ${removed.snapshotId},.*undo.*--allow-repeat.*unchanged`),
     );
+    // A removal loaded undated (before removals needed an as_of) is known whatever as_of its retry gives.
+    await pool.query('UPDATE registry_mx.snapshots SET load_as_of = NULL WHERE id = $1', [
+      removed.snapshotId,
+    ]);
     expect((await refusal(load(LoadMode.REMOVE, [x], hours(1))))?.code).toBe(Code.FailedPrecondition);
     expect(await current()).toBe(added.snapshotId);
     expect(await prohibited(added.snapshotId, x)).toBe(true);
-    // A replace in between does not make the old removal new.
-    await load(LoadMode.REPLACE, ['+52 55 1234 5678', x]);
-    expect((await refusal(load(LoadMode.REMOVE, [x])))?.code).toBe(Code.FailedPrecondition);
-    const meant = await load(LoadMode.REMOVE, [x], undefined, { allowRepeat: true });
+    // An older copy loaded in between (allow_older) does not make the old removal new.
+    await load(LoadMode.REPLACE, ['+52 55 1234 5678', x], hours(40), { allowOlder: true });
+    expect((await refusal(load(LoadMode.REMOVE, [x], published)))?.code).toBe(Code.FailedPrecondition);
+    const meant = await load(LoadMode.REMOVE, [x], published, { allowRepeat: true });
     expect(await prohibited(meant.snapshotId, x)).toBe(false);
   });
 

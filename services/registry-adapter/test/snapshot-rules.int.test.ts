@@ -162,7 +162,8 @@ describe('registry snapshots carry the numbering rules that built them (mx)', ()
       allow: { allowOlder?: boolean; allowRepeat?: boolean } = {},
     ) =>
       loadRegistry(store, normalizer, mode, linesOf(lines), undefined, {
-        ...(mode === 'replace' ? consulted : { maxRejected: 0, allowShrink: false }),
+        // A removal is dated (it must be): published the day of the consultation.
+        ...(mode === 'add' ? { maxRejected: 0, allowShrink: false } : consulted),
         ...allow,
       });
     // The previous release: the consultation, a removal (its answer lost), an add of the same number.

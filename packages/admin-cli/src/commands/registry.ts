@@ -100,7 +100,8 @@ function loadLimits(flags: Flags): {
   if (expectFlag !== undefined && (typeof expectFlag !== 'string' || !/^[0-9]{1,12}$/.test(expectFlag)))
     throw new UsageError('--expect-lines must be a whole number of lines');
   const expectLines = typeof expectFlag === 'string' ? Number(expectFlag) : undefined;
-  // When the registry was consulted for the file (default: a replace now, a delta its base's time).
+  // When the registry was consulted for the file (default: a replace now, an add its base's time; a
+  // removal must give it).
   const asOfFlag = flags['as-of'];
   const asOf = typeof asOfFlag === 'string' ? Date.parse(asOfFlag) : undefined;
   if (
@@ -114,7 +115,7 @@ function loadLimits(flags: Flags): {
 export const registryLoadCommand: Command = {
   name: 'registry load',
   usage:
-    'registry load --country CC --file F|- [--mode replace|add|remove] [--max-rejected N] [--allow-shrink] [--as-of ISO-TIME] [--allow-older] [--allow-repeat] [--expect-lines N] [--address HOST:PORT]',
+    'registry load --country CC --file F|- [--mode replace|add|remove] [--max-rejected N] [--allow-shrink] [--as-of ISO-TIME (required with --mode remove)] [--allow-older] [--allow-repeat] [--expect-lines N] [--address HOST:PORT]',
   options: {
     country: { type: 'string' },
     file: { type: 'string' },
@@ -134,6 +135,12 @@ export const registryLoadCommand: Command = {
     const mode = MODES[modeName];
     if (mode === undefined) throw new UsageError('--mode must be replace, add or remove');
     const { maxRejected, expectLines, asOf } = loadLimits(flags);
+    // Without its date a removal has no place in the registry's order: a backlog file older than the
+    // current copy would answer safe a number registered again since. The adapter refuses it too.
+    if (modeName === 'remove' && asOf === undefined)
+      throw new UsageError(
+        '--mode remove requires --as-of ISO-TIME: when the registry published the removal (an older one than the current copy is refused)',
+      );
     if (file !== '-') {
       // Fail before connecting when the file cannot be read.
       await new Promise<void>((resolve, reject) => {

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { sortDistinct } from '../key-set.js';
-import type { RegistryStore } from '../store/registry-store.js';
+import type { RegistryStore, SnapshotInfo } from '../store/registry-store.js';
 import { RegistryIndex } from './registry-index.js';
 
 /**
@@ -22,8 +22,14 @@ export class SnapshotWatcher {
   private refusedId: string | undefined;
   /** When the store's current snapshot pointer was last read (ms; 0: never). */
   private confirmedAt = 0;
-  /** Since when the store's current snapshot is one this replica does not serve (ms; undefined: it is). */
-  private behindSince: number | undefined;
+  /**
+   * The snapshots the pointer named, in order, since it last named the one served, each with when it was
+   * first seen: the first one's time is since when this replica is behind (empty: it is not).
+   */
+  private unserved: { id: string; since: number }[] = [];
+  /** Pointer reads issued, and the latest one whose answer was taken (an earlier one answering late is not). */
+  private pointerReads = 0;
+  private pointerTaken = 0;
 
   /**
    * `maxBehindMs`: how long this replica answers from the snapshot it holds once the store's current one is
@@ -52,7 +58,12 @@ export class SnapshotWatcher {
     // snapshot for as long as that was within its maximum age, the numbers registered since answered
     // `safe`. Found by a review (2026-12-04). A read in progress is given `maxBehindMs` (a large registry
     // takes minutes), then the replica stops answering until it serves the current snapshot.
-    if (this.behindSince !== undefined && now - this.behindSince > this.maxBehindMs) return false;
+    // The clock starts when the pointer first named a snapshot this replica does not serve, and only
+    // serving the one it names stops it: a read that ends on a snapshot the pointer has moved on from
+    // restarted it, so with loads coming faster than a read the replica never counted as behind, and the
+    // numbers registered in the newer snapshots were answered `safe` (found by a review, 2026-12-05).
+    const behindSince = this.unserved[0]?.since;
+    if (behindSince !== undefined && now - behindSince > this.maxBehindMs) return false;
     return now - this.confirmedAt <= maxLagMs;
   }
 
@@ -65,14 +76,10 @@ export class SnapshotWatcher {
     await this.refresh().catch((error) => this.logger.warn({ err: error }, 'registry snapshot not read yet'));
     this.timer = setInterval(() => {
       // While a snapshot is read (a large registry: minutes), the pointer is still read on each poll: the
-      // replica stays confirmed as long as it reaches the store, serving the index it has until the swap.
+      // replica stays confirmed as long as it reaches the store, serving the index it has until the swap,
+      // and a snapshot loaded meanwhile is known from when it was first seen.
       if (this.running) {
-        void this.store.current().then(
-          () => {
-            this.confirmedAt = Date.now();
-          },
-          () => {},
-        );
+        void this.readPointer().catch(() => {});
         return;
       }
       void this.refresh().catch((error) => {
@@ -98,16 +105,36 @@ export class SnapshotWatcher {
     return this.running;
   }
 
-  private async load(): Promise<void> {
+  /**
+   * Read the pointer and note what it names: confirmed now; behind from when it first named a snapshot
+   * other than the one served, until it names that one again. An answer older than one already taken (a
+   * slow read) is not taken: it could name the served snapshot after the pointer moved on.
+   */
+  private async readPointer(): Promise<SnapshotInfo | undefined> {
+    const read = ++this.pointerReads;
     const snapshot = await this.store.current();
+    if (read < this.pointerTaken) return snapshot;
+    this.pointerTaken = read;
     this.confirmedAt = Date.now();
+    if (!snapshot || snapshot.id === this.index?.snapshotId) this.unserved = [];
+    else if (this.unserved.at(-1)?.id !== snapshot.id)
+      this.unserved.push({ id: snapshot.id, since: this.confirmedAt });
+    return snapshot;
+  }
+
+  /** The index now serves `snapshotId`: behind only from the snapshots the pointer named after it. */
+  private served(snapshotId: string): void {
+    const last = this.unserved.map((u) => u.id).lastIndexOf(snapshotId);
+    this.unserved = this.unserved.slice(last + 1);
+  }
+
+  private async load(): Promise<void> {
+    const snapshot = await this.readPointer();
     if (!snapshot || snapshot.id === this.index?.snapshotId) {
       this.failures = 0;
       this.refusedId = undefined;
-      this.behindSince = undefined;
       return;
     }
-    this.behindSince ??= this.confirmedAt;
     if (!this.store.isOwn(snapshot)) {
       this.failures = 0;
       this.refuse(snapshot.id, snapshot.rules);
@@ -117,9 +144,9 @@ export class SnapshotWatcher {
     const keys = sortDistinct(await this.store.readKeys(snapshot));
     const next = RegistryIndex.fromSorted(snapshot.id, snapshot.time, keys);
     this.index = next;
+    this.served(next.snapshotId);
     this.failures = 0;
     this.refusedId = undefined;
-    this.behindSince = undefined;
     this.logger.info(
       { snapshot_id: next.snapshotId, registry_size: next.size, ms: Date.now() - started },
       'registry snapshot swapped in',

@@ -23,6 +23,7 @@ export class LoadRefused extends Error {
       | 'busy'
       | 'cancelled'
       | 'empty'
+      | 'no_as_of'
       | 'no_base'
       | 'older'
       | 'rejected'
@@ -72,6 +73,22 @@ function otherRules(base: SnapshotInfo, store: RegistryStore): LoadRefused {
       `applies ${store.rules} and does not serve it. Load the whole registry with mode replace first. ` +
       'The registry is unchanged.',
     'rules',
+  );
+}
+
+/**
+ * A removal must say when the registry published it (found by a review, 2026-12-05). Without an as_of it
+ * has no place in the registry's order: a backlog removal of Jan 15 loaded after the copy consulted on
+ * Feb 1 was applied, and a number that left the registry on Jan 15 and registered again before Feb 1 (in
+ * that copy) was answered safe. A removal is the only load that makes a number safe; an add or a replace
+ * without one is dated by its base or now.
+ */
+function undatedRemoval(): LoadRefused {
+  return new LoadRefused(
+    'a removal must give as_of, when the registry published it: without it, it cannot be placed in the ' +
+      "registry's order, and an old removal file would answer safe a number registered again since. Load it " +
+      'with as_of (dnc-admin registry load --mode remove --as-of ISO-TIME). The registry is unchanged.',
+    'no_as_of',
   );
 }
 
@@ -234,7 +251,8 @@ function refuseShrink(mode: LoadMode, keys: Float64Array, base: SnapshotInfo): v
  *
  * - replace: the file becomes the whole registry;
  * - add / remove: a new snapshot from the current one (none: empty) plus / minus the file's numbers, as of
- *   the current one's time unless `asOf` says when the registry published the delta.
+ *   the current one's time unless `asOf` says when the registry published the delta. A removal without
+ *   `asOf` is refused (`undatedRemoval`): only a dated one can be put in order.
  * A load whose result is an empty registry is refused: it would answer `safe` for everyone. The snapshot is
  * stamped with the store's numbering rules; an add or remove on a snapshot of other rules is refused.
  *
@@ -261,6 +279,7 @@ export async function loadRegistry(
   },
 ): Promise<LoadResult> {
   const { maxRejected, allowShrink } = guards;
+  if (mode === 'remove' && !guards.asOf) throw undatedRemoval();
   // A caller that gave up would take the load for failed while the registry had changed: checked once the
   // file is read, before the snapshot is written, and last before its COMMIT.
   const refuseIfGivenUp = () => {

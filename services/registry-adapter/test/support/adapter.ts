@@ -156,6 +156,9 @@ export async function loadLines(
   allowShrink = false,
 ) {
   const { admin } = adapterClients(address);
+  // A removal must give its as_of: here, published as of the current copy (which keeps the copy's time).
+  const asOf =
+    mode === registryv1.LoadMode.REMOVE ? (await admin.getRegistryStatus({})).snapshotTime : undefined;
   async function* requests() {
     yield {
       part: {
@@ -168,6 +171,7 @@ export async function loadLines(
           maxRejected: BigInt(maxRejected),
           allowShrink,
           allowOlder: mode === registryv1.LoadMode.REPLACE,
+          ...(asOf ? { asOf } : {}),
         },
       },
     };

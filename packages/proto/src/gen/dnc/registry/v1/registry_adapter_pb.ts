@@ -194,8 +194,10 @@ export type LoadHeader = Message<'dnc.registry.v1.LoadHeader'> & {
   /**
    * When the registry was consulted for this file: the snapshot's time, which its age (the country's
    * maximum age: Argentina must re-consult every 30 days) and the X-Registry-Snapshot-At header read.
-   * Unset: a replace is as of now; an add or remove keeps the current snapshot's (a delta of one's own
-   * does not make the rest of the copy any fresher); give it for a delta the registry itself published.
+   * Unset: a replace is as of now; an add keeps the current snapshot's (a delta of one's own does not make
+   * the rest of the copy any fresher); give it for a delta the registry itself published. A remove must
+   * give it (FAILED_PRECONDITION otherwise): undated, it has no place in the registry's order, and an old
+   * removal file would answer safe a number registered again since.
    * A replace or remove dated before the current snapshot of this release's rules is refused
    * (FAILED_PRECONDITION) unless allow_older.
    * Refused (INVALID_ARGUMENT) when more than 5 minutes in the future.
