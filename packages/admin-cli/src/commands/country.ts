@@ -1,6 +1,6 @@
 import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { admissionv1 } from '@dnc/proto';
-import { type Command, requireFlag, UsageError } from '../cli.js';
+import { type Command, requireFlag, timeFlag, UsageError } from '../cli.js';
 import { admissionAdmin } from './org.js';
 
 function shown(s: admissionv1.CountryStatus | undefined) {
@@ -27,9 +27,8 @@ export const countryCommands: Command[] = [
         throw new UsageError('give exactly one of --until or --clear');
       if (clear)
         return shown((await admin.clearMaintenance({ country }, { timeoutMs: 10_000 })).countryStatus);
-      const at = new Date(until as string);
-      if (!/^\d{4}-\d{2}-\d{2}T/.test(until as string) || Number.isNaN(at.getTime()))
-        throw new UsageError('--until must be an ISO 8601 date-time, e.g. 2026-12-01T06:00:00Z');
+      // With its zone: one without was read in the operator's local time (a review, 2026-12-05).
+      const at = timeFlag(flags, 'until')!;
       const r = await admin.setMaintenance({ country, until: timestampFromDate(at) }, { timeoutMs: 10_000 });
       return shown(r.countryStatus);
     },

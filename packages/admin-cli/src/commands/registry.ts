@@ -10,6 +10,7 @@ import {
   type Flags,
   operatorTransport,
   requireFlag,
+  timeFlag,
   UsageError,
 } from '../cli.js';
 
@@ -79,9 +80,6 @@ async function* fileChunks(file: string, onLines: (n: number) => void): AsyncGen
   }
 }
 
-/** An ISO 8601 time with its zone (a time without one would be read in the operator's local zone). */
-const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
-
 /** The load's numeric flags: --max-rejected, --expect-lines, --as-of. */
 function loadLimits(flags: Flags): {
   maxRejected: bigint;
@@ -102,13 +100,7 @@ function loadLimits(flags: Flags): {
   const expectLines = typeof expectFlag === 'string' ? Number(expectFlag) : undefined;
   // When the registry was consulted for the file (default: a replace now, an add its base's time; a
   // removal must give it).
-  const asOfFlag = flags['as-of'];
-  const asOf = typeof asOfFlag === 'string' ? Date.parse(asOfFlag) : undefined;
-  if (
-    asOfFlag !== undefined &&
-    (typeof asOfFlag !== 'string' || !ISO_TIME.test(asOfFlag) || !Number.isFinite(asOf))
-  )
-    throw new UsageError('--as-of must be an ISO 8601 time with its zone, e.g. 2026-12-01T00:00:00Z');
+  const asOf = timeFlag(flags, 'as-of')?.getTime();
   return { maxRejected, expectLines, asOf };
 }
 
