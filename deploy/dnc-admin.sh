@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Runs the dnc-admin CLI inside the cluster, in a short-lived pod of the platform release, and
-# removes the pod when the command ends. The pod carries the labels the chart's NetworkPolicies
+# removes the pod when the command ends. The pod itself only waits (at most 15 minutes); the command
+# runs in it through `kubectl exec`, whose output the container runtime does not write to the node's
+# container log: `key create` prints an API key and `user invite` a one-time link, and a pod's own
+# output is kept in that log, read by log shippers and by anyone allowed `pods/log` (a review,
+# 2026-12-05). The pod carries the labels the chart's NetworkPolicies
 # allow to reach the admin ports of admission, quota, the job scheduler, the dashboard and the adapters
 # (networkPolicy.adminAccess), authenticates with the operator certificate (the Secret the chart's
 # tls.operator Certificate writes, or DNC_OPERATOR_SECRET), and runs with the same hardened security
@@ -25,11 +29,6 @@ operator_secret=${DNC_OPERATOR_SECRET:-$full-operator-tls}
 trust_domain=${DNC_TRUST_DOMAIN:-dnc.internal}
 admin() { printf 'https://%s-%s.%s.svc:50052' "$full" "$1" "$ns"; }
 
-# JSON array of the CLI arguments.
-args_json=$(printf '%s\0' "$@" | node -e '
-  const args = require("node:fs").readFileSync(0, "utf8").split("\0").slice(0, -1);
-  process.stdout.write(JSON.stringify(args));')
-
 overrides=$(
   cat <<JSON
 {
@@ -44,10 +43,7 @@ overrides=$(
     "containers": [{
       "name": "$name",
       "image": "$image",
-      "command": ["node", "packages/admin-cli/dist/main.js"],
-      "args": $args_json,
-      "stdin": true,
-      "stdinOnce": true,
+      "command": ["node", "-e", "setTimeout(() => {}, 900000)"],
       "env": [
         {"name": "DNC_ADMISSION_ADMIN_ADDR", "value": "$(admin admission)"},
         {"name": "DNC_QUOTA_ADMIN_ADDR", "value": "$(admin quota)"},
@@ -75,6 +71,13 @@ overrides=$(
 JSON
 )
 
-exec kubectl -n "$ns" run "$name" --rm -i --quiet --restart=Never --image="$image" \
+trap 'kubectl -n "$ns" delete pod "$name" --wait=false --ignore-not-found >/dev/null 2>&1 || true' EXIT
+kubectl -n "$ns" run "$name" --quiet --restart=Never --image="$image" \
   --labels="app.kubernetes.io/name=dnc-scrub,app.kubernetes.io/instance=$release,app.kubernetes.io/component=admin" \
-  --overrides="$overrides"
+  --overrides="$overrides" >/dev/null
+kubectl -n "$ns" wait --for=condition=Ready "pod/$name" --timeout=120s >/dev/null
+set +e
+kubectl -n "$ns" exec -i "$name" -- node packages/admin-cli/dist/main.js "$@"
+status=$?
+set -e
+exit "$status"
