@@ -129,7 +129,8 @@ export async function benchQuotaLock(ctx) {
     quotav1.QuotaAdminService,
     await transportAs(ctx, 'operator', 'quota', quotaAdminAt),
   );
-  const accounts = Array.from({ length: 8 }, (_, i) => `bench-quota-${ctx.run}-${i}`);
+  // Organization ids are lowercase UUIDs (quota's admin methods refuse any other form).
+  const accounts = Array.from({ length: 8 }, () => randomUUID());
   for (const orgId of accounts)
     await admin.setLimit({ orgId, country: COUNTRY, limit: 1_000_000_000_000n }, { timeoutMs: 5_000 });
   const seconds = smoke ? 2 : 10;

@@ -252,6 +252,9 @@ export function jobsService(deps: RouteDeps): ServiceImpl<typeof jobsv1.JobsServ
   };
 }
 
+/** The most jobs of an organization `dnc-admin jobs list` shows, the newest first. */
+export const ADMIN_LIST_MAX = 500;
+
 export function jobsAdminService(deps: RouteDeps): ServiceImpl<typeof jobsv1.JobsAdminService> {
   const { store, cleanup } = deps;
   return {
@@ -259,8 +262,16 @@ export function jobsAdminService(deps: RouteDeps): ServiceImpl<typeof jobsv1.Job
       if (!req.orgId)
         throw publicError(Code.InvalidArgument, 'validation_error', { message: 'org_id is required' });
       const status = req.status === jobsv1.JobStatus.UNSPECIFIED ? undefined : jobStatusOf(req.status);
-      const jobs = await store.list(req.orgId, status && isJobStatus(status) ? status : undefined);
-      return { jobs: jobs.map((j) => jobMessage(j, store.policy)) };
+      // One more than listed tells a list cut short (a review, 2026-12-05: it was cut at 500 in silence).
+      const jobs = await store.list(
+        req.orgId,
+        status && isJobStatus(status) ? status : undefined,
+        ADMIN_LIST_MAX + 1,
+      );
+      return {
+        jobs: jobs.slice(0, ADMIN_LIST_MAX).map((j) => jobMessage(j, store.policy)),
+        truncated: jobs.length > ADMIN_LIST_MAX,
+      };
     },
 
     async getJobDetail(req) {

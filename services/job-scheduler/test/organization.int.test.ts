@@ -5,6 +5,7 @@ import { grpcTransport, readPublicReason } from '@dnc/kit';
 import { jobsv1 } from '@dnc/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_LIST } from '../src/organization.js';
+import { ADMIN_LIST_MAX } from '../src/routes.js';
 import { type JobsHarness, startJobsHarness } from './support/harness.js';
 
 // Issue 16: an organization's own jobs for the dashboard (list with a state filter, detail with started
@@ -82,7 +83,7 @@ describe('OrganizationJobsService', () => {
 
   it("another organization's job: list, detail and cancel answer as for a missing id", async () => {
     const job = await h.submit(['55 2222 0000']);
-    const other = `org_${randomUUID().slice(0, 8)}`;
+    const other = randomUUID();
     expect((await org.listOrganizationJobs({ orgId: other })).jobs).toEqual([]);
     expect(await reason(org.getOrganizationJob({ orgId: other, jobId: job.jobId }))).toBe('job_not_found');
     expect(await reason(org.getOrganizationJob({ orgId: h.org, jobId: randomUUID() }))).toBe('job_not_found');
@@ -107,7 +108,7 @@ describe('OrganizationJobsService', () => {
   });
 
   it('pages newest first through more jobs than one page: keyset on (created_at, id), ties and microseconds included', async () => {
-    const orgX = `org_${randomUUID().slice(0, 8)}`;
+    const orgX = randomUUID();
     const states = ['succeeded', 'failed', 'cancelled', 'expired'] as const;
     const errorOf = { succeeded: null, failed: 'platform_failure', cancelled: null, expired: 'job_expired' };
     // 23 terminal jobs (nothing of the scheduler touches them); two by two they share created_at, and
@@ -192,10 +193,39 @@ describe('OrganizationJobsService', () => {
         'validation_error',
       );
     const elsewhere = await org.listOrganizationJobs({
-      orgId: `org_${randomUUID().slice(0, 8)}`,
+      orgId: randomUUID(),
       status: S.FAILED,
       pageToken: nextPageToken,
     });
     expect(elsewhere.jobs).toEqual([]);
+  });
+});
+
+// Found by a review of the operator tools (2026-12-05): `dnc-admin jobs list` showed the newest 500 jobs
+// of an organization with more, and nothing said the list was cut.
+describe('JobsAdminService.ListJobs', () => {
+  it(`lists the newest ${ADMIN_LIST_MAX} and says when more matched; exactly ${ADMIN_LIST_MAX} is whole`, async () => {
+    const orgY = randomUUID();
+    const insert = (n: number, from: number) =>
+      h.db.query(
+        `INSERT INTO jobs.jobs (id, org_id, country, status, submitted_count, reservation_id, created_at,
+           hard_cap_at, terminal_at, error)
+         SELECT gen_random_uuid(), $1, 'mx', 'cancelled', 1, gen_random_uuid()::text,
+           now() - interval '1 hour' + make_interval(secs => ($3 + i) * 0.001), now(), now(), NULL
+         FROM generate_series(1, $2) AS i`,
+        [orgY, n, from],
+      );
+    await insert(ADMIN_LIST_MAX, 0);
+    const whole = await h.admin.listJobs({ orgId: orgY });
+    expect([whole.jobs.length, whole.truncated]).toEqual([ADMIN_LIST_MAX, false]);
+    await insert(1, ADMIN_LIST_MAX);
+    const cut = await h.admin.listJobs({ orgId: orgY });
+    expect([cut.jobs.length, cut.truncated]).toEqual([ADMIN_LIST_MAX, true]);
+    // The newest first: the one made last leads, the oldest is the one left out.
+    const newest = await h.db.query<{ id: string }>(
+      'SELECT id FROM jobs.jobs WHERE org_id = $1 ORDER BY created_at DESC LIMIT 1',
+      [orgY],
+    );
+    expect(cut.jobs[0]!.jobId).toBe(newest.rows[0]!.id);
   });
 });

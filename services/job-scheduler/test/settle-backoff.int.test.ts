@@ -46,7 +46,7 @@ afterAll(async () => {
 describe('a failed settlement’s wait', () => {
   it('is its account’s, shared by every replica, and the batch is chosen among the accounts that do not wait', async () => {
     const sweeps = new JobSweeps(pool, DEFAULT_POLICY);
-    const [blocked, other] = [`org_${randomUUID()}`, `org_${randomUUID()}`];
+    const [blocked, other] = [randomUUID(), randomUUID()];
     const old: string[] = [];
     for (let i = 0; i < 12; i++) old.push(await ended(blocked, 600 - i));
     const later = await ended(other, 60);
@@ -85,7 +85,7 @@ describe('a failed settlement’s wait', () => {
 
   it('of one job alone leaves its account’s others; a hold of unknown cause keeps the count and a longer wait', async () => {
     const sweeps = new JobSweeps(pool, DEFAULT_POLICY);
-    const org = `org_${randomUUID()}`;
+    const org = randomUUID();
     const [refused, next] = [await ended(org, 300), await ended(org, 200)];
     const mine = async () =>
       (await sweeps.unsettled(100)).map((j) => j.id).filter((id) => id === refused || id === next);

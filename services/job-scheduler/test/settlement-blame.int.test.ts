@@ -10,7 +10,7 @@ import { type JobsHarness, startSweepHarness, status } from './support/harness.j
 // reservation id quota refuses (longer than its 200 characters), as a corrupted row would be.
 describe('a failed settlement waits for what failed, not for what was tried first', () => {
   let h: JobsHarness;
-  const orgs = Array.from({ length: 3 }, () => `org_${crypto.randomUUID().slice(0, 8)}`);
+  const orgs = Array.from({ length: 3 }, () => crypto.randomUUID());
   const row = async (jobId: string) =>
     (
       await h.db.query<{ quota_settled_at: Date | null; settle_failures: number }>(

@@ -11,7 +11,7 @@ import { type JobsHarness, startSweepHarness, status } from './support/harness.j
 // holds the account rows, as a stuck transaction would.
 describe('one organization whose settlement fails does not starve the others', () => {
   let h: JobsHarness;
-  const other = `org_${crypto.randomUUID().slice(0, 8)}`;
+  const other = crypto.randomUUID();
   const lockers: pg.Client[] = [];
 
   /** Hold an organization's account rows in a transaction of a connection of its own. */

@@ -36,11 +36,15 @@ export const jobsListCommand: Command = {
     const state = flags['state'];
     if (state !== undefined && (typeof state !== 'string' || !isJobStatus(state)))
       throw new UsageError(`--state must be one of ${JOB_STATUSES.join(', ')}`);
-    const { jobs } = await admin(env).listJobs(
+    const { jobs, truncated } = await admin(env).listJobs(
       { orgId, status: state ? protoJobStatus(state) : jobsv1.JobStatus.UNSPECIFIED },
       { timeoutMs: 10_000 },
     );
-    return { jobs: jobs.map(jobView) };
+    // Never a silent cut: the scheduler lists the newest 500.
+    return {
+      jobs: jobs.map(jobView),
+      ...(truncated ? { truncated: true, shown: 'the newest 500; narrow with --state' } : {}),
+    };
   },
 };
 

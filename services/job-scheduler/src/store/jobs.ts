@@ -119,7 +119,7 @@ export class JobStore {
     return job && job.orgId === orgId ? job : undefined;
   }
 
-  async list(orgId: string, status: JobStatus | undefined, limit = 500): Promise<JobRow[]> {
+  async list(orgId: string, status: JobStatus | undefined, limit: number): Promise<JobRow[]> {
     const r = await this.pool.query(
       `SELECT * FROM jobs.jobs WHERE org_id = $1 AND ($2::text IS NULL OR status = $2)
        ORDER BY created_at DESC LIMIT $3`,

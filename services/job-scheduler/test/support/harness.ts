@@ -113,7 +113,7 @@ export async function startJobsHarness(
   const clients = await clientsOf(stack);
   const { jobs, quota, quotaAdmin } = clients;
   const db = new pg.Pool({ connectionString: stack.databaseUrl, max: 2 });
-  const org = `org_${randomUUID().slice(0, 8)}`;
+  const org = randomUUID();
   await quotaAdmin.setLimit({ orgId: org, country: 'mx', limit: 10_000_000n });
 
   const h: JobsHarness = {
