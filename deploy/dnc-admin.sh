@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the dnc-admin CLI inside the cluster, in a short-lived pod of the platform release, and
-# removes the pod when the command ends. The pod itself only waits (at most 15 minutes); the command
+# removes the pod when the command ends. The pod itself only waits (70 minutes: the longest command, a
+# registry load, may take 60); the command
 # runs in it through `kubectl exec`, whose output the container runtime does not write to the node's
 # container log: `key create` prints an API key and `user invite` a one-time link, and a pod's own
 # output is kept in that log, read by log shippers and by anyone allowed `pods/log` (a review,
@@ -11,7 +12,11 @@
 # context as the services. Every call it makes is written in the audit log of the service it calls.
 #
 #   deploy/dnc-admin.sh org create --name "Acme"
-#   deploy/dnc-admin.sh registry load --country co --file - < registry-co.csv
+#   deploy/dnc-admin.sh registry load --country co --file - \
+#     --expect-lines "$(awk 'END{print NR}' registry-co.txt)" < registry-co.txt
+#
+# A load from stdin needs its line count (--expect-lines): Ctrl-C or a dropped connection ends the
+# command's stdin as cleanly as the file's end, and only the count tells a cut upload from a whole one.
 #
 # Environment: DNC_NAMESPACE (default dnc), DNC_RELEASE (platform release, default dnc-scrub),
 # DNC_IMAGE (default: the image the release's admission Deployment runs), DNC_OPERATOR_SECRET
@@ -43,7 +48,7 @@ overrides=$(
     "containers": [{
       "name": "$name",
       "image": "$image",
-      "command": ["node", "-e", "setTimeout(() => {}, 900000)"],
+      "command": ["node", "-e", "setTimeout(() => {}, 4200000)"],
       "env": [
         {"name": "DNC_ADMISSION_ADMIN_ADDR", "value": "$(admin admission)"},
         {"name": "DNC_QUOTA_ADMIN_ADDR", "value": "$(admin quota)"},
@@ -71,7 +76,9 @@ overrides=$(
 JSON
 )
 
-trap 'kubectl -n "$ns" delete pod "$name" --wait=false --ignore-not-found >/dev/null 2>&1 || true' EXIT
+# The pod goes at once when the command ends or the script is stopped: a command cut off mid-upload is
+# killed with it (1 s), before it could send what it read as a whole load.
+trap 'kubectl -n "$ns" delete pod "$name" --grace-period=1 --wait=false --ignore-not-found >/dev/null 2>&1 || true' EXIT
 kubectl -n "$ns" run "$name" --quiet --restart=Never --image="$image" \
   --labels="app.kubernetes.io/name=dnc-scrub,app.kubernetes.io/instance=$release,app.kubernetes.io/component=admin" \
   --overrides="$overrides" >/dev/null

@@ -88,10 +88,16 @@ describe('registry adapters as processes: dnc-admin, discovery, restarts, confor
     // A line that is not a number of the country refuses the load unless allowed (it may be a registered
     // subscriber the rules do not read): nothing is loaded, the adapter stays unavailable.
     await expect(
-      stack.admin(['registry', 'load', '--country', 'mx', '--file', '-', '--address', mxAdmin()], file),
+      stack.admin(
+        ['registry', 'load', '--country', 'mx', '--file', '-', '--expect-lines', '5', '--address', mxAdmin()],
+        file,
+      ),
     ).rejects.toThrow(/1 line is not a number of this country \(line 4\)/);
     const loaded = (await stack.admin(
-      ['registry', 'load', '--country', 'mx', '--file', '-', '--max-rejected', '1', '--address', mxAdmin()],
+      [
+        ...['registry', 'load', '--country', 'mx', '--file', '-', '--expect-lines', '5'],
+        ...['--max-rejected', '1', '--address', mxAdmin()],
+      ],
       file,
     )) as Record<string, unknown>;
     expect(loaded).toMatchObject({
@@ -117,10 +123,13 @@ describe('registry adapters as processes: dnc-admin, discovery, restarts, confor
 
   it('dnc-admin adds and removes through the same normalization; a delta keeps its base’s time unless --as-of', async () => {
     const base = await registryStatus();
-    /** `dnc-admin registry load` of mx with these flags, the file on stdin. */
+    /** `dnc-admin registry load` of mx with these flags, the file on stdin (its lines counted). */
     const mxLoad = async (flags: string[], file: string) =>
       (await stack.admin(
-        ['registry', 'load', '--country', 'mx', ...flags, '--file', '-', '--address', mxAdmin()],
+        [
+          ...['registry', 'load', '--country', 'mx', ...flags, '--file', '-'],
+          ...['--expect-lines', String(file.split('\n').filter(Boolean).length), '--address', mxAdmin()],
+        ],
         file,
       )) as Record<string, unknown>;
     const added = await mxLoad(['--mode', 'add'], '+52 1 33 3123 4567\n');

@@ -90,14 +90,25 @@ export function intFlag(flags: Flags, name: string, min: number, max: number): n
 /** An ISO 8601 time with its zone (a time without one would be read in the operator's local zone). */
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 
-/** A time flag: ISO 8601 with its zone, e.g. 2026-12-01T06:00:00Z; refused without one. */
+/**
+ * A time flag: ISO 8601 with its zone, e.g. 2026-12-01T06:00:00Z; refused without one, and refused when
+ * its calendar fields are not a real time: V8 reads 2026-02-30 as March 2 and T24:00 as the next day, and a
+ * mistyped --as-of of a removal would have passed for a later one (a review, 2026-12-05).
+ */
 export function timeFlag(flags: Flags, name: string): Date | undefined {
   const v = flags[name];
   if (v === undefined) return undefined;
   const at = typeof v === 'string' && ISO_TIME.test(v) ? new Date(v) : undefined;
-  if (!at || Number.isNaN(at.getTime()))
+  if (!at || Number.isNaN(at.getTime()) || !realFields(v as string))
     throw new UsageError(`--${name} must be an ISO 8601 time with its zone, e.g. 2026-12-01T06:00:00Z`);
   return at;
+}
+
+/** Month 1-12, a day the month has, hour 0-23, minute and second 0-59. */
+function realFields(v: string): boolean {
+  const [y, mo, d, h, mi, s] = (v.match(/\d+/g) ?? []).map(Number);
+  const days = new Date(Date.UTC(y!, mo!, 0)).getUTCDate();
+  return mo! >= 1 && mo! <= 12 && d! >= 1 && d! <= days && h! <= 23 && mi! <= 59 && (s ?? 0) <= 59;
 }
 
 export async function runCli(argv: string[], commands: Command[]): Promise<number> {

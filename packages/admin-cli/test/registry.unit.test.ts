@@ -35,3 +35,19 @@ describe('dnc-admin registry load --mode remove', () => {
     for (const flags of goOn) await expect(load(flags)).rejects.toThrow(/reached for the admin environment/);
   });
 });
+
+// Found by a review of this session's change (2026-12-05): through deploy/dnc-admin.sh (`kubectl exec -i`),
+// a dropped connection or Ctrl-C closes the command's stdin as cleanly as the file's end, and the lines
+// read so far were loaded as the whole registry (an add missing numbers, a replace keeping over half).
+describe('dnc-admin registry load --file -', () => {
+  it('requires --expect-lines: a usage error before anything is read or sent', async () => {
+    const refused = load({ file: '-' });
+    await expect(refused).rejects.toBeInstanceOf(UsageError);
+    await expect(refused).rejects.toThrow(/--file - requires --expect-lines/);
+  });
+
+  it('goes on to the upload with it; a named file goes on without it', async () => {
+    const goOn: Record<string, string>[] = [{ file: '-', 'expect-lines': '1' }, {}];
+    for (const flags of goOn) await expect(load(flags)).rejects.toThrow(/reached for the admin environment/);
+  });
+});

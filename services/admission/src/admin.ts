@@ -266,7 +266,7 @@ async function published(deps: AdminDeps, code: string, what: 'window' | 'clear'
     deps.logger.warn({ err, country: code }, 'country status not published');
     throw publicError(Code.Unavailable, 'platform_failure', {
       retryAfterSeconds: 1,
-      message: `the maintenance ${what} of ${code} is recorded but not yet published to the job workers (NATS: ${err instanceof Error ? err.message : String(err)}); retry the same command, it is idempotent`,
+      message: `the maintenance ${what} of ${code} is recorded but not yet published to the job workers (${err instanceof Error ? err.message : String(err)}); retry the same command, it is idempotent`,
     });
   }
 }

@@ -37,28 +37,57 @@ async function sources(env: AdminEnv): Promise<{ list: Source[]; unreadable: str
   }
 }
 
+/** One page of a service's log: the newest first below `beforeId` (0: the newest), or ascending after `afterId`. */
+export type AuditPage<E> = (
+  query: { newestFirst: boolean; beforeId: bigint; afterId: bigint },
+  limit: number,
+) => Promise<E[]>;
+
 /**
- * The newest `limit` rows of a log read in pages of ascending ids (`page(afterId, n)`), and how many
- * older ones were left out. Every page is read: a log longer than `limit` shows its latest rows, not
- * its first (a review, 2026-12-05: yesterday's RevokeApiKey was absent past 1,000 older rows).
+ * The newest `limit` events of a log, in ascending order, and whether older ones were left out. Read
+ * newest first, a page at a time, until `limit` and one more are seen (a review, 2026-12-05: the log was
+ * read from its first row and cut at `limit`, so past 1,000 older rows yesterday's RevokeApiKey was
+ * absent). A server from before `newest_first` answers ascending, told by its ids: its log is then read
+ * to the end, keeping the newest `limit`.
  */
 export async function newestEvents<E extends { id: bigint }>(
-  page: (afterId: bigint, limit: number) => Promise<E[]>,
+  page: AuditPage<E>,
   limit: number,
   pageSize = PAGE,
-): Promise<{ events: E[]; omitted: number }> {
+): Promise<{ events: E[]; omitted: boolean }> {
+  const wanted = limit + 1;
+  const out = await page({ newestFirst: true, beforeId: 0n, afterId: 0n }, Math.min(pageSize, wanted));
+  if (out.length > 1 && out[0]!.id < out[1]!.id) return forward(page, out, limit, pageSize);
+  let full = out.length === Math.min(pageSize, wanted);
+  while (out.length < wanted && full) {
+    const n = Math.min(pageSize, wanted - out.length);
+    const more = await page({ newestFirst: true, beforeId: out.at(-1)!.id, afterId: 0n }, n);
+    out.push(...more);
+    full = more.length === n;
+  }
+  return { events: out.slice(0, limit).reverse(), omitted: out.length > limit };
+}
+
+/** An older server's log read ascending to its end from `first` (its first page), the newest `limit` kept. */
+async function forward<E extends { id: bigint }>(
+  page: AuditPage<E>,
+  first: E[],
+  limit: number,
+  pageSize: number,
+): Promise<{ events: E[]; omitted: boolean }> {
   let kept: E[] = [];
-  let omitted = 0;
-  let afterId = 0n;
+  let omitted = false;
+  let events = first;
+  let asked = Math.min(pageSize, limit + 1);
   for (;;) {
-    const events = await page(afterId, pageSize);
     kept.push(...events);
     if (kept.length > limit) {
-      omitted += kept.length - limit;
+      omitted = true;
       kept = kept.slice(-limit);
     }
-    if (events.length < pageSize) return { events: kept, omitted };
-    afterId = events.at(-1)!.id;
+    if (events.length < asked) return { events: kept, omitted };
+    asked = pageSize;
+    events = await page({ newestFirst: false, beforeId: 0n, afterId: events.at(-1)!.id }, asked);
   }
 }
 
@@ -68,10 +97,10 @@ function eventsOf(env: AdminEnv, source: Source, since: Date | undefined, limit:
     platformv1.AuditService,
     operatorTransport(env, source.address, source.identity),
   );
-  const page = async (afterId: bigint, n: number) =>
+  const page: AuditPage<platformv1.AuditEvent> = async (query, n) =>
     (
       await client.listAuditEvents(
-        { afterId, limit: n, ...(since ? { since: timestampFromDate(since) } : {}) },
+        { ...query, limit: n, ...(since ? { since: timestampFromDate(since) } : {}) },
         { timeoutMs: 10_000 },
       )
     ).events;
@@ -96,12 +125,12 @@ export const auditCommand: Command = {
       throw new UsageError(`--service must be one of ${list.map((s) => s.identity).join(', ')}`);
     const all = list.filter((s) => !wanted || s.identity === wanted);
     if (wanted && all.length === 0) unreadable.push(wanted);
-    let omitted = 0;
+    let omitted = false;
     const lists = await Promise.all(
       all.map((s) =>
         eventsOf(env, s, since, limit).then(
           (r) => {
-            omitted += r.omitted;
+            omitted ||= r.omitted;
             return r.events;
           },
           () => {
@@ -123,11 +152,11 @@ export const auditCommand: Command = {
         call_id: e.callId,
       }))
       .sort((a, b) => a.at.localeCompare(b.at));
-    omitted += Math.max(0, merged.length - limit);
+    omitted ||= merged.length > limit;
     return {
       events: merged.slice(-limit),
       // Older events left out for --limit: say so, never a silent cut (narrow with --since or --service).
-      ...(omitted ? { older_events_omitted: omitted } : {}),
+      ...(omitted ? { older_events_omitted: true } : {}),
       ...(unreadable.length ? { unreadable: unreadable.sort() } : {}),
     };
   },

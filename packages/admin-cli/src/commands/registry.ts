@@ -92,8 +92,8 @@ function loadLimits(flags: Flags): {
   if (typeof allowed !== 'string' || !/^[0-9]{1,12}$/.test(allowed))
     throw new UsageError('--max-rejected must be a whole number of lines');
   const maxRejected = BigInt(allowed);
-  // The lines the file holds, when known: a pipe whose source died ends as cleanly as a whole file does
-  // (`curl ... | dnc-admin registry load --file -`), and only the count tells them apart.
+  // The lines the file holds (required for stdin, below): a pipe whose source died ends as cleanly as a
+  // whole file does (`curl ... | dnc-admin registry load --file -`), and only the count tells them apart.
   const expectFlag = flags['expect-lines'];
   if (expectFlag !== undefined && (typeof expectFlag !== 'string' || !/^[0-9]{1,12}$/.test(expectFlag)))
     throw new UsageError('--expect-lines must be a whole number of lines');
@@ -132,6 +132,13 @@ export const registryLoadCommand: Command = {
     if (modeName === 'remove' && asOf === undefined)
       throw new UsageError(
         '--mode remove requires --as-of ISO-TIME: when the registry published the removal (an older one than the current copy is refused)',
+      );
+    // A stream ends the same whether its source finished or died (a dropped `kubectl exec`, a pipe whose
+    // writer failed, Ctrl-C of deploy/dnc-admin.sh): only the count tells a whole file from one cut at a
+    // line, which would load as the registry and answer safe every number cut off (a review, 2026-12-05).
+    if (file === '-' && expectLines === undefined)
+      throw new UsageError(
+        "--file - requires --expect-lines N, the file's line count (e.g. --expect-lines \"$(awk 'END{print NR}' registry.txt)\"): a cut stream cannot be told from a whole one",
       );
     if (file !== '-') {
       // Fail before connecting when the file cannot be read.

@@ -20,7 +20,16 @@ export interface AuditRecord {
 
 export interface AuditSink {
   append(record: AuditRecord): Promise<void>;
-  list(opts: { since?: Date; afterId: bigint; limit: number }): Promise<platformv1.AuditEvent[]>;
+  list(opts: AuditQuery): Promise<platformv1.AuditEvent[]>;
+}
+
+/** A page of the log: ascending after `afterId`, or (`newestFirst`) descending below `beforeId` (0: the newest). */
+export interface AuditQuery {
+  since?: Date;
+  afterId: bigint;
+  limit: number;
+  newestFirst?: boolean;
+  beforeId?: bigint;
 }
 
 /**
@@ -48,7 +57,10 @@ export class PostgresAuditLog implements AuditSink {
     );
   }
 
-  async list(opts: { since?: Date; afterId: bigint; limit: number }): Promise<platformv1.AuditEvent[]> {
+  async list(opts: AuditQuery): Promise<platformv1.AuditEvent[]> {
+    const page = opts.newestFirst
+      ? { where: '($1::bigint = 0 OR a.id < $1)', order: 'a.id DESC', cursor: opts.beforeId ?? 0n }
+      : { where: 'a.id > $1', order: 'a.id', cursor: opts.afterId };
     const { rows } = await this.pool.query<{
       id: string;
       at: Date;
@@ -59,9 +71,10 @@ export class PostgresAuditLog implements AuditSink {
       outcome: string;
       call_id: string;
     }>(
-      `SELECT id::text, at, caller, subject, method, targets, outcome, call_id::text FROM ${this.table}
-        WHERE id > $1 AND ($2::timestamptz IS NULL OR at >= $2) ORDER BY id LIMIT $3`,
-      [opts.afterId.toString(), opts.since ?? null, opts.limit],
+      // Ordered by the column, a.id: `id` alone names the output's id::text, ordered as text ("10" < "9").
+      `SELECT a.id::text AS id, at, caller, subject, method, targets, outcome, call_id::text FROM ${this.table} a
+        WHERE ${page.where} AND ($2::timestamptz IS NULL OR at >= $2) ORDER BY ${page.order} LIMIT $3`,
+      [page.cursor.toString(), opts.since ?? null, opts.limit],
     );
     return rows.map((r) => ({
       $typeName: 'dnc.platform.v1.AuditEvent' as const,
@@ -197,7 +210,15 @@ export function auditService(sink: AuditSink): ServiceImpl<typeof platformv1.Aud
       if (limit > MAX_AUDIT_PAGE)
         throw new ConnectError(`limit must be at most ${MAX_AUDIT_PAGE}`, Code.InvalidArgument);
       const since = req.since ? timestampDate(req.since) : undefined;
-      return { events: await sink.list({ since, afterId: req.afterId, limit }) };
+      return {
+        events: await sink.list({
+          since,
+          afterId: req.afterId,
+          limit,
+          newestFirst: req.newestFirst,
+          beforeId: req.beforeId,
+        }),
+      };
     },
   };
 }
