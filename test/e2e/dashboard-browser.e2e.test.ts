@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { totpCode } from '@dnc/dashboard';
 import jsQRModule from 'jsqr';
+import pg from 'pg';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -259,6 +260,49 @@ describe('customer dashboard in Chromium (issue 16)', () => {
     expect(problems).toEqual([]);
     // Nor in plaintext in any store of the stack (Postgres, Redis, NATS), and the money adds up.
     await expectInvariants(stack, { canaries: [secret] });
+  });
+
+  // Found by a security review (2026-12-05): an owner's session alone could invite an owner, remove
+  // members or mint a key. Some minutes after the sign-in the server asks for the password again
+  // (`confirmation_required`): the page asks for it in a dialog and sends the change again.
+  it('a key created long after the sign-in asks for the password in a dialog, then is created', async () => {
+    const email = await openAccount();
+    const db = new pg.Client({ connectionString: stack.databaseUrl });
+    await db.connect();
+    try {
+      await db.query(
+        `UPDATE dashboard.sessions s SET confirmed_at = now() - interval '1 hour'
+         FROM dashboard.members m WHERE m.member_id = s.member_id AND m.email = $1`,
+        [email],
+      );
+    } finally {
+      await db.end();
+    }
+    const logged = problems.length;
+    await open('API keys', 'API keys');
+    const dialog = page.getByRole('dialog', { name: 'Confirm it is you' });
+    // Cancelled: the change stays refused, and the page says why.
+    await page.getByLabel('Name of the new key').fill('after a while');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await dialog.waitFor();
+    await checkPage('confirm-identity');
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await page.getByRole('alert').filter({ hasText: 'Confirm your password' }).waitFor();
+    // Confirmed: the same change is sent again and goes through.
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await dialog.getByLabel('Password').fill(PASSWORD);
+    const [created] = await Promise.all([
+      page.waitForResponse(
+        (r) => r.url().endsWith('/api/keys') && r.request().method() === 'POST' && r.status() === 201,
+      ),
+      dialog.getByRole('button', { name: 'Confirm' }).click(),
+    ]);
+    expect(created.status()).toBe(201);
+    await page.getByText('this is the only time it is shown').waitFor();
+    expect(await dialog.isVisible()).toBe(false);
+    await page.getByRole('button', { name: 'I have stored it safely' }).click();
+    // The browser logs the 403s it was handed; nothing else may have been logged meanwhile.
+    expect(problems.splice(logged).filter((p) => !/status of 403/.test(p))).toEqual([]);
   });
 
   it('sessions: another browser of the person is listed on the Account page and ended from there', async () => {

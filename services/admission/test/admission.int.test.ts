@@ -113,6 +113,27 @@ describe('organizations, purchases and availability through Admit (issue 3 items
     expect(await outcome(admin.createOrganization({ name: 'x'.repeat(201) }))).toBe('validation_error');
   });
 
+  /** A CreatePurchase of 500 co whose quota limit fails (quota.limits refuses the org): not answered ok. */
+  async function purchaseWithLimitRefused(admin: ReturnType<Harness['clients']>['admin'], orgId: string) {
+    const name = `refuse_limit_${orgId.replaceAll('-', '')}`;
+    await h.sql(
+      `CREATE FUNCTION public.${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN RAISE EXCEPTION 'limits refused'; END $$`,
+    );
+    await h.sql(
+      `CREATE TRIGGER ${name} BEFORE INSERT OR UPDATE ON quota.limits FOR EACH ROW
+       WHEN (NEW.org_id = '${orgId}') EXECUTE FUNCTION public.${name}()`,
+    );
+    try {
+      expect(await outcome(admin.createPurchase({ orgId, country: 'co', monthlyQuota: 500n }))).not.toBe(
+        'ok',
+      );
+    } finally {
+      await h.sql(`DROP TRIGGER ${name} ON quota.limits`);
+      await h.sql(`DROP FUNCTION public.${name}()`);
+    }
+  }
+
   // Found by a review (2026-12-03): CreatePurchase stores the purchase, then sets its quota limit in the
   // ledger. When that failed (quota down), the purchase stayed without a limit and could not be created
   // again (one open purchase per country): once paid, every request of the country was 429
@@ -120,22 +141,7 @@ describe('organizations, purchases and availability through Admit (issue 3 items
   it('a purchase whose quota limit was not set at creation gets it when it is paid', async () => {
     const { admin } = h.clients();
     const { orgId } = await admin.createOrganization({ name: 'Limit lost' });
-    await h.sql(
-      `CREATE FUNCTION public.refuse_limit() RETURNS trigger LANGUAGE plpgsql AS $$
-       BEGIN RAISE EXCEPTION 'limits refused'; END $$`,
-    );
-    await h.sql(
-      `CREATE TRIGGER refuse_limit BEFORE INSERT OR UPDATE ON quota.limits FOR EACH ROW
-       WHEN (NEW.org_id = '${orgId}') EXECUTE FUNCTION public.refuse_limit()`,
-    );
-    try {
-      expect(await outcome(admin.createPurchase({ orgId, country: 'co', monthlyQuota: 500n }))).not.toBe(
-        'ok',
-      );
-    } finally {
-      await h.sql('DROP TRIGGER refuse_limit ON quota.limits');
-      await h.sql('DROP FUNCTION public.refuse_limit()');
-    }
+    await purchaseWithLimitRefused(admin, orgId);
     // Stored nonetheless, and not created a second time.
     const stored = await h.sql('SELECT purchase_id FROM admission.purchases WHERE org_id = $1', [orgId]);
     expect((await h.account(orgId, 'co')).limit).toBe(0);
@@ -149,22 +155,7 @@ describe('organizations, purchases and availability through Admit (issue 3 items
   it('the same purchase asked again is answered with it, its limit set; another names the open one', async () => {
     const { admin } = h.clients();
     const { orgId } = await admin.createOrganization({ name: 'Purchase retried' });
-    await h.sql(
-      `CREATE FUNCTION public.refuse_limit_once() RETURNS trigger LANGUAGE plpgsql AS $$
-       BEGIN RAISE EXCEPTION 'limits refused'; END $$`,
-    );
-    await h.sql(
-      `CREATE TRIGGER refuse_limit_once BEFORE INSERT OR UPDATE ON quota.limits FOR EACH ROW
-       WHEN (NEW.org_id = '${orgId}') EXECUTE FUNCTION public.refuse_limit_once()`,
-    );
-    try {
-      expect(await outcome(admin.createPurchase({ orgId, country: 'co', monthlyQuota: 500n }))).not.toBe(
-        'ok',
-      );
-    } finally {
-      await h.sql('DROP TRIGGER refuse_limit_once ON quota.limits');
-      await h.sql('DROP FUNCTION public.refuse_limit_once()');
-    }
+    await purchaseWithLimitRefused(admin, orgId);
     const retried = (await admin.createPurchase({ orgId, country: 'co', monthlyQuota: 500n })).purchase!;
     const stored = await h.sql('SELECT purchase_id FROM admission.purchases WHERE org_id = $1', [orgId]);
     expect(stored.rows).toEqual([{ purchase_id: retried.purchaseId }]);

@@ -15,6 +15,7 @@ import Fastify, {
 } from 'fastify';
 import type { Redis } from 'ioredis';
 import { PasswordChecksBusy } from './domain/password.js';
+import { confirmRoutes } from './routes/confirm.js';
 import type { RouteDeps } from './routes/deps.js';
 import { meRoutes } from './routes/me.js';
 import { organizationRoutes } from './routes/organization.js';
@@ -111,6 +112,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   organizationRoutes(app, deps);
   peopleRoutes(app, deps);
   meRoutes(app, deps);
+  confirmRoutes(app, deps);
 
   await serveFrontEnd(app, opts.assetsDir);
   return app;

@@ -2,7 +2,12 @@ import type { FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'f
 import { mayChange, type OrganizationChange } from './domain/roles.js';
 import { isToken, newToken, sameSecret, tokenHash } from './domain/tokens.js';
 import type { Member, MemberStore } from './store/members.js';
-import type { Session, SessionStage, SessionStore } from './store/sessions.js';
+import {
+  CONFIRMATION_MINUTES,
+  type Session,
+  type SessionStage,
+  type SessionStore,
+} from './store/sessions.js';
 import { HttpError } from './upstream.js';
 
 /**
@@ -127,7 +132,24 @@ export function guards(deps: SessionDeps) {
       if (!mayChange(request.signedIn!.member.role, what))
         throw new HttpError(403, 'forbidden', 'Only an owner of the organization can do this.');
     };
-  return { signedIn, change, owner };
+  /**
+   * An owner's change that could hand the organization to someone else (an invitation, removing a member,
+   * a new API key, which reads every job result): the owner proved who they are within the last
+   * CONFIRMATION_MINUTES. Found by a review (2026-12-05): a session alone, taken from an unlocked computer,
+   * could invite an address of the taker's as owner, remove the real owners, or mint a key.
+   */
+  const confirmedOwner =
+    (what: OrganizationChange): preHandlerAsyncHookHandler =>
+    async (request, reply) => {
+      await owner(what).call(request.server, request, reply);
+      if (!request.signedIn!.session.confirmedRecently)
+        throw new HttpError(
+          403,
+          'confirmation_required',
+          `Confirm your password to do this (asked again ${CONFIRMATION_MINUTES} minutes after you last gave it).`,
+        );
+    };
+  return { signedIn, change, owner, confirmedOwner };
 }
 
 /** The signed-in person of a guarded route. */

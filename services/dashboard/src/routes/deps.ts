@@ -79,6 +79,35 @@ export async function failureCount(
   };
 }
 
+/**
+ * The current password, asked before a change: guesses count against the email's lockout as sign-ins
+ * do (a stolen session must not be a way to try passwords), and while it is locked nothing is judged.
+ * Each wrong one is in the organization's audit log as a failed sign-in is (target "current password",
+ * "locked" when it locked the email): guesses made from a stolen session show there.
+ * A browser that signed in as the member before counts apart (its device cookie, failureCount).
+ */
+export async function checkCurrentPassword(
+  deps: RouteDeps,
+  request: FastifyRequest,
+  member: { orgId: string; email: string; passwordHash: string },
+  password: string,
+): Promise<void> {
+  const failures = await failureCount(deps, request, member.email);
+  if (await failures.isLocked()) throw lockedError(deps);
+  if (!(await deps.verify(password, member.passwordHash))) {
+    const nowLocked = await failures.recordFailure();
+    await deps.audit.record(
+      member.orgId,
+      member.email,
+      'sign_in_failed',
+      nowLocked ? 'current password, locked' : 'current password',
+    );
+    if (nowLocked) throw lockedError(deps);
+    throw new HttpError(403, 'invalid_credentials', 'The current password is wrong.');
+  }
+  if (await failures.isLocked()) throw lockedError(deps);
+}
+
 /** After a complete sign-in: this browser is one of the member's (cookie set or its life renewed). */
 export async function rememberDevice(
   deps: RouteDeps,

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { MAX_PASSWORD, passwordProblem } from '../domain/password.js';
 import { qrPath } from '../domain/qr.js';
 import { newTotpSecret, totpStep, totpUri } from '../domain/totp.js';
@@ -6,47 +6,12 @@ import { openSeed } from '../second-factor.js';
 import { guards, who } from '../session.js';
 import type { SessionListing } from '../store/sessions.js';
 import { HttpError } from '../upstream.js';
-import {
-  body,
-  DEVICE_COOKIE,
-  failureCount,
-  iso,
-  lockedError,
-  type RouteDeps,
-  signInGate,
-  UUID,
-} from './deps.js';
+import { body, checkCurrentPassword, DEVICE_COOKIE, iso, type RouteDeps, signInGate, UUID } from './deps.js';
 
 /** What every signed-in person manages of their own: password, second factor and sessions. */
 export function meRoutes(app: FastifyInstance, deps: RouteDeps): void {
   const { change } = guards(deps);
   sessionListRoutes(app, deps);
-
-  // The current password, asked before a change: guesses count against the email's lockout as sign-ins
-  // do (a stolen session must not be a way to try passwords), and while it is locked nothing is judged.
-  // Each wrong one is in the organization's audit log as a failed sign-in is (target "current password",
-  // "locked" when it locked the email): guesses made from a stolen session show there.
-  // A browser that signed in as the member before counts apart (its device cookie, routes/deps.ts).
-  const checkPassword = async (
-    request: FastifyRequest,
-    member: { orgId: string; email: string; passwordHash: string },
-    password: string,
-  ) => {
-    const failures = await failureCount(deps, request, member.email);
-    if (await failures.isLocked()) throw lockedError(deps);
-    if (!(await deps.verify(password, member.passwordHash))) {
-      const nowLocked = await failures.recordFailure();
-      await deps.audit.record(
-        member.orgId,
-        member.email,
-        'sign_in_failed',
-        nowLocked ? 'current password, locked' : 'current password',
-      );
-      if (nowLocked) throw lockedError(deps);
-      throw new HttpError(403, 'invalid_credentials', 'The current password is wrong.');
-    }
-    if (await failures.isLocked()) throw lockedError(deps);
-  };
 
   app.post(
     '/api/me/password',
@@ -58,7 +23,7 @@ export function meRoutes(app: FastifyInstance, deps: RouteDeps): void {
     async (request, reply) => {
       const { member, tokenHash } = who(request);
       const b = request.body as { current_password: string; new_password: string };
-      await checkPassword(request, member, b.current_password);
+      await checkCurrentPassword(deps, request, member, b.current_password);
       const problem = passwordProblem(b.new_password, member.email);
       if (problem) throw new HttpError(400, 'weak_password', problem);
       await deps.members.setPassword(member.memberId, await deps.hash(b.new_password));
@@ -101,7 +66,7 @@ export function meRoutes(app: FastifyInstance, deps: RouteDeps): void {
     async (request, reply) => {
       const { member, tokenHash } = who(request);
       const b = request.body as { code: string; password: string };
-      await checkPassword(request, member, b.password);
+      await checkCurrentPassword(deps, request, member, b.password);
       const pending = member.totpPending;
       if (!pending) throw new HttpError(409, 'totp_not_set_up', 'Start the set-up again.');
       const secret = openSeed(deps.totpKeys, request, member.memberId, pending);
@@ -129,7 +94,7 @@ export function meRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
     async (request, reply) => {
       const { member } = who(request);
-      await checkPassword(request, member, (request.body as { password: string }).password);
+      await checkCurrentPassword(deps, request, member, (request.body as { password: string }).password);
       await deps.members.disableTotp(member.memberId);
       await deps.audit.record(member.orgId, member.email, 'totp_disabled');
       return reply.code(204).send();

@@ -72,7 +72,7 @@ export function organizationRoutes(app: FastifyInstance, deps: RouteDeps): void 
 
 /** API keys: list, create (the secret in this one response), revoke. */
 function keyRoutes(app: FastifyInstance, deps: RouteDeps): void {
-  const { signedIn, owner } = guards(deps);
+  const { signedIn, owner, confirmedOwner } = guards(deps);
   const { organization } = deps.upstreams;
 
   app.get('/api/keys', { preHandler: signedIn }, async (request) => {
@@ -82,7 +82,7 @@ function keyRoutes(app: FastifyInstance, deps: RouteDeps): void {
 
   app.post(
     '/api/keys',
-    { preHandler: owner('key.create'), schema: { body: body({ name: 200 }) } },
+    { preHandler: confirmedOwner('key.create'), schema: { body: body({ name: 200 }) } },
     async (request, reply) => {
       const { member } = who(request);
       const orgId = member.orgId;

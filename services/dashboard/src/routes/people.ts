@@ -15,7 +15,7 @@ export function peopleRoutes(app: FastifyInstance, deps: RouteDeps): void {
 
 /** Members: the list (with pending invitations) and removal. */
 function memberRoutes(app: FastifyInstance, deps: RouteDeps): void {
-  const { signedIn, owner } = guards(deps);
+  const { signedIn, confirmedOwner } = guards(deps);
 
   app.get('/api/members', { preHandler: signedIn }, async (request) => {
     const { member } = who(request);
@@ -46,7 +46,7 @@ function memberRoutes(app: FastifyInstance, deps: RouteDeps): void {
 
   app.post(
     '/api/members/:memberId/remove',
-    { preHandler: owner('member.remove') },
+    { preHandler: confirmedOwner('member.remove') },
     async (request, reply) => {
       const { member } = who(request);
       const { memberId } = request.params as { memberId: string };
@@ -89,11 +89,11 @@ function auditRoutes(app: FastifyInstance, deps: RouteDeps): void {
 
 /** Invitations an owner makes (the one-time link is in this response only) and revokes. */
 function invitationRoutes(app: FastifyInstance, deps: RouteDeps): void {
-  const { owner } = guards(deps);
+  const { owner, confirmedOwner } = guards(deps);
 
   app.post(
     '/api/members/invitations',
-    { preHandler: owner('member.invite'), schema: { body: body({ email: 300, role: 10 }) } },
+    { preHandler: confirmedOwner('member.invite'), schema: { body: body({ email: 300, role: 10 }) } },
     async (request, reply) => {
       const { member } = who(request);
       const { email, role } = request.body as { email: string; role: string };

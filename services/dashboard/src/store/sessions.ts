@@ -9,7 +9,15 @@ export interface Session {
   stage: SessionStage;
   csrfToken: string;
   expiresAt: Date;
+  /** The person proved who they are (sign-in or confirmation) within the last CONFIRMATION_MINUTES. */
+  confirmedRecently: boolean;
 }
+
+/**
+ * How long a sign-in or a confirmation (POST /api/session/confirm) stands for the owner's changes that
+ * could hand the organization to someone else (session.ts `confirmedOwner`).
+ */
+export const CONFIRMATION_MINUTES = 10;
 
 /** A session as its person sees it on the Account page (never its token or the token's hash). */
 export interface SessionListing {
@@ -120,8 +128,9 @@ export class SessionStore {
       `UPDATE dashboard.sessions SET last_seen_at = now(),
          expires_at = LEAST(now() + make_interval(mins => $2), created_at + make_interval(hours => $3))
        WHERE token_hash = $1 AND expires_at > now()
-       RETURNING member_id, org_id, stage, csrf_token, expires_at`,
-      [tokenHash, this.policy.idleMinutes, this.policy.absoluteHours],
+       RETURNING member_id, org_id, stage, csrf_token, expires_at,
+         confirmed_at > now() - make_interval(mins => $4) AS confirmed_recently`,
+      [tokenHash, this.policy.idleMinutes, this.policy.absoluteHours, CONFIRMATION_MINUTES],
     );
     const row = r.rows[0];
     if (!row) return undefined;
@@ -131,7 +140,15 @@ export class SessionStore {
       stage: row.stage,
       csrfToken: row.csrf_token,
       expiresAt: row.expires_at,
+      confirmedRecently: row.confirmed_recently,
     };
+  }
+
+  /** The session's person proved who they are just now (POST /api/session/confirm). */
+  async confirm(tokenHash: Buffer): Promise<void> {
+    await this.pool.query('UPDATE dashboard.sessions SET confirmed_at = now() WHERE token_hash = $1', [
+      tokenHash,
+    ]);
   }
 
   async end(tokenHash: Buffer): Promise<void> {

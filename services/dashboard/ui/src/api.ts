@@ -15,7 +15,18 @@ export class ApiError extends Error {
   }
 }
 
-async function request<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+/**
+ * Asks the person to confirm who they are (password, and a code with the second factor) when the server
+ * answers `confirmation_required` (an owner's invitation, member removal or new key, some minutes after
+ * the sign-in): true once confirmed, and the request is sent again; false when they cancelled.
+ */
+let confirmIdentity: (() => Promise<boolean>) | undefined;
+
+export function onConfirmationRequired(ask: (() => Promise<boolean>) | undefined): void {
+  confirmIdentity = ask;
+}
+
+async function request<T>(method: 'GET' | 'POST', path: string, body?: unknown, again = false): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (method === 'POST') {
     headers['content-type'] = 'application/json';
@@ -30,6 +41,9 @@ async function request<T>(method: 'GET' | 'POST', path: string, body?: unknown):
   });
   if (response.status === 204) return undefined as T;
   const data = (await response.json().catch(() => ({}))) as { error?: string; message?: string };
+  if (response.status === 403 && data.error === 'confirmation_required' && confirmIdentity && !again) {
+    if (await confirmIdentity()) return request<T>(method, path, body, true);
+  }
   if (!response.ok)
     throw new ApiError(response.status, data.error ?? 'error', data.message ?? 'Something went wrong.');
   return data as T;

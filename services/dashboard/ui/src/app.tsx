@@ -1,6 +1,7 @@
 import { type ReactNode, useCallback, useEffect, useState } from 'react';
 import { Link, Redirect, Route, Switch, useLocation } from 'wouter';
 import { ApiError, api, type Me, setCsrfToken } from './api.js';
+import { ConfirmIdentity } from './components/confirm-identity.js';
 import { AccountPage } from './pages/account.js';
 import { AuditPage } from './pages/audit.js';
 import { InvitationPage } from './pages/invitation.js';
@@ -135,6 +136,7 @@ function SignedIn(props: {
             This organization is suspended: requests to the API are refused. Contact support.
           </p>
         )}
+        <ConfirmIdentity />
         <Switch>
           <Route path="/keys" component={KeysPage} />
           <Route path="/plan" component={PlanPage} />
