@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { totpCode } from '../src/domain/totp.js';
 import { CONFIRMATION_MINUTES } from '../src/store/sessions.js';
-import { LIMIT, person, signedIn, sql, withDashboard } from './sign-in-harness.js';
+import { LIMIT, person, signedIn, sql, withDashboard, withSecondFactor } from './sign-in-harness.js';
 
 // Found by a security review of the dashboard (2026-12-05): an owner's session alone could invite an
 // address of its holder's as owner, remove the real owners (the last-owner rule then protecting the
@@ -76,19 +75,14 @@ describe('an owner confirms who they are before changes that could hand the orga
   });
 
   it('with the second factor on, a confirmation needs a fresh code too; a used code is refused', async () => {
-    const p = await signedIn();
-    const secret: string = (await p.c.post('/api/me/totp/setup')).body.secret;
-    const at = Date.now();
-    expect(
-      (await p.c.post('/api/me/totp/enable', { code: totpCode(secret, at), password: p.password })).status,
-    ).toBe(204);
+    const p = await withSecondFactor();
     await ageConfirmation(p.email);
     const noCode = await p.c.post('/api/session/confirm', { password: p.password });
     expect([noCode.status, noCode.body.error]).toEqual([400, 'code_required']);
-    const used = await p.c.post('/api/session/confirm', { password: p.password, code: totpCode(secret, at) });
+    const used = await p.c.post('/api/session/confirm', { password: p.password, code: p.code(0) });
     expect([used.status, used.body.error]).toEqual([403, 'invalid_code']);
     expect((await p.c.post('/api/keys', { name: 'still refused' })).status).toBe(403);
-    const fresh = totpCode(secret, at + 30_000);
+    const fresh = p.code(1);
     expect((await p.c.post('/api/session/confirm', { password: p.password, code: fresh })).status).toBe(204);
     expect((await p.c.post('/api/keys', { name: `k-${randomUUID().slice(0, 6)}` })).status).toBe(201);
   });

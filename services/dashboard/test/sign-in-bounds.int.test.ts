@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { dashboardv1 } from '@dnc/proto';
 import { describe, expect, it } from 'vitest';
 import { DashboardClient } from '../../../test/support/dashboard.js';
-import { totpCode } from '../src/domain/totp.js';
 import { startDashboard } from '../src/server.js';
 import {
   admin,
@@ -15,6 +14,7 @@ import {
   signedIn,
   sql,
   withDashboard,
+  withSecondFactor,
 } from './sign-in-harness.js';
 
 // Found by a security review of the dashboard (2026-12-02): ways around the per-email lockout and the
@@ -22,17 +22,6 @@ import {
 // minutes"; "each client address may try 20 times a minute (sign-in, second factor, invitation,
 // password change)"), and a removed member's way back in. Each test failed on the code before the fix.
 withDashboard();
-
-/** A signed-in person with the second factor on; `code(n)` is the n-th step after it was turned on. */
-async function withSecondFactor() {
-  const p = await signedIn();
-  const secret: string = (await p.c.post('/api/me/totp/setup')).body.secret;
-  const at = Date.now();
-  expect(
-    (await p.c.post('/api/me/totp/enable', { code: totpCode(secret, at), password: p.password })).status,
-  ).toBe(204);
-  return { ...p, code: (n: number) => totpCode(secret, at + n * 30_000) };
-}
 
 const locked = (r: { status: number; body: { error?: string } }) => {
   expect(r.status).toBe(429);

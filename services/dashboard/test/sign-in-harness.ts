@@ -9,6 +9,7 @@ import { afterAll, beforeAll, expect } from 'vitest';
 import { DashboardClient } from '../../../test/support/dashboard.js';
 import { Harness } from '../../admission/test/harness.js';
 import { dashboardConfig } from '../src/config.js';
+import { totpCode } from '../src/domain/totp.js';
 import { type RunningDashboard, startDashboard } from '../src/server.js';
 
 // Issue 16, item 2: people and sign-in, against the real PostgreSQL and Redis with admission in process
@@ -91,4 +92,15 @@ export async function sql(text: string, params: unknown[] = []) {
   } finally {
     await db.end();
   }
+}
+
+/** A signed-in person with the second factor on; `code(n)` is the n-th step after it was turned on. */
+export async function withSecondFactor() {
+  const p = await signedIn();
+  const secret: string = (await p.c.post('/api/me/totp/setup')).body.secret;
+  const at = Date.now();
+  expect(
+    (await p.c.post('/api/me/totp/enable', { code: totpCode(secret, at), password: p.password })).status,
+  ).toBe(204);
+  return { ...p, code: (n: number) => totpCode(secret, at + n * 30_000) };
 }

@@ -1,7 +1,7 @@
 import { type FormEvent, useEffect, useRef, useState } from 'react';
 import { api, onConfirmationRequired } from '../api.js';
 import { useSession } from '../session.js';
-import { ErrorText } from './ui.js';
+import { CodeField, CurrentPasswordField, ErrorText } from './ui.js';
 
 /**
  * The modal that asks an owner to confirm who they are before a change that could hand the organization
@@ -59,28 +59,9 @@ export function ConfirmIdentity() {
         <h2 id="confirm-identity-title">Confirm it is you</h2>
         <p>This change needs your password{me.member.totp_enabled ? ' and a code from your app' : ''}.</p>
         <input type="email" name="username" autoComplete="username" value={me.member.email} readOnly hidden />
-        <label htmlFor="confirm-password">Password</label>
-        <input
-          id="confirm-password"
-          name="confirm-password"
-          type="password"
-          autoComplete="current-password"
-          required
-          maxLength={512}
-        />
+        <CurrentPasswordField id="confirm-password" name="confirm-password" label="Password" />
         {me.member.totp_enabled && (
-          <>
-            <label htmlFor="confirm-code">Code from your authenticator app</label>
-            <input
-              id="confirm-code"
-              name="confirm-code"
-              inputMode="numeric"
-              autoComplete="one-time-code"
-              pattern="[0-9]{6}"
-              required
-              maxLength={6}
-            />
-          </>
+          <CodeField id="confirm-code" name="confirm-code" label="Code from your authenticator app" />
         )}
         <ErrorText error={error} />
         <div className="actions">

@@ -118,3 +118,31 @@ export function Confirm(props: {
 export function Status({ value }: { value: string }) {
   return <span className={`badge badge-${value}`}>{value.replaceAll('_', ' ')}</span>;
 }
+
+/** A field of the person's current password, labelled `label`. */
+export function CurrentPasswordField({ id, name, label }: { id: string; name: string; label: string }) {
+  return (
+    <>
+      <label htmlFor={id}>{label}</label>
+      <input id={id} name={name} type="password" autoComplete="current-password" required maxLength={512} />
+    </>
+  );
+}
+
+/** A field of a 6-digit code from an authenticator app, labelled `label`. */
+export function CodeField({ id, name, label }: { id: string; name: string; label: string }) {
+  return (
+    <>
+      <label htmlFor={id}>{label}</label>
+      <input
+        id={id}
+        name={name}
+        inputMode="numeric"
+        autoComplete="one-time-code"
+        pattern="[0-9]{6}"
+        required
+        maxLength={6}
+      />
+    </>
+  );
+}

@@ -1,6 +1,15 @@
 import { type FormEvent, useState } from 'react';
 import { api, when } from '../api.js';
-import { ErrorText, Page, type Run, TableWrap, useAction, useLoad } from '../components/ui.js';
+import {
+  CodeField,
+  CurrentPasswordField,
+  ErrorText,
+  Page,
+  type Run,
+  TableWrap,
+  useAction,
+  useLoad,
+} from '../components/ui.js';
 import { useSession } from '../session.js';
 
 /** The signed-in person's own password, second factor and sessions. */
@@ -36,15 +45,7 @@ function PasswordCard({ run }: { run: Run }) {
     <form className="card narrow" onSubmit={changePassword}>
       <h2>Change password</h2>
       <input type="email" name="username" autoComplete="username" value={me.member.email} readOnly hidden />
-      <label htmlFor="current">Current password</label>
-      <input
-        id="current"
-        name="current"
-        type="password"
-        autoComplete="current-password"
-        required
-        maxLength={512}
-      />
+      <CurrentPasswordField id="current" name="current" label="Current password" />
       <label htmlFor="new">New password (at least 12 characters)</label>
       <input
         id="new"
@@ -88,15 +89,7 @@ function SecondFactorCard({ run }: { run: Run }) {
       {me.member.totp_enabled ? (
         <form onSubmit={disable}>
           <p>On. Sign-in asks for a 6-digit code.</p>
-          <label htmlFor="totp-password">Password, to turn it off</label>
-          <input
-            id="totp-password"
-            name="password"
-            type="password"
-            autoComplete="current-password"
-            required
-            maxLength={512}
-          />
+          <CurrentPasswordField id="totp-password" name="password" label="Password, to turn it off" />
           <button type="submit">Turn off</button>
         </form>
       ) : setup ? (
@@ -110,25 +103,8 @@ function SecondFactorCard({ run }: { run: Run }) {
           <input id="totp-secret" className="mono" readOnly value={setup.secret} />
           <label htmlFor="totp-uri">Or this otpauth link</label>
           <input id="totp-uri" className="mono" readOnly value={setup.uri} />
-          <label htmlFor="totp-code">Code</label>
-          <input
-            id="totp-code"
-            name="code"
-            inputMode="numeric"
-            pattern="[0-9]{6}"
-            maxLength={6}
-            required
-            autoComplete="one-time-code"
-          />
-          <label htmlFor="totp-on-password">Password, to turn it on</label>
-          <input
-            id="totp-on-password"
-            name="password"
-            type="password"
-            autoComplete="current-password"
-            required
-            maxLength={512}
-          />
+          <CodeField id="totp-code" name="code" label="Code" />
+          <CurrentPasswordField id="totp-on-password" name="password" label="Password, to turn it on" />
           <button type="submit" className="primary">
             Turn on
           </button>

@@ -1,6 +1,6 @@
 import { type FormEvent, useState } from 'react';
 import { api, setCsrfToken } from '../api.js';
-import { ErrorText, Page } from '../components/ui.js';
+import { CodeField, CurrentPasswordField, ErrorText, Page } from '../components/ui.js';
 
 /** Email and password, then (when the person turned it on) a code from their authenticator app. */
 export function SignInPage({ onSignedIn }: { onSignedIn: () => Promise<void> }) {
@@ -41,29 +41,12 @@ export function SignInPage({ onSignedIn }: { onSignedIn: () => Promise<void> }) 
             <p id="sign-in-help">Sign in to manage your organization's API keys, plan, usage and jobs.</p>
             <label htmlFor="email">Email</label>
             <input id="email" name="email" type="email" autoComplete="username" required maxLength={254} />
-            <label htmlFor="password">Password</label>
-            <input
-              id="password"
-              name="password"
-              type="password"
-              autoComplete="current-password"
-              required
-              maxLength={512}
-            />
+            <CurrentPasswordField id="password" name="password" label="Password" />
           </>
         ) : (
           <>
             <p id="sign-in-help">Enter the 6-digit code from your authenticator app.</p>
-            <label htmlFor="code">Code</label>
-            <input
-              id="code"
-              name="code"
-              inputMode="numeric"
-              autoComplete="one-time-code"
-              pattern="[0-9]{6}"
-              required
-              maxLength={6}
-            />
+            <CodeField id="code" name="code" label="Code" />
           </>
         )}
         <ErrorText error={error} />
