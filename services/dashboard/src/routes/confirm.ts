@@ -38,6 +38,9 @@ export function confirmRoutes(app: FastifyInstance, deps: RouteDeps): void {
           if (nowLocked) throw lockedError(deps);
           throw new HttpError(403, 'invalid_code', 'The code is wrong or was used already.');
         }
+        // Wrong codes sent beside this one may have locked it meanwhile: a right code is refused then too,
+        // as at sign-in.
+        if (await failures.isLocked()) throw lockedError(deps);
       }
       await deps.sessions.confirm(tokenHash);
       return reply.code(204).send();

@@ -1,7 +1,11 @@
 import { type FormEvent, useEffect, useRef, useState } from 'react';
-import { api, onConfirmationRequired } from '../api.js';
+import { useLocation } from 'wouter';
+import { ApiError, api, onConfirmationRequired } from '../api.js';
 import { useSession } from '../session.js';
 import { CodeField, CurrentPasswordField, ErrorText } from './ui.js';
+
+/** How a pending change learns whether the person confirmed. */
+type Answer = ((confirmed: boolean) => void) | null;
 
 /**
  * The modal that asks an owner to confirm who they are before a change that could hand the organization
@@ -9,17 +13,25 @@ import { CodeField, CurrentPasswordField, ErrorText } from './ui.js';
  * the second factor is on. The change is sent again once confirmed; cancelling leaves it refused.
  */
 export function ConfirmIdentity() {
-  const { me } = useSession();
+  const { me, refresh } = useSession();
+  const [location] = useLocation();
   const ref = useRef<HTMLDialogElement>(null);
-  const [answer, setAnswer] = useState<((confirmed: boolean) => void) | null>(null);
+  const form = useRef<HTMLFormElement>(null);
+  const [answer, setAnswer] = useState<Answer>(null);
   const [error, setError] = useState<unknown>();
+  const [busy, setBusy] = useState(false);
 
   useEffect(() => {
     onConfirmationRequired(
       () =>
         new Promise<boolean>((resolve) => {
           setError(undefined);
-          setAnswer(() => resolve);
+          // A second change asking while the dialog is open: the first is answered "not confirmed"
+          // (refused as it was), never left waiting for good.
+          setAnswer((earlier: Answer) => {
+            earlier?.(false);
+            return resolve;
+          });
         }),
     );
     return () => onConfirmationRequired(undefined);
@@ -32,30 +44,46 @@ export function ConfirmIdentity() {
     if (!answer && d.open) d.close();
   }, [answer]);
 
+  // Left for another page (Back): the change it was asked for is given up, not sent once the page is gone
+  // (a key created there would never show its secret).
+  // biome-ignore lint/correctness/useExhaustiveDependencies: only a change of location closes it
+  useEffect(() => close(false), [location]);
+
+  /**
+   * Closed either way, nothing typed is kept: a password typed and then cancelled must not fill the next
+   * confirmation for whoever sits at the computer next (a review, 2026-12-05).
+   */
   function close(confirmed: boolean) {
-    answer?.(confirmed);
-    setAnswer(null);
+    form.current?.reset();
+    setAnswer((pending: Answer) => {
+      pending?.(confirmed);
+      return null;
+    });
   }
 
   async function submit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
-    const form = event.currentTarget;
-    const f = new FormData(form);
+    if (busy) return;
+    const f = new FormData(event.currentTarget);
+    setBusy(true);
     try {
       await api.post('/api/session/confirm', {
         password: f.get('confirm-password'),
         ...(me.member.totp_enabled ? { code: f.get('confirm-code') } : {}),
       });
-      form.reset();
       close(true);
     } catch (e) {
       setError(e);
+      // The second factor was turned on (or off) in another tab: the page learns it and asks accordingly.
+      if (e instanceof ApiError && e.code === 'code_required') await refresh();
+    } finally {
+      setBusy(false);
     }
   }
 
   return (
-    <dialog ref={ref} aria-labelledby="confirm-identity-title" onCancel={() => close(false)}>
-      <form onSubmit={(e) => void submit(e)}>
+    <dialog ref={ref} aria-labelledby="confirm-identity-title" onClose={() => close(false)}>
+      <form ref={form} onSubmit={(e) => void submit(e)}>
         <h2 id="confirm-identity-title">Confirm it is you</h2>
         <p>This change needs your password{me.member.totp_enabled ? ' and a code from your app' : ''}.</p>
         <input type="email" name="username" autoComplete="username" value={me.member.email} readOnly hidden />
@@ -65,7 +93,7 @@ export function ConfirmIdentity() {
         )}
         <ErrorText error={error} />
         <div className="actions">
-          <button type="submit" className="primary">
+          <button type="submit" className="primary" disabled={busy}>
             Confirm
           </button>
           <button type="button" onClick={() => close(false)}>
