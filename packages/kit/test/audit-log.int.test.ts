@@ -35,6 +35,11 @@ beforeAll(async () => {
       outcome: 'ok',
       callId: randomUUID(),
     });
+  // A second apart: rows appended within one millisecond share the time `since` is given in (a Timestamp
+  // read through a JavaScript Date), and a bound at one row's time would take its neighbour too.
+  await pool.query(
+    `UPDATE ${schema}.audit_log SET at = '2026-12-01T00:00:00Z'::timestamptz + id * interval '1 second'`,
+  );
 });
 
 afterAll(async () => {

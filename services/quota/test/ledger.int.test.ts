@@ -204,12 +204,13 @@ describe('quota ledger against PostgreSQL', () => {
   it('the admin methods take org_id only as a lowercase UUID, and record nothing for another form', async () => {
     const org = randomUUID();
     for (const orgId of [org.toUpperCase(), `${org} `, ` ${org}`, 'acme', `${org}0`]) {
+      // One call at a time: calls made together and awaited in turn left the later refusals unhandled.
       for (const call of [
-        admin.setLimit({ orgId, country: 'mx', limit: 5n }),
-        admin.getQuota({ orgId }),
-        admin.listUsage({ orgId }),
+        () => admin.setLimit({ orgId, country: 'mx', limit: 5n }),
+        () => admin.getQuota({ orgId }),
+        () => admin.listUsage({ orgId }),
       ]) {
-        const reason = await call.then(
+        const reason = await call().then(
           () => 'ok',
           (e: unknown) => readPublicReason(e)?.reason,
         );
