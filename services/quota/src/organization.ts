@@ -5,6 +5,15 @@ import { type Pool, validationError } from '@dnc/kit';
 import { quotav1 } from '@dnc/proto';
 import type { Ledger } from './store/ledger.js';
 
+/**
+ * An organization's id in a call: a lowercase UUID, the form admission reserves with. Any other (upper
+ * case, a space pasted beside it) named an account no reservation uses (a review, 2026-12-05).
+ */
+export function requireOrgId(value: string): string {
+  if (!UUID_REGEXP.test(value)) throw validationError('org_id must be a lowercase UUID');
+  return value;
+}
+
 /** The usage chart's longest range. */
 export const MAX_USAGE_DAYS = 90;
 
@@ -44,13 +53,9 @@ export function organizationQuotaService(deps: {
   pool: Pool;
   now?: () => Date;
 }): ServiceImpl<typeof quotav1.OrganizationQuotaService> {
-  const orgIdOf = (value: string) => {
-    if (!UUID_REGEXP.test(value)) throw validationError('org_id must be a lowercase UUID');
-    return value;
-  };
   return {
     async getMonthQuota(req) {
-      const accounts = await deps.ledger.accounts(orgIdOf(req.orgId));
+      const accounts = await deps.ledger.accounts(requireOrgId(req.orgId));
       return {
         accounts: accounts.map((a) =>
           create(quotav1.QuotaAccountSchema, {
@@ -66,7 +71,7 @@ export function organizationQuotaService(deps: {
     },
 
     async getDailyUsage(req) {
-      const orgId = orgIdOf(req.orgId);
+      const orgId = requireOrgId(req.orgId);
       const days = req.days === 0 ? MAX_USAGE_DAYS : req.days;
       if (days < 1 || days > MAX_USAGE_DAYS)
         throw validationError(`days must be from 1 to ${MAX_USAGE_DAYS}`);

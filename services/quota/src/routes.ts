@@ -1,9 +1,10 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter, HandlerContext, ServiceImpl } from '@connectrpc/connect';
-import { COUNTRY_CODES, isCountryCode, UUID_REGEXP } from '@dnc/api-contract/limits';
+import { COUNTRY_CODES, isCountryCode } from '@dnc/api-contract/limits';
 import { Counter, type Logger, type Registry, readPublicReason, validationError } from '@dnc/kit';
 import { quotav1 } from '@dnc/proto';
+import { requireOrgId } from './organization.js';
 import {
   type Account,
   type CommitOutcome,
@@ -36,15 +37,6 @@ export const MAX_BATCH = 1000;
 
 function requireId(value: string, name: string): string {
   if (!value || value.length > 200) throw validationError(`${name} is required (at most 200 characters)`);
-  return value;
-}
-
-/**
- * An organization's id in an admin call: a lowercase UUID, the form admission reserves with. Any other
- * (upper case, a space pasted beside it) named an account no reservation uses (a review, 2026-12-05).
- */
-function requireOrgId(value: string): string {
-  if (!UUID_REGEXP.test(value)) throw validationError('org_id must be a lowercase UUID');
   return value;
 }
 

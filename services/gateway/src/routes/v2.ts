@@ -146,24 +146,22 @@ function jobReadRoutes(
       async (request, reply) => {
         const jobId = jobIdOf(request);
         if (!jobId) return notFound(reply);
-        // A client that goes away stops the upstream stream, and frees its download slot at the scheduler:
-        // listened to before the first chunk is awaited (a client gone meanwhile, found by a review,
-        // 2026-12-04, held its slot until the call's deadline).
         const caller = authenticatedCaller(request);
         // A slot of this gateway until the response is over: what the scheduler streams ahead waits here
         // for the reader (kit ResultStreams).
         const release = downloads.acquire(caller.orgId);
         if (!release) return sendMapped(reply, toHttp('platform_failure', undefined, 1));
+        // A client that goes away stops the upstream stream, and frees its download slot at the scheduler:
+        // listened to before the first chunk is awaited (a client gone meanwhile, found by a review,
+        // 2026-12-04, held its slot until the call's deadline).
         const abort = new AbortController();
-        reply.raw.once('close', () => {
+        const stop = () => {
           release();
           abort.abort();
-        });
+        };
+        reply.raw.once('close', stop);
         // Gone already: its close will not come again.
-        if (request.raw.socket.destroyed) {
-          release();
-          abort.abort();
-        }
+        if (request.raw.socket.destroyed) stop();
         let body: Readable;
         try {
           const result = await resultBody(upstream, caller, jobId, abort.signal, resultTimeoutMs);
