@@ -156,6 +156,44 @@ describe('v1 scrub flow over the in-memory upstream (spec: v1 execution, no part
     });
   });
 
+  // Found by a review of v1 under faults (2026-12-04): the only admission replica killed between quota's
+  // commit and its answer refused the one abort, and the charged request was answered 503. The abort is
+  // now asked again, within the budget, while its outcome is unknown.
+  it('an abort left unanswered after an unknown Complete is asked again until admission answers it', async () => {
+    let tries = 0;
+    const { outcome, calls, admissionId, warnings } = await run({
+      complete: () => new ConnectError('connection reset', Code.Unavailable),
+      abort: () => (++tries < 3 ? unavailable() : { completed: true }),
+    });
+    expect(outcome).toMatchObject({ ok: true, replayed: false });
+    expect(calls.filter((c) => c === `abort ${admissionId}`)).toHaveLength(3);
+    expect(warnings).toEqual([]);
+  });
+
+  it('the abort asked again gives up at the budget, and a refused abort or a failed Check is asked once', async () => {
+    const started = Date.now();
+    const down = await run(
+      { complete: () => unavailable(), abort: () => unavailable() },
+      request('k1'),
+      budget(1_500),
+    );
+    expect(down.outcome).toMatchObject({
+      ok: false,
+      error: { status: 503, body: { error: 'platform_failure' } },
+    });
+    expect(down.calls.filter((c) => c.startsWith('abort')).length).toBeGreaterThan(2);
+    expect(Date.now() - started).toBeLessThan(1_500 + 300);
+    expect(down.warnings).toEqual(['abort of a failed v1 admission did not complete']);
+    const refused = await run({
+      complete: () => unavailable(),
+      abort: () => new ConnectError('no such admission', Code.FailedPrecondition),
+    });
+    expect(refused.outcome).toMatchObject({ ok: false });
+    expect(refused.calls.filter((c) => c.startsWith('abort'))).toHaveLength(1);
+    const checkFailed = await run({ check: () => unavailable(), abort: () => unavailable() });
+    expect(checkFailed.calls.filter((c) => c.startsWith('abort'))).toHaveLength(1);
+  });
+
   it('the abort after a Complete cut by the deadline is waited for within the budget, not 2 s past it', async () => {
     const started = Date.now();
     const { outcome } = await run(

@@ -95,25 +95,47 @@ export async function admitScrub(
   }
 }
 
+/** The first pause between the tries of an abort that must settle, doubled each time up to the last. */
+const SETTLE_FIRST_PAUSE_MS = 100;
+const SETTLE_MAX_PAUSE_MS = 1_000;
+
 /**
  * Undo an admission (reservation released, idempotency claim dropped) after a later step failed:
  * `completed` when admission found it completed after all (its reservation committed; nothing undone). A
  * failed or unanswered abort is left to admission's own bounds (it runs on there when its caller stops
  * waiting) and to its claim reconciler.
+ *
+ * `settle`: the abort is tried again while its outcome is unknown (admission unreachable, its answer
+ * lost) and the request's budget allows, with pauses doubling from SETTLE_FIRST_PAUSE_MS (jittered).
+ * For a v1 Complete whose outcome is unknown: the request may be charged, and only admission can say so.
+ * Found by a review of v1 under faults (2026-12-04): the only admission replica killed after quota's
+ * commit and before its answer left one try of the abort, refused by the dead replica, and the request
+ * was answered 503 and charged; a restarted (or another) replica answers the abort in time.
  */
 export async function abortAdmission(
   deps: FlowDeps<Pick<Upstream, 'abort'>>,
   admissionId: string,
   deadline: Deadline,
   failedMessage: string,
+  settle = false,
 ): Promise<'aborted' | 'completed' | 'not_aborted'> {
-  // Waited for within the request's budget (at least ABORT_MIN_MS, at most ABORT_MAX_MS): an abort that
-  // takes longer runs on in admission, which the caller's giving up does not stop.
-  const timeoutMs = Math.min(ABORT_MAX_MS, Math.max(deadline.remaining(), ABORT_MIN_MS));
-  try {
-    return (await deps.upstream.abort(admissionId, timeoutMs)).completed ? 'completed' : 'aborted';
-  } catch {
-    deps.log.warn(failedMessage);
-    return 'not_aborted';
+  for (let pauseMs = SETTLE_FIRST_PAUSE_MS; ; pauseMs = Math.min(2 * pauseMs, SETTLE_MAX_PAUSE_MS)) {
+    // Waited for within the request's budget (at least ABORT_MIN_MS, at most ABORT_MAX_MS): an abort that
+    // takes longer runs on in admission, which the caller's giving up does not stop.
+    const timeoutMs = Math.min(ABORT_MAX_MS, Math.max(deadline.remaining(), ABORT_MIN_MS));
+    try {
+      return (await deps.upstream.abort(admissionId, timeoutMs)).completed ? 'completed' : 'aborted';
+    } catch (error) {
+      const pause = pauseMs * (0.5 + Math.random() / 2);
+      if (
+        !settle ||
+        callFailure(error).outcome !== 'unknown' ||
+        deadline.remaining() < pause + ABORT_MIN_MS
+      ) {
+        deps.log.warn(failedMessage);
+        return 'not_aborted';
+      }
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
   }
 }

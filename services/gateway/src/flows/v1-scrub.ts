@@ -57,7 +57,8 @@ type CompleteOutcome = { outcome: 'completed' } | CallFailure;
  *   Complete  completed | refused | unknown  abort; when the commit was done after all (unknown, or
  *                                            committed but not marked), admission's abort marks the
  *                                            request completed instead and says so: the result is
- *                                            answered, charged once (a retry replays free)
+ *                                            answered, charged once (a retry replays free); asked
+ *                                            again while unanswered, within the budget
  */
 export async function scrubV1(deps: V1Deps, request: ScrubRequest, deadline: Deadline): Promise<V1Outcome> {
   const early = earlyCheck(deps, request, deadline);
@@ -76,7 +77,7 @@ export async function scrubV1(deps: V1Deps, request: ScrubRequest, deadline: Dea
   }
   const { admission } = admitted;
   deps.early?.admitted(request, admission.adapterAddress, admission.adapterLookupsFree);
-  const abort = async () =>
+  const abort = async (settle = false) =>
     admission.replay
       ? 'aborted'
       : abortAdmission(
@@ -84,6 +85,7 @@ export async function scrubV1(deps: V1Deps, request: ScrubRequest, deadline: Dea
           admission.admissionId,
           deadline,
           'abort of a failed v1 admission did not complete',
+          settle,
         );
 
   const checked =
@@ -107,8 +109,10 @@ export async function scrubV1(deps: V1Deps, request: ScrubRequest, deadline: Dea
     case 'refused':
     case 'unknown':
       // Committed after all (the answer of Complete was lost): the request is charged once and answered,
-      // never charged for an error (spec: a platform failure consumes no customer quota).
-      if ((await abort()) === 'completed') return { ok: true, body, replayed: false, snapshotAt, rateLimit };
+      // never charged for an error (spec: a platform failure consumes no customer quota). The abort is
+      // asked until admission answers it, within the budget: only its answer says which it was.
+      if ((await abort(true)) === 'completed')
+        return { ok: true, body, replayed: false, snapshotAt, rateLimit };
       return { ok: false, error: fromRpcError(completed.error), rateLimit };
   }
 }
