@@ -83,7 +83,11 @@ describe('a snapshot is as old as the registry consultation it comes from (mx, 3
   };
   const current = async () => (await adapterClients(adapter.address).admin.getRegistryStatus({})).snapshotId;
 
-  it('an add keeps its base’s time unless it gives one; a removal takes the one it gives', async () => {
+  // Found by a review (2026-12-05, left open then): a removal dated later than the copy dated the whole
+  // copy then, though no number registered in between was in it: a copy past its maximum age was served
+  // as fresh, and X-Registry-Snapshot-At named a time its registrations were never read. A removal only
+  // makes numbers safe; the copy is as of the last registrations it holds (a replace or an add).
+  it('an add keeps its base’s time unless it gives one; a removal keeps it, even dated later', async () => {
     const y = fresh();
     const base = timeOf(await adapterClients(adapter.address).admin.getRegistryStatus({}));
     const added = await load(LoadMode.ADD, [y]);
@@ -92,8 +96,14 @@ describe('a snapshot is as old as the registry consultation it comes from (mx, 3
     const removed = await load(LoadMode.REMOVE, [y], base);
     expect(timeOf(removed).getTime()).toBe(base.getTime());
     const published = new Date(Date.now() - 2 * DAY);
-    const delta = await load(LoadMode.ADD, [fresh()], published);
+    const z = fresh();
+    const delta = await load(LoadMode.ADD, [z], published);
     expect(timeOf(delta).getTime()).toBe(published.getTime());
+    const later = await load(LoadMode.REMOVE, [z], new Date(Date.now() - DAY));
+    expect(await prohibited(later.snapshotId, z)).toBe(false);
+    expect(timeOf(later).getTime()).toBe(published.getTime());
+    await swappedTo(later.snapshotId);
+    expect(timeOf(await check()).getTime()).toBe(published.getTime());
   });
 
   // Found by a review (2026-12-03): a delta dated before the copy it applied to (a retried or replayed

@@ -251,8 +251,9 @@ function refuseShrink(mode: LoadMode, keys: Float64Array, base: SnapshotInfo): v
  *
  * - replace: the file becomes the whole registry;
  * - add / remove: a new snapshot from the current one (none: empty) plus / minus the file's numbers, as of
- *   the current one's time unless `asOf` says when the registry published the delta. A removal without
- *   `asOf` is refused (`undatedRemoval`): only a dated one can be put in order.
+ *   the current one's time unless `asOf` says when the registry published an add (a removal keeps the
+ *   copy's time: it brings no registration). A removal without `asOf` is refused (`undatedRemoval`):
+ *   only a dated one can be put in order.
  * A load whose result is an empty registry is refused: it would answer `safe` for everyone. The snapshot is
  * stamped with the store's numbering rules; an add or remove on a snapshot of other rules is refused.
  *
@@ -319,8 +320,10 @@ export async function loadRegistry(
     }
     if ((mode === 'replace' || mode === 'remove') && base && !allowShrink) refuseShrink(mode, keys, base);
     // A delta without its own as_of keeps its base's: it does not make the rest of the copy fresher; nor
-    // does one dated before it (allowed older).
-    const asOf = delta && base && (!guards.asOf || order.older) ? base.time : (guards.asOf ?? null);
+    // does one dated before it (allowed older), nor a removal (found by a review, 2026-12-05): it holds no
+    // registration made since the copy, so the copy is as old as before, whatever its date says.
+    const keepsBaseTime = !guards.asOf || order.older || mode === 'remove';
+    const asOf = delta && base && keepsBaseTime ? base.time : (guards.asOf ?? null);
     const stats = {
       mode,
       linesRead,
