@@ -196,7 +196,10 @@ export class ClaimStore {
 
   /**
    * Claims still in progress past their bound (v2 after `jobSeconds`, v1 after `syncSeconds`): their
-   * owner gave up or died. Oldest first, at most `limit` (the partial index on in-progress claims).
+   * owner gave up or died. Oldest first, at most `limit` of each kind (the partial index on in-progress
+   * claims). Each kind has its own share: found by a review (2026-12-05), v2 claims the reconciler cannot
+   * resolve while the scheduler is down stay the oldest, and a hundred of them kept every v1 claim behind
+   * them (its reservation, its key's retries) unresolved until the scheduler was back.
    */
   async staleClaims(
     jobSeconds: number,
@@ -204,11 +207,14 @@ export class ClaimStore {
     limit = 100,
   ): Promise<{ admissionId: string; kind: Kind; jobId: string | null }[]> {
     const r = await this.pool.query(
-      `SELECT admission_id, kind, job_id FROM admission.idempotency_records
-       WHERE state = 'in_progress'
-         AND claimed_at < now() - make_interval(secs => least($1::float8, $2::float8))
-         AND claimed_at < now() - make_interval(secs => CASE kind WHEN 2 THEN $1::float8 ELSE $2::float8 END)
-       ORDER BY claimed_at LIMIT $3`,
+      `(SELECT admission_id, kind, job_id, claimed_at FROM admission.idempotency_records
+        WHERE state = 'in_progress' AND kind = 2 AND claimed_at < now() - make_interval(secs => $1::float8)
+        ORDER BY claimed_at LIMIT $3)
+       UNION ALL
+       (SELECT admission_id, kind, job_id, claimed_at FROM admission.idempotency_records
+        WHERE state = 'in_progress' AND kind <> 2 AND claimed_at < now() - make_interval(secs => $2::float8)
+        ORDER BY claimed_at LIMIT $3)
+       ORDER BY claimed_at`,
       [jobSeconds, syncSeconds, limit],
     );
     return r.rows.map((row) => ({
