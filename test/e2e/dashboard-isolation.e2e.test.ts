@@ -10,7 +10,7 @@ import { startTestStack, type TestStack } from '../support/stack.js';
 // process. A member cannot create or revoke keys; a session of organization A can read or change nothing
 // of organization B (every route, with B's ids: 404 identical to a missing id); a state change without
 // the CSRF token is refused; a key's secret is in no response after the creation response and in no log.
-const PASSWORD = 'correct horse battery staple';
+const PASSWORD = 'two tenants never meet';
 
 interface Person {
   c: DashboardClient;

@@ -1,9 +1,10 @@
 import { commonConfig, port, serviceAddress, z } from '@dnc/kit';
+import { failuresInFirstDay } from './store/members.js';
 
 const int = (min: number, max: number, fallback: number) =>
   z.coerce.number().int().min(min).max(max).default(fallback);
 
-export const dashboardConfig = z.object({
+const dashboardFields = z.object({
   ...commonConfig,
   /** The browser-facing HTTP port (the backend-for-frontend and the built front end). */
   DNC_DASHBOARD_PORT: port(8090),
@@ -22,7 +23,10 @@ export const dashboardConfig = z.object({
     .string()
     .default('http://127.0.0.1:8090')
     .refine((v) => /^https?:\/\/[^/\s]+$/.test(v), 'must be http(s)://host[:port] without a path'),
-  /** Internal port of DashboardAdminService (operator invitations) and grpc.health.v1. */
+  /**
+   * Internal gRPC port: grpc.health.v1 and service info (mutual TLS). DashboardAdminService (operator
+   * invitations) is on the admin listener, DNC_ADMIN_PORT.
+   */
   DNC_GRPC_PORT: port(50054),
   DNC_ADMISSION_ADDR: serviceAddress('http://127.0.0.1:50051'),
   DNC_QUOTA_ADDR: serviceAddress('http://127.0.0.1:50052'),
@@ -67,6 +71,21 @@ export const dashboardConfig = z.object({
   DNC_TOTP_KEY_ACTIVE_ID: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, _ . - only'),
   /** Where the built front end is; the default is the package's own dist/ui. */
   DNC_DASHBOARD_ASSETS: z.string().optional(),
+});
+
+/**
+ * The lockout's settings allow at most 100 failures of an email in a run's first day (NIST SP 800-63B
+ * 5.2.2; store/members.ts `failuresInFirstDay`): 35 at the defaults. A review (2026-12-05) found that
+ * DNC_LOCKOUT_FAILURES alone (up to 100) allowed about 700.
+ */
+export const dashboardConfig = dashboardFields.superRefine((c, ctx) => {
+  const failures = failuresInFirstDay({ limit: c.DNC_LOCKOUT_FAILURES, lockMinutes: c.DNC_LOCKOUT_MINUTES });
+  if (failures > 100)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['DNC_LOCKOUT_FAILURES'],
+      message: `with DNC_LOCKOUT_MINUTES=${c.DNC_LOCKOUT_MINUTES} this allows ${failures} failed sign-ins of an email in a day; at most 100 (NIST SP 800-63B 5.2.2)`,
+    });
 });
 
 export type DashboardConfig = z.infer<typeof dashboardConfig>;

@@ -64,7 +64,7 @@ async function wire(service: Service, config: DashboardConfig): Promise<RunningD
   const purge = setInterval(() => {
     deps.sessions.purgeExpired().catch((err) => logger.warn({ err }, 'expired sessions not purged'));
     deps.members
-      .purgeForgottenFailures(deps.lockout)
+      .purgeForgottenFailures()
       .catch((err) => logger.warn({ err }, 'forgotten sign-in failures not purged'));
     deps.devices.purgeExpired().catch((err) => logger.warn({ err }, 'expired sign-in devices not purged'));
   }, config.DNC_PURGE_INTERVAL_MS);

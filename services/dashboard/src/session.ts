@@ -72,6 +72,35 @@ export async function startSession(
   return { csrfToken };
 }
 
+/**
+ * This browser's session under a new token after a change of the person's credentials (store
+ * `sessions.renew`: every session of the person ends, this one too, in the transaction that creates the
+ * new one): cookie replaced, new CSRF token returned. `confirmed` when the change proved who the person
+ * is as POST /api/session/confirm would. Undefined, and the cookie cleared, when the session had ended
+ * meanwhile.
+ */
+export async function renewSession(
+  deps: SessionDeps,
+  reply: FastifyReply,
+  signedIn: SignedIn,
+  options: { confirmed: boolean; keepDevice: unknown },
+): Promise<{ csrfToken: string } | undefined> {
+  const token = newToken();
+  const csrfToken = newToken();
+  const renewed = await deps.sessions.renew(
+    signedIn.member.memberId,
+    signedIn.tokenHash,
+    { tokenHash: tokenHash(token), csrfToken, userAgent: reply.request.headers['user-agent'] ?? '' },
+    options,
+  );
+  if (!renewed) {
+    clearSessionCookie(reply);
+    return undefined;
+  }
+  reply.setCookie(SESSION_COOKIE, token, cookieOptions);
+  return { csrfToken };
+}
+
 export function clearSessionCookie(reply: FastifyReply): void {
   reply.clearCookie(SESSION_COOKIE, cookieOptions);
 }

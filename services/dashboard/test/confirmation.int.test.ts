@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { CONFIRMATION_MINUTES } from '../src/store/sessions.js';
-import { LIMIT, person, signedIn, sql, withDashboard, withSecondFactor } from './sign-in-harness.js';
+import {
+  ageConfirmation,
+  LIMIT,
+  person,
+  signedIn,
+  withDashboard,
+  withSecondFactor,
+} from './sign-in-harness.js';
 
 // Found by a security review of the dashboard (2026-12-05): an owner's session alone could invite an
 // address of its holder's as owner, remove the real owners (the last-owner rule then protecting the
@@ -9,15 +15,6 @@ import { LIMIT, person, signedIn, sql, withDashboard, withSecondFactor } from '.
 // could take the organization over for good. These changes now need the owner to have proved who they are
 // (the sign-in, or POST /api/session/confirm) within the last CONFIRMATION_MINUTES.
 withDashboard();
-
-/** Ages the caller's session's last proof of identity past the window, as if signed in long ago. */
-async function ageConfirmation(email: string) {
-  await sql(
-    `UPDATE dashboard.sessions s SET confirmed_at = now() - make_interval(mins => $2 + 1)
-     FROM dashboard.members m WHERE m.member_id = s.member_id AND m.email = $1`,
-    [email, CONFIRMATION_MINUTES],
-  );
-}
 
 const invitee = () => `confirm-${randomUUID().slice(0, 8)}@example.com`;
 

@@ -30,12 +30,20 @@ describe('passwords (scrypt)', () => {
   });
 
   it(`length: ${MIN_PASSWORD} and ${MAX_PASSWORD} characters pass, one less and one more do not; never the email`, () => {
-    expect(passwordProblem('x'.repeat(MIN_PASSWORD), 'a@b.co')).toBeUndefined();
-    expect(passwordProblem('x'.repeat(MIN_PASSWORD - 1), 'a@b.co')).toMatch(/at least/);
-    expect(passwordProblem('x'.repeat(MAX_PASSWORD), 'a@b.co')).toBeUndefined();
-    expect(passwordProblem('x'.repeat(MAX_PASSWORD + 1), 'a@b.co')).toMatch(/at most/);
-    // Characters, not UTF-16 units: 12 emoji are 12 characters.
-    expect(passwordProblem('🔑'.repeat(MIN_PASSWORD), 'a@b.co')).toBeUndefined();
+    // Hard-to-guess strings at the limits (the blocklist refuses 'x'.repeat(n) whatever its length).
+    const shortest = 'Kq7vLz2Wp9Xr';
+    const longest =
+      'amber quokka tiptoes past eleven brass lanterns while a mossy drumbeat hums under violet glaciers and nobody minds the fog a bit';
+    expect([...shortest]).toHaveLength(MIN_PASSWORD);
+    expect([...longest]).toHaveLength(MAX_PASSWORD);
+    expect(passwordProblem(shortest, 'a@b.co')).toBeUndefined();
+    expect(passwordProblem(shortest.slice(1), 'a@b.co')).toMatch(/at least/);
+    expect(passwordProblem(longest, 'a@b.co')).toBeUndefined();
+    expect(passwordProblem(`${longest}q`, 'a@b.co')).toMatch(/at most/);
+    // Characters, not UTF-16 units: 12 emoji are 12 characters, 11 are too few.
+    const emoji = [...'🔑🌵🚲🎻🐙🍋🧭🪁🦉🌋🎲🛶'];
+    expect(passwordProblem(emoji.join(''), 'a@b.co')).toBeUndefined();
+    expect(passwordProblem(emoji.slice(1).join(''), 'a@b.co')).toMatch(/at least/);
     expect(passwordProblem(' Owner@Example.com ', 'owner@example.com')).toMatch(/email/);
   });
 });

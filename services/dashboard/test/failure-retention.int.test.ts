@@ -4,8 +4,9 @@ import { startDashboard } from '../src/server.js';
 import { base, config, LIMIT, signedIn, sql, withDashboard } from './sign-in-harness.js';
 
 // Found by a review (2026-12-03): every email typed into the sign-in form with a wrong password was kept in
-// dashboard.sign_in_failures forever, a member's or not: personal data with no retention limit. A failure
-// counts for the lock period only; past it (and past any lock) the row is deleted.
+// dashboard.sign_in_failures forever, a member's or not: personal data with no retention limit. A run of
+// failures counts until a day passes with no failure and no lock in force (its locks escalate until then:
+// found by a review, 2026-12-05); past it the row is deleted.
 withDashboard();
 
 const emails = async () =>
@@ -14,18 +15,19 @@ const emails = async () =>
   );
 
 describe('sign-in failures are kept only as long as the lockout needs them', () => {
-  it('a failure older than the lock period, with no lock in force, is purged; a recent one or a lock is kept', async () => {
+  it('a run quiet for a day, with no lock in force, is purged; a recent one, a lock or its escalation is kept', async () => {
     const c = new DashboardClient(base);
     expect((await c.signIn('typed-by-someone@example.org', 'not the password')).status).toBe(401);
     expect(await emails()).toContain('typed-by-someone@example.org');
     await sql(
-      `INSERT INTO dashboard.sign_in_failures (email, failures, last_failure_at, locked_until) VALUES
-         ('stale@example.org', 2, now() - interval '2 minutes', NULL),
-         ('lock-over@example.org', 0, now() - interval '20 minutes', now() - interval '1 minute'),
-         ('locked@example.org', 0, now() - interval '2 minutes', now() + interval '5 minutes')`,
+      `INSERT INTO dashboard.sign_in_failures (email, failures, locks, last_failure_at, locked_until) VALUES
+         ('stale@example.org', 2, 0, now() - interval '25 hours', NULL),
+         ('lock-over@example.org', 0, 2, now() - interval '26 hours', now() - interval '25 hours'),
+         ('escalated@example.org', 0, 2, now() - interval '3 hours', now() - interval '1 hour'),
+         ('locked@example.org', 0, 1, now() - interval '2 minutes', now() + interval '5 minutes')`,
     );
     await sql(
-      `UPDATE dashboard.sign_in_failures SET last_failure_at = now() - interval '3 minutes'
+      `UPDATE dashboard.sign_in_failures SET last_failure_at = now() - interval '25 hours'
        WHERE email = 'typed-by-someone@example.org'`,
     );
     await sql(
@@ -36,7 +38,9 @@ describe('sign-in failures are kept only as long as the lockout needs them', () 
       config({ DNC_LOCKOUT_MINUTES: '1', DNC_PURGE_INTERVAL_MS: '200', DNC_DASHBOARD_PORT: '0' }),
     );
     try {
-      await expect.poll(emails, { timeout: 5_000 }).toEqual(['locked@example.org', 'recent@example.org']);
+      await expect
+        .poll(emails, { timeout: 5_000 })
+        .toEqual(['escalated@example.org', 'locked@example.org', 'recent@example.org']);
     } finally {
       await purging.service.shutdown('test end');
     }

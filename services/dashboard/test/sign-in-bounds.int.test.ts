@@ -72,9 +72,11 @@ describe('the lockout holds under concurrency and on every step that takes a sec
   it('the current password asked by a signed-in session: wrong ones count, then even the right one is refused', async () => {
     const p = await withSecondFactor();
     for (let i = 1; i < LIMIT; i++)
-      expect((await p.c.post('/api/me/totp/disable', { password: `guess ${i}` })).status).toBe(403);
-    locked(await p.c.post('/api/me/totp/disable', { password: 'guess' }));
-    locked(await p.c.post('/api/me/totp/disable', { password: p.password }));
+      expect(
+        (await p.c.post('/api/me/totp/disable', { password: `guess ${i}`, code: p.code(1) })).status,
+      ).toBe(403);
+    locked(await p.c.post('/api/me/totp/disable', { password: 'guess', code: p.code(1) }));
+    locked(await p.c.post('/api/me/totp/disable', { password: p.password, code: p.code(1) }));
     const b = { current_password: p.password, new_password: 'another long passphrase' };
     locked(await p.c.post('/api/me/password', b));
     // They counted against this browser (it signed in as the member: device cookie), not the email: the
@@ -85,8 +87,10 @@ describe('the lockout holds under concurrency and on every step that takes a sec
     const q = await withSecondFactor();
     q.c.cookies.delete('__Host-dnc_device');
     for (let i = 1; i < LIMIT; i++)
-      expect((await q.c.post('/api/me/totp/disable', { password: `guess ${i}` })).status).toBe(403);
-    locked(await q.c.post('/api/me/totp/disable', { password: 'guess' }));
+      expect(
+        (await q.c.post('/api/me/totp/disable', { password: `guess ${i}`, code: q.code(1) })).status,
+      ).toBe(403);
+    locked(await q.c.post('/api/me/totp/disable', { password: 'guess', code: q.code(1) }));
     locked(await new DashboardClient(base).signIn(q.email, q.password));
     expect((await p.c.get('/api/session')).body.member.totp_enabled).toBe(true);
   });

@@ -6,11 +6,12 @@ import { grpcTransport, parseConfig } from '@dnc/kit';
 import { dashboardv1 } from '@dnc/proto';
 import pg from 'pg';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { DashboardClient } from '../../../test/support/dashboard.js';
+import { DashboardClient, type DashboardResponse } from '../../../test/support/dashboard.js';
 import { Harness } from '../../admission/test/harness.js';
 import { dashboardConfig } from '../src/config.js';
 import { totpCode } from '../src/domain/totp.js';
 import { type RunningDashboard, startDashboard } from '../src/server.js';
+import { CONFIRMATION_MINUTES } from '../src/store/sessions.js';
 
 // Issue 16, item 2: people and sign-in, against the real PostgreSQL and Redis with admission in process
 // (the dashboard asks it whether an organization exists). Passwords are hashed with a lower scrypt cost
@@ -94,13 +95,42 @@ export async function sql(text: string, params: unknown[] = []) {
   }
 }
 
+/** Until a statement of the dashboard starting with `prefix` waits for a lock (a row the test holds). */
+export async function untilWaitingOnLock(prefix: string): Promise<void> {
+  await expect
+    .poll(async () => {
+      const r = await sql(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1",
+        [`${prefix}%`],
+      );
+      return r.rows[0].n;
+    })
+    .toBe(1);
+}
+
+/**
+ * A change of the person's credentials (password, second factor on or off) answered: the session was
+ * renewed, so the client goes on with the new CSRF token (the new cookie it kept already).
+ */
+export function goesOn(c: DashboardClient, r: DashboardResponse): void {
+  expect(r.status).toBe(200);
+  c.csrf = r.body.csrf_token;
+}
+
 /** A signed-in person with the second factor on; `code(n)` is the n-th step after it was turned on. */
 export async function withSecondFactor() {
   const p = await signedIn();
   const secret: string = (await p.c.post('/api/me/totp/setup')).body.secret;
   const at = Date.now();
-  expect(
-    (await p.c.post('/api/me/totp/enable', { code: totpCode(secret, at), password: p.password })).status,
-  ).toBe(204);
+  goesOn(p.c, await p.c.post('/api/me/totp/enable', { code: totpCode(secret, at), password: p.password }));
   return { ...p, code: (n: number) => totpCode(secret, at + n * 30_000) };
+}
+
+/** Ages the sessions' last proof of identity of `email` past the window, as if signed in long ago. */
+export async function ageConfirmation(email: string) {
+  await sql(
+    `UPDATE dashboard.sessions s SET confirmed_at = now() - make_interval(mins => $2 + 1)
+     FROM dashboard.members m WHERE m.member_id = s.member_id AND m.email = $1`,
+    [email, CONFIRMATION_MINUTES],
+  );
 }

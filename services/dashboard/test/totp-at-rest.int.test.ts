@@ -13,7 +13,7 @@ import { DashboardClient } from '../../../test/support/dashboard.js';
 import { hashPassword } from '../src/domain/password.js';
 import { newTotpSecret, totpCode } from '../src/domain/totp.js';
 import { type RunningDashboard, startDashboard } from '../src/server.js';
-import { h, config as harnessConfig, sql } from './sign-in-harness.js';
+import { goesOn, h, config as harnessConfig, sql, untilWaitingOnLock } from './sign-in-harness.js';
 
 // TOTP seeds sealed at rest (AES-256-GCM, key id beside each value), against the real PostgreSQL: the
 // first release's plaintext rows are sealed when the dashboard starts; no row holds a seed in any
@@ -152,9 +152,7 @@ describe('TOTP seeds at rest', () => {
     const seed: string = (await c.post('/api/me/totp/setup')).body.secret;
     expect(await rowHoldsSeed(email, seed)).toBe(false);
     const at = Date.now();
-    expect(
-      (await c.post('/api/me/totp/enable', { code: totpCode(seed, at), password: PASSWORD })).status,
-    ).toBe(204);
+    goesOn(c, await c.post('/api/me/totp/enable', { code: totpCode(seed, at), password: PASSWORD }));
     expect(await rowHoldsSeed(email, seed)).toBe(false);
     const row = (
       await sql('SELECT totp_secret, totp_key_id FROM dashboard.members WHERE email = $1', [email])
@@ -230,15 +228,7 @@ describe('TOTP seeds at rest', () => {
       await db.query('BEGIN');
       await db.query('SELECT 1 FROM dashboard.members WHERE email = $1 FOR UPDATE', [email]);
       const turningOn = c.post('/api/me/totp/enable', { code: totpCode(seed), password: PASSWORD });
-      await expect
-        .poll(async () => {
-          const r = await sql(
-            `SELECT count(*)::int AS n FROM pg_stat_activity
-             WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE dashboard.members SET totp_sealed%'`,
-          );
-          return r.rows[0].n;
-        })
-        .toBe(1);
+      await untilWaitingOnLock('UPDATE dashboard.members SET totp_sealed');
       // Meanwhile another set-up (another tab) replaced the pending seed.
       await db.query(
         `UPDATE dashboard.members SET totp_pending_sealed = totp_pending_sealed || '\\x00'::bytea WHERE email = $1`,

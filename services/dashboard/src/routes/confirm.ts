@@ -1,10 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { MAX_PASSWORD } from '../domain/password.js';
-import { totpStep } from '../domain/totp.js';
-import { openSeed } from '../second-factor.js';
 import { guards, who } from '../session.js';
 import { HttpError } from '../upstream.js';
-import { body, checkCurrentPassword, failureCount, lockedError, type RouteDeps, signInGate } from './deps.js';
+import { body, checkCurrentCode, checkCurrentPassword, type RouteDeps, signInGate } from './deps.js';
 
 /**
  * The signed-in person proves who they are again: the current password, and a code when the second
@@ -28,20 +26,8 @@ export function confirmRoutes(app: FastifyInstance, deps: RouteDeps): void {
       if (member.totp && !b.code)
         throw new HttpError(400, 'code_required', 'Give the current code of your authenticator app too.');
       await checkCurrentPassword(deps, request, member, b.password);
-      if (member.totp) {
-        const failures = await failureCount(deps, request, member.email);
-        const seed = openSeed(deps.totpKeys, request, member.memberId, member.totp);
-        const step = totpStep(seed, b.code ?? '');
-        if (step === undefined || !(await deps.members.spendTotpStep(member.memberId, step))) {
-          const nowLocked = await failures.recordFailure();
-          await deps.audit.record(member.orgId, member.email, 'sign_in_failed', 'second factor, confirming');
-          if (nowLocked) throw lockedError(deps);
-          throw new HttpError(403, 'invalid_code', 'The code is wrong or was used already.');
-        }
-        // Wrong codes sent beside this one may have locked it meanwhile: a right code is refused then too,
-        // as at sign-in.
-        if (await failures.isLocked()) throw lockedError(deps);
-      }
+      if (member.totp)
+        await checkCurrentCode(deps, request, member, b.code ?? '', 'second factor, confirming');
       await deps.sessions.confirm(tokenHash);
       return reply.code(204).send();
     },

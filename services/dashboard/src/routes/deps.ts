@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
-import type { SealingKeys } from '../domain/sealing.js';
+import type { Sealed, SealingKeys } from '../domain/sealing.js';
+import { totpStep } from '../domain/totp.js';
 import type { InvitationDeps } from '../invitations.js';
+import { openSeed } from '../second-factor.js';
 import type { SessionDeps } from '../session.js';
 import type { AuditLog } from '../store/audit.js';
 import type { DevicePolicy, DeviceStore, FailureCount } from '../store/devices.js';
@@ -40,12 +42,16 @@ export function signInGate(app: FastifyInstance, deps: RouteDeps): onRequestHook
   return gate;
 }
 
-/** The answer while an email is locked (too many failed passwords or codes), whatever was sent. */
-export function lockedError(deps: RouteDeps): HttpError {
+/**
+ * The answer while an email is locked (too many failed passwords or codes), whatever was sent. It names no
+ * time: each lock of a run lasts longer than the one before (store/members.ts), so the lock period was
+ * wrong from the second lock on (found by a review, 2026-12-05).
+ */
+export function lockedError(): HttpError {
   return new HttpError(
     429,
     'too_many_attempts',
-    `Too many failed sign-ins for this email: try again in ${deps.lockout.lockMinutes} minutes.`,
+    'Too many failed sign-ins for this email: try again later. Each further lock lasts longer, up to a day.',
   );
 }
 
@@ -93,7 +99,7 @@ export async function checkCurrentPassword(
   password: string,
 ): Promise<void> {
   const failures = await failureCount(deps, request, member.email);
-  if (await failures.isLocked()) throw lockedError(deps);
+  if (await failures.isLocked()) throw lockedError();
   if (!(await deps.verify(password, member.passwordHash))) {
     const nowLocked = await failures.recordFailure();
     await deps.audit.record(
@@ -102,10 +108,43 @@ export async function checkCurrentPassword(
       'sign_in_failed',
       nowLocked ? 'current password, locked' : 'current password',
     );
-    if (nowLocked) throw lockedError(deps);
+    if (nowLocked) throw lockedError();
     throw new HttpError(403, 'invalid_credentials', 'The current password is wrong.');
   }
-  if (await failures.isLocked()) throw lockedError(deps);
+  if (await failures.isLocked()) throw lockedError();
+}
+
+/**
+ * A current code of the member's second factor, asked of a signed-in session with its password (a
+ * confirmation, turning the factor off). Judged as at sign-in's second step: its time step is spent, so a
+ * code is good once (members.spendTotpStep). A wrong or used one counts where a wrong password does and is
+ * in the audit log as a failed sign-in (`target` says what asked for it, "locked" when it locked); while
+ * locked nothing is judged, and a right code sent beside wrong ones that locked it is refused too.
+ */
+export async function checkCurrentCode(
+  deps: RouteDeps,
+  request: FastifyRequest,
+  member: { memberId: string; orgId: string; email: string; totp: Sealed | null },
+  code: string,
+  target: string,
+): Promise<void> {
+  const failures = await failureCount(deps, request, member.email);
+  if (await failures.isLocked()) throw lockedError();
+  // No seed (the factor turned off meanwhile) is a wrong code: fail closed.
+  const seed = member.totp && openSeed(deps.totpKeys, request, member.memberId, member.totp);
+  const step = seed ? totpStep(seed, code) : undefined;
+  if (step === undefined || !(await deps.members.spendTotpStep(member.memberId, step))) {
+    const nowLocked = await failures.recordFailure();
+    await deps.audit.record(
+      member.orgId,
+      member.email,
+      'sign_in_failed',
+      nowLocked ? `${target}, locked` : target,
+    );
+    if (nowLocked) throw lockedError();
+    throw new HttpError(403, 'invalid_code', 'The code is wrong or was used already.');
+  }
+  if (await failures.isLocked()) throw lockedError();
 }
 
 /** After a complete sign-in: this browser is one of the member's (cookie set or its life renewed). */

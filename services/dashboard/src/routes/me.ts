@@ -1,12 +1,21 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { MAX_PASSWORD, passwordProblem } from '../domain/password.js';
 import { qrPath } from '../domain/qr.js';
 import { newTotpSecret, totpStep, totpUri } from '../domain/totp.js';
 import { openSeed } from '../second-factor.js';
-import { guards, who } from '../session.js';
+import { guards, renewSession, who } from '../session.js';
 import type { SessionListing } from '../store/sessions.js';
 import { HttpError } from '../upstream.js';
-import { body, checkCurrentPassword, DEVICE_COOKIE, iso, type RouteDeps, signInGate, UUID } from './deps.js';
+import {
+  body,
+  checkCurrentCode,
+  checkCurrentPassword,
+  DEVICE_COOKIE,
+  iso,
+  type RouteDeps,
+  signInGate,
+  UUID,
+} from './deps.js';
 
 /** What every signed-in person manages of their own: password, second factor and sessions. */
 export function meRoutes(app: FastifyInstance, deps: RouteDeps): void {
@@ -21,16 +30,15 @@ export function meRoutes(app: FastifyInstance, deps: RouteDeps): void {
       schema: { body: body({ current_password: MAX_PASSWORD * 4, new_password: MAX_PASSWORD * 4 }) },
     },
     async (request, reply) => {
-      const { member, tokenHash } = who(request);
+      const { member } = who(request);
       const b = request.body as { current_password: string; new_password: string };
       await checkCurrentPassword(deps, request, member, b.current_password);
       const problem = passwordProblem(b.new_password, member.email);
       if (problem) throw new HttpError(400, 'weak_password', problem);
       await deps.members.setPassword(member.memberId, await deps.hash(b.new_password));
-      // Whoever knew the old password is signed out; this session stays.
-      await deps.sessions.endAll(member.memberId, tokenHash, request.cookies[DEVICE_COOKIE]);
-      await deps.audit.record(member.orgId, member.email, 'password_changed');
-      return reply.code(204).send();
+      // Whoever knew the old password is signed out; this browser goes on under a new session. The password
+      // alone is a confirmation only while there is no second factor (POST /api/session/confirm asks both).
+      return renewAfter(deps, request, reply, 'password_changed', !member.totp);
     },
   );
 
@@ -54,7 +62,9 @@ export function meRoutes(app: FastifyInstance, deps: RouteDeps): void {
    * for a code. Without the password, a stolen session (an unlocked computer, a browser extension) could
    * bind the account to the thief's app and, with every other session ended below, lock the member out
    * for good (there is no recovery but an operator's). Every other session of the person ends: one
-   * opened with a stolen password alone must not outlive the second factor meant to stop it.
+   * opened with a stolen password alone must not outlive the second factor meant to stop it; this browser
+   * goes on under a new session (`renewAfter`), confirmed: the password and a code are what a confirmation
+   * asks now.
    */
   app.post(
     '/api/me/totp/enable',
@@ -64,7 +74,7 @@ export function meRoutes(app: FastifyInstance, deps: RouteDeps): void {
       schema: { body: body({ code: 10, password: MAX_PASSWORD * 4 }) },
     },
     async (request, reply) => {
-      const { member, tokenHash } = who(request);
+      const { member } = who(request);
       const b = request.body as { code: string; password: string };
       await checkCurrentPassword(deps, request, member, b.password);
       const pending = member.totpPending;
@@ -79,27 +89,60 @@ export function meRoutes(app: FastifyInstance, deps: RouteDeps): void {
           'totp_not_set_up',
           'The set-up was started again elsewhere; use the new one.',
         );
-      await deps.sessions.endAll(member.memberId, tokenHash, request.cookies[DEVICE_COOKIE]);
-      await deps.audit.record(member.orgId, member.email, 'totp_enabled');
-      return reply.code(204).send();
+      return renewAfter(deps, request, reply, 'totp_enabled', true);
     },
   );
 
+  /**
+   * Turning it off asks the password and a current code, as a confirmation does. Found by a review
+   * (2026-12-05): the password alone turned it off, so a stolen session with a phished or reused password
+   * could remove the factor meant to stop exactly that. Every session ends and this browser goes on under
+   * a new one, as when it is turned on: half sessions waiting for a code of the factor gone end with them,
+   * and a sign-in judged while it was on creates none (the sessions epoch).
+   */
   app.post(
     '/api/me/totp/disable',
     {
       preHandler: change,
       onRequest: signInGate(app, deps),
-      schema: { body: body({ password: MAX_PASSWORD * 4 }) },
+      schema: { body: body({ password: MAX_PASSWORD * 4, code: 10 }) },
     },
     async (request, reply) => {
       const { member } = who(request);
-      await checkCurrentPassword(deps, request, member, (request.body as { password: string }).password);
+      const b = request.body as { password: string; code: string };
+      if (!member.totp) throw new HttpError(409, 'totp_not_enabled', 'The second factor is off already.');
+      await checkCurrentPassword(deps, request, member, b.password);
+      await checkCurrentCode(deps, request, member, b.code, 'second factor, turning it off');
       await deps.members.disableTotp(member.memberId);
-      await deps.audit.record(member.orgId, member.email, 'totp_disabled');
-      return reply.code(204).send();
+      return renewAfter(deps, request, reply, 'totp_disabled', true);
     },
   );
+}
+
+/**
+ * After a change of the person's credentials: every session of the person ends, this one too, and this
+ * browser goes on under a new session (a new cookie and CSRF token, answered for the page to go on with).
+ * A copy of the old cookie is worth nothing (OWASP: a new session id after a privilege change; found by a
+ * review, 2026-12-05). The browser keeps its device cookie. `confirmed` when the change proved who the
+ * person is as POST /api/session/confirm would.
+ */
+async function renewAfter(
+  deps: RouteDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  action: 'password_changed' | 'totp_enabled' | 'totp_disabled',
+  confirmed: boolean,
+): Promise<{ csrf_token: string }> {
+  const signedIn = who(request);
+  const renewed = await renewSession(deps, reply, signedIn, {
+    confirmed,
+    keepDevice: request.cookies[DEVICE_COOKIE],
+  });
+  await deps.audit.record(signedIn.member.orgId, signedIn.member.email, action);
+  // Another session ended this one while the change was made: the change stands, this browser signs in.
+  if (!renewed)
+    throw new HttpError(401, 'unauthenticated', 'Your session was ended meanwhile; sign in again.');
+  return { csrf_token: renewed.csrfToken };
 }
 
 const listed = (s: SessionListing) => ({

@@ -86,7 +86,7 @@ function signInRoutes(app: FastifyInstance, deps: RouteDeps): void {
       const lockedOut = async () => {
         await deps.sessions.end(pending.tokenHash);
         clearSessionCookie(reply);
-        return lockedError(deps);
+        return lockedError();
       };
       if (await failures.isLocked()) throw await lockedOut();
       // A seed that cannot be opened refuses the sign-in (503) before any code is judged.
@@ -184,17 +184,17 @@ async function signInWithPassword(
   const email = normalEmail(given);
   if (!email) throw wrongCredentials();
   const failures = await failureCount(deps, request, email);
-  if (await failures.isLocked()) throw lockedError(deps);
+  if (await failures.isLocked()) throw lockedError();
   const member = await deps.members.byEmail(email);
   const ok = await deps.verify(password, member?.passwordHash ?? deps.decoyHash);
   if (!member || !ok) {
     const nowLocked = await failures.recordFailure();
     if (member) await deps.audit.record(member.orgId, email, 'sign_in_failed', nowLocked ? 'locked' : '');
-    throw nowLocked ? lockedError(deps) : wrongCredentials();
+    throw nowLocked ? lockedError() : wrongCredentials();
   }
   // Wrong guesses sent at the same time may have locked the email while this hash was verified: once
   // locked, every answer is the lockout, so none tells the right password apart.
-  if (await failures.isLocked()) throw lockedError(deps);
+  if (await failures.isLocked()) throw lockedError();
   // With a second factor the sign-in is not over: its codes keep counting (cleared by a right code).
   if (!member.totp) await failures.clear();
   // Never reuse a session across a sign-in (fixation): an earlier one of this browser ends.

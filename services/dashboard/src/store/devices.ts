@@ -1,6 +1,6 @@
 import type { Pool } from '@dnc/kit';
 import { isToken, newToken, tokenHash } from '../domain/tokens.js';
-import type { LockoutPolicy } from './members.js';
+import { failureParams, failureSet, type LockoutPolicy } from './members.js';
 
 /** How long a browser stays known after its last sign-in, and how many a member keeps. */
 export interface DevicePolicy {
@@ -50,29 +50,24 @@ export class DeviceStore {
   }
 
   /**
-   * Count one failure of the device, as MemberStore.recordFailure counts an email's: failures older than
-   * the lock period are forgotten, the `limit`-th consecutive one locks the device for the lock period.
-   * Concurrent failures serialize on the row (an UPDATE re-reads the row it waited for).
+   * Count one failure of the device, as MemberStore.recordFailure counts an email's (`failureSet`): the
+   * `limit`-th consecutive failure of a run locks the device, each lock of the run longer than the one
+   * before, and the run ends with a success or a quiet day. Concurrent failures serialize on the row (an
+   * UPDATE re-reads the row it waited for).
    */
   async recordFailure(hash: Buffer, lockout: LockoutPolicy): Promise<boolean> {
-    const recent =
-      'CASE WHEN d.last_failure_at > now() - make_interval(mins => $3) THEN d.failures ELSE 0 END';
     const r = await this.pool.query<{ locked: boolean }>(
-      `UPDATE dashboard.sign_in_devices AS d SET
-         failures = CASE WHEN ${recent} + 1 >= $2 THEN 0 ELSE ${recent} + 1 END,
-         last_failure_at = now(),
-         locked_until = CASE WHEN ${recent} + 1 >= $2 THEN now() + make_interval(mins => $3)
-                             ELSE d.locked_until END
+      `UPDATE dashboard.sign_in_devices AS d SET ${failureSet('d')}
        WHERE token_hash = $1
        RETURNING (locked_until IS NOT NULL AND locked_until > now()) AS locked`,
-      [hash, lockout.limit, lockout.lockMinutes],
+      [hash, ...failureParams(lockout)],
     );
     return r.rows[0]?.locked === true;
   }
 
   async clearFailures(hash: Buffer): Promise<void> {
     await this.pool.query(
-      'UPDATE dashboard.sign_in_devices SET failures = 0, last_failure_at = NULL WHERE token_hash = $1',
+      'UPDATE dashboard.sign_in_devices SET failures = 0, locks = 0, last_failure_at = NULL WHERE token_hash = $1',
       [hash],
     );
   }

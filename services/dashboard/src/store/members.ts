@@ -39,11 +39,63 @@ function memberOf(r: any): Member {
   };
 }
 
-/** Consecutive failed sign-ins of one email that lock it, and for how long. */
+/** Consecutive failed sign-ins of one email that lock it, and for how long (the first lock of a run). */
 export interface LockoutPolicy {
   limit: number;
   lockMinutes: number;
 }
+
+/**
+ * Found by a review (2026-12-05): a lock started the count again from nothing, so `limit` guesses every
+ * lock period went on for ever (480 a day per email at the defaults), and failures further apart than the
+ * lock period were forgotten (4 every 16 minutes never locked). NIST SP 800-63B 5.2.2 allows at most 100
+ * consecutive failures. Now a run of failures is kept until a success (`clearFailures`) or until
+ * QUIET_HOURS pass without a failure and without a lock in force, and each lock of the run lasts twice the
+ * one before, from the lock period up to MAX_LOCK_MINUTES: at the defaults (5 failures, 15 minutes) the
+ * locks of a run last 15, 30, 60 minutes... 16 hours, then a day each, so a run allows at most 35
+ * failures in its first day and 5 a day after it; waiting for it to be forgotten costs a day with none.
+ */
+export const MAX_LOCK_MINUTES = 24 * 60;
+/** A day: longer than any lock, so a run is never forgotten while its last lock is in force. */
+export const QUIET_HOURS = 24;
+
+/**
+ * The most failures a run of `policy` allows within its first day: `limit` before each lock that starts
+ * within it (the attacker's best case, every guess made the moment a lock ends). The configuration keeps
+ * it within NIST's 100 (config.ts).
+ */
+export function failuresInFirstDay(policy: LockoutPolicy): number {
+  let locks = 0;
+  for (let start = 0; start < 24 * 60; locks++)
+    start += Math.min(policy.lockMinutes * 2 ** Math.min(locks, 16), MAX_LOCK_MINUTES);
+  return policy.limit * locks;
+}
+
+/**
+ * The SET list of one failure of a row aliased `t` (dashboard.sign_in_failures or sign_in_devices), with
+ * parameters $2 limit, $3 lock minutes, $4 MAX_LOCK_MINUTES, $5 QUIET_HOURS: one statement, so concurrent
+ * failures serialize on the row and all count. All the expressions read the row as it was (SQL's SET).
+ */
+export function failureSet(t: string): string {
+  const live = `GREATEST(${t}.last_failure_at, ${t}.locked_until) > now() - make_interval(hours => $5)`;
+  const failures = `CASE WHEN ${live} THEN ${t}.failures ELSE 0 END`;
+  const locks = `CASE WHEN ${live} THEN ${t}.locks ELSE 0 END`;
+  const locking = `${failures} + 1 >= $2`;
+  // The lock that makes `locks + 1` locks lasts lock minutes * 2^locks, capped (the shift is bounded too).
+  const minutes = `LEAST($3::int * (1 << LEAST(${locks}, 16)), $4::int)`;
+  return `failures = CASE WHEN ${locking} THEN 0 ELSE ${failures} + 1 END,
+    locks = CASE WHEN ${locking} THEN ${locks} + 1 ELSE ${locks} END,
+    last_failure_at = now(),
+    locked_until = CASE WHEN ${locking} THEN now() + make_interval(mins => ${minutes}) ELSE ${t}.locked_until END`;
+}
+
+/** The parameters $2..$5 of `failureSet`. */
+export const failureParams = (policy: LockoutPolicy) => [
+  policy.limit,
+  policy.lockMinutes,
+  MAX_LOCK_MINUTES,
+  QUIET_HOURS,
+];
 
 /** Thrown when an email already belongs to a member (of any organization). */
 export class EmailTaken extends Error {}
@@ -187,25 +239,19 @@ export class MemberStore {
   }
 
   /**
-   * Count one failed sign-in of `email`, in one statement (concurrent failures all count). Failures
-   * older than the lock period are forgotten; the `limit`-th consecutive one locks the email for the
-   * lock period and starts the count again. True when this failure locked it.
+   * Count one failed sign-in of `email`, in one statement (concurrent failures all count): the `limit`-th
+   * consecutive one of the run locks the email, each lock of the run longer (`failureSet`). True when
+   * this failure locked it.
    */
   async recordFailure(email: string, policy: LockoutPolicy): Promise<boolean> {
     // ON CONFLICT locks the email's row and reads its latest version: concurrent failures serialize.
-    const recent =
-      'CASE WHEN f.last_failure_at > now() - make_interval(mins => $3) THEN f.failures ELSE 0 END';
     const r = await this.pool.query<{ locked: boolean }>(
-      `INSERT INTO dashboard.sign_in_failures AS f (email, failures, last_failure_at, locked_until)
-       VALUES ($1, CASE WHEN $2 <= 1 THEN 0 ELSE 1 END, now(),
+      `INSERT INTO dashboard.sign_in_failures AS f (email, failures, locks, last_failure_at, locked_until)
+       VALUES ($1, CASE WHEN $2 <= 1 THEN 0 ELSE 1 END, CASE WHEN $2 <= 1 THEN 1 ELSE 0 END, now(),
                CASE WHEN $2 <= 1 THEN now() + make_interval(mins => $3) END)
-       ON CONFLICT (email) DO UPDATE SET
-         failures = CASE WHEN ${recent} + 1 >= $2 THEN 0 ELSE ${recent} + 1 END,
-         last_failure_at = now(),
-         locked_until = CASE WHEN ${recent} + 1 >= $2 THEN now() + make_interval(mins => $3)
-                             ELSE f.locked_until END
+       ON CONFLICT (email) DO UPDATE SET ${failureSet('f')}
        RETURNING (locked_until IS NOT NULL AND locked_until > now()) AS locked`,
-      [email, policy.limit, policy.lockMinutes],
+      [email, ...failureParams(policy)],
     );
     return r.rows[0]?.locked === true;
   }
@@ -215,15 +261,16 @@ export class MemberStore {
   }
 
   /**
-   * Delete the failures that no longer count (older than the lock period, no lock in force): each row is
-   * an email someone typed, a member's or not, kept no longer than the lockout needs it.
+   * Delete the runs of failures that no longer count (QUIET_HOURS without a failure and without a lock in
+   * force, as `failureSet` forgets them): each row is an email someone typed, a member's or not, kept no
+   * longer than the lockout needs it. The lock period no longer decides it: a run and its escalation
+   * outlive each lock.
    */
-  async purgeForgottenFailures(policy: LockoutPolicy): Promise<number> {
+  async purgeForgottenFailures(): Promise<number> {
     const r = await this.pool.query(
       `DELETE FROM dashboard.sign_in_failures
-       WHERE (last_failure_at IS NULL OR last_failure_at <= now() - make_interval(mins => $1))
-         AND (locked_until IS NULL OR locked_until <= now())`,
-      [policy.lockMinutes],
+       WHERE COALESCE(GREATEST(last_failure_at, locked_until), '-infinity') <= now() - make_interval(hours => $1)`,
+      [QUIET_HOURS],
     );
     return r.rowCount ?? 0;
   }

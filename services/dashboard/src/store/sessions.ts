@@ -1,4 +1,4 @@
-import { inTransaction, type Pool } from '@dnc/kit';
+import { inTransaction, type Pool, type PoolClient } from '@dnc/kit';
 import { isToken, tokenHash } from '../domain/tokens.js';
 
 export type SessionStage = 'mfa' | 'full';
@@ -48,6 +48,29 @@ function listingOf(row: any, current: boolean): SessionListing {
   };
 }
 
+/** What a new session is made of (`create`). */
+export interface NewSession {
+  tokenHash: Buffer;
+  memberId: string;
+  orgId: string;
+  sessionsEpoch: string;
+  stage: SessionStage;
+  csrfToken: string;
+  userAgent: string;
+  /** When its sign-in was (now when unset): the absolute deadline counts from it. */
+  createdAt?: Date;
+  /** When its person last proved who they are (now when unset). */
+  confirmedAt?: Date;
+}
+
+interface EndedSession {
+  token_hash: Buffer;
+  stage: SessionStage;
+  created_at: Date;
+  confirmed_at: Date;
+  live: boolean;
+}
+
 export interface SessionPolicy {
   idleMinutes: number;
   absoluteHours: number;
@@ -69,18 +92,18 @@ export class SessionStore {
    * locked FOR SHARE, so an `endAll` either waits for this insert and then deletes the session, or has
    * bumped the epoch first and the insert finds no row.
    */
-  async create(s: {
-    tokenHash: Buffer;
-    memberId: string;
-    orgId: string;
-    sessionsEpoch: string;
-    stage: SessionStage;
-    csrfToken: string;
-    userAgent: string;
-  }): Promise<boolean> {
-    const r = await this.pool.query(
-      `INSERT INTO dashboard.sessions (token_hash, member_id, org_id, stage, csrf_token, user_agent, expires_at)
-       SELECT $1, m.member_id, m.org_id, $4, $5, $6, now() + make_interval(mins => $7)
+  async create(s: NewSession): Promise<boolean> {
+    return this.insert(this.pool, s);
+  }
+
+  private async insert(db: Pool | PoolClient, s: NewSession): Promise<boolean> {
+    // The absolute deadline counts from `createdAt` (now for a sign-in, the sign-in's for a renewal).
+    const r = await db.query(
+      `INSERT INTO dashboard.sessions
+         (token_hash, member_id, org_id, stage, csrf_token, user_agent, created_at, confirmed_at, expires_at)
+       SELECT $1, m.member_id, m.org_id, $4, $5, $6, COALESCE($9::timestamptz, now()),
+         COALESCE($10::timestamptz, now()),
+         LEAST(now() + make_interval(mins => $7), COALESCE($9::timestamptz, now()) + make_interval(hours => $11))
        FROM dashboard.members m
        WHERE m.member_id = $2 AND m.org_id = $3 AND m.sessions_epoch = $8
        FOR SHARE`,
@@ -91,8 +114,11 @@ export class SessionStore {
         s.stage,
         s.csrfToken,
         keptUserAgent(s.userAgent),
-        Math.min(this.policy.idleMinutes, this.policy.absoluteHours * 60),
+        this.policy.idleMinutes,
         s.sessionsEpoch,
+        s.createdAt ?? null,
+        s.confirmedAt ?? null,
+        this.policy.absoluteHours,
       ],
     );
     return r.rowCount === 1;
@@ -164,21 +190,68 @@ export class SessionStore {
    * browsers whose guesses never counted against the email's lock).
    */
   async endAll(memberId: string, keep?: Buffer, keepDevice?: unknown): Promise<number> {
+    return inTransaction(
+      this.pool,
+      async (tx) => (await this.endAllIn(tx, memberId, keep, keepDevice)).ended.length,
+    );
+  }
+
+  /**
+   * A new session for the browser of `current` after a change of the person's credentials (password,
+   * second factor on or off). Found by a review (2026-12-05): those changes ended every other session but
+   * kept this one's token, so a copy of the cookie taken earlier (OWASP: renew the session id after a
+   * privilege change) outlived them. Now every session of the member ends as in `endAll`, `current` too,
+   * and `next` replaces it in the same transaction: a crash between the two cannot sign the browser out.
+   * `next` is created against the epoch this transaction bumped, the member row locked until it commits:
+   * a sign-in in flight still creates no session, and an `endAll` after this one ends `next` as well. It
+   * is the same sign-in under a new token (its stage and start, so its absolute deadline), confirmed now
+   * when the change proved as much as POST /api/session/confirm would (`confirmed`), else as `current` was.
+   * False, and nothing created, when `current` was no longer live (ended meanwhile from another session,
+   * the member removed); the member's sessions end all the same.
+   */
+  async renew(
+    memberId: string,
+    current: Buffer,
+    next: { tokenHash: Buffer; csrfToken: string; userAgent: string },
+    options: { confirmed: boolean; keepDevice?: unknown },
+  ): Promise<boolean> {
     return inTransaction(this.pool, async (tx) => {
-      await tx.query(
-        'UPDATE dashboard.members SET sessions_epoch = sessions_epoch + 1 WHERE member_id = $1',
-        [memberId],
-      );
-      const r = await tx.query(
-        'DELETE FROM dashboard.sessions WHERE member_id = $1 AND ($2::bytea IS NULL OR token_hash <> $2)',
-        [memberId, keep ?? null],
-      );
-      await tx.query(
-        'DELETE FROM dashboard.sign_in_devices WHERE member_id = $1 AND ($2::bytea IS NULL OR token_hash <> $2)',
-        [memberId, isToken(keepDevice) ? tokenHash(keepDevice) : null],
-      );
-      return r.rowCount ?? 0;
+      const { member, ended } = await this.endAllIn(tx, memberId, undefined, options.keepDevice);
+      // Ended here, so it was live until now: not ended meanwhile by another session.
+      const renewed = ended.find((e) => e.token_hash.equals(current));
+      if (!member || !renewed?.live) return false;
+      return this.insert(tx, {
+        ...next,
+        memberId,
+        orgId: member.org_id,
+        sessionsEpoch: String(member.sessions_epoch),
+        stage: renewed.stage,
+        createdAt: renewed.created_at,
+        confirmedAt: options.confirmed ? undefined : renewed.confirmed_at,
+      });
     });
+  }
+
+  /**
+   * `endAll` in a transaction: the member after the epoch's bump (undefined when it is gone) and the
+   * sessions ended.
+   */
+  private async endAllIn(tx: PoolClient, memberId: string, keep?: Buffer, keepDevice?: unknown) {
+    const bumped = await tx.query<{ org_id: string; sessions_epoch: string }>(
+      `UPDATE dashboard.members SET sessions_epoch = sessions_epoch + 1 WHERE member_id = $1
+       RETURNING org_id, sessions_epoch`,
+      [memberId],
+    );
+    const ended = await tx.query<EndedSession>(
+      `DELETE FROM dashboard.sessions WHERE member_id = $1 AND ($2::bytea IS NULL OR token_hash <> $2)
+       RETURNING token_hash, stage, created_at, confirmed_at, expires_at > now() AS live`,
+      [memberId, keep ?? null],
+    );
+    await tx.query(
+      'DELETE FROM dashboard.sign_in_devices WHERE member_id = $1 AND ($2::bytea IS NULL OR token_hash <> $2)',
+      [memberId, isToken(keepDevice) ? tokenHash(keepDevice) : null],
+    );
+    return { member: bumped.rows[0], ended: ended.rows };
   }
 
   /** Delete sessions past their end (they are refused anyway; this keeps the table small). */

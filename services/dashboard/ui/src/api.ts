@@ -54,6 +54,16 @@ export const api = {
   post: <T>(path: string, body?: unknown) => request<T>('POST', path, body),
 };
 
+/**
+ * A change of the person's credentials (password, second factor on or off). The server ends every session
+ * of the person, this one too, and answers a new one for this browser: its cookie is set, and its CSRF
+ * token is in the answer, which the page goes on with (the old one is refused from now on).
+ */
+export async function changeCredentials(path: string, body: unknown): Promise<void> {
+  const renewed = await api.post<{ csrf_token: string }>(path, body);
+  setCsrfToken(renewed.csrf_token);
+}
+
 export interface Me {
   member: { id: string; email: string; role: 'owner' | 'member'; totp_enabled: boolean };
   organization: { name: string; suspended: boolean; activation_complete: boolean } | null;

@@ -1,5 +1,5 @@
 import { type FormEvent, useState } from 'react';
-import { api, when } from '../api.js';
+import { api, changeCredentials, when } from '../api.js';
 import {
   CodeField,
   CurrentPasswordField,
@@ -37,7 +37,10 @@ function PasswordCard({ run }: { run: Run }) {
     const form = event.currentTarget;
     const f = new FormData(form);
     void run(async () => {
-      await api.post('/api/me/password', { current_password: f.get('current'), new_password: f.get('new') });
+      await changeCredentials('/api/me/password', {
+        current_password: f.get('current'),
+        new_password: f.get('new'),
+      });
       form.reset();
     }, 'Password changed. Your other sessions were signed out.');
   }
@@ -70,18 +73,18 @@ function SecondFactorCard({ run }: { run: Run }) {
     event.preventDefault();
     const f = new FormData(event.currentTarget);
     void run(async () => {
-      await api.post('/api/me/totp/enable', { code: f.get('code'), password: f.get('password') });
+      await changeCredentials('/api/me/totp/enable', { code: f.get('code'), password: f.get('password') });
       setSetup(undefined);
       await refresh();
-    }, 'Second factor on: sign-in now asks for a code.');
+    }, 'Second factor on: sign-in now asks for a code. Your other sessions were signed out.');
   }
   function disable(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
     const f = new FormData(event.currentTarget);
     void run(async () => {
-      await api.post('/api/me/totp/disable', { password: f.get('password') });
+      await changeCredentials('/api/me/totp/disable', { password: f.get('password'), code: f.get('code') });
       await refresh();
-    }, 'Second factor off.');
+    }, 'Second factor off. Your other sessions were signed out.');
   }
   return (
     <section className="card narrow" aria-labelledby="totp">
@@ -90,6 +93,7 @@ function SecondFactorCard({ run }: { run: Run }) {
         <form onSubmit={disable}>
           <p>On. Sign-in asks for a 6-digit code.</p>
           <CurrentPasswordField id="totp-password" name="password" label="Password, to turn it off" />
+          <CodeField id="totp-off-code" name="code" label="Current code of your app, to turn it off" />
           <button type="submit">Turn off</button>
         </form>
       ) : setup ? (
@@ -183,7 +187,7 @@ function browserName(userAgent: string): string {
 /**
  * The person's live sessions, with an End button for each other one (one not recognised ends without
  * signing out everywhere), then Sign out everywhere. Reloaded after every action of the page: a password
- * change or turning the second factor on ends the other sessions.
+ * change or turning the second factor on or off ends the other sessions (this one goes on renewed).
  */
 function SessionsCard({ run, changed }: { run: Run; changed: number }) {
   const { signOut } = useSession();
