@@ -34,9 +34,20 @@ export interface Reconciled {
  * idempotent against each other. A claim whose resolution fails (the scheduler or quota down) is tried
  * again next interval, with the rest of its kind. Several replicas may run this at once: every step is idempotent.
  */
+/** Passes a claim whose resolution failed sits out: doubling from 2 per failure, at most this many. */
+const MAX_SIT_OUT_PASSES = 32;
+
 export class ClaimReconciler {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<Reconciled> | undefined;
+  private passes = 0;
+  /**
+   * Claims whose resolution failed: how often in a row, and the pass they are tried again from. Left out
+   * of the read until then, so one claim that fails on its own data (its job's lock held, its account
+   * row locked) does not stay the oldest and stop its kind every pass (found by a review, 2026-12-05; as
+   * quota's sweeper does).
+   */
+  private readonly sittingOut = new Map<string, { failures: number; from: number }>();
 
   constructor(
     private readonly deps: {
@@ -70,16 +81,28 @@ export class ClaimReconciler {
   private async pass(): Promise<Reconciled> {
     const { claims, logger, timeouts } = this.deps;
     const done: Reconciled = { confirmed: 0, givenUp: 0, completed: 0, dropped: 0 };
+    const pass = ++this.passes;
+    const excluded: string[] = [];
+    for (const [id, s] of this.sittingOut) {
+      if (s.from > pass) excluded.push(id);
+      else if (s.from + 2 * MAX_SIT_OUT_PASSES < pass) this.sittingOut.delete(id);
+    }
     let stale: Awaited<ReturnType<ClaimStore['staleClaims']>> = [];
     try {
-      stale = await claims.staleClaims(timeouts.jobClaimMs / 1000, timeouts.syncClaimMs / 1000);
+      stale = await claims.staleClaims(
+        timeouts.jobClaimMs / 1000,
+        timeouts.syncClaimMs / 1000,
+        100,
+        excluded,
+      );
     } catch (error) {
       logger.warn({ err: error }, 'claim reconciliation failed to read claims; retrying next interval');
       return done;
     }
     // After a claim of a kind fails (the scheduler, or quota, down), the others of that kind wait for the
     // next pass: each would wait its own call's timeout (FenceJob's 3 s) for the same answer, and a pass of
-    // a hundred took minutes (found by a review, 2026-12-05).
+    // a hundred took minutes (found by a review, 2026-12-05). The failed claim sits out a few passes, so
+    // the next pass tries another.
     const failedKinds = new Set<string>();
     for (const claim of stale) {
       const kind = claim.kind === 'job' && claim.jobId ? 'job' : 'sync';
@@ -90,10 +113,14 @@ export class ClaimReconciler {
             ? await this.resolveJob(claim.admissionId, claim.jobId!)
             : await this.resolveSync(claim.admissionId);
         done[outcome]++;
+        this.sittingOut.delete(claim.admissionId);
       } catch (error) {
         failedKinds.add(kind);
+        const failures = (this.sittingOut.get(claim.admissionId)?.failures ?? 0) + 1;
+        const sitOut = Math.min(2 ** failures, MAX_SIT_OUT_PASSES);
+        this.sittingOut.set(claim.admissionId, { failures, from: pass + sitOut });
         logger.warn(
-          { err: error, kind },
+          { err: error, kind, admissionId: claim.admissionId, sitOutPasses: sitOut },
           'an unresolved admission could not be reconciled; its kind retried next interval',
         );
       }

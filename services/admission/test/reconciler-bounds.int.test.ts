@@ -85,4 +85,32 @@ describe('a pass after a failure', () => {
     expect(done).toMatchObject({ dropped: 2, givenUp: 0 });
     expect(dropped).toEqual([stale[2]!.admissionId, stale[4]!.admissionId]);
   });
+
+  it('a claim that fails on its own sits out the next passes: the claims behind it are resolved', async () => {
+    const bad = { admissionId: randomUUID(), kind: 'job' as const, jobId: randomUUID() };
+    const good = { admissionId: randomUUID(), kind: 'job' as const, jobId: randomUUID() };
+    const open = new Set([bad.admissionId, good.admissionId]);
+    const reconciler = new ClaimReconciler(
+      {
+        claims: {
+          staleClaims: async (_j: number, _s: number, _l: number, excluded: readonly string[]) =>
+            [bad, good].filter((c) => open.has(c.admissionId) && !excluded.includes(c.admissionId)),
+          dropClaim: async (id: string) => void open.delete(id),
+        } as unknown as ClaimStore,
+        reservations: { release: async () => ({ committed: false }) } as unknown as Reservations,
+        jobs: {
+          fenceJob: async ({ jobId }: { jobId: string }) => {
+            if (jobId === bad.jobId) throw new Error('its job lock is held');
+            return { fenced: true };
+          },
+        } as unknown as Client<typeof jobsv1.JobsService>,
+        logger: { warn() {} } as unknown as Logger,
+        timeouts: { jobClaimMs: 60_000, syncClaimMs: 16_000 } as never,
+      },
+      60_000,
+    );
+    expect(await reconciler.reconcileOnce()).toMatchObject({ givenUp: 0 });
+    expect(await reconciler.reconcileOnce()).toMatchObject({ givenUp: 1 });
+    expect([...open]).toEqual([bad.admissionId]);
+  });
 });

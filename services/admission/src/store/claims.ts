@@ -199,23 +199,27 @@ export class ClaimStore {
    * owner gave up or died. Oldest first, at most `limit` of each kind (the partial index on in-progress
    * claims). Each kind has its own share: found by a review (2026-12-05), v2 claims the reconciler cannot
    * resolve while the scheduler is down stay the oldest, and a hundred of them kept every v1 claim behind
-   * them (its reservation, its key's retries) unresolved until the scheduler was back.
+   * them (its reservation, its key's retries) unresolved until the scheduler was back. `excluded`: claims
+   * the caller leaves out for now (ones that failed, reconciler.ts).
    */
   async staleClaims(
     jobSeconds: number,
     syncSeconds: number,
     limit = 100,
+    excluded: readonly string[] = [],
   ): Promise<{ admissionId: string; kind: Kind; jobId: string | null }[]> {
     const r = await this.pool.query(
       `(SELECT admission_id, kind, job_id, claimed_at FROM admission.idempotency_records
         WHERE state = 'in_progress' AND kind = 2 AND claimed_at < now() - make_interval(secs => $1::float8)
+          AND admission_id <> ALL($4::uuid[])
         ORDER BY claimed_at LIMIT $3)
        UNION ALL
        (SELECT admission_id, kind, job_id, claimed_at FROM admission.idempotency_records
         WHERE state = 'in_progress' AND kind <> 2 AND claimed_at < now() - make_interval(secs => $2::float8)
+          AND admission_id <> ALL($4::uuid[])
         ORDER BY claimed_at LIMIT $3)
        ORDER BY claimed_at`,
-      [jobSeconds, syncSeconds, limit],
+      [jobSeconds, syncSeconds, limit, excluded],
     );
     return r.rows.map((row) => ({
       admissionId: row.admission_id as string,
