@@ -89,7 +89,7 @@ describe('a pass after a failure', () => {
   it('a claim that fails on its own sits out the next passes: the claims behind it are resolved', async () => {
     const bad = { admissionId: randomUUID(), kind: 'job' as const, jobId: randomUUID() };
     const good = { admissionId: randomUUID(), kind: 'job' as const, jobId: randomUUID() };
-    const open = new Set([bad.admissionId, good.admissionId]);
+    const open = new Set<string>([bad.admissionId, good.admissionId]);
     const reconciler = new ClaimReconciler(
       {
         claims: {
