@@ -156,6 +156,24 @@ describe('a snapshot is as old as the registry consultation it comes from (mx, 3
     expect(await prohibited(removed.snapshotId, y)).toBe(true);
   });
 
+  // Found by a review (2026-12-05) of the change above: with removals no longer dating the copy, they were
+  // no longer in order among themselves. Jan 22's removal applied, then N registered again (an undated add),
+  // then Jan 20's removal listing N came late: it was applied, and N answered safe.
+  it('a removal dated before a removal already applied is refused, though neither dates the copy', async () => {
+    const n = fresh();
+    const jan1 = new Date(Date.now() - 20 * DAY);
+    const copy = await load(LoadMode.REPLACE, [n, fresh()], jan1, { allowOlder: true, allowShrink: true });
+    const jan22 = await load(LoadMode.REMOVE, [n], new Date(Date.now() - 5 * DAY));
+    expect(timeOf(jan22).getTime()).toBe(timeOf(copy).getTime());
+    const again = await load(LoadMode.ADD, [n]);
+    expect(await prohibited(again.snapshotId, n)).toBe(true);
+    const late = await refusal(load(LoadMode.REMOVE, [n], new Date(Date.now() - 7 * DAY)));
+    expect(late?.code).toBe(Code.FailedPrecondition);
+    expect(late?.rawMessage).toMatch(/before the registry it applies to/);
+    expect(await current()).toBe(again.snapshotId);
+    expect(await prohibited(again.snapshotId, n)).toBe(true);
+  });
+
   // Found by reviews (2026-12-03, 2026-12-04): a replace dated before the current copy (last month's file
   // loaded again by mistake, a retried load) was accepted: every number registered since was answered
   // safe and the copy dated back; and without --as-of the re-run was dated now.

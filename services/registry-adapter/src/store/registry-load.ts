@@ -165,12 +165,15 @@ async function checkOrder(
   // keys may differ (lines one revision rejects and the next reads), so its digest does not find the
   // loads of the release before and its date is what is left (found by a review, 2026-12-04). The
   // upgrade's reload is dated as the consultation it loads again: not older.
-  const older = base !== undefined && guards.asOf !== undefined && guards.asOf < base.time;
+  // Against the latest as_of applied since the copy's replace, a removal's included (a removal does not
+  // date the copy, but the removals applied stay in order: found by a review, 2026-12-05).
+  const orderTime = base?.orderTime ?? base?.time;
+  const older = orderTime !== undefined && guards.asOf !== undefined && guards.asOf < orderTime;
   // An add only ever makes numbers prohibited, never safe: applied out of order or again (the copy keeps
   // its time), rather than leave a late registration answered safe until an operator acts.
   const add = mode === 'add';
   if (older && !guards.allowOlder && !add) {
-    const why = `the ${what} is dated ${guards.asOf!.toISOString()}, before the registry it applies to (${base.time.toISOString()})`;
+    const why = `the ${what} is dated ${guards.asOf!.toISOString()}, before the registry it applies to (${orderTime!.toISOString()})`;
     throw refuse('older', why, delta ? undo : 'loaded, it would drop every number registered since');
   }
   if (loaded && !current && !add && !(delta ? guards.allowRepeat : guards.allowOlder)) {
@@ -324,6 +327,10 @@ export async function loadRegistry(
     // registration made since the copy, so the copy is as old as before, whatever its date says.
     const keepsBaseTime = !guards.asOf || order.older || mode === 'remove';
     const asOf = delta && base && keepsBaseTime ? base.time : (guards.asOf ?? null);
+    // The loads since the replace stay in order against the latest as_of among them, whatever their mode.
+    const baseOrder = base?.orderTime ?? base?.time;
+    const orderAsOf =
+      delta && baseOrder ? (guards.asOf && guards.asOf > baseOrder ? guards.asOf : baseOrder) : null;
     const stats = {
       mode,
       linesRead,
@@ -332,6 +339,7 @@ export async function loadRegistry(
       asOf,
       loadDigest: order.digest,
       loadAsOf: guards.asOf ?? null,
+      orderAsOf,
     };
     refuseIfGivenUp();
     const snapshot = await store.commitSnapshot(client, keys, stats, base, refuseIfGivenUp);

@@ -9,6 +9,11 @@ export interface SnapshotInfo {
   id: string;
   /** When the registry was consulted for it (its `as_of`, else its commit time): what its age is read from. */
   time: Date;
+  /**
+   * The latest as_of of the loads it is made of since its last replace, removals included (`time` when
+   * unknown): what a new load is put in order against (registry-load.ts `checkOrder`).
+   */
+  orderTime?: Date;
   size: number;
   /** The numbering rules its keys were built with; null: committed before snapshots were stamped. */
   rules: string | null;
@@ -27,6 +32,8 @@ export interface SnapshotStats {
   loadDigest: string | null;
   /** The as_of its load gave; null: none (`asOf` is then now for a replace, the base's for a delta). */
   loadAsOf: Date | null;
+  /** Its `orderTime`; null: its `asOf`, else its commit time. */
+  orderAsOf: Date | null;
 }
 
 /**
@@ -85,16 +92,24 @@ export class RegistryStore {
     const { rows } = await client.query<{
       id: number;
       created_at: Date;
+      order_time: Date;
       size: number;
       numbering_rules: string | null;
     }>(
-      `SELECT s.id, COALESCE(s.as_of, s.created_at) AS created_at, s.size, s.numbering_rules
+      `SELECT s.id, COALESCE(s.as_of, s.created_at) AS created_at,
+              COALESCE(s.order_as_of, s.as_of, s.created_at) AS order_time, s.size, s.numbering_rules
          FROM ${this.t('current_snapshot')} c
          JOIN ${this.t('snapshots')} s ON s.id = c.snapshot_id`,
     );
     const row = rows[0];
     return row
-      ? { id: String(row.id), time: row.created_at, size: Number(row.size), rules: row.numbering_rules }
+      ? {
+          id: String(row.id),
+          time: row.created_at,
+          orderTime: row.order_time,
+          size: Number(row.size),
+          rules: row.numbering_rules,
+        }
       : undefined;
   }
 
@@ -293,11 +308,12 @@ export class RegistryStore {
           boundedCopy(copyFrom(`COPY ${this.t(table)} (key) FROM STDIN`), REGISTRY_COPY_TIMEOUT_MS),
         ),
       );
-      const inserted = await client.query<{ created_at: Date }>(
+      const inserted = await client.query<{ created_at: Date; order_time: Date }>(
         `INSERT INTO ${this.t('snapshots')}
            (id, mode, size, lines_read, accepted, rejected, based_on, table_name, numbering_rules, as_of,
-            load_digest, load_as_of)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING COALESCE(as_of, created_at) AS created_at`,
+            load_digest, load_as_of, order_as_of)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+         RETURNING COALESCE(as_of, created_at) AS created_at, COALESCE(order_as_of, as_of, created_at) AS order_time`,
         [
           id,
           stats.mode,
@@ -311,6 +327,7 @@ export class RegistryStore {
           stats.asOf,
           stats.loadDigest,
           stats.loadAsOf,
+          stats.orderAsOf,
         ],
       );
       await client.query(
@@ -320,7 +337,14 @@ export class RegistryStore {
       );
       beforeCommit?.();
       await client.query('COMMIT');
-      return { id: String(id), time: inserted.rows[0]!.created_at, size: keys.length, rules: this.rules };
+      const row = inserted.rows[0]!;
+      return {
+        id: String(id),
+        time: row.created_at,
+        orderTime: row.order_time,
+        size: keys.length,
+        rules: this.rules,
+      };
     } catch (error) {
       await client.query('ROLLBACK').catch(() => {});
       throw error;
