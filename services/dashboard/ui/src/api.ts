@@ -60,8 +60,9 @@ export const api = {
  * token is in the answer, which the page goes on with (the old one is refused from now on).
  */
 export async function changeCredentials(path: string, body: unknown): Promise<void> {
-  const renewed = await api.post<{ csrf_token: string }>(path, body);
-  setCsrfToken(renewed.csrf_token);
+  // A server of the release before answers 204 and keeps the session: the change is done all the same.
+  const renewed = await api.post<{ csrf_token: string } | undefined>(path, body);
+  if (renewed?.csrf_token) setCsrfToken(renewed.csrf_token);
 }
 
 export interface Me {
