@@ -36,7 +36,15 @@ describe('request ids across the hops', () => {
       headers: { 'x-request-id': 'client-id_1.2:3' },
     });
     expect(kept.headers.get('x-request-id')).toBe('client-id_1.2:3');
-    for (const bad of ['has space', 'x'.repeat(129), 'semi;colon', '']) {
+    // A phone number or an API key would be written unmasked into every log line: replaced too.
+    for (const bad of [
+      'has space',
+      'x'.repeat(129),
+      'semi;colon',
+      '',
+      '5215512345678',
+      `dnc_0123456789ab_${'A'.repeat(43)}`,
+    ]) {
       const made = await call(stack.baseUrl, 'GET', '/v1/health', { headers: { 'x-request-id': bad } });
       expect(made.headers.get('x-request-id')).toMatch(
         /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,

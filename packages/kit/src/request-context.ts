@@ -12,14 +12,27 @@ export const REQUEST_ID_HEADER = 'x-request-id';
 
 /** 1 to 128 characters of letters, digits and `. _ : -` (a UUID, a ULID, most tracing ids). */
 const WELL_FORMED = /^[A-Za-z0-9._:-]{1,128}$/;
+/**
+ * What a request id must not be, since every log line of the request carries it unmasked: six to twenty
+ * digits and separators only (a phone number, which the logger masks in a message), or an API key. Found
+ * by a leak review (2026-12-05): `X-Request-Id: 5215512345678` was written as it was into the logs of
+ * every service the request reached. A UUID or a ULID is never refused; digits inside another id are kept.
+ */
+const PHONE_LIKE = /^\d(?:[.:_-]*\d){5,19}$/;
+const API_KEY_LIKE = /dnc_[0-9a-f]{12}_/i;
 
 const storage = new AsyncLocalStorage<{ requestId: string }>();
 
 export function isWellFormedRequestId(value: unknown): value is string {
-  return typeof value === 'string' && WELL_FORMED.test(value);
+  return (
+    typeof value === 'string' &&
+    WELL_FORMED.test(value) &&
+    !PHONE_LIKE.test(value) &&
+    !API_KEY_LIKE.test(value)
+  );
 }
 
-/** The client's id when well-formed, else a new UUID. */
+/** The client's id when well-formed (and neither phone-like nor key-like), else a new UUID. */
 export function acceptRequestId(value: unknown): string {
   return isWellFormedRequestId(value) ? value : randomUUID();
 }
