@@ -170,6 +170,22 @@ describe('v1 scrub flow over the in-memory upstream (spec: v1 execution, no part
     expect(warnings).toEqual([]);
   });
 
+  it('a Complete left unanswered to the end leaves time to ask the abort again: its late commit is answered', async () => {
+    let tries = 0;
+    const started = Date.now();
+    const { outcome, calls, admissionId } = await run(
+      {
+        complete: () => sleep(5_000),
+        abort: () => (++tries < 2 ? unavailable() : { completed: true }),
+      },
+      request('k1'),
+      budget(1_500),
+    );
+    expect(outcome).toMatchObject({ ok: true, replayed: false });
+    expect(calls.filter((c) => c === `abort ${admissionId}`)).toHaveLength(2);
+    expect(Date.now() - started).toBeLessThan(1_500 + 300);
+  });
+
   it('the abort asked again gives up at the budget, and a refused abort or a failed Check is asked once', async () => {
     const started = Date.now();
     const down = await run(

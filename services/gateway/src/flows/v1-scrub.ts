@@ -14,6 +14,13 @@ const ADMIT_MAX_MS = 5_000;
 const COMPLETE_RESERVE_MS = 1_000;
 /** Complete gets at least this long, even when the budget is nearly spent. */
 const COMPLETE_MIN_MS = 250;
+/**
+ * Kept from Complete's time for the aborts that learn how a Complete left unanswered ended (committed:
+ * answered with the result; not: released). Found by a review (2026-12-05): Complete took the whole
+ * remaining budget, so a Complete delayed on its way (a stalled link, a frozen admission replica) whose
+ * commit landed late left one abort try, often refused, and a charged request was answered 503.
+ */
+const SETTLE_RESERVE_MS = 400;
 
 export type V1Upstream = Pick<Upstream, 'admit' | 'check' | 'complete' | 'abort'>;
 
@@ -195,7 +202,7 @@ async function complete(
   deadline: Deadline,
 ): Promise<CompleteOutcome> {
   try {
-    await upstream.complete(admissionId, Math.max(deadline.remaining(), COMPLETE_MIN_MS));
+    await upstream.complete(admissionId, Math.max(deadline.remaining() - SETTLE_RESERVE_MS, COMPLETE_MIN_MS));
     return { outcome: 'completed' };
   } catch (error) {
     return callFailure(error);
