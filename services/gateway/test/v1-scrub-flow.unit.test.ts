@@ -186,6 +186,16 @@ describe('v1 scrub flow over the in-memory upstream (spec: v1 execution, no part
     expect(Date.now() - started).toBeLessThan(1_500 + 300);
   });
 
+  it('the time kept to settle never shortens Complete below its reserve (admission refuses too short a one)', async () => {
+    const { outcome, completeTimeouts } = await run(
+      { check: () => sleep(950).then(() => undefined) },
+      request('k1'),
+      budget(2_000),
+    );
+    expect(outcome).toMatchObject({ ok: true });
+    expect(completeTimeouts[0]).toBeGreaterThan(900);
+  });
+
   it('the abort asked again gives up at the budget, and a refused abort or a failed Check is asked once', async () => {
     const started = Date.now();
     const down = await run(

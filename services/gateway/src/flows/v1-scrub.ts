@@ -12,6 +12,8 @@ import { BodyPhones } from './scrub-body.js';
 const ADMIT_MAX_MS = 5_000;
 /** Time kept back from the adapter's share of the budget for Complete (quota commit + usage record). */
 const COMPLETE_RESERVE_MS = 1_000;
+/** What Complete is given, budget allowing, before any time is kept for settling (its reserve). */
+const COMPLETE_FLOOR_MS = COMPLETE_RESERVE_MS;
 /** Complete gets at least this long, even when the budget is nearly spent. */
 const COMPLETE_MIN_MS = 250;
 /**
@@ -202,7 +204,11 @@ async function complete(
   deadline: Deadline,
 ): Promise<CompleteOutcome> {
   try {
-    await upstream.complete(admissionId, Math.max(deadline.remaining() - SETTLE_RESERVE_MS, COMPLETE_MIN_MS));
+    // Settling gets what is left beyond Complete's floor, at most SETTLE_RESERVE_MS: a Complete is never
+    // given less than before (admission refuses one with less than its COMMIT_MIN_MS left).
+    const remaining = deadline.remaining();
+    const completeMs = Math.max(remaining - SETTLE_RESERVE_MS, Math.min(remaining, COMPLETE_FLOOR_MS));
+    await upstream.complete(admissionId, Math.max(completeMs, COMPLETE_MIN_MS));
     return { outcome: 'completed' };
   } catch (error) {
     return callFailure(error);
