@@ -172,6 +172,18 @@ describe('a snapshot is as old as the registry consultation it comes from (mx, 3
     expect(late?.rawMessage).toMatch(/before the registry it applies to/);
     expect(await current()).toBe(again.snapshotId);
     expect(await prohibited(again.snapshotId, n)).toBe(true);
+    // The same undated add written by a replica of the release before (no order time of its own): the
+    // removal applied before it still orders the late one (a rolling upgrade, a rollback).
+    await pool.query('UPDATE registry_mx.snapshots SET order_as_of = NULL WHERE id = $1', [
+      Number(again.snapshotId),
+    ]);
+    expect((await refusal(load(LoadMode.REMOVE, [n], new Date(Date.now() - 7 * DAY))))?.rawMessage).toMatch(
+      /before the registry it applies to/,
+    );
+    // An add dated after the copy's time dates it, though a removal dated later was applied.
+    const dated = new Date(Date.now() - 6 * DAY);
+    const add = await load(LoadMode.ADD, [fresh()], dated);
+    expect(timeOf(add).getTime()).toBe(dated.getTime());
   });
 
   // Found by reviews (2026-12-03, 2026-12-04): a replace dated before the current copy (last month's file

@@ -291,7 +291,11 @@ export async function loadRegistry(
       throw new LoadRefused('the caller gave up before the commit; the registry is unchanged', 'cancelled');
   };
   const result = await store.withLoadLock(async (client) => {
-    const base = await store.current(client);
+    const current = await store.current(client);
+    const base = current && {
+      ...current,
+      orderTime: (await store.orderTime(client, current.id)) ?? current.time,
+    };
     // A seed only ever creates the first snapshot (another replica may have seeded already), or replaces
     // one built with other numbering rules, which no replica of this release serves.
     if (mode === 'seed' && base && store.isOwn(base))
@@ -325,8 +329,10 @@ export async function loadRegistry(
     // A delta without its own as_of keeps its base's: it does not make the rest of the copy fresher; nor
     // does one dated before it (allowed older), nor a removal (found by a review, 2026-12-05): it holds no
     // registration made since the copy, so the copy is as old as before, whatever its date says.
-    const keepsBaseTime = !guards.asOf || order.older || mode === 'remove';
-    const asOf = delta && base && keepsBaseTime ? base.time : (guards.asOf ?? null);
+    // An add dated after the copy's time dates it (its registrations reach that day); checked against the
+    // copy's time, not the order's (a removal dated later must not stop a later add from dating it).
+    const datesCopy = mode === 'add' && guards.asOf !== undefined && (!base || guards.asOf > base.time);
+    const asOf = delta && base && !datesCopy ? base.time : (guards.asOf ?? null);
     // The loads since the replace stay in order against the latest as_of among them, whatever their mode.
     const baseOrder = base?.orderTime ?? base?.time;
     const orderAsOf =

@@ -114,6 +114,29 @@ export class RegistryStore {
   }
 
   /**
+   * The time loads are put in order against on `snapshot` (its `order_as_of`). A snapshot written by a
+   * replica of the release before has none (a rolling upgrade, a rollback): then the latest as_of of the
+   * loads back to its replace or to a snapshot that has one, so an older replica's load in between does
+   * not drop the order of a removal applied before it (found by a review, 2026-12-05).
+   */
+  async orderTime(client: Pool | PoolClient, snapshotId: string): Promise<Date | undefined> {
+    const { rows } = await client.query<{ order_time: Date | null }>(
+      `WITH RECURSIVE chain AS (
+         SELECT id, mode, based_on, order_as_of, COALESCE(as_of, created_at) AS t, load_as_of, 0 AS depth
+           FROM ${this.t('snapshots')} WHERE id = $1
+         UNION ALL
+         SELECT p.id, p.mode, p.based_on, p.order_as_of, COALESCE(p.as_of, p.created_at), p.load_as_of,
+                c.depth + 1
+           FROM chain c JOIN ${this.t('snapshots')} p ON p.id = c.based_on
+          WHERE c.order_as_of IS NULL AND c.mode IN ('add', 'remove') AND c.depth < 10000
+       )
+       SELECT max(COALESCE(order_as_of, GREATEST(t, load_as_of))) AS order_time FROM chain`,
+      [snapshotId],
+    );
+    return rows[0]?.order_time ?? undefined;
+  }
+
+  /**
    * Whether a snapshot's keys were built with this process's numbering rules. An unstamped one (committed
    * before snapshots were stamped) is not: its rules are unknown. It was served as if it were, which an
    * upgrade that brings the stamp and revision 2 together defeated silently (every snapshot of the
