@@ -1,20 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { checkInvariants, formatViolations } from '@dnc/devstack';
 import { admissionv1 } from '@dnc/proto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { admitReq, Harness, outcome } from './harness.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { admitReq, outcome, startedHarness } from './harness.js';
 
 const _SYNC = admissionv1.RequestKind.SYNC;
-const h = new Harness();
-
-beforeAll(async () => {
-  await h.start();
-  await h.adapter('mx');
-});
-
-afterAll(async () => {
-  await h.stop();
-});
+const h = startedHarness();
 
 /** After every fault test: the ledger and the claims as the invariant checker reads them. */
 afterEach(async () => {

@@ -19,6 +19,7 @@ import {
 } from '@dnc/kit';
 import { admissionv1, quotav1 } from '@dnc/proto';
 import pg from 'pg';
+import { afterAll, beforeAll } from 'vitest';
 import {
   dropDatabase,
   dropNatsPrefix,
@@ -41,6 +42,19 @@ export interface AdmissionClients {
  * Quota and admission in-process on port 0 against the real PostgreSQL, Redis and NATS, with a unique
  * database, NATS prefix and Redis prefix. Adapters are simulated by their discovery entries only.
  */
+/** A harness started before the file's tests, with a registry adapter of `country`, and stopped after. */
+export function startedHarness(country = 'mx'): Harness {
+  const h = new Harness();
+  beforeAll(async () => {
+    await h.start();
+    await h.adapter(country);
+  });
+  afterAll(async () => {
+    await h.stop();
+  });
+  return h;
+}
+
 export class Harness {
   quota!: RunningQuota;
   instances: RunningAdmission[] = [];

@@ -1,19 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { checkInvariants, formatViolations } from '@dnc/devstack';
 import { admissionv1 } from '@dnc/proto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Harness, outcome } from './harness.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { outcome, startedHarness } from './harness.js';
 
-const h = new Harness();
-
-beforeAll(async () => {
-  await h.start();
-  await h.adapter('mx');
-});
-
-afterAll(async () => {
-  await h.stop();
-});
+const h = startedHarness();
 
 afterEach(async () => {
   const violations = await checkInvariants({ databaseUrl: h.databaseUrl }, { settleMs: 5_000 });

@@ -3,21 +3,13 @@ import type { Client } from '@connectrpc/connect';
 import { checkInvariants, formatViolations } from '@dnc/devstack';
 import type { Logger } from '@dnc/kit';
 import type { jobsv1 } from '@dnc/proto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ClaimReconciler } from '../src/reconciler.js';
 import type { Reservations } from '../src/reservations.js';
 import type { ClaimStore } from '../src/store/index.js';
-import { admitReq, Harness } from './harness.js';
+import { admitReq, startedHarness } from './harness.js';
 
-const h = new Harness();
-
-beforeAll(async () => {
-  await h.start();
-  await h.adapter('mx');
-});
-afterAll(async () => {
-  await h.stop();
-});
+const h = startedHarness();
 
 // Found by a review (2026-12-05): the reconciler read the hundred oldest claims in progress, whatever their
 // kind. v2 claims it cannot resolve while the job scheduler is down (no FenceJob) stay the oldest, and with

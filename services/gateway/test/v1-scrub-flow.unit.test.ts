@@ -188,7 +188,7 @@ describe('v1 scrub flow over the in-memory upstream (spec: v1 execution, no part
 
   it('the time kept to settle never shortens Complete below its reserve (admission refuses too short a one)', async () => {
     const { outcome, completeTimeouts } = await run(
-      { check: () => sleep(950).then(() => undefined) },
+      { check: (phones) => sleep(950).then(() => Array(phones).fill(registryv1.Outcome.SAFE)) },
       request('k1'),
       budget(2_000),
     );
