@@ -68,14 +68,19 @@ export class Reservations {
 
   /**
    * Commit reservations in one CommitMany; the map holds an Error for each id whose commit failed.
-   * `timeoutMs`: quota commits within it or not at all (its lock waits end by then).
+   * `timeoutMs`: quota commits within it or not at all (its lock waits end by then). It goes as the call's
+   * deadline and as the moment it ends, so a call held on its way to quota does not get its time again.
    */
   async commit(ids: string[], timeoutMs?: number): Promise<Map<string, Error | undefined>> {
     const out = new Map<string, Error | undefined>();
     if (ids.length === 0) return out;
+    const bounded = timeoutMs === undefined ? undefined : Math.max(1, Math.floor(timeoutMs));
     const res = await this.quota.commitMany(
-      { reservationIds: ids },
-      timeoutMs === undefined ? {} : { timeoutMs: Math.max(1, Math.floor(timeoutMs)) },
+      {
+        reservationIds: ids,
+        deadlineUnixMs: bounded === undefined ? 0n : BigInt(Date.now() + bounded),
+      },
+      bounded === undefined ? {} : { timeoutMs: bounded },
     );
     ids.forEach((id, i) => {
       const outcome = res.outcomes[i];

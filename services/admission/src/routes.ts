@@ -147,7 +147,7 @@ export function admissionService(
     },
 
     async complete(req, ctx) {
-      await completion.complete(req.admissionId, completionDeadline(req.timeoutMs, ctx));
+      await completion.complete(req.admissionId, completionDeadline(req, ctx));
       return {};
     },
 
@@ -166,14 +166,17 @@ export function admissionService(
 }
 
 /**
- * When the caller of a completion stops waiting (epoch ms): its own `timeout_ms` from now, and the call's
- * deadline, whichever comes first; neither: never.
+ * When the caller of a completion stops waiting (epoch ms): its own `timeout_ms` from now, the moment it
+ * named (`deadline_unix_ms`), and the call's deadline, whichever comes first; none: never. The two relative
+ * ones count from the completion's arrival, so time it spent on its way would stretch them; the moment
+ * does not stretch (CompleteRequest.deadline_unix_ms).
  */
-function completionDeadline(timeoutMs: number, ctx: HandlerContext): number {
+function completionDeadline(req: { timeoutMs: number; deadlineUnixMs: bigint }, ctx: HandlerContext): number {
   const now = Date.now();
   const call = ctx.timeoutMs();
   return Math.min(
-    timeoutMs > 0 ? now + timeoutMs : Number.POSITIVE_INFINITY,
+    req.timeoutMs > 0 ? now + req.timeoutMs : Number.POSITIVE_INFINITY,
+    req.deadlineUnixMs > 0n ? Number(req.deadlineUnixMs) : Number.POSITIVE_INFINITY,
     call !== undefined ? now + call : Number.POSITIVE_INFINITY,
   );
 }
@@ -202,7 +205,7 @@ function batchCalls(
     /** Complete for each admission of a batch, each within its own deadline; they share the completion batches. */
     async completeMany(req, ctx) {
       const results = await eachOf(req.requests, refusals, 'complete', (one) =>
-        completion.complete(one.admissionId, completionDeadline(one.timeoutMs, ctx)),
+        completion.complete(one.admissionId, completionDeadline(one, ctx)),
       );
       return {
         results: results.map((r) =>

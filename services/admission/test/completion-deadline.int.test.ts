@@ -37,19 +37,6 @@ async function holdClaims(ms: number): Promise<{ released: Promise<void> }> {
   return { released };
 }
 
-/** Lock the quota accounts of `orgId` for `ms`: `released` once they are free again. */
-async function holdAccount(orgId: string, ms: number): Promise<{ released: Promise<void> }> {
-  const db = new pg.Client({ connectionString: h.databaseUrl });
-  await db.connect();
-  await db.query('BEGIN');
-  await db.query('SELECT 1 FROM quota.accounts WHERE org_id = $1 FOR UPDATE', [orgId]);
-  const released = new Promise((r) => setTimeout(r, ms)).then(async () => {
-    await db.query('COMMIT');
-    await db.end();
-  });
-  return { released };
-}
-
 describe('a v1 completion is never committed after its caller gave up', () => {
   it('CompleteMany: the member past its own deadline is refused, nothing charged; its neighbour is committed', async () => {
     const c = await h.customer(['mx']);
@@ -135,7 +122,7 @@ describe('a v1 completion is never committed after its caller gave up', () => {
     const admission = h.clients(0).admission;
     const stuck = await admission.admit(admitReq(locked, { inputCount: 10 }));
     const free = await admission.admit(admitReq(other, { inputCount: 3 }));
-    const { released: held } = await holdAccount(locked.orgId, t.holdMs);
+    const { released: held } = await h.holdAccount(locked.orgId, t.holdMs);
     try {
       const answer = await admission.completeMany(
         {

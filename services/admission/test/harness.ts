@@ -167,6 +167,15 @@ export class Harness {
     };
   }
 
+  /** AdmissionService as the gateway, reached at `port` on this host (a proxy in front of a replica). */
+  via(port: number): Client<typeof admissionv1.AdmissionService> {
+    const transport = grpcTransport(`http://127.0.0.1:${port}`, [this.asserting()], {
+      security: this.gateway,
+      peer: 'admission',
+    });
+    return createClient(admissionv1.AdmissionService, transport);
+  }
+
   /** AdmissionService as the gateway's identity, sending no organization assertion of its own. */
   unasserted(index = 0): Client<typeof admissionv1.AdmissionService> {
     return createClient(admissionv1.AdmissionService, this.transport(this.gateway, index));
@@ -264,6 +273,19 @@ export class Harness {
     const { accounts } = await this.quotaAdmin.getQuota({ orgId });
     const a = accounts.find((x) => x.country === country);
     return { limit: Number(a?.limit ?? 0), used: Number(a?.used ?? 0), reserved: Number(a?.reserved ?? 0) };
+  }
+
+  /** Lock the quota accounts of `orgId` for `ms` (as a slow commit would): `released` once free again. */
+  async holdAccount(orgId: string, ms: number): Promise<{ released: Promise<void> }> {
+    const db = new pg.Client({ connectionString: this.databaseUrl });
+    await db.connect();
+    await db.query('BEGIN');
+    await db.query('SELECT 1 FROM quota.accounts WHERE org_id = $1 FOR UPDATE', [orgId]);
+    const released = new Promise((r) => setTimeout(r, ms)).then(async () => {
+      await db.query('COMMIT');
+      await db.end();
+    });
+    return { released };
   }
 
   async sql(text: string, params: unknown[] = []) {

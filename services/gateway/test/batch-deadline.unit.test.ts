@@ -95,6 +95,7 @@ describe('a batch and its members deadlines (issue 14 item 5)', () => {
   it('Complete: each member tells admission its own deadline, not the batch call', async () => {
     const u = inMemoryUpstream({ complete: () => sleep(100) });
     const ids = ['00000000-0000-4000-8000-000000000005', '00000000-0000-4000-8000-000000000006'];
+    const sent = Date.now();
     const first = u.upstream.complete(ids[0]!, 10_000);
     // Sent while the first call is on the wire: the second and third travel together.
     await sleep(10);
@@ -107,5 +108,15 @@ describe('a batch and its members deadlines (issue 14 item 5)', () => {
     expect(short).toBeLessThanOrEqual(300);
     expect(long).toBeGreaterThan(7_800);
     expect(long).toBeLessThanOrEqual(8_000);
+    // And as the moment itself (found 2026-12-05): a relative time counts from the call's arrival, so a
+    // completion held on its way would get its time again; the moment does not move (admission takes the
+    // earliest; services/admission/test/completion-held-on-its-way.int.test.ts).
+    const [aloneAt, shortAt, longAt] = u.completeDeadlines;
+    expect(aloneAt! - sent).toBeGreaterThanOrEqual(10_000);
+    expect(aloneAt! - sent).toBeLessThan(10_200);
+    expect(shortAt! - sent).toBeGreaterThanOrEqual(300);
+    expect(shortAt! - sent).toBeLessThan(500);
+    expect(longAt! - sent).toBeGreaterThanOrEqual(8_000);
+    expect(longAt! - sent).toBeLessThan(8_200);
   });
 });

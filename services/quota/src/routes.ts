@@ -26,10 +26,16 @@ const MAX_AMOUNT = BigInt(Number.MAX_SAFE_INTEGER);
 /** What a commit or release keeps of its caller's deadline for its answer to travel back. */
 const COMMIT_ANSWER_MS = 100;
 
-/** The bound of a call's lock waits: its caller's deadline, less the answer's way back. */
-const lockBound = (ctx: HandlerContext): number | undefined => {
-  const timeoutMs = ctx.timeoutMs();
-  return timeoutMs === undefined ? undefined : timeoutMs - COMMIT_ANSWER_MS;
+/**
+ * The bound of a call's lock waits: its caller's deadline, less the answer's way back. `deadlineUnixMs`
+ * (epoch ms, 0: none) is the same deadline by the caller's clock: the call's own counts from its arrival,
+ * so a call held on its way would get its whole time again after its caller gave up.
+ */
+const lockBound = (ctx: HandlerContext, deadlineUnixMs = 0n): number | undefined => {
+  const call = ctx.timeoutMs();
+  const absolute = deadlineUnixMs > 0n ? Number(deadlineUnixMs) - Date.now() : undefined;
+  if (call === undefined && absolute === undefined) return undefined;
+  return Math.min(call ?? Number.POSITIVE_INFINITY, absolute ?? Number.POSITIVE_INFINITY) - COMMIT_ANSWER_MS;
 };
 
 /** The most items of one ReserveMany or CommitMany: one transaction holds the account that long. */
@@ -148,7 +154,7 @@ export function quotaService(deps: QuotaDeps): ServiceImpl<typeof quotav1.QuotaS
       );
       // The caller's deadline bounds the commit's lock waits, less the time its answer takes back: a
       // commit its caller stopped waiting for would be a charge for a request answered with an error.
-      const outcomes = await deps.ledger.commitMany(ids, lockBound(ctx));
+      const outcomes = await deps.ledger.commitMany(ids, lockBound(ctx, req.deadlineUnixMs));
       const committed = outcomes.filter((o) => o === 'committed').length;
       if (committed > 0) operations.inc({ operation: 'commit' }, committed);
       return { outcomes: outcomes.map((o) => COMMIT_OUTCOMES[o]) };

@@ -132,12 +132,14 @@ export function batchedCalls(upstreams: UpstreamClients, metrics?: Registry): Ba
       sendLive(items, async (live, timeoutMs) => {
         // Each member's own deadline goes with it (the call carries the latest one): admission commits
         // none whose request has given up, which would charge the customer for the error it answered.
+        // Also as the moment itself: time the call spends on its way does not stretch that one.
         const now = Date.now();
         const res = await upstreams.admission.completeMany(
           {
             requests: live.map((i) => ({
               admissionId: i.value,
               timeoutMs: Math.max(1, i.deadline - now),
+              deadlineUnixMs: BigInt(Math.ceil(i.deadline)),
             })),
           },
           { timeoutMs },

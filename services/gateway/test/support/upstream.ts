@@ -94,6 +94,8 @@ export function inMemoryUpstream(script: Script = {}) {
   const admissionIds: string[] = [];
   /** The timeout_ms each completion of a CompleteMany carried. */
   const completeTimeouts: number[] = [];
+  /** The deadline_unix_ms (epoch ms) each completion of a CompleteMany carried. */
+  const completeDeadlines: number[] = [];
   const transport = createRouterTransport((router) => {
     router.service(admissionv1.AdmissionService, {
       async authenticate() {
@@ -133,6 +135,7 @@ export function inMemoryUpstream(script: Script = {}) {
           req.requests.map(async (one) => {
             calls.push(`complete ${one.admissionId}`);
             completeTimeouts.push(one.timeoutMs);
+            completeDeadlines.push(Number(one.deadlineUnixMs));
             try {
               await answer(script.complete?.(), undefined);
               return { result: { case: 'completed' as const, value: {} } };
@@ -201,6 +204,7 @@ export function inMemoryUpstream(script: Script = {}) {
     checked,
     admissionIds,
     completeTimeouts,
+    completeDeadlines,
     log,
     warnings,
     errors,
