@@ -14,22 +14,25 @@ export const REQUEST_ID_HEADER = 'x-request-id';
 const WELL_FORMED = /^[A-Za-z0-9._:-]{1,128}$/;
 /**
  * What a request id must not be, since every log line of the request carries it unmasked: six to twenty
- * digits and separators only (a phone number, which the logger masks in a message), or an API key. Found
- * by a leak review (2026-12-05): `X-Request-Id: 5215512345678` was written as it was into the logs of
- * every service the request reached. A UUID or a ULID is never refused; digits inside another id are kept.
+ * digits and separators only (a phone number, which the logger masks in a message), an id holding ten
+ * digits or more in a row (a national number of the live countries; single separators between them
+ * allowed: `lead-5215512345678`, `tel:55-1234-5678`), or an API key. Found by leak reviews (2026-12-05): `X-Request-Id: 5215512345678`
+ * was written as it was into the logs of every service the request reached, then the same number inside a
+ * longer id. A UUID or a ULID is never refused; a date (`2026-12-05`, eight digits) inside an id is kept, an epoch
+ * in milliseconds (13 digits) is not.
  */
 const PHONE_LIKE = /^\d(?:[.:_-]*\d){5,19}$/;
+const HOLDS_PHONE = /\d(?:[.:_-]?\d){9}/;
+const UUID_OR_ULID =
+  /^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9A-HJKMNP-TV-Z]{26})$/i;
 const API_KEY_LIKE = /dnc_[0-9a-f]{12}_/i;
 
 const storage = new AsyncLocalStorage<{ requestId: string }>();
 
 export function isWellFormedRequestId(value: unknown): value is string {
-  return (
-    typeof value === 'string' &&
-    WELL_FORMED.test(value) &&
-    !PHONE_LIKE.test(value) &&
-    !API_KEY_LIKE.test(value)
-  );
+  if (typeof value !== 'string' || !WELL_FORMED.test(value)) return false;
+  if (UUID_OR_ULID.test(value)) return true;
+  return !PHONE_LIKE.test(value) && !HOLDS_PHONE.test(value) && !API_KEY_LIKE.test(value);
 }
 
 /** The client's id when well-formed (and neither phone-like nor key-like), else a new UUID. */

@@ -9,7 +9,9 @@ describe('request ids a client may choose', () => {
       '5fd94b96-0c5d-4d55-a9ef-71ee5dbbe48e',
       '12345678-1234-4234-8234-123456789012',
       '01J9ZQ3K5X7W2V8T4R6P0N1M3L',
+      '01ARZ3NDEKTSV4RRFFQ69G5FAV',
       'order-2026.12.05:7',
+      'req-20261205-a',
       '12345',
       'x'.repeat(128),
     ])
@@ -25,6 +27,11 @@ describe('request ids a client may choose', () => {
       '123456',
       `dnc_0123456789ab_${'A'.repeat(43)}`,
       'mine-dnc_0123456789ab_x',
+      // The same number inside a longer id (found by the next leak review, 2026-12-05).
+      'lead-5215512345678',
+      'tel:55-1234-5678',
+      'crm.3001234567.retry',
+      'req-1765000000000',
     ]) {
       expect(isWellFormedRequestId(id), id).toBe(false);
       const replaced = acceptRequestId(id);
