@@ -1,4 +1,5 @@
 export * from './batcher.js';
+export * from './caller-deadline.js';
 export * from './check-answer.js';
 export * from './check-request.js';
 export * from './clients.js';

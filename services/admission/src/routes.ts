@@ -6,6 +6,7 @@ import {
   Code,
   ConnectError,
   type Counter,
+  commitBy,
   type OrgAssertionIssuer,
   type OrgAssertionVerifier,
   rpcStatusOf,
@@ -166,17 +167,15 @@ export function admissionService(
 }
 
 /**
- * When the caller of a completion stops waiting (epoch ms): its own `timeout_ms` from now, the moment it
- * named (`deadline_unix_ms`), and the call's deadline, whichever comes first; none: never. The two relative
- * ones count from the completion's arrival, so time it spent on its way would stretch them; the moment
- * does not stretch (CompleteRequest.deadline_unix_ms).
+ * The last moment (epoch ms) a completion may commit for its caller: its own `timeout_ms` and the moment
+ * it named (`deadline_unix_ms`), less the time it took to arrive (kit `commitBy`), and the call's deadline,
+ * whichever comes first; none: never.
  */
 function completionDeadline(req: { timeoutMs: number; deadlineUnixMs: bigint }, ctx: HandlerContext): number {
   const now = Date.now();
   const call = ctx.timeoutMs();
   return Math.min(
-    req.timeoutMs > 0 ? now + req.timeoutMs : Number.POSITIVE_INFINITY,
-    req.deadlineUnixMs > 0n ? Number(req.deadlineUnixMs) : Number.POSITIVE_INFINITY,
+    commitBy(now, req.timeoutMs, req.deadlineUnixMs),
     call !== undefined ? now + call : Number.POSITIVE_INFINITY,
   );
 }

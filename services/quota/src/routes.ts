@@ -2,7 +2,7 @@ import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter, HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { COUNTRY_CODES, isCountryCode } from '@dnc/api-contract/limits';
-import { Counter, type Logger, type Registry, readPublicReason, validationError } from '@dnc/kit';
+import { Counter, commitBy, type Logger, type Registry, readPublicReason, validationError } from '@dnc/kit';
 import { quotav1 } from '@dnc/proto';
 import { requireOrgId } from './organization.js';
 import {
@@ -28,14 +28,13 @@ const COMMIT_ANSWER_MS = 100;
 
 /**
  * The bound of a call's lock waits: its caller's deadline, less the answer's way back. `deadlineUnixMs`
- * (epoch ms, 0: none) is the same deadline by the caller's clock: the call's own counts from its arrival,
- * so a call held on its way would get its whole time again after its caller gave up.
+ * (epoch ms, 0: none) is the same deadline as a moment: the call's own counts from its arrival, so a call
+ * held on its way would get its whole time again after its caller gave up (kit `commitBy`).
  */
 const lockBound = (ctx: HandlerContext, deadlineUnixMs = 0n): number | undefined => {
-  const call = ctx.timeoutMs();
-  const absolute = deadlineUnixMs > 0n ? Number(deadlineUnixMs) - Date.now() : undefined;
-  if (call === undefined && absolute === undefined) return undefined;
-  return Math.min(call ?? Number.POSITIVE_INFINITY, absolute ?? Number.POSITIVE_INFINITY) - COMMIT_ANSWER_MS;
+  const now = Date.now();
+  const by = commitBy(now, ctx.timeoutMs(), deadlineUnixMs);
+  return Number.isFinite(by) ? by - now - COMMIT_ANSWER_MS : undefined;
 };
 
 /** The most items of one ReserveMany or CommitMany: one transaction holds the account that long. */

@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { commitBy } from '../src/caller-deadline.js';
+
+const now = 1_765_000_000_000;
+
+describe('the last moment a call may commit for its caller (commitBy)', () => {
+  it('nothing known: never; only a relative time: from arrival', () => {
+    expect(commitBy(now, undefined)).toBe(Number.POSITIVE_INFINITY);
+    expect(commitBy(now, 0, 0n)).toBe(Number.POSITIVE_INFINITY);
+    expect(commitBy(now, 1_000)).toBe(now + 1_000);
+  });
+
+  it('arrived at once: the moment itself', () => {
+    expect(commitBy(now, 1_000, BigInt(now + 1_000))).toBe(now + 1_000);
+    expect(commitBy(now, undefined, BigInt(now + 1_000))).toBe(now + 1_000);
+  });
+
+  it('held on its way: the moment, less the same time again for the answer', () => {
+    // Sent with 1 s at now - 300: the relative time alone would end at now + 1000.
+    expect(commitBy(now, 1_000, BigInt(now + 700))).toBe(now + 400);
+    // Held longer than half its time: already too late.
+    expect(commitBy(now, 1_000, BigInt(now + 300))).toBeLessThan(now);
+  });
+
+  it("a caller's clock ahead of this one: never later than the relative time", () => {
+    expect(commitBy(now, 1_000, BigInt(now + 5_000))).toBe(now + 1_000);
+  });
+
+  it('a moment past or absurd: refused or bounded, never a long wait', () => {
+    expect(commitBy(now, undefined, 1n)).toBeLessThan(now);
+    expect(commitBy(now, undefined, BigInt(now + 10 * 86_400_000))).toBe(now + 3_600_000);
+    expect(commitBy(now, 4_000_000_000)).toBe(now + 3_600_000);
+  });
+});
