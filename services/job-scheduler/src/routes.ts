@@ -1,10 +1,11 @@
 import { create } from '@bufbuild/protobuf';
 import { type Timestamp, timestampFromDate } from '@bufbuild/protobuf/wkt';
-import type { ConnectRouter, ServiceImpl } from '@connectrpc/connect';
+import type { ConnectRouter, HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { isCountryCode, isJobStatus, LIMITS } from '@dnc/api-contract/limits';
 import {
   Code,
   ConnectError,
+  commitBy,
   jobStatusOf,
   type Logger,
   protoJobStatus,
@@ -27,7 +28,7 @@ import type { JobMetrics } from './metrics.js';
 import type { QuotaSettlement } from './settlement.js';
 import { BlobMissing, blobKeyUsage, readBlob } from './store/blobs.js';
 import type { CleanupStore } from './store/cleanup.js';
-import { isJobId, JobFenced, type JobRow, type JobStore } from './store/jobs.js';
+import { CallerGone, isJobId, JobFenced, type JobRow, type JobStore } from './store/jobs.js';
 
 const MAX_INPUTS = LIMITS.v2MaxInputs;
 
@@ -83,10 +84,18 @@ export interface RouteDeps {
   resultStreams: ResultStreams;
 }
 
-/** SubmitJob: the job stored with its input (idempotent by job id) and dispatched when new. */
+/** What a new job's storage keeps of its caller's deadline for the answer to travel back. */
+const SUBMIT_ANSWER_MS = 100;
+
+/**
+ * SubmitJob: the job stored with its input (idempotent by job id) and dispatched when new. A new job is
+ * stored only while its answer can still reach its caller in time (kit `commitBy`): one stored after the
+ * gateway answered 503 would run and be charged with nobody told (found by a review, 2026-12-05).
+ */
 async function submitJob(
   deps: RouteDeps,
   req: jobsv1.SubmitJobRequest,
+  ctx: HandlerContext,
 ): Promise<{ job: jobsv1.Job; resumed: boolean }> {
   const { store, dispatcher } = deps;
   if (!isJobId(req.jobId)) throw publicError(Code.InvalidArgument, 'validation_error', { message: 'job_id' });
@@ -103,10 +112,16 @@ async function submitJob(
       reservationId: req.reservationId,
       count: input.count,
       input: input.pieces,
+      storeBy: commitBy(Date.now(), ctx.timeoutMs(), req.deadlineUnixMs) - SUBMIT_ANSWER_MS,
     })
     .catch((error: unknown) => {
       // Its admission was given up by the reconciler (reservation released): never stored.
       if (error instanceof JobFenced) throw publicError(Code.FailedPrecondition, 'platform_failure');
+      if (error instanceof CallerGone)
+        throw new ConnectError(
+          'the caller gave up before the job was stored: nothing stored',
+          Code.DeadlineExceeded,
+        );
       throw error;
     });
   // The id names another organization's job (never expected: ids are random): refuse.
@@ -228,7 +243,7 @@ export function jobsService(deps: RouteDeps): ServiceImpl<typeof jobsv1.JobsServ
   const { store } = deps;
   const policy = store.policy;
   return {
-    submitJob: (req) => submitJob(deps, req),
+    submitJob: (req, ctx) => submitJob(deps, req, ctx),
 
     async fenceJob(req) {
       if (!isJobId(req.jobId))

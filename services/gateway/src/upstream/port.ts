@@ -29,7 +29,12 @@ export function upstreamPort(clients: UpstreamClients, metrics?: Registry): Upst
       return { completed };
     },
     async submitJob(request, orgAssertion, timeoutMs) {
-      const r = await jobs.submitJob(request, { timeoutMs, headers: asserting(orgAssertion) });
+      // The deadline as a moment too: a SubmitJob held on its way stores no job after this answered 503.
+      const deadlineUnixMs = BigInt(Date.now() + timeoutMs);
+      const r = await jobs.submitJob(
+        { ...request, deadlineUnixMs },
+        { timeoutMs, headers: asserting(orgAssertion) },
+      );
       return { job: present(r.job), resumed: r.resumed };
     },
     async confirmJob(admissionId, jobId, timeoutMs) {

@@ -84,3 +84,10 @@ export class JobFenced extends Error {
     super('this job id was fenced: its admission was given up');
   }
 }
+
+/** A new job not stored: its caller stopped waiting before its answer could reach it (SubmitJob). */
+export class CallerGone extends Error {
+  constructor() {
+    super('the caller gave up before the job was stored');
+  }
+}

@@ -7,11 +7,19 @@ import { type CancelDecision, decideCancel, type RetentionPolicy } from '../doma
 import { writeBlob } from './blobs.js';
 import { type Claim, claimLocked } from './claim.js';
 import { type FinalWrite, writeFinal } from './final-write.js';
-import { isJobId, JobFenced, type JobRow, type Raw, type Terminalization, toRow } from './job-row.js';
+import {
+  CallerGone,
+  isJobId,
+  JobFenced,
+  type JobRow,
+  type Raw,
+  type Terminalization,
+  toRow,
+} from './job-row.js';
 import { JobSweeps } from './sweeps.js';
 import { expireIfPastCap, lockLeased, terminalizeLocked } from './terminalize.js';
 
-export { isJobId, JobFenced, type JobRow, type Raw, type Terminalization, toRow };
+export { CallerGone, isJobId, JobFenced, type JobRow, type Raw, type Terminalization, toRow };
 
 /** FenceJob and SubmitJob of one id hold this lock, so a late submit and the fence cannot both win. */
 const LOCK_ID = 'SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))';
@@ -43,9 +51,13 @@ export class JobStore {
     /** Number of inputs, and the durable input (a JSON array of the phones, in order). */
     count: number;
     input: Iterable<string | Buffer>;
+    /** The last moment (epoch ms) a new job may be committed; past it nothing is stored (CallerGone). */
+    storeBy?: number;
   }): Promise<{ job: JobRow; created: boolean }> {
     const existing = await this.find(input.jobId);
     if (existing) return { job: existing, created: false };
+    const storeBy = input.storeBy ?? Number.POSITIVE_INFINITY;
+    if (Date.now() > storeBy) throw new CallerGone();
     try {
       return await inTransaction(this.pool, async (client) => {
         await client.query(LOCK_ID, [input.jobId]);
@@ -75,6 +87,8 @@ export class JobStore {
           input.input,
           this.blobFormat,
         );
+        // Checked last, before the commit: the input's write may have taken the time that was left.
+        if (Date.now() > storeBy) throw new CallerGone();
         return { job: toRow(r.rows[0] as Raw), created: true };
       });
     } catch (error) {
