@@ -2,6 +2,7 @@ import type http2 from 'node:http2';
 import type { DescService } from '@bufbuild/protobuf';
 import { type Client, createClient, type Interceptor, type Transport } from '@connectrpc/connect';
 import { createConnectTransport, createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
+import { signalWithin } from './deadline-signal.js';
 import { retryRefusedStreams } from './refused-stream.js';
 import { propagateRequestId } from './request-context.js';
 import type { Identity } from './security/identity.js';
@@ -242,13 +243,20 @@ export function grpcTransport(
  * locked account up to the statement timeout (15 s) after their callers had stopped waiting at 5.
  */
 export function defaultDeadline(timeoutMs: number): Interceptor {
-  return (next) => (req) => {
+  return (next) => async (req) => {
     if (!req.header.has('grpc-timeout') && !req.header.has('connect-timeout-ms') && !req.signal.aborted) {
       if (req.header.get('content-type')?.startsWith('application/grpc'))
         req.header.set('grpc-timeout', `${timeoutMs}m`);
       else req.header.set('connect-timeout-ms', String(timeoutMs));
-      const signal = AbortSignal.any([req.signal, AbortSignal.timeout(timeoutMs)]);
-      return next({ ...req, signal });
+      // Not AbortSignal.timeout inside AbortSignal.any: collected, it never fires (deadline-signal.ts).
+      const within = signalWithin(timeoutMs, req.signal);
+      const unary = req.method.methodKind === 'unary';
+      try {
+        return await next({ ...req, signal: within.signal });
+      } finally {
+        // A stream's answer goes on after this: its timer runs out on its own (it holds nothing else).
+        if (unary) within.clear();
+      }
     }
     return next(req);
   };

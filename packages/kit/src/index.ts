@@ -5,6 +5,7 @@ export * from './check-request.js';
 export * from './clients.js';
 export * from './config.js';
 export * from './db.js';
+export * from './deadline-signal.js';
 export * from './discovery.js';
 export * from './errors.js';
 export * from './health.js';

@@ -1,3 +1,4 @@
+import { signalWithin } from '@dnc/kit';
 import type { Logger } from 'pino';
 import { type LookupResult, ProviderError, type ProviderState, type RegistryProvider } from './provider.js';
 import { lookupAnswerLimit, RegistryHttp, RegistryHttpError } from './registry-http.js';
@@ -176,14 +177,13 @@ export class RemoteProvider implements RegistryProvider {
     signal: AbortSignal,
   ): Promise<{ registered: boolean[]; snapshotId: string }> {
     let res: { status: number; body: Buffer };
+    // Not AbortSignal.timeout inside AbortSignal.any: collected, it never fires (kit deadline-signal.ts).
+    const within = signalWithin(this.o.timeoutMs, signal);
     try {
       res = await this.http.post(
         '/v1/lookup',
         { country: this.o.country, numbers },
-        {
-          signal: AbortSignal.any([signal, AbortSignal.timeout(this.o.timeoutMs)]),
-          maxBytes: lookupAnswerLimit(numbers.length),
-        },
+        { signal: within.signal, maxBytes: lookupAnswerLimit(numbers.length) },
       );
     } catch (error) {
       // A redirect or an oversized answer is a registry misbehaving, not a blip: not retried.
@@ -195,6 +195,8 @@ export class RemoteProvider implements RegistryProvider {
         throw new ProviderError('unavailable', 'remote registry answer refused', 5);
       }
       throw new RetryableFailure('request failed');
+    } finally {
+      within.clear();
     }
     const json = <T>(): T | undefined => {
       try {
