@@ -46,6 +46,17 @@ async function expectGaveUp(call: Promise<unknown>, codes = [Code.DeadlineExceed
   expect(codes).toContain((error as ConnectError).code);
 }
 
+/** Complete as the gateway sends it: its caller waits `waitsMs`, said as a time and as a moment. */
+function completeWithin(
+  client: ReturnType<typeof h.via>,
+  admissionId: string,
+  waitsMs: number,
+  callMs = waitsMs,
+) {
+  const deadlineUnixMs = BigInt(Date.now() + waitsMs);
+  return client.complete({ admissionId, timeoutMs: waitsMs, deadlineUnixMs }, { timeoutMs: callMs });
+}
+
 describe('a completion held on its way is not committed after its caller gave up', () => {
   // It arrives with 300 ms of its 1 s left, too little for any commit: refused at once. Before, it waited
   // on the account (free at 1.3 s) and committed, 300 ms after its caller had given up.
@@ -57,17 +68,7 @@ describe('a completion held on its way is not committed after its caller gave up
     const admitted = await gateway.admit(admitReq(c, { inputCount: 10 }));
     const { released } = await h.holdAccount(c.orgId, ACCOUNT_FREE_AFTER_MS);
     proxy.setFault({ kind: 'slow', delayMs: LINK_DELAY_MS });
-    const sent = Date.now();
-    await expectGaveUp(
-      gateway.complete(
-        {
-          admissionId: admitted.admissionId,
-          timeoutMs: CALLER_WAITS_MS,
-          deadlineUnixMs: BigInt(sent + CALLER_WAITS_MS),
-        },
-        { timeoutMs: CALLER_WAITS_MS },
-      ),
-    );
+    await expectGaveUp(completeWithin(gateway, admitted.admissionId, CALLER_WAITS_MS));
     await released;
     // Everything the link held has arrived (the cancel too) and admission has had the time it thought
     // it had: nothing may be charged for the request its caller answered with an error.
@@ -88,13 +89,7 @@ describe('a completion held on its way is not committed after its caller gave up
     const admitted = await gateway.admit(admitReq(c, { inputCount: 10 }));
     const { released } = await h.holdAccount(c.orgId, 1_300);
     proxy.setFault({ kind: 'slow', delayMs: 800 });
-    const sent = Date.now();
-    await expectGaveUp(
-      gateway.complete(
-        { admissionId: admitted.admissionId, timeoutMs: 2_000, deadlineUnixMs: BigInt(sent + 2_000) },
-        { timeoutMs: 2_000 },
-      ),
-    );
+    await expectGaveUp(completeWithin(gateway, admitted.admissionId, 2_000));
     await released;
     await new Promise((r) => setTimeout(r, 1_300));
     expect(await h.account(c.orgId, 'mx')).toMatchObject({ used: 0, reserved: 10 });
@@ -118,16 +113,8 @@ describe('a completion held on its way is not committed after its caller gave up
     toQuota.setFault({ kind: 'hang' });
     const held = setTimeout(() => toQuota.setFault({ kind: 'pass' }), LINK_DELAY_MS);
     try {
-      const sent = Date.now();
       await expectGaveUp(
-        replica.complete(
-          {
-            admissionId: admitted.admissionId,
-            timeoutMs: callerWaitsMs,
-            deadlineUnixMs: BigInt(sent + callerWaitsMs),
-          },
-          { timeoutMs: callerWaitsMs + 2_000 },
-        ),
+        completeWithin(replica, admitted.admissionId, callerWaitsMs, callerWaitsMs + 2_000),
         // Quota's lock wait ends before the caller's time does (it keeps the 700 ms back for the answer):
         // quota answers its lock timeout as unavailable.
         [Code.DeadlineExceeded, Code.Unavailable],
