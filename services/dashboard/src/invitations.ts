@@ -5,12 +5,15 @@ import { isToken, newToken, tokenHash } from './domain/tokens.js';
 import type { AuditLog } from './store/audit.js';
 import type { InvitationStore } from './store/invitations.js';
 import { EmailTaken, type MemberStore } from './store/members.js';
+import type { Transaction } from './store/transaction.js';
 import { HttpError } from './upstream.js';
 
 export interface InvitationDeps {
   invitations: InvitationStore;
   members: MemberStore;
   audit: AuditLog;
+  /** A change of the dashboard's data and its audit row, in one transaction. */
+  transaction: Transaction;
   publicUrl: string;
   ttlHours: number;
   hash: (password: string) => Promise<string>;
@@ -39,21 +42,29 @@ export async function invite(
   if (existing && (i.invitedBy === null || existing.orgId === i.orgId))
     throw new HttpError(409, 'email_taken', 'This email already belongs to a member of an organization.');
   const token = newToken();
-  const invitation = await deps.invitations.create({
-    orgId: i.orgId,
-    email,
-    role: i.role,
-    tokenHash: tokenHash(token),
-    invitedBy: i.invitedBy?.memberId ?? null,
-    ttlHours: deps.ttlHours,
+  // The invitation and its audit row are committed together or not at all.
+  const invitation = await deps.transaction(async (tx) => {
+    const invitation = await deps.invitations.create(
+      {
+        orgId: i.orgId,
+        email,
+        role: i.role,
+        tokenHash: tokenHash(token),
+        invitedBy: i.invitedBy?.memberId ?? null,
+        ttlHours: deps.ttlHours,
+      },
+      tx,
+    );
+    if (!invitation) throw new HttpError(401, 'unauthenticated', 'Sign in again.');
+    await deps.audit.record(
+      i.orgId,
+      i.invitedBy?.email ?? 'operator',
+      'invitation_created',
+      `${email} (${i.role})`,
+      tx,
+    );
+    return invitation;
   });
-  if (!invitation) throw new HttpError(401, 'unauthenticated', 'Sign in again.');
-  await deps.audit.record(
-    i.orgId,
-    i.invitedBy?.email ?? 'operator',
-    'invitation_created',
-    `${email} (${i.role})`,
-  );
   return { invitation, link: invitationLink(deps.publicUrl, token) };
 }
 
@@ -77,16 +88,18 @@ export async function accept(deps: InvitationDeps, token: unknown, password: unk
   if (problem) throw new HttpError(400, 'weak_password', problem);
   const passwordHash = await deps.hash(password);
   try {
-    const done = await deps.invitations.accept(tokenHash(token), (tx, inv) =>
-      deps.members.create(tx, { orgId: inv.orgId, email: inv.email, role: inv.role, passwordHash }),
-    );
+    // The new member, the spent link and the audit row are committed together or not at all.
+    const done = await deps.invitations.accept(tokenHash(token), async (tx, inv) => {
+      const member = await deps.members.create(tx, {
+        orgId: inv.orgId,
+        email: inv.email,
+        role: inv.role,
+        passwordHash,
+      });
+      await deps.audit.record(inv.orgId, member.email, 'invitation_accepted', member.role, tx);
+      return member;
+    });
     if (!done) throw expired();
-    await deps.audit.record(
-      done.invitation.orgId,
-      done.result.email,
-      'invitation_accepted',
-      done.result.role,
-    );
     return done.result;
   } catch (error) {
     if (error instanceof EmailTaken)

@@ -1,3 +1,4 @@
+import type { PoolClient } from '@dnc/kit';
 import type { FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
 import { mayChange, type OrganizationChange } from './domain/roles.js';
 import { isToken, newToken, sameSecret, tokenHash } from './domain/tokens.js';
@@ -68,37 +69,38 @@ export async function startSession(
     userAgent: reply.request.headers['user-agent'] ?? '',
   });
   if (!created) return undefined;
-  reply.setCookie(SESSION_COOKIE, token, cookieOptions);
+  setSessionCookie(reply, token);
   return { csrfToken };
 }
 
 /**
- * This browser's session under a new token after a change of the person's credentials (store
- * `sessions.renew`: every session of the person ends, this one too, in the transaction that creates the
- * new one): cookie replaced, new CSRF token returned. `confirmed` when the change proved who the person
- * is as POST /api/session/confirm would. Undefined, and the cookie cleared, when the session had ended
- * meanwhile.
+ * This browser's session under a new token after a change of the person's credentials, in the change's
+ * transaction `tx` (store `sessions.renew`: every session of the person ends, this one too, and the new
+ * one is created): its token and CSRF token, for the cookie to be set once `tx` is committed
+ * (`setSessionCookie`). `confirmed` when the change proved who the person is as POST
+ * /api/session/confirm would. Undefined when the session had ended meanwhile.
  */
 export async function renewSession(
   deps: SessionDeps,
-  reply: FastifyReply,
+  request: FastifyRequest,
   signedIn: SignedIn,
   options: { confirmed: boolean; keepDevice: unknown },
-): Promise<{ csrfToken: string } | undefined> {
+  tx: PoolClient,
+): Promise<{ token: string; csrfToken: string } | undefined> {
   const token = newToken();
   const csrfToken = newToken();
   const renewed = await deps.sessions.renew(
     signedIn.member.memberId,
     signedIn.tokenHash,
-    { tokenHash: tokenHash(token), csrfToken, userAgent: reply.request.headers['user-agent'] ?? '' },
+    { tokenHash: tokenHash(token), csrfToken, userAgent: request.headers['user-agent'] ?? '' },
     options,
+    tx,
   );
-  if (!renewed) {
-    clearSessionCookie(reply);
-    return undefined;
-  }
+  return renewed ? { token, csrfToken } : undefined;
+}
+
+export function setSessionCookie(reply: FastifyReply, token: string): void {
   reply.setCookie(SESSION_COOKIE, token, cookieOptions);
-  return { csrfToken };
 }
 
 export function clearSessionCookie(reply: FastifyReply): void {

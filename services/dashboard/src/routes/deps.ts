@@ -115,11 +115,26 @@ export async function checkCurrentPassword(
 }
 
 /**
- * A current code of the member's second factor, asked of a signed-in session with its password (a
- * confirmation, turning the factor off). Judged as at sign-in's second step: its time step is spent, so a
- * code is good once (members.spendTotpStep). A wrong or used one counts where a wrong password does and is
- * in the audit log as a failed sign-in (`target` says what asked for it, "locked" when it locked); while
- * locked nothing is judged, and a right code sent beside wrong ones that locked it is refused too.
+ * How the steps that ask for a code differ (`checkCurrentCode`): a signed-in session's (a confirmation,
+ * turning the factor off) take the defaults; sign-in's second step sets them all.
+ */
+export interface CodeCheck {
+  /** The status of a wrong or used code: 403 by default (a signed-in session's), 401 at sign-in. */
+  wrongStatus?: 401 | 403;
+  /** The audit target of a wrong code that locked: `${target}, locked` by default. */
+  lockedTarget?: string;
+  /** Done before the lockout is answered (sign-in ends its half session there). */
+  onLocked?: () => Promise<void>;
+}
+
+/**
+ * A current code of the member's second factor: at sign-in's second step, or asked of a signed-in session
+ * with its password (a confirmation, turning the factor off). Its time step is spent, so a code is good
+ * once (members.spendTotpStep). A wrong or used one counts where a wrong password does and is in the audit
+ * log as a failed sign-in (`target` says what asked for it, "locked" when it locked); while locked nothing
+ * is judged, and a right code sent beside wrong ones that locked it is refused too. A seed that cannot be
+ * opened refuses it (503) before any code is judged. The count of failures it judged by, for sign-in to
+ * clear once it is over.
  */
 export async function checkCurrentCode(
   deps: RouteDeps,
@@ -127,24 +142,27 @@ export async function checkCurrentCode(
   member: { memberId: string; orgId: string; email: string; totp: Sealed | null },
   code: string,
   target: string,
-): Promise<void> {
+  check: CodeCheck = {},
+): Promise<FailureCount> {
   const failures = await failureCount(deps, request, member.email);
-  if (await failures.isLocked()) throw lockedError();
+  const lockedOut = async () => {
+    if (check.onLocked) await check.onLocked();
+    return lockedError();
+  };
+  if (await failures.isLocked()) throw await lockedOut();
   // No seed (the factor turned off meanwhile) is a wrong code: fail closed.
   const seed = member.totp && openSeed(deps.totpKeys, request, member.memberId, member.totp);
   const step = seed ? totpStep(seed, code) : undefined;
   if (step === undefined || !(await deps.members.spendTotpStep(member.memberId, step))) {
     const nowLocked = await failures.recordFailure();
-    await deps.audit.record(
-      member.orgId,
-      member.email,
-      'sign_in_failed',
-      nowLocked ? `${target}, locked` : target,
-    );
-    if (nowLocked) throw lockedError();
-    throw new HttpError(403, 'invalid_code', 'The code is wrong or was used already.');
+    const audited = nowLocked ? (check.lockedTarget ?? `${target}, locked`) : target;
+    await deps.audit.record(member.orgId, member.email, 'sign_in_failed', audited);
+    if (nowLocked) throw await lockedOut();
+    throw new HttpError(check.wrongStatus ?? 403, 'invalid_code', 'The code is wrong or was used already.');
   }
-  if (await failures.isLocked()) throw lockedError();
+  // Wrong codes sent at the same time (or of other half sessions) may have locked it meanwhile.
+  if (await failures.isLocked()) throw await lockedOut();
+  return failures;
 }
 
 /** After a complete sign-in: this browser is one of the member's (cookie set or its life renewed). */

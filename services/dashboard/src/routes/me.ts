@@ -1,9 +1,17 @@
+import type { PoolClient } from '@dnc/kit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { MAX_PASSWORD, passwordProblem } from '../domain/password.js';
 import { qrPath } from '../domain/qr.js';
 import { newTotpSecret, totpStep, totpUri } from '../domain/totp.js';
 import { openSeed } from '../second-factor.js';
-import { guards, renewSession, who } from '../session.js';
+import {
+  clearSessionCookie,
+  guards,
+  renewSession,
+  type SignedIn,
+  setSessionCookie,
+  who,
+} from '../session.js';
 import type { SessionListing } from '../store/sessions.js';
 import { HttpError } from '../upstream.js';
 import {
@@ -35,10 +43,12 @@ export function meRoutes(app: FastifyInstance, deps: RouteDeps): void {
       await checkCurrentPassword(deps, request, member, b.current_password);
       const problem = passwordProblem(b.new_password, member.email);
       if (problem) throw new HttpError(400, 'weak_password', problem);
-      await deps.members.setPassword(member.memberId, await deps.hash(b.new_password));
+      const passwordHash = await deps.hash(b.new_password);
       // Whoever knew the old password is signed out; this browser goes on under a new session. The password
       // alone is a confirmation only while there is no second factor (POST /api/session/confirm asks both).
-      return renewAfter(deps, request, reply, 'password_changed', !member.totp);
+      return renewAfter(deps, request, reply, 'password_changed', !member.totp, (tx) =>
+        deps.members.setPassword(member.memberId, passwordHash, tx),
+      );
     },
   );
 
@@ -83,13 +93,14 @@ export function meRoutes(app: FastifyInstance, deps: RouteDeps): void {
       const step = totpStep(secret, b.code);
       if (step === undefined)
         throw new HttpError(400, 'invalid_code', 'The code is wrong; try the current one.');
-      if (!(await deps.members.enableTotp(member.memberId, pending, step)))
-        throw new HttpError(
-          409,
-          'totp_not_set_up',
-          'The set-up was started again elsewhere; use the new one.',
-        );
-      return renewAfter(deps, request, reply, 'totp_enabled', true);
+      return renewAfter(deps, request, reply, 'totp_enabled', true, async (tx) => {
+        if (!(await deps.members.enableTotp(member.memberId, pending, step, tx)))
+          throw new HttpError(
+            409,
+            'totp_not_set_up',
+            'The set-up was started again elsewhere; use the new one.',
+          );
+      });
     },
   );
 
@@ -113,18 +124,20 @@ export function meRoutes(app: FastifyInstance, deps: RouteDeps): void {
       if (!member.totp) throw new HttpError(409, 'totp_not_enabled', 'The second factor is off already.');
       await checkCurrentPassword(deps, request, member, b.password);
       await checkCurrentCode(deps, request, member, b.code, 'second factor, turning it off');
-      await deps.members.disableTotp(member.memberId);
-      return renewAfter(deps, request, reply, 'totp_disabled', true);
+      return renewAfter(deps, request, reply, 'totp_disabled', true, (tx) =>
+        deps.members.disableTotp(member.memberId, tx),
+      );
     },
   );
 }
 
 /**
- * After a change of the person's credentials: every session of the person ends, this one too, and this
- * browser goes on under a new session (a new cookie and CSRF token, answered for the page to go on with).
- * A copy of the old cookie is worth nothing (OWASP: a new session id after a privilege change; found by a
- * review, 2026-12-05). The browser keeps its device cookie. `confirmed` when the change proved who the
- * person is as POST /api/session/confirm would.
+ * A change of the person's credentials (`change`), after which every session of the person ends, this one
+ * too, and this browser goes on under a new session (a new cookie and CSRF token, answered for the page to
+ * go on with). A copy of the old cookie is worth nothing (OWASP: a new session id after a privilege change;
+ * found by a review, 2026-12-05). The browser keeps its device cookie. `confirmed` when the change proved
+ * who the person is as POST /api/session/confirm would. The change, the sessions' renewal and the audit
+ * row are one transaction, committed together or not at all; the cookie is set once they are.
  */
 async function renewAfter(
   deps: RouteDeps,
@@ -132,16 +145,23 @@ async function renewAfter(
   reply: FastifyReply,
   action: 'password_changed' | 'totp_enabled' | 'totp_disabled',
   confirmed: boolean,
+  change: (tx: PoolClient) => Promise<void>,
 ): Promise<{ csrf_token: string }> {
   const signedIn = who(request);
-  const renewed = await renewSession(deps, reply, signedIn, {
-    confirmed,
-    keepDevice: request.cookies[DEVICE_COOKIE],
+  const { member } = signedIn;
+  const keepDevice = request.cookies[DEVICE_COOKIE];
+  const renewed = await deps.transaction(async (tx) => {
+    await change(tx);
+    const next = await renewSession(deps, request, signedIn, { confirmed, keepDevice }, tx);
+    await deps.audit.record(member.orgId, member.email, action, '', tx);
+    return next;
   });
-  await deps.audit.record(signedIn.member.orgId, signedIn.member.email, action);
   // Another session ended this one while the change was made: the change stands, this browser signs in.
-  if (!renewed)
+  if (!renewed) {
+    clearSessionCookie(reply);
     throw new HttpError(401, 'unauthenticated', 'Your session was ended meanwhile; sign in again.');
+  }
+  setSessionCookie(reply, renewed.token);
   return { csrf_token: renewed.csrfToken };
 }
 
@@ -171,7 +191,7 @@ function sessionListRoutes(app: FastifyInstance, deps: RouteDeps): void {
   app.post('/api/me/sessions/:id/end', { preHandler: change }, async (request, reply) => {
     const { member, tokenHash } = who(request);
     const { id } = request.params as { id: string };
-    const ended = UUID.test(id) ? await deps.sessions.endOne(member.memberId, id, tokenHash) : undefined;
+    const ended = UUID.test(id) ? await endOther(deps, who(request), id) : undefined;
     if (!ended) {
       const mine =
         UUID.test(id) &&
@@ -180,7 +200,25 @@ function sessionListRoutes(app: FastifyInstance, deps: RouteDeps): void {
         throw new HttpError(409, 'current_session', 'This is the session you are using: sign out instead.');
       throw new HttpError(404, 'session_not_found', 'No such session of yours; it may have ended already.');
     }
-    await deps.audit.record(member.orgId, member.email, 'session_ended', `signed in ${iso(ended.createdAt)}`);
     return reply.code(204).send();
+  });
+}
+
+/**
+ * One of the person's other sessions ended, by its id, with its audit row: committed together or not at
+ * all. Undefined, and nothing recorded, when the person has no such other session.
+ */
+async function endOther(deps: RouteDeps, { member, tokenHash }: SignedIn, id: string) {
+  return deps.transaction(async (tx) => {
+    const ended = await deps.sessions.endOne(member.memberId, id, tokenHash, tx);
+    if (ended)
+      await deps.audit.record(
+        member.orgId,
+        member.email,
+        'session_ended',
+        `signed in ${iso(ended.createdAt)}`,
+        tx,
+      );
+    return ended;
   });
 }

@@ -51,15 +51,18 @@ function memberRoutes(app: FastifyInstance, deps: RouteDeps): void {
       const { member } = who(request);
       const { memberId } = request.params as { memberId: string };
       if (!UUID.test(memberId)) throw notFound();
-      const removed = await deps.members.remove(member.orgId, memberId);
-      if (removed === 'absent') throw notFound();
-      if (removed === 'last_owner')
-        throw new HttpError(
-          409,
-          'last_owner',
-          'The organization keeps at least one owner: make another owner first.',
-        );
-      await deps.audit.record(member.orgId, member.email, 'member_removed', removed.email);
+      // The removal and its audit row are committed together or not at all.
+      await deps.transaction(async (tx) => {
+        const removed = await deps.members.remove(member.orgId, memberId, tx);
+        if (removed === 'absent') throw notFound();
+        if (removed === 'last_owner')
+          throw new HttpError(
+            409,
+            'last_owner',
+            'The organization keeps at least one owner: make another owner first.',
+          );
+        await deps.audit.record(member.orgId, member.email, 'member_removed', removed.email, tx);
+      });
       return reply.code(204).send();
     },
   );
@@ -123,9 +126,12 @@ function invitationRoutes(app: FastifyInstance, deps: RouteDeps): void {
       const { member } = who(request);
       const { invitationId } = request.params as { invitationId: string };
       if (!UUID.test(invitationId)) throw notFound();
-      const revoked = await deps.invitations.revoke(member.orgId, invitationId);
-      if (!revoked) throw notFound();
-      await deps.audit.record(member.orgId, member.email, 'invitation_revoked', revoked.email);
+      // The revocation and its audit row are committed together or not at all.
+      await deps.transaction(async (tx) => {
+        const revoked = await deps.invitations.revoke(member.orgId, invitationId, tx);
+        if (!revoked) throw notFound();
+        await deps.audit.record(member.orgId, member.email, 'invitation_revoked', revoked.email, tx);
+      });
       return reply.code(204).send();
     },
   );

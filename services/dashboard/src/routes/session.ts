@@ -2,9 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { normalEmail } from '../domain/email.js';
 import { MAX_PASSWORD } from '../domain/password.js';
 import { tokenHash } from '../domain/tokens.js';
-import { totpStep } from '../domain/totp.js';
 import { accept, inspect } from '../invitations.js';
-import { openSeed } from '../second-factor.js';
 import {
   checkCsrf,
   clearSessionCookie,
@@ -18,6 +16,7 @@ import {
 import { HttpError } from '../upstream.js';
 import {
   body,
+  checkCurrentCode,
   DEVICE_COOKIE,
   failureCount,
   iso,
@@ -81,25 +80,15 @@ function signInRoutes(app: FastifyInstance, deps: RouteDeps): void {
       const { code } = request.body as { code: string };
       // Codes count where the password did (the email's, or this browser's when it is one of the member's;
       // the password step did not clear it): once locked, every answer is the lockout, a right code's too,
-      // and the half session ends.
-      const failures = await failureCount(deps, request, member.email);
-      const lockedOut = async () => {
-        await deps.sessions.end(pending.tokenHash);
-        clearSessionCookie(reply);
-        return lockedError();
-      };
-      if (await failures.isLocked()) throw await lockedOut();
-      // A seed that cannot be opened refuses the sign-in (503) before any code is judged.
-      const seed = member.totp ? openSeed(deps.totpKeys, request, member.memberId, member.totp) : undefined;
-      const step = seed ? totpStep(seed, code) : undefined;
-      if (step === undefined || !(await deps.members.spendTotpStep(member.memberId, step))) {
-        const nowLocked = await failures.recordFailure();
-        await deps.audit.record(member.orgId, member.email, 'sign_in_failed', 'second factor');
-        if (nowLocked) throw await lockedOut();
-        throw new HttpError(401, 'invalid_code', 'The code is wrong or was used already.');
-      }
-      // Wrong codes of other half sessions may have locked it meanwhile.
-      if (await failures.isLocked()) throw await lockedOut();
+      // and the half session ends. A wrong code is a 401 here, audited as "second factor", locked or not.
+      const failures = await checkCurrentCode(deps, request, member, code, 'second factor', {
+        wrongStatus: 401,
+        lockedTarget: 'second factor',
+        onLocked: async () => {
+          await deps.sessions.end(pending.tokenHash);
+          clearSessionCookie(reply);
+        },
+      });
       await failures.clear();
       await deps.sessions.end(pending.tokenHash);
       const started = await startSession(deps, reply, member, 'full');
@@ -119,18 +108,28 @@ function signInRoutes(app: FastifyInstance, deps: RouteDeps): void {
 function signOutRoutes(app: FastifyInstance, deps: RouteDeps): void {
   const { change } = guards(deps);
 
+  // Each end of sessions and its audit row are committed together or not at all.
   app.post('/api/session/sign-out', { preHandler: change }, async (request, reply) => {
     const { member, tokenHash: hash } = who(request);
-    await deps.sessions.end(hash);
-    await deps.audit.record(member.orgId, member.email, 'sign_out');
+    await deps.transaction(async (tx) => {
+      await deps.sessions.end(hash, tx);
+      await deps.audit.record(member.orgId, member.email, 'sign_out', '', tx);
+    });
     clearSessionCookie(reply);
     return reply.code(204).send();
   });
 
   app.post('/api/session/sign-out-everywhere', { preHandler: change }, async (request, reply) => {
     const { member } = who(request);
-    const ended = await deps.sessions.endAll(member.memberId, undefined, request.cookies[DEVICE_COOKIE]);
-    await deps.audit.record(member.orgId, member.email, 'sign_out_everywhere', `${ended} sessions`);
+    await deps.transaction(async (tx) => {
+      const ended = await deps.sessions.endAll(
+        member.memberId,
+        undefined,
+        request.cookies[DEVICE_COOKIE],
+        tx,
+      );
+      await deps.audit.record(member.orgId, member.email, 'sign_out_everywhere', `${ended} sessions`, tx);
+    });
     clearSessionCookie(reply);
     return reply.code(204).send();
   });

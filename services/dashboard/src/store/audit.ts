@@ -1,4 +1,4 @@
-import type { Pool } from '@dnc/kit';
+import type { Pool, PoolClient } from '@dnc/kit';
 
 /** What the audit log records. */
 export type AuditAction =
@@ -34,9 +34,23 @@ export const AUDIT_PAGE = 200;
 export class AuditLog {
   constructor(private readonly pool: Pool) {}
 
-  async record(orgId: string, actor: string, action: AuditAction, target = ''): Promise<void> {
-    await this.pool.query(
-      'INSERT INTO dashboard.audit_events (org_id, actor, action, target) VALUES ($1, $2, $3, $4)',
+  /**
+   * One event. A change of the dashboard's own data is recorded in the transaction `tx` that makes it
+   * (store/transaction.ts): the row is committed with the change or neither is. Without `tx` (a failed
+   * sign-in, a sign-in, a change made by another service) the row is written on its own.
+   */
+  async record(
+    orgId: string,
+    actor: string,
+    action: AuditAction,
+    target = '',
+    tx?: PoolClient,
+  ): Promise<void> {
+    // The time of the insert, not of its transaction's start (`now()`): a change may wait on row locks
+    // before its row is written, and the log, ordered by insert, would show times out of order.
+    await (tx ?? this.pool).query(
+      `INSERT INTO dashboard.audit_events (org_id, actor, action, target, at)
+       VALUES ($1, $2, $3, $4, clock_timestamp())`,
       [orgId, actor, action, target],
     );
   }

@@ -33,18 +33,22 @@ function invitationOf(r: any): Invitation {
 export class InvitationStore {
   constructor(private readonly pool: Pool) {}
 
-  async create(i: {
-    orgId: string;
-    email: string;
-    role: Role;
-    tokenHash: Buffer;
-    invitedBy: string | null;
-    ttlHours: number;
-  }): Promise<Invitation | undefined> {
+  /** In the caller's transaction `tx` when given (its audit row's), as `revoke`. */
+  async create(
+    i: {
+      orgId: string;
+      email: string;
+      role: Role;
+      tokenHash: Buffer;
+      invitedBy: string | null;
+      ttlHours: number;
+    },
+    tx?: PoolClient,
+  ): Promise<Invitation | undefined> {
     // An owner's invitation is made only while they are still an owner of the organization: their row is
     // locked FOR SHARE, so a removal either waits and then revokes this invitation with their others, or
     // has removed them and nothing is made (undefined).
-    const r = await this.pool.query(
+    const r = await (tx ?? this.pool).query(
       `INSERT INTO dashboard.invitations (invitation_id, org_id, email, role, token_hash, invited_by, expires_at)
        SELECT $1, $2, $3, $4, $5, $6, now() + make_interval(hours => $7)
        WHERE $6::uuid IS NULL OR EXISTS (
@@ -113,8 +117,8 @@ export class InvitationStore {
   }
 
   /** Revoke a pending invitation of this organization; undefined for any other id. */
-  async revoke(orgId: string, invitationId: string): Promise<Invitation | undefined> {
-    const r = await this.pool.query(
+  async revoke(orgId: string, invitationId: string, tx?: PoolClient): Promise<Invitation | undefined> {
+    const r = await (tx ?? this.pool).query(
       `UPDATE dashboard.invitations SET revoked_at = now()
        WHERE invitation_id = $1 AND org_id = $2 AND accepted_at IS NULL AND revoked_at IS NULL
        RETURNING *`,

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { inTransaction, type Pool, type PoolClient } from '@dnc/kit';
+import type { Pool, PoolClient } from '@dnc/kit';
 import type { Role } from '../domain/roles.js';
 import type { Sealed } from '../domain/sealing.js';
+import { within } from './transaction.js';
 
 export interface Member {
   memberId: string;
@@ -142,10 +143,11 @@ export class MemberStore {
   /**
    * Remove a member of this organization, unless they are its last owner, and revoke the invitations
    * they sent or were sent that are still pending. 'absent' for an id that is not a member of this organization
-   * (another organization's member is absent too).
+   * (another organization's member is absent too). In the caller's transaction `tx` when given (its audit
+   * row's).
    */
-  async remove(orgId: string, memberId: string): Promise<Member | 'absent' | 'last_owner'> {
-    return inTransaction(this.pool, async (tx) => {
+  async remove(orgId: string, memberId: string, tx?: PoolClient): Promise<Member | 'absent' | 'last_owner'> {
+    return within(this.pool, tx, async (tx) => {
       // Lock the organization's members so two removals cannot leave it without an owner.
       const r = await tx.query(
         'SELECT * FROM dashboard.members WHERE org_id = $1 ORDER BY member_id FOR UPDATE',
@@ -169,8 +171,10 @@ export class MemberStore {
     });
   }
 
-  async setPassword(memberId: string, passwordHash: string): Promise<void> {
-    await this.pool.query('UPDATE dashboard.members SET password_hash = $2 WHERE member_id = $1', [
+  // The changes below run in the caller's transaction `tx` when given (the one of their audit row).
+
+  async setPassword(memberId: string, passwordHash: string, tx?: PoolClient): Promise<void> {
+    await (tx ?? this.pool).query('UPDATE dashboard.members SET password_hash = $2 WHERE member_id = $1', [
       memberId,
       passwordHash,
     ]);
@@ -194,8 +198,8 @@ export class MemberStore {
    * `totp_secret` gets the marker a replica of the previous release fails closed on (migration
    * 1764000000000).
    */
-  async enableTotp(memberId: string, pending: Sealed, step: number): Promise<boolean> {
-    const r = await this.pool.query(
+  async enableTotp(memberId: string, pending: Sealed, step: number, tx?: PoolClient): Promise<boolean> {
+    const r = await (tx ?? this.pool).query(
       `UPDATE dashboard.members SET totp_sealed = totp_pending_sealed, totp_key_id = totp_pending_key_id,
          totp_pending_sealed = NULL, totp_pending_key_id = NULL, totp_last_step = $3, totp_secret = '!sealed'
        WHERE member_id = $1 AND totp_pending_sealed = $2`,
@@ -205,8 +209,8 @@ export class MemberStore {
     return r.rowCount === 1;
   }
 
-  async disableTotp(memberId: string): Promise<void> {
-    await this.pool.query(
+  async disableTotp(memberId: string, tx?: PoolClient): Promise<void> {
+    await (tx ?? this.pool).query(
       `UPDATE dashboard.members SET totp_sealed = NULL, totp_key_id = NULL, totp_pending_sealed = NULL,
          totp_pending_key_id = NULL, totp_last_step = NULL, totp_secret = NULL
        WHERE member_id = $1`,

@@ -1,5 +1,6 @@
-import { inTransaction, type Pool, type PoolClient } from '@dnc/kit';
+import type { Pool, PoolClient } from '@dnc/kit';
 import { isToken, tokenHash } from '../domain/tokens.js';
+import { within } from './transaction.js';
 
 export type SessionStage = 'mfa' | 'full';
 
@@ -137,10 +138,16 @@ export class SessionStore {
 
   /**
    * End one of the person's sessions by its id, never `keep` (the caller's own); the ended session's
-   * listing, or undefined when the person has no such other session.
+   * listing, or undefined when the person has no such other session. In the caller's transaction `tx` when
+   * given (its audit row's), as `end` and `endAll`.
    */
-  async endOne(memberId: string, id: string, keep: Buffer): Promise<SessionListing | undefined> {
-    const r = await this.pool.query(
+  async endOne(
+    memberId: string,
+    id: string,
+    keep: Buffer,
+    tx?: PoolClient,
+  ): Promise<SessionListing | undefined> {
+    const r = await (tx ?? this.pool).query(
       `DELETE FROM dashboard.sessions WHERE member_id = $1 AND public_id = $2 AND token_hash <> $3
        RETURNING public_id, stage, user_agent, created_at, last_seen_at, expires_at`,
       [memberId, id, keep],
@@ -177,8 +184,8 @@ export class SessionStore {
     ]);
   }
 
-  async end(tokenHash: Buffer): Promise<void> {
-    await this.pool.query('DELETE FROM dashboard.sessions WHERE token_hash = $1', [tokenHash]);
+  async end(tokenHash: Buffer, tx?: PoolClient): Promise<void> {
+    await (tx ?? this.pool).query('DELETE FROM dashboard.sessions WHERE token_hash = $1', [tokenHash]);
   }
 
   /**
@@ -187,11 +194,12 @@ export class SessionStore {
    * sees a session whose insert this bump waited for). And every browser the member signed in from
    * (device cookies) but `keepDevice`, the one asking (found by a review, 2026-12-04: they outlived a
    * password change, the second factor turned on and this, so whoever once had the password kept up to 20
-   * browsers whose guesses never counted against the email's lock).
+   * browsers whose guesses never counted against the email's lock). The number of sessions ended.
    */
-  async endAll(memberId: string, keep?: Buffer, keepDevice?: unknown): Promise<number> {
-    return inTransaction(
+  async endAll(memberId: string, keep?: Buffer, keepDevice?: unknown, tx?: PoolClient): Promise<number> {
+    return within(
       this.pool,
+      tx,
       async (tx) => (await this.endAllIn(tx, memberId, keep, keepDevice)).ended.length,
     );
   }
@@ -207,15 +215,17 @@ export class SessionStore {
    * is the same sign-in under a new token (its stage and start, so its absolute deadline), confirmed now
    * when the change proved as much as POST /api/session/confirm would (`confirmed`), else as `current` was.
    * False, and nothing created, when `current` was no longer live (ended meanwhile from another session,
-   * the member removed); the member's sessions end all the same.
+   * the member removed); the member's sessions end all the same. In the caller's transaction `tx` when
+   * given: the change of credentials and its audit row are committed with the renewal.
    */
   async renew(
     memberId: string,
     current: Buffer,
     next: { tokenHash: Buffer; csrfToken: string; userAgent: string },
     options: { confirmed: boolean; keepDevice?: unknown },
+    tx?: PoolClient,
   ): Promise<boolean> {
-    return inTransaction(this.pool, async (tx) => {
+    return within(this.pool, tx, async (tx) => {
       const { member, ended } = await this.endAllIn(tx, memberId, undefined, options.keepDevice);
       // Ended here, so it was live until now: not ended meanwhile by another session.
       const renewed = ended.find((e) => e.token_hash.equals(current));
