@@ -6,8 +6,17 @@ const now = 1_765_000_000_000;
 describe('the last moment a call may commit for its caller (commitBy)', () => {
   it('nothing known: never; only a relative time: from arrival', () => {
     expect(commitBy(now, undefined)).toBe(Number.POSITIVE_INFINITY);
-    expect(commitBy(now, 0, 0n)).toBe(Number.POSITIVE_INFINITY);
+    expect(commitBy(now, undefined, 0n)).toBe(Number.POSITIVE_INFINITY);
     expect(commitBy(now, 1_000)).toBe(now + 1_000);
+  });
+
+  // Found by a review (2026-12-05): a call whose deadline ran out before its handler began (connect's
+  // timeoutMs() is then 0 or less) was taken for one without a deadline, and quota's Commit and Release
+  // waited on a locked account up to the statement timeout.
+  it('a relative time already out: no time left, not none', () => {
+    expect(commitBy(now, 0)).toBe(now);
+    expect(commitBy(now, -50)).toBe(now);
+    expect(commitBy(now, -50, BigInt(now + 1_000))).toBe(now);
   });
 
   it('arrived at once: the moment itself', () => {

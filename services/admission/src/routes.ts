@@ -175,7 +175,8 @@ function completionDeadline(req: { timeoutMs: number; deadlineUnixMs: bigint }, 
   const now = Date.now();
   const call = ctx.timeoutMs();
   return Math.min(
-    commitBy(now, req.timeoutMs, req.deadlineUnixMs),
+    // timeout_ms 0: none (proto3's default), not a deadline already out.
+    commitBy(now, req.timeoutMs > 0 ? req.timeoutMs : undefined, req.deadlineUnixMs),
     call !== undefined ? now + call : Number.POSITIVE_INFINITY,
   );
 }

@@ -80,7 +80,7 @@ export class Harness {
   async start(
     env: Record<string, string> = {},
     quotaDatabaseUrl = this.databaseUrl,
-    options: { scheduler?: boolean } = {},
+    options: { scheduler?: boolean; schedulerEnv?: Record<string, string> } = {},
   ): Promise<this> {
     this.pki = await StackPki.create();
     await this.pki.write('quota', 'quota');
@@ -104,7 +104,7 @@ export class Harness {
         peer: 'quota',
       }),
     );
-    if (options.scheduler) await this.startScheduler();
+    if (options.scheduler) await this.startScheduler(options.schedulerEnv);
     await this.addInstance(env);
     this.nc = await connectNats(TEST_NATS_URL, 'admission-test');
     this.heartbeat = setInterval(() => void this.announceAll(), 1000);
@@ -112,7 +112,7 @@ export class Harness {
   }
 
   /** The job scheduler's API role on the same database, NATS prefix and quota. */
-  private async startScheduler(): Promise<void> {
+  private async startScheduler(env: Record<string, string> = {}): Promise<void> {
     await this.pki.write('job-scheduler', 'job-scheduler');
     this.scheduler = await startJobScheduler(
       parseConfig(jobsConfig, {
@@ -128,6 +128,7 @@ export class Harness {
         DNC_METRICS_PORT: '0',
         DNC_LOG_LEVEL: 'silent',
         ...this.pki.env('job-scheduler'),
+        ...env,
       }),
     );
   }

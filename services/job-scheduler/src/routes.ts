@@ -1,11 +1,10 @@
 import { create } from '@bufbuild/protobuf';
 import { type Timestamp, timestampFromDate } from '@bufbuild/protobuf/wkt';
-import type { ConnectRouter, HandlerContext, ServiceImpl } from '@connectrpc/connect';
-import { isCountryCode, isJobStatus, LIMITS } from '@dnc/api-contract/limits';
+import type { ConnectRouter, ServiceImpl } from '@connectrpc/connect';
+import { isJobStatus } from '@dnc/api-contract/limits';
 import {
   Code,
   ConnectError,
-  commitBy,
   jobStatusOf,
   type Logger,
   protoJobStatus,
@@ -16,7 +15,6 @@ import { jobsv1 } from '@dnc/proto';
 import type { KeyRing } from './crypto/envelope.js';
 import { keyStatus } from './crypto/key-status.js';
 import type { Dispatcher } from './dispatch.js';
-import { canonicalPhoneCount } from './domain/canonical-input.js';
 import {
   carriesError,
   expiresAt,
@@ -28,9 +26,8 @@ import type { JobMetrics } from './metrics.js';
 import type { QuotaSettlement } from './settlement.js';
 import { BlobMissing, blobKeyUsage, readBlob } from './store/blobs.js';
 import type { CleanupStore } from './store/cleanup.js';
-import { CallerGone, isJobId, JobFenced, type JobRow, type JobStore } from './store/jobs.js';
-
-const MAX_INPUTS = LIMITS.v2MaxInputs;
+import { isJobId, type JobRow, type JobStore } from './store/jobs.js';
+import { submitJob } from './submit.js';
 
 /** The Job message: the spec's fields only. JobError only for failed and expired. */
 export function jobMessage(job: JobRow, policy: RetentionPolicy): jobsv1.Job {
@@ -55,22 +52,6 @@ export function jobMessage(job: JobRow, policy: RetentionPolicy): jobsv1.Job {
 
 const notFound = () => publicError(Code.NotFound, 'job_not_found');
 
-const invalidPhones = () =>
-  publicError(Code.InvalidArgument, 'validation_error', {
-    message: `phones: at most ${MAX_INPUTS} strings of at most ${LIMITS.maxPhoneLength} characters`,
-  });
-
-/**
- * The durable input of a submit: `canonical_phones`, a JSON array of strings, stored as received once
- * checked (on its bytes: domain/canonical-input.ts); bounded before anything is stored.
- */
-function durableInput(req: jobsv1.SubmitJobRequest): { count: number; pieces: Iterable<string | Buffer> } {
-  const bytes = req.canonicalPhones;
-  const count = canonicalPhoneCount(bytes);
-  if (count === undefined) throw invalidPhones();
-  return { count, pieces: [Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)] };
-}
-
 export interface RouteDeps {
   store: JobStore;
   cleanup: CleanupStore;
@@ -82,53 +63,6 @@ export interface RouteDeps {
   track: <T>(p: Promise<T>) => Promise<T>;
   /** Bounds the result downloads streamed at once (result-streams.ts). */
   resultStreams: ResultStreams;
-}
-
-/** What a new job's storage keeps of its caller's deadline for the answer to travel back. */
-const SUBMIT_ANSWER_MS = 100;
-
-/**
- * SubmitJob: the job stored with its input (idempotent by job id) and dispatched when new. A new job is
- * stored only while its answer can still reach its caller in time (kit `commitBy`): one stored after the
- * gateway answered 503 would run and be charged with nobody told (found by a review, 2026-12-05).
- */
-async function submitJob(
-  deps: RouteDeps,
-  req: jobsv1.SubmitJobRequest,
-  ctx: HandlerContext,
-): Promise<{ job: jobsv1.Job; resumed: boolean }> {
-  const { store, dispatcher } = deps;
-  if (!isJobId(req.jobId)) throw publicError(Code.InvalidArgument, 'validation_error', { message: 'job_id' });
-  if (!req.orgId || !req.reservationId)
-    throw publicError(Code.InvalidArgument, 'validation_error', { message: 'org_id and reservation_id' });
-  if (!isCountryCode(req.country))
-    throw publicError(Code.InvalidArgument, 'validation_error', { message: 'country' });
-  const input = durableInput(req);
-  const { job, created } = await store
-    .submit({
-      jobId: req.jobId,
-      orgId: req.orgId,
-      country: req.country,
-      reservationId: req.reservationId,
-      count: input.count,
-      input: input.pieces,
-      storeBy: commitBy(Date.now(), ctx.timeoutMs(), req.deadlineUnixMs) - SUBMIT_ANSWER_MS,
-    })
-    .catch((error: unknown) => {
-      // Its admission was given up by the reconciler (reservation released): never stored.
-      if (error instanceof JobFenced) throw publicError(Code.FailedPrecondition, 'platform_failure');
-      if (error instanceof CallerGone)
-        throw new ConnectError(
-          'the caller gave up before the job was stored: nothing stored',
-          Code.DeadlineExceeded,
-        );
-      throw error;
-    });
-  // The id names another organization's job (never expected: ids are random): refuse.
-  if (job.orgId !== req.orgId || job.reservationId !== req.reservationId)
-    throw publicError(Code.AlreadyExists, 'platform_failure');
-  if (created) await dispatcher.dispatch(job);
-  return { job: jobMessage(job, store.policy), resumed: !created };
 }
 
 /** How far this process's clock may run behind the database's before a job past its cap is missed. */
