@@ -275,12 +275,28 @@ export class Jobs {
     }
   }
 
-  /** create + wait + result. Throws DncJobError when the job ends failed, expired or cancelled. */
+  /**
+   * create + wait + result. Throws DncJobError when the job ends failed, expired or cancelled. An error
+   * after the job was created (a poll or the download failed) carries the job's `idempotencyKey` too:
+   * `run` (or `create`) again with it returns the same job, never a second one (found by a review,
+   * 2026-12-05: it was undefined, and retrying as the README shows made a second job, charged again).
+   */
   async run(request: DurableScrubRequest, options: RunOptions = {}): Promise<ScrubResult> {
-    const job = await this.create(request, options);
-    // As RunOptions say: `timeoutMs` bounds each call here, `maxWaitMs` the wait.
-    const done = TERMINAL.has(job.status) ? job : await this.#wait(job.job_id, options, 'each');
-    if (done.status !== 'succeeded') throw new DncJobError(done);
-    return this.result(done.job_id, options);
+    const idempotencyKey = idempotencyKeyFor(options);
+    const job = await this.create(request, { ...options, idempotencyKey });
+    try {
+      // As RunOptions say: `timeoutMs` bounds each call here, `maxWaitMs` the wait.
+      const done = TERMINAL.has(job.status) ? job : await this.#wait(job.job_id, options, 'each');
+      if (done.status !== 'succeeded') throw new DncJobError(done);
+      return await this.result(done.job_id, options);
+    } catch (error) {
+      if (
+        error instanceof DncApiError ||
+        error instanceof DncConnectionError ||
+        error instanceof DncTimeoutError
+      )
+        error.idempotencyKey = idempotencyKey;
+      throw error;
+    }
   }
 }

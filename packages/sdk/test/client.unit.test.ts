@@ -381,6 +381,36 @@ describe('DncClient.jobs (v2)', () => {
     expect(error).toMatchObject({ code: 'country_service_maintenance' });
   });
 
+  // Found by a review (2026-12-05): an error after the job was created (here a poll answered 500) came
+  // without the key, and retrying as the README shows (`create(..., { idempotencyKey: error.idempotencyKey })`)
+  // sent a new key: a second job, charged again. It now carries the key the job was created with.
+  it('run: an error after the job was created carries its key; run again with it, the same job', async () => {
+    let polls = 0;
+    const { client, calls } = await clientFor((call) => {
+      if (call.url === '/v2/scrub') return { status: 202, body: job('queued') };
+      if (call.url.endsWith('/result')) return { status: 200, body: result };
+      polls += 1;
+      return polls === 1
+        ? { status: 500, body: { error: 'internal_error' } }
+        : { status: 200, body: job('succeeded') };
+    });
+    const error = await client.jobs.run(request, { pollIntervalMs: 10 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DncApiError);
+    const sent = calls[0]!.headers['idempotency-key'];
+    expect(sent).toEqual(expect.any(String));
+    expect((error as DncApiError).idempotencyKey).toBe(sent);
+    await expect(
+      client.jobs.run(request, {
+        pollIntervalMs: 10,
+        idempotencyKey: (error as DncApiError).idempotencyKey!,
+      }),
+    ).resolves.toEqual(result);
+    expect(calls.filter((c) => c.url === '/v2/scrub').map((c) => c.headers['idempotency-key'])).toEqual([
+      sent,
+      sent,
+    ]);
+  });
+
   it('a failed or expired job without its JobError is never reported as a cancellation', () => {
     expect(new DncJobError(job('failed') as never).code).toBe('platform_failure');
     expect(new DncJobError(job('expired') as never).code).toBe('job_expired');
