@@ -86,7 +86,17 @@ export async function scrub(ctx: CommandContext, command: ScrubCommand, path: st
     result = await ctx.client.jobs.result(job.job_id, { ...withSignal(ctx), onResponse });
   }
   ctx.progress.stop();
-  await emitResult(ctx, result, command.format ?? (input.table ? 'csv' : 'json'), input, command.out);
+  try {
+    await emitResult(ctx, result, command.format ?? (input.table ? 'csv' : 'json'), input, command.out);
+  } catch (error) {
+    // The answer came, and was charged, but was not written (a full disk, a file changed meanwhile): the same
+    // key gets it again free (v1 replays it, v2 answers the same job). Found by a review (2026-12-05): the key,
+    // generated here, was never shown, so running the command again was a second charge.
+    ctx.stderr.write(
+      `dnc: the answer was received but not written; to get it again without a second charge, run the same command with --idempotency-key ${keyed.idempotencyKey}\n`,
+    );
+    throw error;
+  }
   reportAnswer(ctx, last);
   return 0;
 }

@@ -284,6 +284,21 @@ describe('dnc errors', () => {
     expect(t3.err.join('')).not.toContain('--idempotency-key');
   });
 
+  // Found by a review (2026-12-05): an answer received (and charged) that could not be written named no key,
+  // and the command run again sent a new one: a second charge for the same list.
+  it('an answer received but not written names its key; the same command with it is replayed', async () => {
+    answer = () => ({ status: 200, body: result(3) });
+    const file = await numbersFile(3);
+    const t = io();
+    const out = join(dir, 'no-such-directory', 'result.json');
+    expect(await runCli(['scrub', '--country', 'co', '--out', out, file], t.env)).not.toBe(0);
+    const key = /--idempotency-key ([0-9a-f-]{36})/.exec(t.err.join(''))?.[1];
+    expect(key, t.err.join('')).toBeDefined();
+    expect(t.err.join('')).toContain('the answer was received but not written');
+    const t2 = io();
+    expect(await runCli(['scrub', '--country', 'co', '--idempotency-key', key!, file], t2.env)).toBe(0);
+  });
+
   it('a job admitted before an error is named with how to follow it (it keeps running)', async () => {
     answer = (_method, url) =>
       url === '/v2/scrub'
