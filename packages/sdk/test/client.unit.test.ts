@@ -228,6 +228,19 @@ describe('DncClient.scrub (v1)', () => {
     expect(calls).toHaveLength(1);
   });
 
+  it('a success whose body is not JSON is an unknown outcome: asked again with the same key', async () => {
+    const { client, calls } = await clientFor(
+      sequence({ status: 200, body: undefined }, { status: 200, body: result }),
+    );
+    await expect(client.scrub(request)).resolves.toEqual(result);
+    expect(calls).toHaveLength(2);
+    expect(calls[1]!.headers['idempotency-key']).toBe(calls[0]!.headers['idempotency-key']);
+    const always = await clientFor(() => ({ status: 200, body: undefined }), { maxRetries: 1 });
+    const error = await always.client.scrub(request).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DncConnectionError);
+    expect((error as DncConnectionError).idempotencyKey).toBe(always.calls[0]!.headers['idempotency-key']);
+  });
+
   it('maps a non-JSON error body to unexpected_response', async () => {
     const { client } = await clientFor(sequence({ status: 502, body: undefined }), { maxRetries: 0 });
     await expect(client.scrub(request)).rejects.toMatchObject({ status: 502, code: 'unexpected_response' });
