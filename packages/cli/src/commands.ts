@@ -93,7 +93,7 @@ export async function scrub(ctx: CommandContext, command: ScrubCommand, path: st
     // key gets it again free (v1 replays it, v2 answers the same job). Found by a review (2026-12-05): the key,
     // generated here, was never shown, so running the command again was a second charge.
     ctx.stderr.write(
-      `dnc: the answer was received but not written; to get it again without a second charge, run the same command with --idempotency-key ${keyed.idempotencyKey}\n`,
+      `dnc: the answer was received but not written; once the cause is fixed, the same command (the same numbers) with --idempotency-key ${keyed.idempotencyKey} gets it again without a second charge\n`,
     );
     throw error;
   }

@@ -293,7 +293,8 @@ export class Jobs {
       if (
         error instanceof DncApiError ||
         error instanceof DncConnectionError ||
-        error instanceof DncTimeoutError
+        error instanceof DncTimeoutError ||
+        error instanceof DncWaitTimeoutError
       )
         error.idempotencyKey = idempotencyKey;
       throw error;

@@ -78,6 +78,8 @@ export class DncTimeoutError extends Error {
 export class DncWaitTimeoutError extends Error {
   override readonly name = 'DncWaitTimeoutError';
   readonly code = 'wait_timeout';
+  /** From `jobs.run`: the key its job was created with (`run` or `create` again with it: the same job). */
+  idempotencyKey: string | undefined = undefined;
   constructor(readonly job: ScrubJobStatus) {
     super(`job ${job.job_id} is still ${job.status} after the maximum wait`);
   }

@@ -149,11 +149,21 @@ export class Transport {
           try {
             return { ...info, body: JSON.parse(text) as T };
           } catch (error) {
-            // A success whose body is not the service's (a proxy's page, a body mangled on its way): the
-            // request may have been served and charged, so it is an unknown outcome, asked again with the
-            // same key (found by a review, 2026-12-05: it was thrown as final, its key never shown).
-            await unknownOutcome(error, 'the answer is not JSON', info.requestId);
-            continue;
+            // A scrub call's success whose body is not the service's (a proxy's page, a body mangled on its
+            // way): the request may have been served and charged, so it is an unknown outcome, asked again
+            // with the same key (found by a review, 2026-12-05: it was thrown as final, its key never shown).
+            // A read stays final: a host that answers every path with a page would keep a wait polling.
+            if (spec.idempotencyKey !== undefined) {
+              await unknownOutcome(error, 'the answer is not JSON', info.requestId);
+              continue;
+            }
+            throw new DncApiError(
+              response.status,
+              'unexpected_response',
+              'the response body is not JSON',
+              undefined,
+              info.requestId,
+            );
           }
         }
 

@@ -239,6 +239,10 @@ describe('DncClient.scrub (v1)', () => {
     const error = await always.client.scrub(request).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(DncConnectionError);
     expect((error as DncConnectionError).idempotencyKey).toBe(always.calls[0]!.headers['idempotency-key']);
+    // A read stays final: a host answering every path with a page would keep a wait polling for a day.
+    const page = await clientFor(() => ({ status: 200, body: undefined }));
+    await expect(page.client.jobs.get(JOB_ID)).rejects.toMatchObject({ code: 'unexpected_response' });
+    expect(page.calls).toHaveLength(1);
   });
 
   it('maps a non-JSON error body to unexpected_response', async () => {
@@ -422,6 +426,15 @@ describe('DncClient.jobs (v2)', () => {
       sent,
       sent,
     ]);
+    // The wait that runs out carries it too.
+    const running = await clientFor((call) =>
+      call.url === '/v2/scrub' ? { status: 202, body: job('queued') } : { status: 200, body: job('running') },
+    );
+    const waited = await running.client.jobs
+      .run(request, { pollIntervalMs: 10, maxWaitMs: 30, idempotencyKey: 'order-77' })
+      .catch((e: unknown) => e);
+    expect(waited).toBeInstanceOf(DncWaitTimeoutError);
+    expect((waited as DncWaitTimeoutError).idempotencyKey).toBe('order-77');
   });
 
   it('a failed or expired job without its JobError is never reported as a cancellation', () => {

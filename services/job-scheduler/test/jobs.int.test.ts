@@ -343,8 +343,13 @@ describe('job scheduler through its gRPC API (real quota, adapter, Postgres, NAT
       const nc = await connect({ servers: TEST_NATS_URL });
       try {
         const jsm = await jetstreamManager(nc);
-        await jsm.streams.purge(`${h.stack.natsPrefix}DNC_JOBS`);
-        expect((await jsm.streams.info(`${h.stack.natsPrefix}DNC_JOBS`)).state.messages).toBe(0);
+        const stream = `${h.stack.natsPrefix}DNC_JOBS`;
+        // The publish follows SubmitJob's answer: lost once it is there.
+        await expect
+          .poll(async () => (await jsm.streams.info(stream)).state.messages, { timeout: 10_000 })
+          .toBeGreaterThan(0);
+        await jsm.streams.purge(stream);
+        expect((await jsm.streams.info(stream)).state.messages).toBe(0);
       } finally {
         await nc.close();
       }
