@@ -6,9 +6,9 @@ const MAX_AHEAD_MS = 60 * 60 * 1000;
  * answer reaching the caller before it stops waiting; none known: +Infinity.
  *
  * A deadline travels as a relative time (`relativeMs`: the call's `grpc-timeout`, a request's
- * `timeout_ms`; undefined: none), which counts from the call's arrival, so time spent on the way would stretch it; and as
- * the moment itself (`deadlineUnixMs`, by the caller's clock, sent together with the relative one), which
- * does not stretch. The time the call took to arrive (arrival + relative - moment) is kept back as well:
+ * `timeout_ms`; undefined: none), which counts from the call's arrival, so time spent on the way would
+ * stretch it; and as the moment itself (`deadlineUnixMs`, by the caller's clock, sent together with the
+ * relative one), which does not stretch. The time the call took to arrive (arrival + relative - moment) is kept back as well:
  * an answer on the same link takes as long on its way back (found 2026-12-05: a completion held 700 ms
  * on its way was committed after its caller had answered 503, and one committed in time whose answer was
  * held as long was too). Clocks of a cluster are NTP-close; one ahead of the caller's only refuses earlier.

@@ -16,10 +16,10 @@ const WELL_FORMED = /^[A-Za-z0-9._:-]{1,128}$/;
  * What a request id must not be, since every log line of the request carries it unmasked: six to twenty
  * digits and separators only (a phone number, which the logger masks in a message), an id holding ten
  * digits or more in a row (a national number of the live countries; single separators between them
- * allowed: `lead-5215512345678`, `tel:55-1234-5678`), or an API key. Found by leak reviews (2026-12-05): `X-Request-Id: 5215512345678`
- * was written as it was into the logs of every service the request reached, then the same number inside a
- * longer id. A UUID or a ULID is never refused; a date (`2026-12-05`, eight digits) inside an id is kept, an epoch
- * in milliseconds (13 digits) is not.
+ * allowed: `lead-5215512345678`, `tel:55-1234-5678`), or an API key. Found by leak reviews (2026-12-05):
+ * `X-Request-Id: 5215512345678` was written as it was into the logs of every service the request reached,
+ * then the same number inside a longer id. A UUID or a ULID is never refused; a date (`2026-12-05`, eight
+ * digits) inside an id is kept, an epoch in milliseconds (13 digits) is not.
  */
 const PHONE_LIKE = /^\d(?:[.:_-]*\d){5,19}$/;
 const HOLDS_PHONE = /\d(?:[.:_-]?\d){9}/;
