@@ -63,7 +63,7 @@ describe('request ids across the hops', () => {
   });
 
   it('v1: the gateway, admission, quota and the adapter log the request under its id', async () => {
-    const requestId = `v1-${Date.now()}`;
+    const requestId = `v1-${Date.now().toString(36)}`;
     const res = await call(stack.baseUrl, 'POST', '/v1/scrub', {
       apiKey: org.apiKey,
       idempotencyKey: `rid-${requestId}`,
@@ -84,7 +84,7 @@ describe('request ids across the hops', () => {
   });
 
   it('v2: the id rides the JetStream message to the worker, whose job lines and adapter calls carry it', async () => {
-    const requestId = `v2-${Date.now()}`;
+    const requestId = `v2-${Date.now().toString(36)}`;
     const res = await call(stack.baseUrl, 'POST', '/v2/scrub', {
       apiKey: org.apiKey,
       idempotencyKey: `rid-${requestId}`,

@@ -38,7 +38,9 @@ export const requestIdHeader = {
   'X-Request-Id': {
     description:
       "Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header " +
-      'is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one.',
+      'is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone ' +
+      'number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is ' +
+      'always kept) nor an API key; otherwise the service makes one, since every log line carries it.',
     required: true,
     schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
   },

@@ -641,7 +641,7 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           [name: string]: unknown;
         };
@@ -660,7 +660,7 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Comma-separated list of the supported methods. */
           Allow: string;
@@ -691,7 +691,7 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           [name: string]: unknown;
         };
@@ -710,7 +710,7 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Comma-separated list of the supported methods. */
           Allow: string;
@@ -730,7 +730,7 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           [name: string]: unknown;
         };
@@ -766,7 +766,7 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit': number;
@@ -801,7 +801,7 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -837,7 +837,7 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           [name: string]: unknown;
         };
@@ -859,7 +859,7 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -895,7 +895,7 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -929,7 +929,7 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Comma-separated list of the supported methods. */
           Allow: string;
@@ -954,7 +954,7 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -990,7 +990,7 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -1026,7 +1026,7 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -1062,7 +1062,7 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -1098,7 +1098,7 @@ export interface operations {
           'x-retention': 'zero';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store, max-age=0';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -1154,7 +1154,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit': number;
@@ -1183,7 +1183,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit': number;
@@ -1216,7 +1216,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -1252,7 +1252,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           [name: string]: unknown;
         };
@@ -1274,7 +1274,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -1310,7 +1310,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -1344,7 +1344,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Comma-separated list of the supported methods. */
           Allow: string;
@@ -1369,7 +1369,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -1405,7 +1405,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -1441,7 +1441,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -1477,7 +1477,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -1513,7 +1513,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -1565,7 +1565,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit': number;
@@ -1600,7 +1600,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           [name: string]: unknown;
         };
@@ -1622,7 +1622,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -1656,7 +1656,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Comma-separated list of the supported methods. */
           Allow: string;
@@ -1681,7 +1681,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -1717,7 +1717,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -1751,7 +1751,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -1800,7 +1800,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit': number;
@@ -1835,7 +1835,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           [name: string]: unknown;
         };
@@ -1857,7 +1857,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -1891,7 +1891,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Comma-separated list of the supported methods. */
           Allow: string;
@@ -1915,7 +1915,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -1952,7 +1952,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -1987,7 +1987,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -2023,7 +2023,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -2057,7 +2057,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -2106,7 +2106,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit': number;
@@ -2133,7 +2133,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit': number;
@@ -2166,7 +2166,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           [name: string]: unknown;
         };
@@ -2188,7 +2188,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -2222,7 +2222,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Comma-separated list of the supported methods. */
           Allow: string;
@@ -2246,7 +2246,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -2281,7 +2281,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -2317,7 +2317,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
@@ -2351,7 +2351,7 @@ export interface operations {
           'x-retention': 'transient-encrypted';
           /** @description Responses are never cached. */
           'Cache-Control': 'no-store';
-          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -`; otherwise the service makes one. */
+          /** @description Identifies this request in the service's logs: quote it to support. Your own X-Request-Id request header is kept when it is 1 to 128 characters of letters, digits and `. _ : -` and looks like neither a phone number (ten digits or more in a row, separators between them counted as in a row; a UUID or a ULID is always kept) nor an API key; otherwise the service makes one, since every log line carries it. */
           'X-Request-Id': string;
           /** @description Requests allowed in the current window (1 to 60000). */
           'X-RateLimit-Limit'?: number;
