@@ -165,7 +165,12 @@ describe('no v2 admission left unresolved (issue 14 items 1, 2)', () => {
       .toEqual({ used: before.used + 200_000, reserved: 0 });
   });
 
-  it('item 2, never retried: the claim reconciler finds the stored job and confirms it; it runs and is charged once', async () => {
+  // The scheduler's submit resumed 6 s later, past the gateway's budget: before 2026-12-05 it stored the
+  // job then, and the claim reconciler confirmed it: a job run and charged after its request was answered
+  // 503 (spec: a platform failure "consumes no customer quota"). A new job is now stored only while its
+  // answer can still reach the gateway (SubmitJobRequest.deadline_unix_ms): nothing is stored, and the
+  // reconciler fences the id and releases the reservation.
+  it('item 2, never retried: the submit that resumes past the deadline stores nothing; the reservation is released', async () => {
     const input = phones(200_000, 300_000);
     const key = `money-${randomUUID()}`;
     const before = await api.quota(org.orgId, 'co');
@@ -174,19 +179,21 @@ describe('no v2 admission left unresolved (issue 14 items 1, 2)', () => {
     const answeredAt = Date.now();
     // Bound: the v2 claim timeout plus one reconciler period (plus a loaded machine).
     await expect
-      .poll(
-        async () =>
-          (
-            await db.query(
-              `SELECT c.state FROM admission.idempotency_records c JOIN jobs.jobs j ON j.id = c.job_id
-               WHERE j.org_id = $1 AND c.key_hash = sha256(convert_to($2, 'UTF8')) AND c.state = 'accepted'`,
-              [org.orgId, key],
-            )
-          ).rows.length,
-        { timeout: (JOB_CLAIM_TIMEOUT_S + 15) * 1000, interval: 250 },
-      )
-      .toBe(1);
+      .poll(async () => ({ q: await api.quota(org.orgId, 'co'), claims: await jobClaimsInProgress() }), {
+        timeout: (JOB_CLAIM_TIMEOUT_S + 15) * 1000,
+        interval: 250,
+      })
+      .toEqual({ q: before, claims: 0 });
     console.log(`item 2: unconfirmed job claim resolved ${Date.now() - answeredAt} ms after the 503`);
+    const stored = await db.query(
+      `SELECT count(*)::int AS n FROM jobs.jobs WHERE org_id = $1 AND submitted_count = $2 AND created_at > now() - interval '5 minutes'`,
+      [org.orgId, input.length],
+    );
+    expect(stored.rows[0].n).toBe(0);
+    // The key is free again: a retry now is a new admission, run and charged once.
+    const retried = await api.submit(input, { idempotencyKey: key, country: 'co' });
+    expect(retried.status).toBe(202);
+    await api.waitFor(retried.body.job_id, (st) => st === 'succeeded', 120_000);
     await expect
       .poll(() => api.quota(org.orgId, 'co'), { timeout: 120_000, interval: 500 })
       .toEqual({ used: before.used + 200_000, reserved: 0 });
