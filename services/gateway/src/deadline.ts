@@ -6,7 +6,7 @@ export interface Deadline {
 
 /**
  * One deadline from the gateway down: every internal call of a request gets what is left of the budget
- * that started when the request arrived.
+ * that started at `startMs` (`budgetStart`).
  */
 export function deadlineOf(startMs: number, budgetMs: number): Deadline {
   const end = startMs + budgetMs;
@@ -18,4 +18,15 @@ export function deadlineOf(startMs: number, budgetMs: number): Deadline {
       return Date.now() >= end;
     },
   };
+}
+
+/**
+ * When a request's budget starts: at its arrival, with the time its body took to arrive added. The spec's
+ * budgets are the service's (v2: "authentication, validation, entitlement, quota reservation and
+ * enqueueing"; v1: execution), not the client's upload: a v2 body uploaded slowly that left admission
+ * less than its budget was refused on every retry that uploaded as slowly (its SubmitJob never had time
+ * to store the job). The server's request timeout still bounds the upload itself.
+ */
+export function budgetStart(request: { receivedAt: number; uploadMs: number }): number {
+  return request.receivedAt + request.uploadMs;
 }

@@ -31,6 +31,10 @@ declare module 'fastify' {
     bodyPhones: BodyPhones | undefined;
     /** A body left unread (a request with no route): its answer closes the connection. */
     closeAfterAnswer: boolean | undefined;
+    /** When the gateway began reading the body (after any wait for room), 0 before. */
+    bodyReadFrom: number;
+    /** How long the JSON body took to arrive, once read (0 without one): not counted in a budget. */
+    uploadMs: number;
   }
   interface FastifyContextConfig {
     /** The route reads `request.jsonBytes` (otherwise not kept: the bytes are garbage once parsed). */
@@ -41,6 +45,19 @@ declare module 'fastify' {
      */
     phonesFromBytes?: number;
   }
+}
+
+function budgetGauge(budget: BodyBudget, metrics: Registry): void {
+  new Gauge({
+    name: 'dnc_gateway_body_budget_bytes',
+    help: 'Request body memory admitted (in use) and the bodies waiting for room (queued).',
+    labelNames: ['state'],
+    registers: [metrics],
+    collect() {
+      this.set({ state: 'in_use' }, budget.inUse);
+      this.set({ state: 'queued' }, budget.queued);
+    },
+  });
 }
 
 /** Our bodies nest 2 deep (an object holding an array of strings); far deeper is never a scrub. */
@@ -141,16 +158,9 @@ export const requestBounds = fp(
     app.decorateRequest('jsonBytes', undefined);
     app.decorateRequest('bodyPhones', undefined);
     app.decorateRequest('closeAfterAnswer', undefined);
-    new Gauge({
-      name: 'dnc_gateway_body_budget_bytes',
-      help: 'Request body memory admitted (in use) and the bodies waiting for room (queued).',
-      labelNames: ['state'],
-      registers: [opts.metrics],
-      collect() {
-        this.set({ state: 'in_use' }, budget.inUse);
-        this.set({ state: 'queued' }, budget.queued);
-      },
-    });
+    app.decorateRequest('bodyReadFrom', 0);
+    app.decorateRequest('uploadMs', 0);
+    budgetGauge(budget, opts.metrics);
 
     app.addHook('preParsing', async (request, reply, payload) => {
       // No route: the answer is the path's 404, or 405 with `Allow` (spec: "unsupported method"), whatever
@@ -164,6 +174,7 @@ export const requestBounds = fp(
       }
       if (request.method !== 'POST' && request.method !== 'PUT' && request.method !== 'PATCH') return payload;
       const declared = declaredLength(request);
+      request.bodyReadFrom = Date.now();
       // Small bodies take no place; one declared over the limit is refused (413) by the body parser before a
       // byte is read, so it waits for no room (it was a 503 after the wait while large bodies held the budget).
       if (declared <= SMALL_BODY_BYTES || declared > LIMITS.maxBodyBytes) return payload;
@@ -177,6 +188,7 @@ export const requestBounds = fp(
         );
       }
       reply.raw.once('close', release);
+      request.bodyReadFrom = Date.now();
       return payload;
     });
 
@@ -196,6 +208,8 @@ export const requestBounds = fp(
     // JSON bodies: UTF-8 and nesting checked on the bytes before the parse; prototype keys refused as before.
     app.removeContentTypeParser('application/json');
     app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+      // Called once the whole body has arrived: the client's upload ends here, the checks below are ours.
+      if (request.bodyReadFrom > 0) request.uploadMs = Date.now() - request.bodyReadFrom;
       // A route that takes no body (cancel, reads, the 404/405 answers) ignores one sent anyway.
       if (!request.routeOptions.schema?.body) {
         done(null, undefined);

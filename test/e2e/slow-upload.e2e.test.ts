@@ -1,0 +1,149 @@
+import http from 'node:http';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { v2 } from '../../services/job-scheduler/test/support/e2e.js';
+import { expectInvariants } from '../support/invariants.js';
+import { accountUsage, loadRegistry, type SeededOrg, seedOrg } from '../support/seed.js';
+import { startTestStack, type TestStack } from '../support/stack.js';
+
+// Spec, POST /v2/scrub: "The 5-second admission budget covers authentication, validation, entitlement,
+// quota reservation and enqueueing, not execution"; Limits: "v1 execution budget". Neither names the
+// client's upload. Found in a review (2026-12-05): the budget counted from the request's arrival, so a v2
+// body that took longer to arrive than the budget left admission no time, and the scheduler refused to
+// store the job on every retry that uploaded as slowly. The budgets now start once the body has arrived.
+const BUDGET_MS = 1_500;
+const UPLOAD_MS = 2_500;
+const REGISTERED = '+57 300 123 4567';
+
+interface Answer {
+  status: number;
+  body: Record<string, unknown>;
+  elapsedMs: number;
+}
+
+/** A JSON POST whose body arrives in ten pieces spread over `uploadMs`, as from a slow link. */
+function postSlowly(
+  baseUrl: string,
+  path: string,
+  headers: Record<string, string>,
+  json: unknown,
+  uploadMs: number,
+): Promise<Answer> {
+  const bytes = Buffer.from(JSON.stringify(json));
+  const pieces = 10;
+  const size = Math.ceil(bytes.length / pieces);
+  const started = Date.now();
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      `${baseUrl}${path}`,
+      {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json', 'content-length': String(bytes.length) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          resolve({
+            status: res.statusCode ?? 0,
+            body: text ? JSON.parse(text) : {},
+            elapsedMs: Date.now() - started,
+          });
+        });
+      },
+    );
+    req.on('error', reject);
+    let i = 0;
+    const next = () => {
+      req.write(bytes.subarray(i * size, (i + 1) * size));
+      i += 1;
+      if (i < pieces) setTimeout(next, uploadMs / (pieces - 1));
+      else req.end();
+    };
+    next();
+  });
+}
+
+describe('a slow upload does not spend the service budget (v1 execution, v2 admission)', () => {
+  let stack: TestStack;
+  let org: SeededOrg;
+
+  beforeAll(async () => {
+    stack = await startTestStack({
+      label: 'slowup',
+      countries: ['co'],
+      processEnv: {
+        gateway: { DNC_V1_BUDGET_MS: String(BUDGET_MS), DNC_V2_ADMISSION_BUDGET_MS: String(BUDGET_MS) },
+      },
+    });
+    org = await seedOrg(stack, ['co']);
+    await loadRegistry(stack, 'co', [REGISTERED]);
+  });
+  afterEach(async () => {
+    await stack.admin(['adapter', 'drill', '--country', 'co', '--clear']).catch(() => {});
+    await expectInvariants(stack);
+  });
+  afterAll(async () => {
+    await stack?.teardown();
+  });
+
+  const headers = (key: string) => ({ authorization: `Bearer ${org.apiKey}`, 'idempotency-key': key });
+  const phones = [REGISTERED, '3109999999', 'not a number'];
+
+  it('v2: a body that takes longer than the admission budget to arrive is admitted once, and its job runs', async () => {
+    const before = await accountUsage(stack, org.orgId, 'co');
+    const key = `slow-v2-${Date.now().toString(36)}`;
+    const res = await postSlowly(
+      stack.baseUrl,
+      '/v2/scrub',
+      headers(key),
+      { country: 'co', phones },
+      UPLOAD_MS,
+    );
+    expect(res.elapsedMs).toBeGreaterThanOrEqual(UPLOAD_MS);
+    expect([res.status, res.body.status]).toEqual([202, 'queued']);
+    const api = v2(stack, () => org);
+    const done = await api.waitFor(String(res.body.job_id), (s) => s === 'succeeded');
+    expect(done.body.status).toBe('succeeded');
+    const result = await api.result(String(res.body.job_id));
+    expect(result.status).toBe(200);
+    expect(result.body.prohibited_numbers_to_call).toEqual([REGISTERED]);
+    expect(result.body.safe_numbers_to_call).toEqual(['3109999999']);
+    const after = await accountUsage(stack, org.orgId, 'co');
+    // Charged once, for the job it ran.
+    expect(after.records).toBe(before.records + 1);
+    expect(after.used).toBeGreaterThan(before.used);
+  });
+
+  it('v1: a body that takes longer than the execution budget to arrive is answered in full', async () => {
+    const key = `slow-v1-${Date.now().toString(36)}`;
+    const res = await postSlowly(
+      stack.baseUrl,
+      '/v1/scrub',
+      headers(key),
+      { country: 'co', phones },
+      UPLOAD_MS,
+    );
+    expect(res.elapsedMs).toBeGreaterThanOrEqual(UPLOAD_MS);
+    expect(res.status).toBe(200);
+    expect(res.body.prohibited_numbers_to_call).toEqual([REGISTERED]);
+  });
+
+  it('v1: the budget still bounds the service once the body has arrived (503 at upload + budget)', async () => {
+    const before = await accountUsage(stack, org.orgId, 'co');
+    await stack.admin(['adapter', 'drill', '--country', 'co', '--latency-ms', String(BUDGET_MS * 3)]);
+    const key = `slow-v1-over-${Date.now().toString(36)}`;
+    const res = await postSlowly(
+      stack.baseUrl,
+      '/v1/scrub',
+      headers(key),
+      { country: 'co', phones },
+      UPLOAD_MS,
+    );
+    expect([res.status, res.body.error]).toEqual([503, 'country_service_temporarily_unavailable']);
+    expect(res.elapsedMs).toBeGreaterThanOrEqual(UPLOAD_MS);
+    expect(res.elapsedMs).toBeLessThan(UPLOAD_MS + BUDGET_MS + 1_000);
+    await new Promise((r) => setTimeout(r, BUDGET_MS * 2));
+    expect(await accountUsage(stack, org.orgId, 'co')).toEqual(before);
+  });
+});
