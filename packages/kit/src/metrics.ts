@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { registerArrivalLag } from './caller-deadline.js';
 
 export { Counter, Gauge, Histogram, Registry };
 
@@ -8,6 +9,7 @@ export function createMetricsRegistry(service: string): Registry {
   const registry = new Registry();
   registry.setDefaultLabels({ service });
   collectDefaultMetrics({ register: registry });
+  registerArrivalLag(registry);
   return registry;
 }
 

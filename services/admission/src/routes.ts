@@ -176,7 +176,7 @@ function completionDeadline(req: { timeoutMs: number; deadlineUnixMs: bigint }, 
   const call = ctx.timeoutMs();
   return Math.min(
     // timeout_ms 0: none (proto3's default), not a deadline already out.
-    commitBy(now, req.timeoutMs > 0 ? req.timeoutMs : undefined, req.deadlineUnixMs),
+    commitBy(now, req.timeoutMs > 0 ? req.timeoutMs : undefined, req.deadlineUnixMs, 'admission.Complete'),
     call !== undefined ? now + call : Number.POSITIVE_INFINITY,
   );
 }

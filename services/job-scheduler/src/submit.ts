@@ -50,7 +50,7 @@ export async function submitJob(
       reservationId: req.reservationId,
       count: input.count,
       input: input.pieces,
-      storeBy: commitBy(Date.now(), ctx.timeoutMs(), req.deadlineUnixMs) - SUBMIT_ANSWER_MS,
+      storeBy: commitBy(Date.now(), ctx.timeoutMs(), req.deadlineUnixMs, 'jobs.SubmitJob') - SUBMIT_ANSWER_MS,
     })
     .catch((error: unknown) => {
       // Its admission was given up by the reconciler (reservation released): never stored.

@@ -33,7 +33,7 @@ const COMMIT_ANSWER_MS = 100;
  */
 const lockBound = (ctx: HandlerContext, deadlineUnixMs = 0n): number | undefined => {
   const now = Date.now();
-  const by = commitBy(now, ctx.timeoutMs(), deadlineUnixMs);
+  const by = commitBy(now, ctx.timeoutMs(), deadlineUnixMs, `quota.${ctx.method.name}`);
   return Number.isFinite(by) ? by - now - COMMIT_ANSWER_MS : undefined;
 };
 
