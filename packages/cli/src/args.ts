@@ -209,3 +209,27 @@ export function parseCommand(argv: readonly string[]): Command {
   if (values.help) return { kind: 'help', topic: name };
   return name === 'scrub' ? scrubCommand(values, rest) : jobsCommand(values, rest);
 }
+
+/** One argument as a POSIX shell reads it back: quoted unless it is plainly one word. */
+function shellWord(arg: string): string {
+  return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", `'\\''`)}'`;
+}
+
+/**
+ * The `dnc jobs result` command that writes what this scrub command would have: the same file, read with
+ * the same table options, the same format and output, from the same service with the same key (a job of
+ * another organization, or of another service, is not found).
+ */
+export function resultCommand(command: ScrubCommand, jobId: string): string {
+  const args = ['dnc', 'jobs', 'result', jobId, '--input', command.file];
+  const { inputFormat, delimiter, header, column } = command.table;
+  if (inputFormat !== undefined) args.push('--input-format', inputFormat);
+  if (delimiter !== undefined) args.push('--delimiter', delimiter === '\t' ? 'tab' : delimiter);
+  if (header !== undefined) args.push(header ? '--header' : '--no-header');
+  if (column !== undefined) args.push('--column', String(column));
+  if (command.format !== undefined) args.push('--format', command.format);
+  if (command.out !== undefined) args.push('--out', command.out);
+  if (command.apiKeyFile !== undefined) args.push('--api-key-file', command.apiKeyFile);
+  if (command.baseUrl !== undefined) args.push('--base-url', command.baseUrl);
+  return args.map(shellWord).join(' ');
+}

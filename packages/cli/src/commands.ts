@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type DncClient, DncJobError, LIMITS, type ResponseInfo, type ScrubResult } from '@dnc-scrub/sdk';
 import type { JobsCommand, OutputFormat, ScrubCommand } from './args.js';
 import { type PhoneInput, readInput } from './input.js';
-import { outcomesByPosition } from './outcome.js';
+import { answeredBoth, outcomesByPosition } from './outcome.js';
 import { type Sink, toDestination, writeJson, writeRows } from './output.js';
 import type { Progress } from './progress.js';
 
@@ -14,11 +14,25 @@ export interface CommandContext {
   signal: AbortSignal | undefined;
   /** Set as soon as a job exists, so an interruption can say how to follow it. */
   onJob(id: string): void;
+  /** The job succeeded: an error from here on is recovered by `jobs result`, not `jobs wait`. */
+  onJobSucceeded(id: string): void;
   /** The Idempotency-Key of the request about to be sent, so an interruption can say how to retry it. */
   onSubmit(idempotencyKey: string): void;
 }
 
 const withSignal = (ctx: CommandContext) => (ctx.signal ? { signal: ctx.signal } : {});
+
+/**
+ * A number the result has both prohibited and safe (the registry changed while a v2 job ran) is not to be
+ * called: its rows say prohibited; the JSON document is the service's, written as it is, and lists it in both.
+ */
+function warnAnsweredBoth(ctx: CommandContext, count: number, rows: boolean): void {
+  if (count === 0) return;
+  const shown = rows ? '; their rows say prohibited' : '';
+  ctx.stderr.write(
+    `dnc: warning: ${count} number(s) of the result are both prohibited and safe (the registry changed while the job ran): do not call them${shown}\n`,
+  );
+}
 
 /** Writes the result: the ScrubResult document, or one row per input joined to the input file. */
 async function emitResult(
@@ -29,14 +43,12 @@ async function emitResult(
   out: string | undefined,
 ): Promise<void> {
   if (format === 'json' || input === undefined) {
+    warnAnsweredBoth(ctx, answeredBoth(result), false);
     await toDestination(ctx.stdout, out, (sink) => writeJson(sink, result));
     return;
   }
   const outcomes = outcomesByPosition(input.phones, result);
-  if (outcomes.answeredBoth > 0)
-    ctx.stderr.write(
-      `dnc: warning: ${outcomes.answeredBoth} number(s) of the result are both prohibited and safe (the registry changed while the job ran): do not call them\n`,
-    );
+  warnAnsweredBoth(ctx, outcomes.answeredBoth, true);
   await toDestination(ctx.stdout, out, (sink) => writeRows(sink, format, input, outcomes), input.path);
 }
 
@@ -83,13 +95,14 @@ export async function scrub(ctx: CommandContext, command: ScrubCommand, path: st
     const job = await ctx.client.jobs.create(request, { ...keyed, ...withSignal(ctx) });
     ctx.onJob(job.job_id);
     await waitForSuccess(ctx, job.job_id);
+    ctx.onJobSucceeded(job.job_id);
     result = await ctx.client.jobs.result(job.job_id, { ...withSignal(ctx), onResponse });
   }
   ctx.progress.stop();
   try {
     await emitResult(ctx, result, command.format ?? (input.table ? 'csv' : 'json'), input, command.out);
   } catch (error) {
-    // The answer came, and was charged, but was not written (a full disk, a file changed meanwhile): the same
+    // The answer came, and was charged, but was not written (a full disk, a missing directory): the same
     // key gets it again free (v1 replays it, v2 answers the same job). Found by a review (2026-12-05): the key,
     // generated here, was never shown, so running the command again was a second charge.
     ctx.stderr.write(

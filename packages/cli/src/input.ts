@@ -1,17 +1,23 @@
 import { createWriteStream } from 'node:fs';
-import { mkdtemp, open, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { extname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { LIMITS } from '@dnc-scrub/sdk';
 import { InputFileError, isTooLong, readTable, type TableLayout, type TableOptions } from './table.js';
 
-/** The numbers of an input file, and how to find its rows again (a table is read a second time for CSV output). */
+/** The numbers of an input file, and what to find its rows again in (the CSV output parses a table again). */
 export interface PhoneInput {
   path: string;
   phones: string[];
   /** Set for CSV/TSV input. */
   table: TableLayout | undefined;
+  /**
+   * The file's bytes, read once. The output rows are parsed from them, never from the file again: a file
+   * changed between two reads made the output fail part-way, with the rows before the change already on
+   * stdout (found by a review, 2026-12-05).
+   */
+  bytes: Buffer;
 }
 
 /**
@@ -46,19 +52,12 @@ export function parsePhoneList(text: string): string[] {
 type Format = NonNullable<TableOptions['inputFormat']>;
 
 /** The first line of the file (up to 64 KiB), without a byte order mark. */
-async function firstLine(path: string): Promise<string> {
-  const handle = await open(path, 'r');
-  try {
-    const buffer = Buffer.alloc(65_536);
-    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
-    const text = buffer
-      .subarray(0, bytesRead)
-      .toString('utf8')
-      .replace(/^\uFEFF/, '');
-    return text.split(/\r?\n/, 1)[0] ?? '';
-  } finally {
-    await handle.close();
-  }
+function firstLine(bytes: Buffer): string {
+  const text = bytes
+    .subarray(0, 65_536)
+    .toString('utf8')
+    .replace(/^\uFEFF/, '');
+  return text.split(/\r?\n/, 1)[0] ?? '';
 }
 
 /** Said by --input-format, else by a CSV option or the extension, else by the content. */
@@ -89,28 +88,33 @@ function checkList(phones: string[]): string[] {
   return phones;
 }
 
+/**
+ * Reads the file once, whole: the numbers sent and the rows written are of the same bytes whatever happens
+ * to the file meanwhile. Memory grows with the file (at most 500,000 rows are accepted).
+ */
 export async function readInput(path: string, options: TableOptions): Promise<PhoneInput> {
-  let first: string;
+  let bytes: Buffer;
   try {
-    first = await firstLine(path);
+    bytes = await readFile(path);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     throw new InputFileError(
       code === 'ENOENT' ? `no such file: ${path}` : `cannot read ${path} (${code ?? 'error'})`,
     );
   }
+  const first = firstLine(bytes);
   const format = detectFormat(path, first, options);
   if (format === 'csv' || format === 'tsv') {
-    const { phones, layout } = await readTable(path, first, { ...options, inputFormat: format });
-    return { path, phones, table: layout };
+    const { phones, layout } = await readTable(bytes, first, { ...options, inputFormat: format });
+    return { path, phones, table: layout, bytes };
   }
   if (format === 'json' && !first.trimStart().startsWith('['))
     throw new InputFileError('the JSON must be an array of strings');
-  return { path, phones: checkList(parsePhoneList(await readFile(path, 'utf8'))), table: undefined };
+  return { path, phones: checkList(parsePhoneList(bytes.toString('utf8'))), table: undefined, bytes };
 }
 
 /**
- * Standard input copied to a private temporary file, so a table can be read twice like any file.
+ * Standard input copied to a private temporary file, read then like any file (`jobs result --input -` too).
  * `dispose` removes it.
  */
 export async function spoolStdin(

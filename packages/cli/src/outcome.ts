@@ -7,7 +7,7 @@ export type StatusName = (typeof STATUS_NAMES)[number];
 export interface Outcomes {
   status: Uint8Array;
   reasons: Map<number, string>;
-  /** Numbers the result has both prohibited and safe (a registry update during a v2 job). */
+  /** Numbers the result has both prohibited and safe (a registry update during a v2 job): all shown prohibited. */
   answeredBoth: number;
 }
 
@@ -25,6 +25,10 @@ export class ResultMismatchError extends Error {
  * whose next input matches could then misplace an outcome or refuse a true result (found by a review,
  * 2026-12-05): the walk goes back to the last such choice when it cannot go on. Where the lists allow several
  * placements, a prohibited outcome goes to the earlier row. `answeredBoth` counts such numbers.
+ *
+ * Every row of a number the result lists as prohibited anywhere is then answered prohibited, whatever list
+ * its own place came from: a row of such a number was answered `safe`, with a warning only (found by a
+ * review, 2026-12-05), and calling a registered number is the legal risk; not calling a free one is not.
  *
  * Going back is bounded (a few steps per input): long runs of one number answered both ways could take it
  * time and memory growing with the square of the run. Past the bound, each number answered both ways has
@@ -51,8 +55,14 @@ export function outcomesByPosition(phones: readonly string[], result: ScrubResul
   for (let i = 0; i < phones.length; i++)
     if (status[i] === 2) reasons.set(i, result.invalid_numbers[v++]?.reason as string);
   const prohibited = new Set(lists[0]);
-  const answeredBoth = new Set(lists[1].filter((phone) => prohibited.has(phone))).size;
-  return { status, reasons, answeredBoth };
+  for (let i = 0; i < phones.length; i++) if (status[i] === 1 && prohibited.has(phones[i]!)) status[i] = 0;
+  return { status, reasons, answeredBoth: answeredBoth(result) };
+}
+
+/** How many numbers the result lists both prohibited and safe (none should be called). */
+export function answeredBoth(result: ScrubResult): number {
+  const prohibited = new Set(result.prohibited_numbers_to_call);
+  return new Set(result.safe_numbers_to_call.filter((phone) => prohibited.has(phone))).size;
 }
 
 /**

@@ -45,7 +45,7 @@ const CANNOT_RENAME = new Set(['EBUSY', 'EXDEV']);
 /**
  * Runs `write` against stdout, or against a file readable by the owner only (results hold numbers). A regular
  * file (or a new one) is written whole or not at all: into `<name>.<random>.partial` beside it, renamed over it
- * once complete, so a failure part-way (the input changed, a full disk) leaves the previous file as it was
+ * once complete, so a failure part-way (a full disk) leaves the previous file as it was
  * and no partial result under its name (the partial file is removed; a process killed outright leaves it,
  * visible beside the output). A link is followed: the file it names is replaced. Anything else
  * (`/dev/stdout`, a pipe) is written in place, and so is a file in a directory where no file can be made.
@@ -54,7 +54,7 @@ export async function toDestination(
   stdout: Sink,
   out: string | undefined,
   write: (sink: Sink) => Promise<void>,
-  /** A file `write` reads (the input file): never emptied by a write in place before it is read. */
+  /** The input file: never written over in place, where a failure part-way would leave it neither list nor result. */
   source?: string,
 ): Promise<void> {
   if (out === undefined) return write(stdout);
@@ -131,9 +131,7 @@ async function writeNdjson(sink: Sink, input: PhoneInput, outcomes: Outcomes): P
   if (batch) await put(sink, batch);
 }
 
-const changed = () => new Error('the input file changed while it was being scrubbed');
-
-/** The original rows of a CSV/TSV file (read again, streamed) with dnc_status and dnc_reason added. */
+/** The original rows of a CSV/TSV file (parsed again from the bytes read once) with dnc_status and dnc_reason added. */
 async function writeCsv(sink: Sink, input: PhoneInput, outcomes: Outcomes): Promise<void> {
   const delimiter = input.table?.delimiter ?? ',';
   const stringifier = stringify({ delimiter, record_delimiter: 'unix' });
@@ -150,7 +148,7 @@ async function writeCsv(sink: Sink, input: PhoneInput, outcomes: Outcomes): Prom
         await write([input.phones[i] as string, statusOf(outcomes, i), outcomes.reasons.get(i) ?? '']);
       }
     } else {
-      const { column, width } = input.table;
+      const { width } = input.table;
       // A short or long row (the reader keeps them) is padded to the widest: the two added columns are
       // the same for every row, under their header names (found by a review, 2026-12-05: a row short of
       // a cell had its status under the header's last column, and none under dnc_status).
@@ -158,18 +156,17 @@ async function writeCsv(sink: Sink, input: PhoneInput, outcomes: Outcomes): Prom
         record.length < width ? [...record, ...Array<string>(width - record.length).fill('')] : record;
       let headerPending = input.table.header !== undefined;
       let i = 0;
-      for await (const record of records(input.path, delimiter)) {
+      // The same bytes, parsed with the same layout, as the numbers sent: row i is the row of input i, so
+      // there is no file to have changed and no check that could fail with part of the table written.
+      for await (const record of records(input.bytes, delimiter)) {
         if (headerPending) {
           headerPending = false;
           await write([...padded(record), 'dnc_status', 'dnc_reason']);
           continue;
         }
-        if (i >= input.phones.length || (record[column] ?? '') !== input.phones[i]) throw changed();
         await write([...padded(record), statusOf(outcomes, i), outcomes.reasons.get(i) ?? '']);
         i++;
       }
-      // A file cut shorter since the first pass: its missing rows are never dropped in silence.
-      if (i !== input.phones.length) throw changed();
     }
   } finally {
     stringifier.end();

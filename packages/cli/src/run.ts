@@ -9,7 +9,7 @@ import {
   DncWaitTimeoutError,
   isRetryableAnswer,
 } from '@dnc-scrub/sdk';
-import { type Command, parseCommand, UsageError } from './args.js';
+import { type Command, parseCommand, resultCommand, UsageError } from './args.js';
 import { jobs, scrub } from './commands.js';
 import { HELP } from './help.js';
 import { spoolStdin } from './input.js';
@@ -63,6 +63,7 @@ export async function runCli(argv: readonly string[], io: CliEnvironment): Promi
   const baseUrl = command.baseUrl ?? (io.env['DNC_BASE_URL'] || DEFAULT_BASE_URL);
   const progress = new Progress(io.stderr);
   let jobId: string | undefined;
+  let succeeded = false;
   let submitted: string | undefined;
   let spooled: Awaited<ReturnType<typeof spoolStdin>> | undefined;
   try {
@@ -78,6 +79,9 @@ export async function runCli(argv: readonly string[], io: CliEnvironment): Promi
       onJob: (id: string) => {
         jobId = id;
       },
+      onJobSucceeded: () => {
+        succeeded = true;
+      },
       onSubmit: (key: string) => {
         submitted = key;
       },
@@ -88,8 +92,10 @@ export async function runCli(argv: readonly string[], io: CliEnvironment): Promi
   } catch (error) {
     progress.stop();
     const aborted = io.signal?.aborted === true;
-    const status = report(error, fail, { baseUrl, jobId, aborted });
-    for (const hint of afterError(error, aborted ? undefined : jobId)) io.stderr.write(`dnc: ${hint}\n`);
+    const recover = succeeded && jobId !== undefined ? recoverHint(command, jobId) : undefined;
+    const status = report(error, fail, { baseUrl, jobId, recover, aborted });
+    for (const hint of afterError(error, aborted ? undefined : jobId, recover))
+      io.stderr.write(`dnc: ${hint}\n`);
     // Interrupted with the request sent and no job known: the service may have answered (and charged)
     // after all; the same key gets that answer, never a second charge or a second job.
     if (aborted && submitted && !jobId) io.stderr.write(`dnc: ${retryHint(submitted)}\n`);
@@ -113,12 +119,24 @@ function newClient(apiKey: string, baseUrl: string, env: NodeJS.ProcessEnv): Dnc
 }
 
 /**
+ * How to get the rows of a job that succeeded before an error (its result download failed, or its output
+ * could not be written): its result is kept (7 days), and `jobs result` with the same input writes them
+ * without a second charge. The hint named `jobs wait`, which only prints the job (found by a review,
+ * 2026-12-05).
+ */
+function recoverHint(command: Command, id: string): string | undefined {
+  if (command.kind !== 'scrub') return undefined;
+  const stdin = command.file === '-' ? ', the same numbers on standard input' : '';
+  return `job ${id} succeeded; get its result (kept 7 days, no second charge) with: ${resultCommand(command, id)}${stdin}`;
+}
+
+/**
  * What to do next after an error: a request whose outcome is unknown (no answer) or that may be retried
  * (in progress, rate limited, unavailable) is run again with the same Idempotency-Key, which the user may
  * not know (generated): the first request's answer, or its job, and never a second charge. A job admitted
- * before the error keeps running.
+ * before the error keeps running; one that succeeded is recovered as `recover` says.
  */
-function afterError(error: unknown, jobId: string | undefined): string[] {
+function afterError(error: unknown, jobId: string | undefined, recover: string | undefined): string[] {
   const hints: string[] = [];
   const unknown = error instanceof DncConnectionError || error instanceof DncTimeoutError;
   const retryable =
@@ -126,7 +144,9 @@ function afterError(error: unknown, jobId: string | undefined): string[] {
   const key = unknown || retryable ? error.idempotencyKey : undefined;
   if (key && !jobId) hints.push(retryHint(key));
   if (jobId && !(error instanceof DncJobError)) {
-    hints.push(`job ${jobId} was admitted and may still run; follow it with: dnc jobs wait ${jobId}`);
+    hints.push(
+      recover ?? `job ${jobId} was admitted and may still run; follow it with: dnc jobs wait ${jobId}`,
+    );
   }
   return hints;
 }
@@ -142,7 +162,7 @@ function withId(message: string, requestId: string | undefined): string {
 function report(
   error: unknown,
   fail: (code: string, message: string, status: number) => number,
-  context: { baseUrl: string; jobId: string | undefined; aborted: boolean },
+  context: { baseUrl: string; jobId: string | undefined; recover: string | undefined; aborted: boolean },
 ): number {
   if (error instanceof DncApiError) return fail(error.code, withId(error.message, error.requestId), 1);
   if (error instanceof DncJobError) {
@@ -157,8 +177,8 @@ function report(
   if (error instanceof ApiKeyError) return fail('missing_api_key', error.message, 2);
   if (error instanceof ResultMismatchError) return fail('result_mismatch', error.message, 1);
   if (context.aborted) {
-    const hint = context.jobId ? `; job ${context.jobId} keeps running: dnc jobs wait ${context.jobId}` : '';
-    return fail('interrupted', `stopped waiting${hint}`, 130);
+    const wait = context.jobId ? `; job ${context.jobId} keeps running: dnc jobs wait ${context.jobId}` : '';
+    return fail('interrupted', `stopped waiting${context.recover ? `; ${context.recover}` : wait}`, 130);
   }
   const message = error instanceof Error ? error.message : String(error);
   return fail('unexpected', message, 1);

@@ -1,4 +1,4 @@
-import { createReadStream } from 'node:fs';
+import { Readable } from 'node:stream';
 import { LIMITS } from '@dnc-scrub/sdk';
 import { CsvError, type Options as CsvOptions, parse } from 'csv-parse';
 
@@ -11,7 +11,7 @@ export interface TableOptions {
   column?: string | number;
 }
 
-/** A CSV/TSV file as it was understood: kept so the second pass reads it exactly as the first. */
+/** A CSV/TSV file as it was understood: kept so the second pass (over the same bytes) reads it exactly as the first. */
 export interface TableLayout {
   delimiter: string;
   header: string[] | undefined;
@@ -160,9 +160,14 @@ function csvError(error: unknown): Error {
   return error as Error;
 }
 
-/** Records of a CSV/TSV file, streamed. */
-export async function* records(path: string, delimiter: string): AsyncGenerator<string[]> {
-  const parser = createReadStream(path).pipe(parse(csvOptions(delimiter)));
+/** 64 KiB pieces of the file's bytes, as a file stream gives them: the parser holds the records of one piece at a time. */
+function* pieces(bytes: Buffer): Generator<Buffer> {
+  for (let at = 0; at < bytes.length; at += 65_536) yield bytes.subarray(at, at + 65_536);
+}
+
+/** Records of a CSV/TSV file's bytes, parsed as they are needed. */
+export async function* records(bytes: Buffer, delimiter: string): AsyncGenerator<string[]> {
+  const parser = Readable.from(pieces(bytes)).pipe(parse(csvOptions(delimiter)));
   try {
     for await (const record of parser) yield record as string[];
   } catch (error) {
@@ -173,11 +178,11 @@ export async function* records(path: string, delimiter: string): AsyncGenerator<
 }
 
 /**
- * First pass over a CSV/TSV file: decides the header and the phone column, and keeps only the phone cell of
- * each data row (memory grows with the numbers, not with the other columns).
+ * First pass over a CSV/TSV file's bytes: decides the header and the phone column, and keeps only the phone
+ * cell of each data row (the output's pass parses the same bytes again).
  */
 export async function readTable(
-  path: string,
+  bytes: Buffer,
   firstLine: string,
   options: TableOptions,
 ): Promise<{ phones: string[]; layout: TableLayout }> {
@@ -185,7 +190,7 @@ export async function readTable(
   const phones: string[] = [];
   let layout: TableLayout | undefined;
   let row = 0;
-  for await (const record of records(path, delimiter)) {
+  for await (const record of records(bytes, delimiter)) {
     row++;
     if (layout !== undefined) layout.width = Math.max(layout.width, record.length);
     if (layout === undefined) {

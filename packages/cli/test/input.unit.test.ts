@@ -82,7 +82,12 @@ describe('readInput', () => {
   it('reads a list file (JSON or lines) with no table layout', async () => {
     const file = join(dir, 'numbers.txt');
     await writeFile(file, '1\n2\n');
-    await expect(readInput(file, {})).resolves.toEqual({ path: file, phones: ['1', '2'], table: undefined });
+    await expect(readInput(file, {})).resolves.toEqual({
+      path: file,
+      phones: ['1', '2'],
+      table: undefined,
+      bytes: Buffer.from('1\n2\n'),
+    });
     const json = join(dir, 'numbers.json');
     await writeFile(json, '["3","4"]');
     expect((await readInput(json, {})).phones).toEqual(['3', '4']);

@@ -44,26 +44,36 @@ describe('outcomesByPosition', () => {
   // Found by a review (2026-12-05): units of one v2 job answered from two registry snapshots answer one
   // number both ways. The first list whose next input matched was taken: an outcome was misplaced, or a
   // true result refused.
+  const both = (phones: string[], prohibited: string[], safe: string[], invalid: string[] = []) =>
+    outcomesByPosition(phones, {
+      prohibited_numbers_to_call: prohibited,
+      safe_numbers_to_call: safe,
+      invalid_numbers: invalid.map((input) => ({ input, reason: 'unparseable' })),
+      summary: summary(prohibited.length, safe.length, invalid.length),
+    });
+
   it('a number answered both ways: every row placed where the lists allow, and counted', () => {
-    const both = (phones: string[], prohibited: string[], safe: string[]) =>
-      outcomesByPosition(phones, {
-        prohibited_numbers_to_call: prohibited,
-        safe_numbers_to_call: safe,
-        invalid_numbers: [],
-        summary: summary(prohibited.length, safe.length, 0),
-      });
-    // Safe, safe, prohibited: the only placement the lists allow.
+    // Safe, safe, prohibited: the only placement the lists allow (and A's safe row is then shown prohibited).
     const forced = both(['A', 'B', 'A'], ['A'], ['A', 'B']);
-    expect([...forced.status]).toEqual([1, 1, 0]);
+    expect([...forced.status]).toEqual([0, 1, 0]);
     expect(forced.answeredBoth).toBe(1);
-    // Either placement fits: prohibited goes to the earlier row.
-    expect([...both(['A', 'A'], ['A'], ['A']).status]).toEqual([0, 1]);
-    // A long run of one number, answered prohibited only after it: the walk goes back 2,000 rows, once.
+    expect([...both(['A', 'A'], ['A'], ['A']).status]).toEqual([0, 0]);
+    // A long run of one number, answered prohibited only after it: the walk goes back 2,000 rows, once,
+    // and places B (safe) where it is.
     const phones = [...Array<string>(2_000).fill('A'), 'B', 'A'];
     const long = both(phones, ['A'], [...Array<string>(2_000).fill('A'), 'B']);
-    expect(long.status.indexOf(0)).toBe(2_001);
-    expect(long.status.filter((k) => k === 0)).toHaveLength(1);
+    expect(long.status.indexOf(1)).toBe(2_000);
+    expect(long.status.filter((k) => k === 1)).toHaveLength(1);
     expect(both(['A'], ['A'], []).answeredBoth).toBe(0);
+  });
+
+  // Found by a review (2026-12-05): such a row was answered safe, with a warning only. Calling a registered
+  // number is the legal risk: a number the result lists as prohibited anywhere is prohibited on every row.
+  it('a number the result lists as prohibited anywhere is never answered safe, on any of its rows', () => {
+    const outcomes = both(['A', 'B', 'A', 'x', 'A'], ['A'], ['A', 'B', 'A'], ['x']);
+    expect([...outcomes.status]).toEqual([0, 1, 0, 2, 0]);
+    expect([...outcomes.reasons]).toEqual([[3, 'unparseable']]);
+    expect(outcomes.answeredBoth).toBe(1);
   });
 
   // The same day's review of the fix: going back had no bound, and a long run of one number answered both
@@ -81,7 +91,8 @@ describe('outcomesByPosition', () => {
     const started = performance.now();
     const placed = outcomesByPosition([...x, 'Y', ...x], result([]));
     expect(performance.now() - started).toBeLessThan(2_000);
-    expect(placed.status.filter((k) => k === 0)).toHaveLength(n);
+    // Placed by count past the bound: X's rows are all prohibited there too, only Y is safe.
+    expect(placed.status.filter((k) => k === 0)).toHaveLength(2 * n);
     expect(placed.status[n]).toBe(1);
     expect(placed.answeredBoth).toBe(1);
     expect(() => outcomesByPosition([...x, 'Y', ...x, 'Z'], result(['W']))).toThrow(ResultMismatchError);

@@ -313,6 +313,42 @@ describe('dnc errors', () => {
     );
   });
 
+  // Found by a review (2026-12-05): a job that succeeded, with its result download failed, was named with
+  // `dnc jobs wait`, which only prints the job; the rows come from `dnc jobs result --input`.
+  it('a job that succeeded but whose result was not downloaded is named with the jobs result command that writes its rows', async () => {
+    const file = join(dir, 'big.csv');
+    const lines = Array.from({ length: 10_001 }, (_, i) => `n${i};+57 ${3_000_000_000 + i}`);
+    await writeFile(file, `Name;Phone\n${lines.join('\n')}\n`);
+    const out = join(dir, 'big scrubbed.csv');
+    let download = { status: 500, body: { error: 'internal_error' } as unknown };
+    answer = (_method, url) => {
+      if (url === '/v2/scrub') return { status: 202, body: job('queued') };
+      if (url.endsWith('/result')) return download;
+      return { status: 200, body: job('succeeded') };
+    };
+    const t = io();
+    const argv = ['scrub', '-c', 'co', file, '--delimiter', ';', '--column', 'Phone', '--out', out];
+    expect(await runCli(argv, t.env)).toBe(1);
+    const err = t.err.join('');
+    expect(err).toMatch(/^dnc: error internal_error: /);
+    const command = `dnc jobs result ${JOB_ID} --input ${file} --delimiter ';' --column Phone --out '${out}'`;
+    expect(err).toContain(
+      `dnc: job ${JOB_ID} succeeded; get its result (kept 7 days, no second charge) with: ${command}\n`,
+    );
+    expect(err).not.toContain('jobs wait');
+    expect(err).not.toContain('+57');
+    // The command named writes the rows, from the kept result: no new job.
+    download = { status: 200, body: classify(lastPhones) };
+    const words = command.match(/'[^']*'|\S+/g)!.map((word) => word.replace(/^'(.*)'$/, '$1'));
+    const r = io();
+    expect(await runCli(words.slice(1), r.env)).toBe(0);
+    const written = (await readFile(out, 'utf8')).split('\n');
+    expect(written[0]).toBe('Name;Phone;dnc_status;dnc_reason');
+    expect(written[1]).toBe('n0;+57 3000000000;prohibited;');
+    expect(written).toHaveLength(10_003);
+    expect(calls.filter((c) => c.url === '/v2/scrub')).toHaveLength(1);
+  });
+
   it('an invalid --idempotency-key is a usage error (exit 2) before the file is read or anything is sent', async () => {
     answer = () => ({ status: 200, body: result(1) });
     for (const key of ['has space', 'x'.repeat(256), 'caf\u00e9']) {
@@ -488,19 +524,91 @@ describe('dnc scrub: the CSV join under a review (2026-12-05)', () => {
   });
 
   // Rows gone from the file between its two reads (rewritten by an export meanwhile) were dropped from
-  // the output in silence, and the run exited 0.
-  it('a file cut shorter while it was scrubbed: an error, nothing written', async () => {
+  // the output in silence, and the run exited 0; then the run failed, and a later review (2026-12-05)
+  // found the rows before the change already on stdout. The file is now read once: the rows written are
+  // the rows whose numbers were sent, whatever the file becomes meanwhile.
+  const rows = 'Name,Phone\nAna,+57 300 111 1111\nEva,+57 310 222 2222\nLuis,+57 310 333 3333\n';
+  const scrubbed =
+    'Name,Phone,dnc_status,dnc_reason\nAna,+57 300 111 1111,prohibited,\n' +
+    'Eva,+57 310 222 2222,safe,\nLuis,+57 310 333 3333,safe,\n';
+
+  it('a file changed while it was scrubbed: stdout gets the whole table of the rows sent, never a part', async () => {
+    const file = join(dir, 'changing.csv');
+    await writeFile(file, rows);
+    answer = () => {
+      writeFileSync(file, 'Name,Phone\nAna,+57 300 111 1111\nEva,+57 399 999 9999\n');
+      return { status: 200, body: classify(lastPhones) };
+    };
+    const t = io();
+    const status = await runCli(['scrub', '--country', 'co', file], t.env);
+    expect(t.out.join('')).toBe(scrubbed);
+    expect(status).toBe(0);
+    expect(t.err.join('')).not.toContain('error');
+    // jobs result --input: the file changed while the result was downloaded.
+    await writeFile(file, rows);
+    answer = () => {
+      writeFileSync(file, 'Name,Phone\nAna,+57 300 111 1111\n');
+      return { status: 200, body: classify(['+57 300 111 1111', '+57 310 222 2222', '+57 310 333 3333']) };
+    };
+    const r = io();
+    expect(await runCli(['jobs', 'result', JOB_ID, '--input', file], r.env)).toBe(0);
+    expect(r.out.join('')).toBe(scrubbed);
+  });
+
+  it('a file cut shorter while it was scrubbed: --out gets the rows that were sent', async () => {
     const file = join(dir, 'shrinking.csv');
-    await writeFile(file, 'Name,Phone\nAna,+57 300 111 1111\nEva,+57 310 222 2222\nLuis,+57 310 333 3333\n');
+    await writeFile(file, rows);
     answer = () => {
       writeFileSync(file, 'Name,Phone\nAna,+57 300 111 1111\n');
       return { status: 200, body: classify(lastPhones) };
     };
     const out = join(dir, 'shrinking-out.csv');
     const t = io();
-    expect(await runCli(['scrub', '--country', 'co', file, '--out', out], t.env)).toBe(1);
-    expect(t.err.join('')).toContain('the input file changed while it was being scrubbed');
-    expect((await readdir(dir)).filter((f) => f.startsWith('shrinking-out'))).toEqual([]);
+    expect(await runCli(['scrub', '--country', 'co', file, '--out', out], t.env)).toBe(0);
+    expect(await readFile(out, 'utf8')).toBe(scrubbed);
+  });
+});
+
+// Found by a review (2026-12-05): a number the result lists both prohibited and safe (the registry changed
+// while a v2 job ran) had a row answered safe, with a warning only.
+describe('dnc: a number answered both prohibited and safe', () => {
+  const A = '+57 300 111 1111';
+  const B = '+57 310 222 2222';
+  const answeredBoth = {
+    prohibited_numbers_to_call: [A],
+    safe_numbers_to_call: [A, B],
+    invalid_numbers: [],
+    summary: { total_checked: 3, prohibited_numbers: 1, safe_numbers: 2, invalid_numbers: 0 },
+  };
+  const scrubbed =
+    `Name,Phone,dnc_status,dnc_reason\nAna,${A},prohibited,\n` +
+    `Eva,${B},safe,\nAna again,${A},prohibited,\n`;
+
+  it('is prohibited on every row, v1 and v2 alike, and the warning stays on stderr (JSON too)', async () => {
+    const file = join(dir, 'both.csv');
+    await writeFile(file, `Name,Phone\nAna,${A}\nEva,${B}\nAna again,${A}\n`);
+    answer = () => ({ status: 200, body: answeredBoth });
+    const warning =
+      'dnc: warning: 1 number(s) of the result are both prohibited and safe (the registry changed while the job ran): do not call them';
+    for (const argv of [
+      ['scrub', '--country', 'co', file],
+      ['jobs', 'result', JOB_ID, '--input', file],
+    ]) {
+      const t = io();
+      expect(await runCli(argv, t.env)).toBe(0);
+      expect(t.out.join('')).toBe(scrubbed);
+      expect(t.err.join('')).toContain(`${warning}; their rows say prohibited\n`);
+      expect(t.err.join('')).not.toContain(A);
+    }
+    expect(calls.map((c) => `${c.method} ${c.url}`)).toEqual([
+      'POST /v1/scrub',
+      `GET /v2/scrub/${JOB_ID}/result`,
+    ]);
+    // The ScrubResult document is the service's, written as it is: the warning says not to call the number.
+    const js = io();
+    expect(await runCli(['jobs', 'result', JOB_ID], js.env)).toBe(0);
+    expect(JSON.parse(js.out.join(''))).toEqual(answeredBoth);
+    expect(js.err.join('')).toContain(`${warning}\n`);
   });
 });
 
