@@ -54,15 +54,19 @@ export class Transport {
   }
 
   async request<T>(spec: RequestSpec): Promise<Answer<T>> {
-    const deadline = spec.timeoutMs === undefined ? undefined : AbortSignal.timeout(spec.timeoutMs);
+    // A timer of its own, not AbortSignal.timeout inside AbortSignal.any: on Node 20 such a timeout signal,
+    // once nothing else holds it, is garbage collected and never fires (nodejs/node#57736).
+    const deadline = spec.timeoutMs === undefined ? undefined : new AttemptTimer(spec.timeoutMs);
     const signal =
-      spec.signal && deadline ? AbortSignal.any([spec.signal, deadline]) : (spec.signal ?? deadline);
+      spec.signal && deadline
+        ? AbortSignal.any([spec.signal, deadline.signal])
+        : (spec.signal ?? deadline?.signal);
     const sent = { requestId: undefined as string | undefined };
     try {
       return await this.#attempts<T>(spec, signal, sent);
     } catch (caught) {
       const error =
-        deadline?.aborted && !spec.signal?.aborted && !(caught instanceof DncApiError)
+        deadline?.signal.aborted && !spec.signal?.aborted && !(caught instanceof DncApiError)
           ? new DncTimeoutError(
               `${spec.method} ${spec.path}: no answer within ${spec.timeoutMs} ms`,
               sent.requestId,
@@ -76,6 +80,8 @@ export class Transport {
       )
         error.idempotencyKey = spec.idempotencyKey;
       throw error;
+    } finally {
+      deadline?.clear();
     }
   }
 
@@ -185,7 +191,10 @@ export class Transport {
   }
 }
 
-/** An attempt's timeout: aborts `signal` once `ms` pass without a `rearm`. Its timer never holds the process. */
+/**
+ * An attempt's timeout (and a request's whole deadline): aborts `signal` once `ms` pass without a `rearm`.
+ * Its timer never holds the process.
+ */
 class AttemptTimer {
   readonly #controller = new AbortController();
   #timer: ReturnType<typeof setTimeout> | undefined;

@@ -1,7 +1,7 @@
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError } from '@connectrpc/connect';
 import type { AdapterClient, AdapterDirectory } from '@dnc/kit';
-import { checkAt } from '@dnc/kit';
+import { checkAt, signalWithin } from '@dnc/kit';
 import { registryv1 } from '@dnc/proto';
 import { backoffMs, classifyAdapterError, type FailureCause, JobFailure } from '../domain/failures.js';
 import type { InputElements } from '../domain/input-elements.js';
@@ -132,12 +132,13 @@ async function checkUnit(run: UnitRun, from: number, to: number): Promise<InputE
       lastCause = { kind: 'country_unavailable', retryAfterSeconds: 0 };
       continue;
     }
-    const timeout = AbortSignal.timeout(options.callTimeoutMs);
+    // A plain timer, not AbortSignal.timeout inside AbortSignal.any: collected, that one never fires
+    // (kit deadline-signal.ts); it was safe here only while `timeout` was read again after the await.
+    const call = signalWithin(options.callTimeoutMs, signal);
     try {
-      const callSignal = AbortSignal.any([signal, timeout]);
       hooks.onCall?.(Math.floor(from / options.unitSize), attempt);
       const res = await checkAt(run.clients(adapter.address, country), country, list, {
-        signal: callSignal,
+        signal: call.signal,
       });
       if (res.outcomes.length !== to - from || !res.outcomes.every(isConclusive)) {
         lastCause = { kind: 'inconclusive' };
@@ -156,7 +157,7 @@ async function checkUnit(run: UnitRun, from: number, to: number): Promise<InputE
       if (signal.aborted) throw run.stopped();
       // The call's own timeout aborts it as Canceled, a code that is not retried: it is a deadline
       // exceeded (a hung adapter), and retried as one.
-      const failure = timeout.aborted
+      const failure = call.signal.aborted
         ? new ConnectError('adapter call timed out', Code.DeadlineExceeded)
         : error;
       hooks.onCallFailed?.(
@@ -167,6 +168,8 @@ async function checkUnit(run: UnitRun, from: number, to: number): Promise<InputE
       const { cause, retryable } = classifyAdapterError(failure);
       if (!retryable) throw new JobFailure(cause);
       lastCause = cause;
+    } finally {
+      call.clear();
     }
   }
   throw new JobFailure(lastCause);
