@@ -428,6 +428,38 @@ describe('customer dashboard in Chromium (issue 16)', () => {
     expect(problems).toEqual([]);
   });
 
+  // Found by a review (2026-12-05): a job that ended while the confirmation was open was "cancelled" with no
+  // word that nothing had been; the page only reloaded. The answer now says whether the cancel did anything.
+  it('a job that ended while the confirmation was open: the page says nothing was cancelled', async () => {
+    await stack.stop('job-worker');
+    try {
+      const job = await call(stack.baseUrl, 'POST', '/v2/scrub', {
+        apiKey: org.apiKey,
+        idempotencyKey: randomUUID(),
+        json: { country: 'co', phones: ['3001234569'] },
+      });
+      expect(job.status).toBe(202);
+      const id = job.body.job_id as string;
+      await page.goto(`${stack.addresses.dashboard}/jobs/${id}`);
+      await page.getByRole('heading', { level: 1, name: 'Job' }).waitFor();
+      await page.getByRole('button', { name: 'Cancel job' }).click();
+      // Ended meanwhile (here by the API's own cancel).
+      const ended = await call(stack.baseUrl, 'POST', `/v2/scrub/${id}/cancel`, { apiKey: org.apiKey });
+      expect(ended.body.status).toBe('cancelled');
+      await page
+        .getByRole('dialog', { name: 'Cancel this job?' })
+        .getByRole('button', { name: 'Cancel job' })
+        .click();
+      await page
+        .getByRole('status')
+        .getByText('The job had already ended (cancelled): nothing was cancelled.')
+        .waitFor();
+    } finally {
+      await stack.start('job-worker');
+    }
+    expect(problems).toEqual([]);
+  });
+
   it('the jobs page pages: ten per page, older and newer, the state filter kept across pages', async () => {
     const submitted: string[] = [];
     for (let i = 0; i < 11; i++) {

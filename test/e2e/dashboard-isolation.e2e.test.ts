@@ -287,6 +287,8 @@ describe('dashboard backend: roles, organizations, CSRF, secrets (issue 16)', ()
       const r = await ownerA.c.post(`/api/jobs/${id}/cancel`, {});
       expect(r.status).toBe(200);
       expect(r.body.job.status).toBe('succeeded');
+      // Said, so the page can tell the owner nothing was cancelled.
+      expect(r.body.cancelled).toBe(false);
     }
     const events = (await ownerA.c.get('/api/audit')).body.events as { action: string; target: string }[];
     expect(events.filter((e) => e.action === 'job_cancelled' && e.target === id)).toEqual([]);

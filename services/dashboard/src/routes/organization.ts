@@ -236,6 +236,8 @@ function jobRoutes(app: FastifyInstance, deps: RouteDeps): void {
     // Only a cancel that changed something is an event: a job that had ended, or whose cancel was already
     // requested, is answered as it is and recorded nowhere (as a revoked key's revocation is not).
     if (res.cancelled) await deps.audit.record(member.orgId, member.email, 'job_cancelled', jobId);
-    return { job: job(res.job!) };
+    // `cancelled`: this request cancelled the job (or, during an external call, requested it). False: the
+    // job had ended, or its cancel was already requested, and the page says so instead of a silent reload.
+    return { job: job(res.job!), cancelled: res.cancelled };
   });
 }

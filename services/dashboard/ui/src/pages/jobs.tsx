@@ -137,12 +137,21 @@ export function JobPage({ id }: { id: string }) {
   const { data, error, reload } = useLoad(() => api.get<{ job: Job }>(`/api/jobs/${id}`), [id]);
   const [confirming, setConfirming] = useState(false);
   const [cancelError, setCancelError] = useState<unknown>();
+  const [notCancelled, setNotCancelled] = useState<string>();
   const job = data?.job;
 
   async function cancel() {
     setConfirming(false);
+    setNotCancelled(undefined);
     try {
-      await api.post(`/api/jobs/${id}/cancel`);
+      const res = await api.post<{ job: Job; cancelled: boolean }>(`/api/jobs/${id}/cancel`);
+      // A job that ended while the dialog was open is not cancelled: said, not left to a reload to show.
+      if (!res.cancelled)
+        setNotCancelled(
+          res.job.cancel_requested
+            ? 'Its cancel had already been requested: nothing more to do.'
+            : `The job had already ended (${res.job.status}): nothing was cancelled.`,
+        );
       reload();
     } catch (e) {
       setCancelError(e);
@@ -155,6 +164,7 @@ export function JobPage({ id }: { id: string }) {
         <Link href="/jobs">All jobs</Link>
       </p>
       <ErrorText error={cancelError ?? error} />
+      {notCancelled && <p role="status">{notCancelled}</p>}
       {job && (
         <>
           <dl className="facts">
