@@ -6,10 +6,11 @@ import { accountUsage, loadRegistry, type SeededOrg, seedOrg } from '../support/
 import { startTestStack, type TestStack } from '../support/stack.js';
 
 // Spec, POST /v2/scrub: "The 5-second admission budget covers authentication, validation, entitlement,
-// quota reservation and enqueueing, not execution"; Limits: "v1 execution budget". Neither names the
-// client's upload. Found in a review (2026-12-05): the budget counted from the request's arrival, so a v2
-// body that took longer to arrive than the budget left admission no time, and the scheduler refused to
-// store the job on every retry that uploaded as slowly. The budgets now start once the body has arrived.
+// quota reservation and enqueueing, not execution": not the client's upload. Found in a review (2026-12-05):
+// the budget counted from the request's arrival, so a v2 body that took longer to arrive than the budget left
+// admission no time, and the scheduler refused to store the job on every retry that uploaded as slowly. The
+// v2 budget now leaves out the upload (up to 15 s). v1 keeps its budget from the arrival: the spec has it
+// answer within 15 seconds, and clients size their timeouts on that.
 const BUDGET_MS = 1_500;
 const UPLOAD_MS = 2_500;
 const REGISTERED = '+57 300 123 4567';
@@ -64,7 +65,7 @@ function postSlowly(
   });
 }
 
-describe('a slow upload does not spend the service budget (v1 execution, v2 admission)', () => {
+describe('a slow upload does not spend the v2 admission budget; v1 keeps its budget from the arrival', () => {
   let stack: TestStack;
   let org: SeededOrg;
 
@@ -80,7 +81,6 @@ describe('a slow upload does not spend the service budget (v1 execution, v2 admi
     await loadRegistry(stack, 'co', [REGISTERED]);
   });
   afterEach(async () => {
-    await stack.admin(['adapter', 'drill', '--country', 'co', '--clear']).catch(() => {});
     await expectInvariants(stack);
   });
   afterAll(async () => {
@@ -115,7 +115,8 @@ describe('a slow upload does not spend the service budget (v1 execution, v2 admi
     expect(after.used).toBeGreaterThan(before.used);
   });
 
-  it('v1: a body that takes longer than the execution budget to arrive is answered in full', async () => {
+  it('v1: the budget counts from the arrival: a body slower than the budget is answered 503 at once, uncharged', async () => {
+    const before = await accountUsage(stack, org.orgId, 'co');
     const key = `slow-v1-${Date.now().toString(36)}`;
     const res = await postSlowly(
       stack.baseUrl,
@@ -124,26 +125,11 @@ describe('a slow upload does not spend the service budget (v1 execution, v2 admi
       { country: 'co', phones },
       UPLOAD_MS,
     );
+    expect(res.status).toBe(503);
     expect(res.elapsedMs).toBeGreaterThanOrEqual(UPLOAD_MS);
-    expect(res.status).toBe(200);
-    expect(res.body.prohibited_numbers_to_call).toEqual([REGISTERED]);
-  });
-
-  it('v1: the budget still bounds the service once the body has arrived (503 at upload + budget)', async () => {
-    const before = await accountUsage(stack, org.orgId, 'co');
-    await stack.admin(['adapter', 'drill', '--country', 'co', '--latency-ms', String(BUDGET_MS * 3)]);
-    const key = `slow-v1-over-${Date.now().toString(36)}`;
-    const res = await postSlowly(
-      stack.baseUrl,
-      '/v1/scrub',
-      headers(key),
-      { country: 'co', phones },
-      UPLOAD_MS,
-    );
-    expect([res.status, res.body.error]).toEqual([503, 'country_service_temporarily_unavailable']);
-    expect(res.elapsedMs).toBeGreaterThanOrEqual(UPLOAD_MS);
-    expect(res.elapsedMs).toBeLessThan(UPLOAD_MS + BUDGET_MS + 1_000);
-    await new Promise((r) => setTimeout(r, BUDGET_MS * 2));
+    expect(res.elapsedMs).toBeLessThan(UPLOAD_MS + 1_000);
+    expect(res.body).not.toHaveProperty('prohibited_numbers_to_call');
+    await new Promise((r) => setTimeout(r, BUDGET_MS));
     expect(await accountUsage(stack, org.orgId, 'co')).toEqual(before);
   });
 });

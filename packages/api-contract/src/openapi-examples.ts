@@ -143,9 +143,9 @@ balance, cost, credentials and raw provider errors are never exposed; such cause
 
 Retention and TTL values are initial policy; a country or legal requirement may shorten them.
 
-The v1 execution budget and the v2 admission budget count the service's work from the request's arrival,
-leaving out the time the body took to arrive: a slow upload does not shorten them. The upload itself is
-bounded by the server's request timeout (60 s by default).
+The v2 admission budget counts the service's work from the request's arrival, leaving out the time the
+body took to arrive (up to 15 s): a slow upload does not shorten it. The v1 execution budget counts from
+the request's arrival, upload included.
 
 The service sends no webhooks and emits no events; job progress is observed only by polling.
 

@@ -33,7 +33,7 @@ declare module 'fastify' {
     closeAfterAnswer: boolean | undefined;
     /** When the gateway began reading the body (after any wait for room), 0 before. */
     bodyReadFrom: number;
-    /** How long the JSON body took to arrive, once read (0 without one): not counted in a budget. */
+    /** How long the JSON body took to arrive, once read (0 without one): v2 leaves it out of its budget. */
     uploadMs: number;
   }
   interface FastifyContextConfig {

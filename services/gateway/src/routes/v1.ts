@@ -2,7 +2,7 @@ import { ErrorBody, LIMITS, REGISTRY_SNAPSHOT_HEADER, ScrubRequest, ScrubResult 
 import type { FastifyInstance } from 'fastify';
 import { checkedByAdmit, scrubCaller, setRateLimitHeaders } from '../auth.js';
 import type { GatewayConfig } from '../config.js';
-import { budgetStart, deadlineOf } from '../deadline.js';
+import { deadlineOf } from '../deadline.js';
 import { sendMapped } from '../errors.js';
 import type { Fingerprints, ScrubBody } from '../flows/admit.js';
 import type { EarlyChecks } from '../flows/early-check.js';
@@ -26,7 +26,7 @@ export function v1Routes(
         },
       },
       async (request, reply) => {
-        const deadline = deadlineOf(budgetStart(request), config.DNC_V1_BUDGET_MS);
+        const deadline = deadlineOf(request.receivedAt, config.DNC_V1_BUDGET_MS);
         const scrub = {
           caller: scrubCaller(request),
           idempotencyKey: idempotencyKeyOf(request),

@@ -12,7 +12,7 @@ import type { jobsv1 } from '@dnc/proto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { authenticatedCaller, setRateLimitHeaders } from '../auth.js';
 import type { GatewayConfig } from '../config.js';
-import { budgetStart, deadlineOf } from '../deadline.js';
+import { admissionBudgetStart, deadlineOf } from '../deadline.js';
 import { fromRpcError, sendMapped, toHttp } from '../errors.js';
 import type { Fingerprints, ScrubBody } from '../flows/admit.js';
 import type { OrgScope, Upstream } from '../flows/port.js';
@@ -91,7 +91,7 @@ export function v2Routes(config: GatewayConfig, upstream: Upstream, fingerprints
         schema: { ...routeSchema('createScrubJob'), body: DurableScrubRequest },
       },
       async (request, reply) => {
-        const deadline = deadlineOf(budgetStart(request), config.DNC_V2_ADMISSION_BUDGET_MS);
+        const deadline = deadlineOf(admissionBudgetStart(request), config.DNC_V2_ADMISSION_BUDGET_MS);
         const scrub = {
           caller: authenticatedCaller(request),
           idempotencyKey: idempotencyKeyOf(request),
