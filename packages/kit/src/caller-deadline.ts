@@ -4,7 +4,9 @@ import { Histogram, type Registry } from 'prom-client';
 const MAX_AHEAD_MS = 60 * 60 * 1000;
 
 /** Seconds, both signs: a receiver whose clock is behind its caller's sees the call arrive "early". */
-const LAG_BUCKETS = [-1, -0.25, -0.1, -0.025, -0.005, 0, 0.005, 0.025, 0.1, 0.25, 1, 5];
+const LAG_BUCKETS = [
+  -1, -0.5, -0.25, -0.1, -0.05, -0.025, -0.005, 0, 0.005, 0.025, 0.05, 0.1, 0.15, 0.25, 0.5, 1, 5,
+];
 
 let arrivalLag: Histogram<'call'> | undefined;
 
