@@ -218,18 +218,20 @@ function shellWord(arg: string): string {
 /**
  * The `dnc jobs result` command that writes what this scrub command would have: the same file, read with
  * the same table options, the same format and output, from the same service with the same key (a job of
- * another organization, or of another service, is not found).
+ * another organization, or of another service, is not found). Every value is joined to its option
+ * (`--input=-rows.csv`): `--input -rows.csv` is refused as ambiguous by the parser, and the command printed
+ * did not run (found by a review, 2026-12-05).
  */
 export function resultCommand(command: ScrubCommand, jobId: string): string {
-  const args = ['dnc', 'jobs', 'result', jobId, '--input', command.file];
+  const args = ['dnc', 'jobs', 'result', jobId, `--input=${command.file}`];
   const { inputFormat, delimiter, header, column } = command.table;
-  if (inputFormat !== undefined) args.push('--input-format', inputFormat);
-  if (delimiter !== undefined) args.push('--delimiter', delimiter === '\t' ? 'tab' : delimiter);
+  if (inputFormat !== undefined) args.push(`--input-format=${inputFormat}`);
+  if (delimiter !== undefined) args.push(`--delimiter=${delimiter === '\t' ? 'tab' : delimiter}`);
   if (header !== undefined) args.push(header ? '--header' : '--no-header');
-  if (column !== undefined) args.push('--column', String(column));
-  if (command.format !== undefined) args.push('--format', command.format);
-  if (command.out !== undefined) args.push('--out', command.out);
-  if (command.apiKeyFile !== undefined) args.push('--api-key-file', command.apiKeyFile);
-  if (command.baseUrl !== undefined) args.push('--base-url', command.baseUrl);
+  if (column !== undefined) args.push(`--column=${column}`);
+  if (command.format !== undefined) args.push(`--format=${command.format}`);
+  if (command.out !== undefined) args.push(`--out=${command.out}`);
+  if (command.apiKeyFile !== undefined) args.push(`--api-key-file=${command.apiKeyFile}`);
+  if (command.baseUrl !== undefined) args.push(`--base-url=${command.baseUrl}`);
   return args.map(shellWord).join(' ');
 }

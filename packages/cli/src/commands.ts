@@ -12,6 +12,8 @@ export interface CommandContext {
   stderr: { write(text: string): unknown };
   progress: Progress;
   signal: AbortSignal | undefined;
+  /** What an input of "-" reads. */
+  stdin: NodeJS.ReadableStream;
   /** Set as soon as a job exists, so an interruption can say how to follow it. */
   onJob(id: string): void;
   /** The job succeeded: an error from here on is recovered by `jobs result`, not `jobs wait`. */
@@ -61,8 +63,8 @@ async function waitForSuccess(ctx: CommandContext, id: string) {
   return done;
 }
 
-export async function scrub(ctx: CommandContext, command: ScrubCommand, path: string): Promise<number> {
-  const input = await readInput(path, command.table);
+export async function scrub(ctx: CommandContext, command: ScrubCommand): Promise<number> {
+  const input = await readInput(command.file, command.table, ctx);
   const { phones } = input;
   const request = { country: command.country, phones };
   // Made here when not given (not by the SDK), so that it is known whatever ends the request, Ctrl-C too.
@@ -152,7 +154,7 @@ export async function jobs(ctx: CommandContext, command: JobsCommand): Promise<n
     case 'result': {
       // Read (and check) the input file before asking for the result, so a bad file costs no call.
       const input =
-        command.input === undefined ? undefined : await readInput(command.input, command.table ?? {});
+        command.input === undefined ? undefined : await readInput(command.input, command.table ?? {}, ctx);
       let last: ResponseInfo | undefined;
       const result = await ctx.client.jobs.result(command.id, {
         ...options,

@@ -1,13 +1,12 @@
-import { createWriteStream } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { extname, join } from 'node:path';
+import { type FileHandle, open } from 'node:fs/promises';
+import { extname } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { LIMITS } from '@dnc-scrub/sdk';
 import { InputFileError, isTooLong, readTable, type TableLayout, type TableOptions } from './table.js';
 
 /** The numbers of an input file, and what to find its rows again in (the CSV output parses a table again). */
 export interface PhoneInput {
+  /** The file, or "-" for standard input. */
   path: string;
   phones: string[];
   /** Set for CSV/TSV input. */
@@ -89,19 +88,104 @@ function checkList(phones: string[]): string[] {
 }
 
 /**
- * Reads the file once, whole: the numbers sent and the rows written are of the same bytes whatever happens
- * to the file meanwhile. Memory grows with the file (at most 500,000 rows are accepted).
+ * The largest input read, a file or standard input. 500,000 rows (the most one job takes) of a wide CSV fit
+ * in it (2 KiB a row); a bigger file is not the input of one job, and is refused before it is read: the input
+ * is held in memory whole, and a multi-GB file passed by mistake was loaded (up to 2 GiB) before its rows were
+ * counted (found by a review, 2026-12-05).
  */
-export async function readInput(path: string, options: TableOptions): Promise<PhoneInput> {
-  let bytes: Buffer;
+export const MAX_INPUT_BYTES = 1024 ** 3;
+
+/** Where `readInput` reads from besides files. */
+export interface InputSource {
+  /** What "-" reads (standard input). */
+  stdin?: NodeJS.ReadableStream | undefined;
+  /** Stops reading standard input (Ctrl-C while numbers are still being typed or piped in). */
+  signal?: AbortSignal | undefined;
+  /** Bytes accepted; MAX_INPUT_BYTES unless a test says less. */
+  maxBytes?: number;
+}
+
+function tooLarge(what: string, maxBytes: number): InputFileError {
+  const size = maxBytes % 1024 ** 3 === 0 ? `${maxBytes / 1024 ** 3} GiB` : `${maxBytes} bytes`;
+  return new InputFileError(
+    `${what} is larger than ${size}: not the input of one job (at most ${LIMITS.v2MaxInputs} rows)`,
+  );
+}
+
+/** A stream's bytes, refused as soon as they pass `maxBytes` (counted while they come, nothing kept on disk). */
+async function collect(
+  stream: NodeJS.ReadableStream,
+  what: string,
+  maxBytes: number,
+  signal?: AbortSignal,
+): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  await pipeline(
+    stream,
+    async (source: AsyncIterable<Buffer | string>) => {
+      for await (const chunk of source) {
+        const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+        size += bytes.length;
+        if (size > maxBytes) throw tooLarge(what, maxBytes);
+        chunks.push(bytes);
+      }
+    },
+    signal ? { signal } : {},
+  );
+  return Buffer.concat(chunks, size);
+}
+
+function unreadable(path: string, error: unknown): InputFileError {
+  const code = (error as NodeJS.ErrnoException).code;
+  return new InputFileError(
+    code === 'ENOENT' ? `no such file: ${path}` : `cannot read ${path} (${code ?? 'error'})`,
+  );
+}
+
+/**
+ * A file's bytes: its size is looked at before anything is read. A pipe or device (`<(...)`, /dev/stdin)
+ * has no size beforehand: its bytes are counted while they come.
+ */
+async function fileBytes(path: string, maxBytes: number): Promise<Buffer> {
+  let handle: FileHandle;
   try {
-    bytes = await readFile(path);
+    handle = await open(path, 'r');
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    throw new InputFileError(
-      code === 'ENOENT' ? `no such file: ${path}` : `cannot read ${path} (${code ?? 'error'})`,
-    );
+    throw unreadable(path, error);
   }
+  try {
+    const stats = await handle.stat();
+    if (stats.size > maxBytes) throw tooLarge(path, maxBytes);
+    const bytes = stats.isFile()
+      ? await handle.readFile()
+      : await collect(handle.createReadStream({ autoClose: false }), path, maxBytes);
+    // A file that grew after its size was read.
+    if (bytes.length > maxBytes) throw tooLarge(path, maxBytes);
+    return bytes;
+  } catch (error) {
+    throw error instanceof InputFileError ? error : unreadable(path, error);
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Reads the input once, whole: the numbers sent and the rows written are of the same bytes whatever happens
+ * to the file meanwhile. Memory grows with the input (at most MAX_INPUT_BYTES, and 500,000 rows). "-" is
+ * standard input, read straight into memory: never copied to a file, which a process killed outright
+ * (SIGKILL) left behind with the numbers in it (found by a review, 2026-12-05).
+ */
+export async function readInput(
+  path: string,
+  options: TableOptions,
+  from: InputSource = {},
+): Promise<PhoneInput> {
+  const maxBytes = from.maxBytes ?? MAX_INPUT_BYTES;
+  const bytes =
+    path === '-'
+      ? await collect(from.stdin ?? process.stdin, 'standard input', maxBytes, from.signal)
+      : await fileBytes(path, maxBytes);
   const first = firstLine(bytes);
   const format = detectFormat(path, first, options);
   if (format === 'csv' || format === 'tsv') {
@@ -111,25 +195,4 @@ export async function readInput(path: string, options: TableOptions): Promise<Ph
   if (format === 'json' && !first.trimStart().startsWith('['))
     throw new InputFileError('the JSON must be an array of strings');
   return { path, phones: checkList(parsePhoneList(bytes.toString('utf8'))), table: undefined, bytes };
-}
-
-/**
- * Standard input copied to a private temporary file, read then like any file (`jobs result --input -` too).
- * `dispose` removes it.
- */
-export async function spoolStdin(
-  stdin: NodeJS.ReadableStream,
-  signal?: AbortSignal,
-): Promise<{ path: string; dispose(): Promise<void> }> {
-  const dir = await mkdtemp(join(tmpdir(), 'dnc-'));
-  const path = join(dir, 'stdin');
-  const dispose = () => rm(dir, { recursive: true, force: true });
-  try {
-    // Interrupted while numbers are still being typed or piped in: stop, and leave no copy behind.
-    await pipeline(stdin, createWriteStream(path, { mode: 0o600 }), signal ? { signal } : {});
-  } catch (error) {
-    await dispose();
-    throw error;
-  }
-  return { path, dispose };
 }

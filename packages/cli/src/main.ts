@@ -2,7 +2,8 @@
 import { runCli } from './run.js';
 
 // Ctrl-C, a terminal closed and a `kill` end a run the same way: a job admitted is named (it keeps
-// running) and the private copy of standard input (phone numbers) is removed before the process exits.
+// running), and numbers still being read from standard input stop being read (they are held in memory
+// only, never written to a file).
 const controller = new AbortController();
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, () => controller.abort());
 

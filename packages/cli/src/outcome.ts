@@ -26,9 +26,10 @@ export class ResultMismatchError extends Error {
  * 2026-12-05): the walk goes back to the last such choice when it cannot go on. Where the lists allow several
  * placements, a prohibited outcome goes to the earlier row. `answeredBoth` counts such numbers.
  *
- * Every row of a number the result lists as prohibited anywhere is then answered prohibited, whatever list
- * its own place came from: a row of such a number was answered `safe`, with a warning only (found by a
- * review, 2026-12-05), and calling a registered number is the legal risk; not calling a free one is not.
+ * Every row whose input is the same string as one the result lists prohibited is then answered prohibited,
+ * whatever list its own place came from: a row of such a number was answered `safe`, with a warning only
+ * (found by a review, 2026-12-05), and calling a registered number is the legal risk; not calling a free one
+ * is not. Inputs are compared as written: another spelling of the number is another input, answered on its own.
  *
  * Going back is bounded (a few steps per input): long runs of one number answered both ways could take it
  * time and memory growing with the square of the run. Past the bound, each number answered both ways has

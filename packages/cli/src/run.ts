@@ -12,7 +12,6 @@ import {
 import { type Command, parseCommand, resultCommand, UsageError } from './args.js';
 import { jobs, scrub } from './commands.js';
 import { HELP } from './help.js';
-import { spoolStdin } from './input.js';
 import { ApiKeyError, apiKeyFrom } from './key.js';
 import { ResultMismatchError } from './outcome.js';
 import type { Sink } from './output.js';
@@ -65,13 +64,14 @@ export async function runCli(argv: readonly string[], io: CliEnvironment): Promi
   let jobId: string | undefined;
   let succeeded = false;
   let submitted: string | undefined;
-  let spooled: Awaited<ReturnType<typeof spoolStdin>> | undefined;
   try {
     const apiKey = await apiKeyFrom(command, io.env, io.stdin);
     const client = newClient(apiKey, baseUrl, io.env);
     if (typeof client === 'string') return fail('usage', client, 2);
     const ctx = {
       client,
+      // Read by an input of "-": whole, into memory, never copied to a file.
+      stdin: io.stdin ?? process.stdin,
       stdout: io.stdout,
       stderr: io.stderr,
       progress,
@@ -86,9 +86,8 @@ export async function runCli(argv: readonly string[], io: CliEnvironment): Promi
         submitted = key;
       },
     };
-    if (fromStdin) spooled = await spoolStdin(io.stdin ?? process.stdin, io.signal);
-    if (command.kind === 'scrub') return await scrub(ctx, command, spooled?.path ?? command.file);
-    return await jobs(ctx, spooled ? { ...command, input: spooled.path } : command);
+    if (command.kind === 'scrub') return await scrub(ctx, command);
+    return await jobs(ctx, command);
   } catch (error) {
     progress.stop();
     const aborted = io.signal?.aborted === true;
@@ -100,8 +99,6 @@ export async function runCli(argv: readonly string[], io: CliEnvironment): Promi
     // after all; the same key gets that answer, never a second charge or a second job.
     if (aborted && submitted && !jobId) io.stderr.write(`dnc: ${retryHint(submitted)}\n`);
     return status;
-  } finally {
-    await spooled?.dispose();
   }
 }
 

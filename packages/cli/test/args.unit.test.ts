@@ -1,5 +1,27 @@
 import { describe, expect, it } from 'vitest';
+import { resultCommand, type ScrubCommand } from '../src/args.js';
 import { parseCommand, UsageError } from '../src/index.js';
+
+/** The words a POSIX shell makes of a command line: single quotes, backslashes outside quotes, blanks. */
+function shellWords(line: string): string[] {
+  const words: string[] = [];
+  let word: string | undefined;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i] as string;
+    if (c === "'") {
+      const end = line.indexOf("'", i + 1);
+      if (end < 0) throw new Error('unterminated quote');
+      word = (word ?? '') + line.slice(i + 1, end);
+      i = end;
+    } else if (c === '\\') word = (word ?? '') + (line[++i] ?? '');
+    else if (c === ' ') {
+      if (word !== undefined) words.push(word);
+      word = undefined;
+    } else word = (word ?? '') + c;
+  }
+  if (word !== undefined) words.push(word);
+  return words;
+}
 
 describe('dnc argument parsing', () => {
   it('parses scrub with country, file, --out and a key, in any order', () => {
@@ -119,5 +141,32 @@ describe('dnc argument parsing', () => {
   ])('rejects %j', (argv, message) => {
     expect(() => parseCommand(argv)).toThrow(UsageError);
     expect(() => parseCommand(argv)).toThrow(message);
+  });
+
+  // Found by a review (2026-12-05): for an input named `-rows.csv`, the recovery hint printed
+  // `--input -rows.csv`, which the parser refuses as ambiguous: the command to get the rows did not run.
+  it('the jobs result command of a scrub parses back to the same file, options and output, names starting with "-" too', () => {
+    const argv = ['scrub', '-c', 'co', '--out=-out put.csv', '--api-key-file=-key', '--column=-tel'];
+    argv.push('--delimiter=-', '--base-url=http://h:1', '--', "-it's rows.csv");
+    const scrub = parseCommand(argv) as ScrubCommand;
+    expect(scrub).toMatchObject({ file: "-it's rows.csv", out: '-out put.csv', apiKeyFile: '-key' });
+    const line = resultCommand(scrub, 'job-1');
+    const words = shellWords(line);
+    expect(words.slice(0, 4)).toEqual(['dnc', 'jobs', 'result', 'job-1']);
+    expect(parseCommand(words.slice(1))).toEqual({
+      kind: 'jobs',
+      action: 'result',
+      id: 'job-1',
+      input: "-it's rows.csv",
+      table: { column: '-tel', delimiter: '-' },
+      out: '-out put.csv',
+      apiKeyFile: '-key',
+      baseUrl: 'http://h:1',
+    });
+    expect(line).toContain(`'--input=-it'\\''s rows.csv'`);
+    for (const file of ['-rows.csv', '-', 'plain.csv']) {
+      const words = shellWords(resultCommand({ ...scrub, file, table: {} }, 'job-1'));
+      expect(parseCommand(words.slice(1))).toMatchObject({ input: file, out: '-out put.csv' });
+    }
   });
 });

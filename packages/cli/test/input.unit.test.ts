@@ -1,8 +1,10 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { detectFormat, InputFileError, parsePhoneList, readInput } from '../src/index.js';
+import { MAX_INPUT_BYTES } from '../src/input.js';
 
 /** The error a promise rejects with (fails the test when it resolves). */
 async function rejection<E = Error>(promise: Promise<unknown>): Promise<E> {
@@ -114,5 +116,52 @@ describe('readInput', () => {
     expect((await readInput(file, {})).phones[0]).toHaveLength(128);
     await writeFile(file, JSON.stringify(['1', '😀'.repeat(65)]));
     await expect(readInput(file, {})).rejects.toThrow(/element 2 has more than 64 characters/);
+  });
+
+  // Found by a review (2026-12-05): the whole file was read before any limit applied, so a multi-GB file
+  // passed by mistake was loaded (up to 2 GiB) before it was refused.
+  it('a file over 1 GiB is refused by its size, before it is read (a sparse file: no disk space)', async () => {
+    const file = join(dir, 'huge.txt');
+    await writeFile(file, '');
+    await truncate(file, 1024 ** 3 + 1);
+    expect((await stat(file)).size).toBe(1024 ** 3 + 1);
+    const before = process.memoryUsage().arrayBuffers;
+    const error = await rejection<Error>(readInput(file, {}));
+    expect(error).toBeInstanceOf(InputFileError);
+    expect(error.message).toBe(
+      `${file} is larger than 1 GiB: not the input of one job (at most 500000 rows)`,
+    );
+    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(64 * 1024 ** 2);
+    expect(MAX_INPUT_BYTES).toBe(1024 ** 3);
+  });
+
+  it('the bound is of bytes, file or standard input: at the bound read, past it refused without the numbers', async () => {
+    const file = join(dir, 'bound.txt');
+    await writeFile(file, '3001234567\n');
+    expect((await readInput(file, {}, { maxBytes: 11 })).phones).toEqual(['3001234567']);
+    await expect(readInput(file, {}, { maxBytes: 10 })).rejects.toThrow(
+      new InputFileError(`${file} is larger than 10 bytes: not the input of one job (at most 500000 rows)`),
+    );
+    const stdin = () => Readable.from([Buffer.from('3001234567\n'), '3101234567\n']);
+    await expect(readInput('-', {}, { stdin: stdin(), maxBytes: 22 })).resolves.toEqual({
+      path: '-',
+      phones: ['3001234567', '3101234567'],
+      table: undefined,
+      bytes: Buffer.from('3001234567\n3101234567\n'),
+    });
+    const error = await rejection<Error>(readInput('-', {}, { stdin: stdin(), maxBytes: 21 }));
+    expect(error).toBeInstanceOf(InputFileError);
+    expect(error.message).toBe(
+      'standard input is larger than 21 bytes: not the input of one job (at most 500000 rows)',
+    );
+  });
+
+  it('reading standard input stops when the run is interrupted', async () => {
+    const stdin = new Readable({ read() {} });
+    stdin.push('3001234567\n'); // and never ended
+    const controller = new AbortController();
+    const reading = readInput('-', {}, { stdin, signal: controller.signal });
+    setTimeout(() => controller.abort(), 10);
+    await expect(reading).rejects.toMatchObject({ name: 'AbortError' });
   });
 });

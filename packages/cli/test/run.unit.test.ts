@@ -1,5 +1,16 @@
-import { writeFileSync } from 'node:fs';
-import { chmod, lstat, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { readdirSync, writeFileSync } from 'node:fs';
+import {
+  chmod,
+  lstat,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  rm,
+  stat,
+  symlink,
+  writeFile,
+} from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -331,7 +342,7 @@ describe('dnc errors', () => {
     expect(await runCli(argv, t.env)).toBe(1);
     const err = t.err.join('');
     expect(err).toMatch(/^dnc: error internal_error: /);
-    const command = `dnc jobs result ${JOB_ID} --input ${file} --delimiter ';' --column Phone --out '${out}'`;
+    const command = `dnc jobs result ${JOB_ID} --input=${file} '--delimiter=;' --column=Phone '--out=${out}'`;
     expect(err).toContain(
       `dnc: job ${JOB_ID} succeeded; get its result (kept 7 days, no second charge) with: ${command}\n`,
     );
@@ -659,5 +670,47 @@ describe('dnc --version, help and the API key', () => {
     await writeFile(keyFile, '\n');
     expect(await runCli(['jobs', 'get', JOB_ID, '--api-key-file', keyFile], empty.env)).toBe(2);
     expect(empty.err.join('')).toMatch(/missing_api_key: the API key file .* is empty/);
+  });
+});
+
+// Found by a review (2026-12-05): standard input was copied to a temporary file only to be read like a file;
+// a run killed outright (SIGKILL) left the phone numbers there. It is read into memory: nothing on disk.
+describe('dnc and standard input ("-")', () => {
+  it('scrub - and jobs result --input - read it with no file made in the temporary directory', async () => {
+    const tmp = join(dir, 'tmp');
+    await mkdir(tmp);
+    const saved = process.env['TMPDIR'];
+    process.env['TMPDIR'] = tmp;
+    const seen: string[][] = [];
+    const table = 'Name;Phone\nAna;+57 300 123 4567\nEva;310 999 9999\n';
+    try {
+      answer = (_method, url) => {
+        seen.push(readdirSync(tmp));
+        // The job's result: the numbers the scrub sent.
+        return {
+          status: 200,
+          body: url === '/v1/scrub' || url.endsWith('/result') ? classify(lastPhones) : {},
+        };
+      };
+      const t = io();
+      expect(await runCli(['scrub', '-c', 'co', '-'], { ...t.env, stdin: Readable.from([table]) })).toBe(0);
+      expect(lastPhones).toEqual(['+57 300 123 4567', '310 999 9999']);
+      const rows = [
+        'Name;Phone;dnc_status;dnc_reason',
+        'Ana;+57 300 123 4567;prohibited;',
+        'Eva;310 999 9999;safe;',
+      ];
+      expect(t.out.join('')).toBe(`${rows.join('\n')}\n`);
+      const r = io();
+      const argv = ['jobs', 'result', JOB_ID, '--input', '-', '--format', 'csv'];
+      expect(await runCli(argv, { ...r.env, stdin: Readable.from([Buffer.from(table)]) })).toBe(0);
+      expect(r.out.join('')).toBe(`${rows.join('\n')}\n`);
+      expect(calls.map((c) => c.url)).toEqual(['/v1/scrub', `/v2/scrub/${JOB_ID}/result`]);
+      expect(seen).toEqual([[], []]);
+      expect(readdirSync(tmp)).toEqual([]);
+    } finally {
+      if (saved === undefined) delete process.env['TMPDIR'];
+      else process.env['TMPDIR'] = saved;
+    }
   });
 });
