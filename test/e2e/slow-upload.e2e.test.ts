@@ -9,7 +9,7 @@ import { startTestStack, type TestStack } from '../support/stack.js';
 // quota reservation and enqueueing, not execution": not the client's upload. Found in a review (2026-12-05):
 // the budget counted from the request's arrival, so a v2 body that took longer to arrive than the budget left
 // admission no time, and the scheduler refused to store the job on every retry that uploaded as slowly. The
-// v2 budget now leaves out the upload (up to 15 s). v1 keeps its budget from the arrival: the spec has it
+// v2 budget now leaves out the upload (up to 10 s). v1 keeps its budget from the arrival: the spec has it
 // answer within 15 seconds, and clients size their timeouts on that.
 const BUDGET_MS = 1_500;
 const UPLOAD_MS = 2_500;

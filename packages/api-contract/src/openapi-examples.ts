@@ -144,7 +144,7 @@ balance, cost, credentials and raw provider errors are never exposed; such cause
 Retention and TTL values are initial policy; a country or legal requirement may shorten them.
 
 The v2 admission budget counts the service's work from the request's arrival, leaving out the time the
-body took to arrive (up to 15 s): a slow upload does not shorten it. The v1 execution budget counts from
+body took to arrive (up to 10 s): a slow upload does not shorten it. The v1 execution budget counts from
 the request's arrival, upload included.
 
 The service sends no webhooks and emits no events; job progress is observed only by polling.

@@ -21,12 +21,14 @@ export function deadlineOf(startMs: number, budgetMs: number): Deadline {
 }
 
 /**
- * The most of a v2 body's upload left out of its admission budget. A v2 answer then comes at most 20 s
- * after the request arrived: within the drain of a stopping gateway (preStop 5 s + 20 s), within the life
- * an organization assertion has left when it is handed out (at least 60 s: it is used again after the
- * body), and well within the SDK's attempt timeout (60 s).
+ * The most of a v2 body's upload left out of its admission budget. The service's calls for a v2 request then
+ * end within 15 s of its arrival: inside a stopping gateway's drain (20 s from SIGTERM; the gateway still
+ * takes requests during preStop) with a margin, inside the life an organization assertion has left when it
+ * is handed out (at least 60 s: it is used again after the body), and well within the SDK's attempt
+ * timeout (60 s). A request whose upload took longer has less budget, or none (`submitV2` then answers 503
+ * without a call).
  */
-export const UPLOAD_LEFT_OUT_MAX_MS = 15_000;
+export const UPLOAD_LEFT_OUT_MAX_MS = 10_000;
 
 /**
  * When a v2 request's admission budget starts: at its arrival, with the time its body took to arrive (up

@@ -77,6 +77,17 @@ describe('v2 submit flow over the in-memory upstream (spec: v2 submit, exactly o
     expect(calls).toEqual([]);
   });
 
+  // Found by a review (2026-12-05): a request whose upload used its whole budget still called Admit,
+  // SubmitJob and GetJob, each with 1 ms, and with an organization assertion that may have run out.
+  it('no time left when the body has arrived: 503 with Retry-After, and no call made', async () => {
+    const { outcome, calls } = await run({}, request('k2'), budget(-1));
+    expect(outcome).toMatchObject({
+      ok: false,
+      error: { status: 503, body: { error: 'platform_failure' }, retryAfterSeconds: 1 },
+    });
+    expect(calls).toEqual([]);
+  });
+
   it('a refused Admit answers its reason and stores nothing', async () => {
     const { outcome, calls } = await run({
       admit: () => refusal(Code.AlreadyExists, 'idempotency_key_reused'),

@@ -83,6 +83,10 @@ export async function submitV2(
   const sizes = durableInput(request.country, request.phones, request.body);
   const tooLarge = sizeRefusal(sizes);
   if (tooLarge) return { ok: false, error: tooLarge, rateLimit: undefined };
+  // No time left (an upload past UPLOAD_LEFT_OUT_MAX_MS used the budget): no internal call goes out with none
+  // (each would carry 1 ms, and the organization assertion, taken before the body, may have run out).
+  if (deadline.expired())
+    return { ok: false, error: toHttp('platform_failure', undefined, 1), rateLimit: undefined };
 
   const admitted = await admitScrub(deps, request, admissionv1.RequestKind.JOB, deadline.remaining(), {
     resultRules: sizes.resultRules,
