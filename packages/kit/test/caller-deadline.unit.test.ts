@@ -49,6 +49,7 @@ describe('the last moment a call may commit for its caller (commitBy)', () => {
     commitBy(now, 1_000, BigInt(now + 998), 'quota.CommitMany'); // 2 ms on the way
     commitBy(now, 1_000, BigInt(now + 700), 'quota.CommitMany'); // 300 ms: held, or this clock ahead
     commitBy(now, 1_000, BigInt(now + 1_400), 'quota.CommitMany'); // this clock 400 ms behind
+    commitBy(now, 10_000, BigInt(now + 3_000), 'quota.CommitMany'); // 7 s: late, never counted as early
     commitBy(now, 1_000, undefined, 'quota.CommitMany'); // no moment: not counted
     commitBy(now, undefined, BigInt(now + 1_000), 'quota.CommitMany'); // no relative time: not counted
     // prom-client's values carry the series' name (`_bucket`, `_sum`, `_count`); its type omits it.
@@ -63,13 +64,15 @@ describe('the last moment a call may commit for its caller (commitBy)', () => {
           v.metricName?.endsWith('_bucket') && v.labels.le === le && v.labels.call === 'quota.CommitMany',
       )?.value;
     const count = lag.find((v) => v.metricName?.endsWith('_count'))?.value;
-    expect(count).toBe(3);
+    expect(count).toBe(4);
+    expect(bucket(-1)).toBe(0);
     expect(bucket(-0.25)).toBe(1);
     expect(bucket(0)).toBe(1);
     expect(bucket(0.005)).toBe(2);
     expect(bucket(0.25)).toBe(2);
     expect(bucket(1)).toBe(3);
+    expect(bucket(5)).toBe(4);
     const sum = lag.find((v) => v.metricName?.endsWith('_sum'))?.value ?? 0;
-    expect(sum).toBeCloseTo(0.002 + 0.3 - 0.4, 6);
+    expect(sum).toBeCloseTo(0.002 + 0.3 - 0.4 + 5, 6);
   });
 });
