@@ -1,3 +1,4 @@
+import { constants } from 'node:buffer';
 import { type FileHandle, open } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -147,7 +148,7 @@ function unreadable(path: string, error: unknown): InputFileError {
  * A file's bytes: its size is looked at before anything is read. A pipe or device (`<(...)`, /dev/stdin)
  * has no size beforehand: its bytes are counted while they come.
  */
-async function fileBytes(path: string, maxBytes: number): Promise<Buffer> {
+async function fileBytes(path: string, maxBytes: number, signal?: AbortSignal): Promise<Buffer> {
   let handle: FileHandle;
   try {
     handle = await open(path, 'r');
@@ -159,7 +160,7 @@ async function fileBytes(path: string, maxBytes: number): Promise<Buffer> {
     if (stats.size > maxBytes) throw tooLarge(path, maxBytes);
     const bytes = stats.isFile()
       ? await handle.readFile()
-      : await collect(handle.createReadStream({ autoClose: false }), path, maxBytes);
+      : await collect(handle.createReadStream({ autoClose: false }), path, maxBytes, signal);
     // A file that grew after its size was read.
     if (bytes.length > maxBytes) throw tooLarge(path, maxBytes);
     return bytes;
@@ -185,7 +186,7 @@ export async function readInput(
   const bytes =
     path === '-'
       ? await collect(from.stdin ?? process.stdin, 'standard input', maxBytes, from.signal)
-      : await fileBytes(path, maxBytes);
+      : await fileBytes(path, maxBytes, from.signal);
   const first = firstLine(bytes);
   const format = detectFormat(path, first, options);
   if (format === 'csv' || format === 'tsv') {
@@ -194,5 +195,11 @@ export async function readInput(
   }
   if (format === 'json' && !first.trimStart().startsWith('['))
     throw new InputFileError('the JSON must be an array of strings');
+  // A list is read as one string, and V8's longest is about 512 MiB: a longer one was an "unexpected" error
+  // (exit 1) where every input error is exit 2 with nothing sent (found by a review, 2026-12-05).
+  if (bytes.length > constants.MAX_STRING_LENGTH)
+    throw new InputFileError(
+      `${path === '-' ? 'standard input' : path} is too large for a list of numbers: use CSV`,
+    );
   return { path, phones: checkList(parsePhoneList(bytes.toString('utf8'))), table: undefined, bytes };
 }

@@ -1,3 +1,4 @@
+import { constants } from 'node:buffer';
 import { mkdtemp, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -133,6 +134,17 @@ describe('readInput', () => {
     );
     expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(64 * 1024 ** 2);
     expect(MAX_INPUT_BYTES).toBe(1024 ** 3);
+  });
+
+  // Found by a review (2026-12-05): a list longer than V8's longest string (about 512 MiB) failed as an
+  // "unexpected" error (exit 1) instead of an input error (exit 2, nothing sent).
+  it('a list longer than the longest string is an input error (a sparse file: no disk space)', async () => {
+    const file = join(dir, 'long-list.txt');
+    await writeFile(file, '');
+    await truncate(file, constants.MAX_STRING_LENGTH + 1);
+    const error = await rejection<Error>(readInput(file, {}));
+    expect(error).toBeInstanceOf(InputFileError);
+    expect(error.message).toBe(`${file} is too large for a list of numbers: use CSV`);
   });
 
   it('the bound is of bytes, file or standard input: at the bound read, past it refused without the numbers', async () => {
