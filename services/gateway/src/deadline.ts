@@ -22,7 +22,7 @@ export function deadlineOf(startMs: number, budgetMs: number): Deadline {
 
 /**
  * The most of a v2 body's upload left out of its admission budget. The service's calls for a v2 request then
- * end within 15 s of its arrival: inside a stopping gateway's drain (20 s from SIGTERM; the gateway still
+ * end within about 15 s of its arrival (a confirmation or an abort gets at least 250 ms): inside a stopping gateway's drain (20 s from SIGTERM; the gateway still
  * takes requests during preStop) with a margin, inside the life an organization assertion has left when it
  * is handed out (at least 60 s: it is used again after the body), and well within the SDK's attempt
  * timeout (60 s). A request whose upload took longer has less budget, or none (`submitV2` then answers 503

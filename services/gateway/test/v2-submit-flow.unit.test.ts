@@ -79,13 +79,25 @@ describe('v2 submit flow over the in-memory upstream (spec: v2 submit, exactly o
 
   // Found by a review (2026-12-05): a request whose upload used its whole budget still called Admit,
   // SubmitJob and GetJob, each with 1 ms, and with an organization assertion that may have run out.
-  it('no time left when the body has arrived: 503 with Retry-After, and no call made', async () => {
-    const { outcome, calls } = await run({}, request('k2'), budget(-1));
-    expect(outcome).toMatchObject({
-      ok: false,
-      error: { status: 503, body: { error: 'platform_failure' }, retryAfterSeconds: 1 },
-    });
-    expect(calls).toEqual([]);
+  it('too little time left when the body has arrived: 503 with Retry-After and a reason, and no call made', async () => {
+    for (const left of [-1, 499]) {
+      const { outcome, calls } = await run({}, request('k2'), budget(left));
+      expect(outcome).toMatchObject({
+        ok: false,
+        error: {
+          status: 503,
+          body: {
+            error: 'platform_failure',
+            message: expect.stringMatching(/once the request body had arrived/),
+          },
+          retryAfterSeconds: 1,
+        },
+      });
+      expect(calls).toEqual([]);
+    }
+    // At the floor: admitted as any request.
+    const { outcome } = await run({ submitJob: (req) => job(req.jobId) }, request('k2'), budget(600));
+    expect(outcome).toMatchObject({ ok: true });
   });
 
   it('a refused Admit answers its reason and stores nothing', async () => {

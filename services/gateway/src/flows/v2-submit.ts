@@ -10,6 +10,10 @@ import { type DurableSizes, durableInput } from './result-estimate.js';
 import type { BodyPhones } from './scrub-body.js';
 
 /** ConfirmJob gets at least this long, even when the budget is nearly spent. */
+/** The least admission budget a v2 request must have left once its body has arrived for any call to go out. */
+const ADMISSION_MIN_MS = 500;
+const SLOW_UPLOAD =
+  'Too little of the admission budget was left once the request body had arrived; send it again with the same Idempotency-Key.';
 const CONFIRM_MIN_MS = 250;
 
 export type V2Upstream = Pick<Upstream, 'admit' | 'abort' | 'submitJob' | 'confirmJob' | 'getJob'>;
@@ -26,6 +30,8 @@ export type V2Request = Omit<ScrubRequest, 'phones'> & {
   caller: AuthenticatedCaller;
   /** The bytes the body was parsed from, when the route has them: the durable input may be a slice. */
   body?: Buffer | undefined;
+  /** How long the body took to arrive (logged when it left too little budget). */
+  uploadMs?: number;
 };
 
 type SubmitOutcome = { outcome: 'stored'; job: jobsv1.Job; resumed: boolean } | CallFailure;
@@ -83,10 +89,15 @@ export async function submitV2(
   const sizes = durableInput(request.country, request.phones, request.body);
   const tooLarge = sizeRefusal(sizes);
   if (tooLarge) return { ok: false, error: tooLarge, rateLimit: undefined };
-  // No time left (an upload past UPLOAD_LEFT_OUT_MAX_MS used the budget): no internal call goes out with none
-  // (each would carry 1 ms, and the organization assertion, taken before the body, may have run out).
-  if (deadline.expired())
-    return { ok: false, error: toHttp('platform_failure', undefined, 1), rateLimit: undefined };
+  // Too little time left (an upload past UPLOAD_LEFT_OUT_MAX_MS used the budget): no internal call goes out
+  // with next to none (it would carry a few ms, an AdmitMany batch could claim the key for a member already
+  // timed out, and the organization assertion, taken before the body, may have run out). Said, and logged.
+  if (deadline.remaining() < ADMISSION_MIN_MS) {
+    deps.log.warn(
+      `v2 body arrived with too little admission budget left (upload ${Math.round(request.uploadMs ?? 0)} ms)`,
+    );
+    return { ok: false, error: toHttp('platform_failure', SLOW_UPLOAD, 1), rateLimit: undefined };
+  }
 
   const admitted = await admitScrub(deps, request, admissionv1.RequestKind.JOB, deadline.remaining(), {
     resultRules: sizes.resultRules,

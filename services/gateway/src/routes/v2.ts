@@ -98,6 +98,7 @@ export function v2Routes(config: GatewayConfig, upstream: Upstream, fingerprints
           country: request.body.country,
           phones: request.bodyPhones ?? request.body.phones,
           body: request.jsonBytes,
+          uploadMs: request.uploadMs,
         };
         const outcome = await submitV2({ upstream, ...fingerprints, log: request.log }, scrub, deadline);
         setRateLimitHeaders(reply, outcome.rateLimit);
