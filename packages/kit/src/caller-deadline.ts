@@ -15,8 +15,8 @@ let arrivalLag: Histogram<'call'> | undefined;
 /**
  * `dnc_call_arrival_lag_seconds` in the process's registry (`createMetricsRegistry` registers it): for each
  * call that named its deadline both ways, arrival + relative - moment, that is the time on the way plus how
- * far this process's clock is ahead of the caller's. On a healthy network its median is a millisecond or
- * two; a median far from zero in either direction is clocks apart (alert `DncClockSkew`), which moves every
+ * far this process's clock is ahead of the caller's. On a healthy network it is a millisecond or two; many
+ * calls far from zero are clocks apart or an overloaded receiver (alert `DncClockSkew`), which moves every
  * commit deadline of this service: ahead refuses early, behind commits late.
  */
 export function registerArrivalLag(registry: Registry): void {
