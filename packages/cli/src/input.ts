@@ -51,6 +51,47 @@ export function parsePhoneList(text: string): string[] {
 
 type Format = NonNullable<TableOptions['inputFormat']>;
 
+const isBlank = (byte: number | undefined) =>
+  byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0d;
+
+/**
+ * How many entries `parsePhoneList` would find, counted on the bytes without decoding them: the strings of a
+ * JSON array (at its top level), or the lines up to the last one that is not blank: the count the parse finds
+ * for a valid list, so a list refused for it does hold too many (an invalid one is refused by the parse anyway).
+ */
+export function listEntries(bytes: Buffer): number {
+  let start = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
+  let end = bytes.length;
+  while (end > start && isBlank(bytes[end - 1])) end--;
+  while (start < end && isBlank(bytes[start])) start++;
+  if (start === end) return 0;
+  let count = 0;
+  if (bytes[start] !== 0x5b) {
+    for (let i = start; i < end; i++) if (bytes[i] === 0x0a) count++;
+    return count + 1 + (start > 0 ? countNewlines(bytes, 0, start) : 0);
+  }
+  let depth = 0;
+  let inString = false;
+  for (let i = start; i < end; i++) {
+    const b = bytes[i];
+    if (inString) {
+      if (b === 0x5c) i++;
+      else if (b === 0x22) inString = false;
+    } else if (b === 0x22) {
+      inString = true;
+      if (depth === 1) count++;
+    } else if (b === 0x5b || b === 0x7b) depth++;
+    else if (b === 0x5d || b === 0x7d) depth--;
+  }
+  return count;
+}
+
+function countNewlines(bytes: Buffer, from: number, to: number): number {
+  let count = 0;
+  for (let i = from; i < to; i++) if (bytes[i] === 0x0a) count++;
+  return count;
+}
+
 /** The first line of the file (up to 64 KiB), without a byte order mark. */
 function firstLine(bytes: Buffer): string {
   const text = bytes
@@ -165,7 +206,9 @@ async function fileBytes(path: string, maxBytes: number, signal?: AbortSignal): 
     if (bytes.length > maxBytes) throw tooLarge(path, maxBytes);
     return bytes;
   } catch (error) {
-    throw error instanceof InputFileError ? error : unreadable(path, error);
+    // Interrupted (Ctrl-C while a pipe given as a path was read): reported as such, exit 130, not as a bad file.
+    if (signal?.aborted || error instanceof InputFileError) throw error;
+    throw unreadable(path, error);
   } finally {
     await handle.close();
   }
@@ -195,11 +238,17 @@ export async function readInput(
   }
   if (format === 'json' && !first.trimStart().startsWith('['))
     throw new InputFileError('the JSON must be an array of strings');
-  // A list is read as one string, and V8's longest is about 512 MiB: a longer one was an "unexpected" error
-  // (exit 1) where every input error is exit 2 with nothing sent (found by a review, 2026-12-05).
+  // Counted on the bytes first: a list decoded and split whole before its count was checked could exhaust the
+  // heap (300 MiB of short lines crashed the process; found by a review, 2026-12-05). Every input error is
+  // exit 2 with nothing sent.
+  const what = path === '-' ? 'standard input' : path;
+  if (listEntries(bytes) > LIMITS.v2MaxInputs)
+    throw new InputFileError(
+      `${what} holds more than ${LIMITS.v2MaxInputs} numbers: more than one job takes`,
+    );
   if (bytes.length > constants.MAX_STRING_LENGTH)
     throw new InputFileError(
-      `${path === '-' ? 'standard input' : path} is too large for a list of numbers: use CSV`,
+      `${what} is larger than any input of one job (${LIMITS.v2MaxInputs} numbers of at most ${LIMITS.maxPhoneLength} characters)`,
     );
   return { path, phones: checkList(parsePhoneList(bytes.toString('utf8'))), table: undefined, bytes };
 }

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { detectFormat, InputFileError, parsePhoneList, readInput } from '../src/index.js';
-import { MAX_INPUT_BYTES } from '../src/input.js';
+import { listEntries, MAX_INPUT_BYTES } from '../src/input.js';
 
 /** The error a promise rejects with (fails the test when it resolves). */
 async function rejection<E = Error>(promise: Promise<unknown>): Promise<E> {
@@ -136,6 +136,32 @@ describe('readInput', () => {
     expect(MAX_INPUT_BYTES).toBe(1024 ** 3);
   });
 
+  // Found by a review (2026-12-05): a list was decoded and split whole before it was counted, and 300 MiB of
+  // short lines exhausted the heap. Counted on the bytes first, as the parse would count them.
+  it('a list is counted on its bytes as the parse counts it', () => {
+    const cases = [
+      '3001234567\n3001234568\n',
+      '\uFEFF3001234567\r\n\r\n3001234568\r\n \n\t\n',
+      '\n\n3001234567',
+      ' [ "300 123", "a \\" ] [", "x" ]  \n',
+      '["a"]',
+      '\n',
+    ];
+    for (const text of cases) {
+      const bytes = Buffer.from(text);
+      const parsed = text.trim() === '' ? [] : parsePhoneList(text);
+      expect([text, listEntries(bytes)]).toEqual([text, parsed.length]);
+    }
+  });
+
+  it('a list of more numbers than a job takes is refused, exit 2, before it is decoded', async () => {
+    const file = join(dir, 'many.txt');
+    await writeFile(file, '1\n'.repeat(500_001));
+    await expect(readInput(file, {})).rejects.toThrow(
+      new InputFileError(`${file} holds more than 500000 numbers: more than one job takes`),
+    );
+  });
+
   // Found by a review (2026-12-05): a list longer than V8's longest string (about 512 MiB) failed as an
   // "unexpected" error (exit 1) instead of an input error (exit 2, nothing sent).
   it('a list longer than the longest string is an input error (a sparse file: no disk space)', async () => {
@@ -144,7 +170,9 @@ describe('readInput', () => {
     await truncate(file, constants.MAX_STRING_LENGTH + 1);
     const error = await rejection<Error>(readInput(file, {}));
     expect(error).toBeInstanceOf(InputFileError);
-    expect(error.message).toBe(`${file} is too large for a list of numbers: use CSV`);
+    expect(error.message).toBe(
+      `${file} is larger than any input of one job (500000 numbers of at most 64 characters)`,
+    );
   });
 
   it('the bound is of bytes, file or standard input: at the bound read, past it refused without the numbers', async () => {
