@@ -6,7 +6,7 @@ export interface Deadline {
 
 /**
  * One deadline from the gateway down: every internal call of a request gets what is left of the budget
- * that started at `startMs` (`budgetStart`).
+ * that started at `startMs` (the request's arrival; for v2, `admissionBudgetStart`).
  */
 export function deadlineOf(startMs: number, budgetMs: number): Deadline {
   const end = startMs + budgetMs;
@@ -22,11 +22,11 @@ export function deadlineOf(startMs: number, budgetMs: number): Deadline {
 
 /**
  * The most of a v2 body's upload left out of its admission budget. The service's calls for a v2 request then
- * end within about 15 s of its arrival (a confirmation or an abort gets at least 250 ms): inside a stopping gateway's drain (20 s from SIGTERM; the gateway still
- * takes requests during preStop) with a margin, inside the life an organization assertion has left when it
- * is handed out (at least 60 s: it is used again after the body), and well within the SDK's attempt
- * timeout (60 s). A request whose upload took longer has less budget, or none (`submitV2` then answers 503
- * without a call).
+ * end within about 15 s of its arrival (a confirmation or an abort gets at least 250 ms): inside a stopping
+ * gateway's drain (20 s from SIGTERM; the gateway still takes requests during preStop) with a margin, inside
+ * the life an organization assertion has left when it is handed out (at least 60 s: it is used again after
+ * the body), and well within the SDK's attempt timeout (60 s). A request whose upload took longer has less
+ * budget, or too little (`submitV2` then answers 503 without a call).
  */
 export const UPLOAD_LEFT_OUT_MAX_MS = 10_000;
 

@@ -9,11 +9,11 @@ import { type CallFailure, callFailure, type Upstream } from './port.js';
 import { type DurableSizes, durableInput } from './result-estimate.js';
 import type { BodyPhones } from './scrub-body.js';
 
-/** ConfirmJob gets at least this long, even when the budget is nearly spent. */
 /** The least admission budget a v2 request must have left once its body has arrived for any call to go out. */
 const ADMISSION_MIN_MS = 500;
-const SLOW_UPLOAD =
+const NO_TIME_LEFT =
   'Too little of the admission budget was left once the request body had arrived; send it again with the same Idempotency-Key.';
+/** ConfirmJob gets at least this long, even when the budget is nearly spent. */
 const CONFIRM_MIN_MS = 250;
 
 export type V2Upstream = Pick<Upstream, 'admit' | 'abort' | 'submitJob' | 'confirmJob' | 'getJob'>;
@@ -96,7 +96,7 @@ export async function submitV2(
     deps.log.warn(
       `v2 body arrived with too little admission budget left (upload ${Math.round(request.uploadMs ?? 0)} ms)`,
     );
-    return { ok: false, error: toHttp('platform_failure', SLOW_UPLOAD, 1), rateLimit: undefined };
+    return { ok: false, error: toHttp('platform_failure', NO_TIME_LEFT, 1), rateLimit: undefined };
   }
 
   const admitted = await admitScrub(deps, request, admissionv1.RequestKind.JOB, deadline.remaining(), {
