@@ -65,11 +65,9 @@ export function listEntries(bytes: Buffer): number {
   while (end > start && isBlank(bytes[end - 1])) end--;
   while (start < end && isBlank(bytes[start])) start++;
   if (start === end) return 0;
+  // Lines: blank leading lines are inputs too, so every newline before the last non-blank byte counts.
+  if (bytes[start] !== 0x5b) return countNewlines(bytes, 0, end) + 1;
   let count = 0;
-  if (bytes[start] !== 0x5b) {
-    for (let i = start; i < end; i++) if (bytes[i] === 0x0a) count++;
-    return count + 1 + (start > 0 ? countNewlines(bytes, 0, start) : 0);
-  }
   let depth = 0;
   let inString = false;
   for (let i = start; i < end; i++) {
