@@ -6,12 +6,16 @@ import { configureTextEncoding } from '@bufbuild/protobuf/wire';
  * Most strings on the internal plane are short ASCII (phones, ids, country codes), which a JavaScript
  * loop turns into a string without leaving JavaScript. Anything else (a byte over 0x7f, longer
  * strings, strict decoding) goes to TextDecoder as before, so the result is the same string.
+ *
+ * Both TextDecoders keep a leading U+FEFF (`ignoreBOM`): a string field's bytes are the string, and
+ * protobuf-es's own default would drop the mark from a value that begins with one ("\uFEFF5512345678"
+ * would reach the adapter as "5512345678", another input than the customer sent).
  */
 const SHORT = 64;
 
 export function useFastShortAsciiDecoding(): void {
-  const decoder = new TextDecoder();
-  const strict = new TextDecoder('utf-8', { fatal: true });
+  const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
+  const strict = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
   const encoder = new TextEncoder();
   configureTextEncoding({
     encodeUtf8: (text) => encoder.encode(text),

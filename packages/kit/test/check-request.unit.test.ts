@@ -5,6 +5,8 @@ import { registryv1 } from '@dnc/proto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { checkRequest, checkResponse, PhoneList, PhoneListWriter } from '../src/check-request.js';
+// Protobuf strings decoded as every process of the platform decodes them (a leading BOM kept).
+import '../src/text-decoding.js';
 
 describe('pre-encoded CheckRequest', () => {
   it('decodes to exactly the request protobuf-es would encode: order, duplicates, unicode, empty strings', () => {
@@ -96,6 +98,12 @@ describe('pre-encoded CheckRequest as phone_list', () => {
       }),
       { numRuns: 2_000 },
     );
+  });
+
+  it('a phone that begins with a byte order mark keeps it (seed -810493358 found ["\\uFEFF", ""])', () => {
+    const phones = ['\uFEFF', '', '\uFEFF5512345678'];
+    const bytes = toBinary(registryv1.CheckRequestSchema, checkRequest('co', phones, 'phone_list'));
+    expect(listOf(fromBinary(registryv1.CheckRequestSchema, bytes).phoneList)).toEqual(phones);
   });
 
   it('no phones: no phone_list either', () => {

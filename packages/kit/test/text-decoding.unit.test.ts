@@ -5,9 +5,10 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { checkRequest } from '../src/index.js';
 
-// The kit's protobuf string decoding (text-decoding.ts) must give exactly TextDecoder's strings.
+// The kit's protobuf string decoding (text-decoding.ts) must give exactly TextDecoder's strings, a
+// leading byte order mark kept (a string field's bytes are the string: "\uFEFF1" is not "1").
 
-const reference = new TextDecoder();
+const reference = new TextDecoder('utf-8', { ignoreBOM: true });
 
 describe('protobuf string decoding with the short-ASCII path', () => {
   it('is the one protobuf-es uses once the kit is loaded', () => {
@@ -17,7 +18,7 @@ describe('protobuf string decoding with the short-ASCII path', () => {
     expect(getTextEncoding().decodeUtf8.toString()).toContain('fromCharCode');
   });
 
-  it('decodes any byte sequence exactly as TextDecoder does (invalid UTF-8 and BOM included)', () => {
+  it('decodes any byte sequence exactly as TextDecoder does (invalid UTF-8 included, a BOM kept)', () => {
     fc.assert(
       fc.property(fc.uint8Array({ maxLength: 100 }), (bytes) => {
         expect(getTextEncoding().decodeUtf8(bytes)).toBe(reference.decode(bytes));
@@ -41,6 +42,19 @@ describe('protobuf string decoding with the short-ASCII path', () => {
       }),
       { numRuns: 1_000 },
     );
+  });
+
+  it('keeps a leading byte order mark, as the string it was encoded from', () => {
+    const bytes = new TextEncoder().encode('\uFEFF5512345678');
+    expect(getTextEncoding().decodeUtf8(bytes)).toBe('\uFEFF5512345678');
+    expect(getTextEncoding().decodeUtf8(bytes, true)).toBe('\uFEFF5512345678');
+    const long = `\uFEFF${'5'.repeat(80)}`;
+    expect(getTextEncoding().decodeUtf8(new TextEncoder().encode(long))).toBe(long);
+    const decoded = fromBinary(
+      registryv1.CheckRequestSchema,
+      toBinary(registryv1.CheckRequestSchema, checkRequest('mx', ['\uFEFF5512345678', '\uFEFF'])),
+    );
+    expect(decoded.phones).toEqual(['\uFEFF5512345678', '\uFEFF']);
   });
 
   it('strict decoding still refuses invalid UTF-8', () => {
