@@ -1,8 +1,8 @@
 // After every scenario: drain (every accepted job terminal), then the invariant checker of issue 14
 // (packages/devstack/src/invariants.ts: the stores themselves) and what the customers saw: each
 // organization's quota as the answers account for it, and no registered number answered safe.
-import { createHash } from 'node:crypto';
-import { checkInvariants, formatViolations, stackTarget } from '@dnc/devstack';
+import { idempotencyKeyMac } from '@dnc/admission';
+import { checkInvariants, DEV_IDEMPOTENCY_KEY_SECRET, formatViolations, stackTarget } from '@dnc/devstack';
 import pg from 'pg';
 import { quotaOf } from '../reliability/stack.mjs';
 import { retryUnanswered, retryUnansweredJobs } from './retries.mjs';
@@ -33,7 +33,8 @@ async function answeredQuota(world, ledger) {
   return { failures, checked: orgs.size, wrongOrgs: failures.map((f) => f.split(':')[0].slice(4)) };
 }
 
-const keyHash = (idem) => createHash('sha256').update(idem, 'utf8').digest('hex');
+/** How admission names a request's Idempotency-Key in its records (the stack's secret is the default). */
+const keyHash = (idem) => idempotencyKeyMac(DEV_IDEMPOTENCY_KEY_SECRET, idem).toString('hex');
 const at = (ms) => new Date(ms).toISOString().slice(11, 23);
 
 /** One ledger entry as a trace reads it (the key's first 8 characters; no numbers). */
@@ -51,7 +52,7 @@ export async function traceOrg(world, ledger, orgId) {
   try {
     const { rows } = await db.query(
       `SELECT u.reservation_id, u.count::int AS count, u.kind, u.created_at,
-              encode(c.key_hash, 'hex') AS key_hash, c.state AS claim, c.job_id
+              encode(c.key_mac, 'hex') AS key_hash, c.state AS claim, c.job_id
        FROM quota.usage_records u
        LEFT JOIN admission.idempotency_records c ON c.admission_id::text = u.reservation_id
        WHERE u.org_id = $1 AND u.country = $2`,

@@ -136,6 +136,7 @@ const stack = await Stack.create({
   privateNats,
   env: {
     ...(env.DNC_FINGERPRINT_SECRET ? { DNC_FINGERPRINT_SECRET: env.DNC_FINGERPRINT_SECRET } : {}),
+    ...(env.DNC_IDEMPOTENCY_KEY_SECRET ? { DNC_IDEMPOTENCY_KEY_SECRET: env.DNC_IDEMPOTENCY_KEY_SECRET } : {}),
     ...(env.DNC_KEKS ? { DNC_KEKS: env.DNC_KEKS, DNC_KEK_ACTIVE_ID: env.DNC_KEK_ACTIVE_ID ?? '' } : {}),
     ...(env.DNC_TOTP_KEYS
       ? { DNC_TOTP_KEYS: env.DNC_TOTP_KEYS, DNC_TOTP_KEY_ACTIVE_ID: env.DNC_TOTP_KEY_ACTIVE_ID ?? '' }

@@ -1,3 +1,6 @@
+import { createHash } from 'node:crypto';
+import { idempotencyKeyMac } from '@dnc/admission';
+import { DEV_IDEMPOTENCY_KEY_SECRET } from '@dnc/devstack';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { call, expectNoLeak } from '../support/http.js';
@@ -113,15 +116,25 @@ describe('v1 budget and zero retention (issue 5)', () => {
   it('nothing of a request or its result is written to Postgres, Redis, NATS or any log', async () => {
     // Distinctive inputs: a registered number in an unusual spelling, a safe one, an invalid one.
     const canaryPhones = ['+57-300-123-4567', '+57 318 765 4321', 'CANARY-ZR-58213'];
+    // An Idempotency-Key a client built from a number: "only a keyed non-reversible fingerprint is
+    // retained" (spec, Idempotency 4), so neither it nor its plain SHA-256 (which trying every number
+    // reverses) may be stored; its MAC under admission's secret is.
+    const idempotencyKey = `lead-+573187654321-${Date.now()}`;
     const res = await call(stack.baseUrl, 'POST', '/v1/scrub', {
       apiKey: org.apiKey,
-      idempotencyKey: `retention-${Date.now()}`,
+      idempotencyKey,
       json: { country: 'co', phones: canaryPhones },
     });
     expect(res.status).toBe(200);
     expect(res.body.safe_numbers_to_call).toEqual(['+57 318 765 4321']);
     const canaries = ['3187654321', '318 765 4321', '+57-300-123-4567', 'CANARY-ZR-58213'];
     expect(await findInPostgres(stack.databaseUrl, canaries)).toEqual([]);
+    const plainHash = createHash('sha256').update(idempotencyKey).digest('hex');
+    expect(await findInPostgres(stack.databaseUrl, [idempotencyKey, plainHash])).toEqual([]);
+    const keyMac = idempotencyKeyMac(DEV_IDEMPOTENCY_KEY_SECRET, idempotencyKey).toString('hex');
+    expect(await findInPostgres(stack.databaseUrl, [keyMac])).toEqual([
+      `"admission"."idempotency_records" contains ${keyMac}`,
+    ]);
     expect(await findInRedis(canaries)).toEqual([]);
     expect(await findInNats(stack.natsPrefix, canaries)).toEqual([]);
     // Controls: the scanners do find what IS stored (the registry's key, the discovery entries).

@@ -1,5 +1,6 @@
 export * from './identities.js';
 export * from './invariants.js';
+export { DEV_IDEMPOTENCY_KEY_SECRET } from './layout.js';
 export * from './leaks.js';
 export * from './nats-server.js';
 export * from './pki.js';

@@ -109,6 +109,12 @@ export interface StackLayout {
   processes: ProcessLayout[];
 }
 
+/**
+ * Admission's DNC_IDEMPOTENCY_KEY_SECRET in a local stack unless the environment gives one: tests that
+ * look up an idempotency record by its key (chaos, invariants) compute its MAC with it.
+ */
+export const DEV_IDEMPOTENCY_KEY_SECRET = 'local-development-idempotency-key-secret';
+
 const replicaNames = <T extends string>(name: T, count = 1): ProcessName[] =>
   Array.from({ length: Math.max(1, count) }, (_, i) => (i === 0 ? name : `${name}#${i + 1}`) as ProcessName);
 
@@ -223,6 +229,7 @@ function commonEnvOf(options: StackOptions, addresses: StackAddresses, ports: Po
     DNC_PUBLIC_BASE_URL: addresses.gateway,
     DNC_GATEWAY_PORT: String(ports.gateway),
     DNC_FINGERPRINT_SECRET: options.env?.['DNC_FINGERPRINT_SECRET'] ?? 'local-development-fingerprint-secret',
+    DNC_IDEMPOTENCY_KEY_SECRET: options.env?.['DNC_IDEMPOTENCY_KEY_SECRET'] ?? DEV_IDEMPOTENCY_KEY_SECRET,
     DNC_KEKS: options.env?.['DNC_KEKS'] ?? `local1:${Buffer.alloc(32, 7).toString('base64')}`,
     DNC_KEK_ACTIVE_ID: options.env?.['DNC_KEK_ACTIVE_ID'] ?? 'local1',
     DNC_ENABLE_DRILLS: '1',

@@ -1,5 +1,7 @@
 // S18: an admission process and the job scheduler both killed with v2 submissions inside them.
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
+import { idempotencyKeyMac } from '@dnc/admission';
+import { DEV_IDEMPOTENCY_KEY_SECRET } from '@dnc/devstack';
 import pg from 'pg';
 import { api } from '../../reliability/http.mjs';
 import { sleep } from '../../reliability/stack.mjs';
@@ -8,15 +10,15 @@ import { COUNTRY, scenarioOrg } from '../world.mjs';
 import { retryToOneJob } from './processes.mjs';
 
 /**
- * Where the submissions of `keys` stand in the stores (by key hash): claims in progress, of which with
+ * Where the submissions of `keys` stand in the stores (by their Idempotency-Key's MAC): claims in progress, of which with
  * their job stored, and claims accepted (their job stored and confirmed). A key with no claim has none.
  */
 async function claimStates(db, keys) {
-  const hashes = keys.map((k) => createHash('sha256').update(k.idem, 'utf8').digest());
+  const hashes = keys.map((k) => idempotencyKeyMac(DEV_IDEMPOTENCY_KEY_SECRET, k.idem));
   const r = await db.query(
     `SELECT r.state, j.id IS NOT NULL AS stored, count(*)::int AS n
        FROM admission.idempotency_records r LEFT JOIN jobs.jobs j ON j.id = r.job_id
-      WHERE r.key_hash = ANY($1) GROUP BY 1, 2`,
+      WHERE r.key_mac = ANY($1) GROUP BY 1, 2`,
     [hashes],
   );
   const n = (state, stored) =>

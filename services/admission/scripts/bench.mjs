@@ -33,6 +33,7 @@ const admission = await startAdmission(
     DNC_LOG_LEVEL: 'silent',
     DNC_NATS_PREFIX: prefix,
     DNC_REDIS_PREFIX: prefix,
+    DNC_IDEMPOTENCY_KEY_SECRET: 'bench-idempotency-key-secret',
   }),
 );
 const transport = grpcTransport(`http://127.0.0.1:${admission.port}`);

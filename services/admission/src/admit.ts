@@ -14,11 +14,11 @@ import { admissionv1 } from '@dnc/proto';
 import { admissionGate } from './domain/check-order.js';
 import {
   decideIdempotency,
-  hashIdempotencyKey,
   type IdempotencyDecision,
   isValidFingerprint,
   isValidIdempotencyKey,
   type Kind,
+  keyNamesOf,
   type Timeouts,
 } from './domain/idempotency.js';
 import type { OpenAdmissions } from './open-admissions.js';
@@ -35,6 +35,8 @@ export interface AdmitDeps extends UndoDeps {
   refusals: Refusals;
   logger: Logger;
   timeouts: Timeouts;
+  /** DNC_IDEMPOTENCY_KEY_SECRET: the key of the MAC a claim names its Idempotency-Key by. */
+  idempotencyKeySecret: string;
 }
 
 /** Admit's answer (without the rate-limit figures, which authentication adds). */
@@ -157,7 +159,10 @@ async function replayPastGate(
   request: Request,
   refusal: unknown,
 ): Promise<Admitted | ConnectError | undefined> {
-  const existing = await deps.claims.find(request.keyId, hashIdempotencyKey(request.idempotencyKey));
+  const existing = await deps.claims.find(
+    request.keyId,
+    keyNamesOf(deps.idempotencyKeySecret, request.idempotencyKey),
+  );
   if (!existing) return undefined;
   const decision = decideIdempotency(existing, request, Date.now(), deps.timeouts);
   // What the key says holds whatever the gate says of this request: the same key with another country
@@ -241,15 +246,18 @@ type Claimed = { admissionId: string; jobId: string | null } | { answer: Admitte
  */
 async function claimKey(deps: AdmitDeps, request: Request, adapter: ChosenAdapter): Promise<Claimed> {
   const { keyId, kind } = request;
-  const keyHash = hashIdempotencyKey(request.idempotencyKey);
   const admissionId = randomUUID();
   const jobId = kind === 'job' ? randomUUID() : null;
-  const existing = await deps.claims.claim(keyId, keyHash, {
-    fingerprint: request.fingerprint,
-    kind,
-    admissionId,
-    jobId,
-  });
+  const existing = await deps.claims.claim(
+    keyId,
+    keyNamesOf(deps.idempotencyKeySecret, request.idempotencyKey),
+    {
+      fingerprint: request.fingerprint,
+      kind,
+      admissionId,
+      jobId,
+    },
+  );
   if (!existing) return { admissionId, jobId };
   const decision = decideIdempotency(existing, request, Date.now(), deps.timeouts);
   switch (decision.action) {
@@ -266,9 +274,9 @@ async function claimKey(deps: AdmitDeps, request: Request, adapter: ChosenAdapte
         },
       };
     case 'reclaim':
-      return reclaim(deps, request, existing, keyHash, admissionId, adapter);
+      return reclaim(deps, request, existing, admissionId, adapter);
     case 'resume':
-      return resume(deps, request, existing, keyHash, adapter);
+      return resume(deps, request, existing, adapter);
   }
 }
 
@@ -291,7 +299,6 @@ async function reclaim(
   deps: AdmitDeps,
   request: Request,
   existing: StoredClaim,
-  keyHash: Buffer,
   admissionId: string,
   adapter: ChosenAdapter,
 ): Promise<Claimed> {
@@ -300,7 +307,7 @@ async function reclaim(
     await deps.claims.markClaim(existing.admissionId, 'completed');
     return { answer: { admissionId: existing.admissionId, replay: true, jobId: '', ...adapter } };
   }
-  if (!(await deps.claims.takeOver(request.keyId, keyHash, existing.admissionId, admissionId))) {
+  if (!(await deps.claims.takeOver(request.keyId, existing.admissionId, admissionId))) {
     throw deps.refusals.reject(inProgress(1));
   }
   return { admissionId, jobId: null };
@@ -322,7 +329,6 @@ async function resume(
   deps: AdmitDeps,
   request: Request,
   existing: StoredClaim,
-  keyHash: Buffer,
   adapter: ChosenAdapter,
 ): Promise<Claimed> {
   const jobId = existing.jobId ?? '';
@@ -345,7 +351,7 @@ async function resume(
   }
   const admissionId = randomUUID();
   const newJobId = randomUUID();
-  if (!(await deps.claims.takeOver(request.keyId, keyHash, existing.admissionId, admissionId, newJobId))) {
+  if (!(await deps.claims.takeOver(request.keyId, existing.admissionId, admissionId, newJobId))) {
     throw deps.refusals.reject(inProgress(1));
   }
   return { admissionId, jobId: newJobId };

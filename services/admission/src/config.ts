@@ -44,6 +44,22 @@ export const admissionConfig = z.object({
   DNC_JOB_CLAIM_TIMEOUT_SECONDS: int(6, 3600, 10),
   /** How often claims left in progress past their timeout are resolved (reconciler.ts). */
   DNC_CLAIM_RECONCILE_INTERVAL_MS: int(100, 600_000, 5_000),
+  /**
+   * The key of the MAC an idempotency record names its Idempotency-Key by (domain/idempotency.ts): the
+   * spec retains only a keyed non-reversible fingerprint. Never rotated in place: a record is found by
+   * it for as long as it is kept (up to 31 days), and a retry whose record is not found is admitted and
+   * charged again.
+   */
+  DNC_IDEMPOTENCY_KEY_SECRET: z.string().min(16, 'must be at least 16 characters'),
+  /**
+   * `keyed`: new records store only the MAC, once no pod of an older release wrote any for 10 minutes
+   * (key-form.ts). `transition`: they also keep the plain SHA-256 releases before this one stored and
+   * looked up, so during the rollout of that upgrade old and new pods see each other's claims; roll out
+   * `transition` first, then `keyed` (store/claims.ts, docs/deploy.md).
+   */
+  DNC_IDEMPOTENCY_KEY_FORM: z.enum(['keyed', 'transition']).default('keyed'),
+  /** How often a `keyed` process looks for records an older release wrote lately (key-form.ts). */
+  DNC_IDEMPOTENCY_KEY_FORM_CHECK_MS: int(1000, 600_000, 30_000),
   /** v1 idempotency records are kept at least 7 days (spec). */
   DNC_IDEMPOTENCY_RETENTION_SECONDS: int(604_800, 31_536_000, 691_200),
   /**

@@ -35,6 +35,7 @@ import { Completion } from './completion.js';
 import type { AdmissionConfig } from './config.js';
 import { CountryStatusPublisher } from './country-status.js';
 import type { Timeouts } from './domain/idempotency.js';
+import { KeyFormGuard } from './key-form.js';
 import { KeyUsage } from './key-usage.js';
 import { RequestLimiter } from './limiter.js';
 import { OpenAdmissions } from './open-admissions.js';
@@ -61,6 +62,8 @@ export interface RunningAdmission {
   reconciler: ClaimReconciler;
   /** Publishes each country's maintenance window to KV dnc_country_status (and republishes it). */
   countryStatus: CountryStatusPublisher;
+  /** The form idempotency claims are written in (key-form.ts). */
+  keyForm: KeyFormGuard;
 }
 
 /** Everything of the admission process except signal handling: tests start it in-process on port 0. */
@@ -72,6 +75,12 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
   const { logger, metrics } = service;
   const pool = await openPostgres(service, config);
   const stores = admissionStores(pool);
+  const keyForm = new KeyFormGuard(
+    stores.claims,
+    logger,
+    config.DNC_IDEMPOTENCY_KEY_FORM,
+    config.DNC_IDEMPOTENCY_KEY_FORM_CHECK_MS,
+  );
   const limiter = openLimiter(service, config);
   const { directory, countryStatus: bucket } = await openDiscovery(service, config);
   const countryStatus = new CountryStatusPublisher(
@@ -111,6 +120,8 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
   // flush, and a reconcile or purge pass in progress does not hold back the GOAWAY.
   keyUsage.start();
   service.onClose('key usage', () => keyUsage.stop());
+  await keyForm.start();
+  service.onClose('idempotency key form', () => keyForm.stop());
   countryStatus.start();
   service.onClose('country status republisher', () => countryStatus.stop());
   const purge = new IdempotencyPurge(
@@ -156,7 +167,7 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
     audit,
   });
   logger.info({ port, adminPort }, 'admission listening');
-  return { service, port, adminPort, stores, limiter, directory, purge, reconciler, countryStatus };
+  return { service, port, adminPort, stores, limiter, directory, purge, reconciler, countryStatus, keyForm };
 }
 
 /** AdmissionService (authentication, admission, completion) and AdmissionAdminService over their parts. */
@@ -193,6 +204,7 @@ function routesOf(
         refusals,
         logger,
         timeouts,
+        idempotencyKeySecret: config.DNC_IDEMPOTENCY_KEY_SECRET,
       },
       completion: new Completion({ claims: stores.claims, reservations, open, jobs: parts.jobs, logger }),
       refusals,

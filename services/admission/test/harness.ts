@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type Client, createClient, type Interceptor } from '@connectrpc/connect';
-import { StackPki, uniqueSuffix } from '@dnc/devstack';
+import { DEV_IDEMPOTENCY_KEY_SECRET, StackPki, uniqueSuffix } from '@dnc/devstack';
 import {
   type AdapterEntry,
   adapterIdentity,
@@ -150,6 +150,7 @@ export class Harness {
         DNC_GRPC_PORT: '0',
         DNC_METRICS_PORT: '0',
         DNC_LOG_LEVEL: 'silent',
+        DNC_IDEMPOTENCY_KEY_SECRET: DEV_IDEMPOTENCY_KEY_SECRET,
         ...this.pki.env('admission'),
         ...env,
       }),

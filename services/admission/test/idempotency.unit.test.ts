@@ -1,10 +1,12 @@
+import { createHash, createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
   decideIdempotency,
-  hashIdempotencyKey,
   type IdempotencyRecord,
+  idempotencyKeyMac,
   isValidFingerprint,
   isValidIdempotencyKey,
+  keyNamesOf,
 } from '../src/domain/idempotency.js';
 
 const FP = `v1:${'a'.repeat(64)}`;
@@ -25,9 +27,26 @@ describe('Idempotency-Key format (spec: 1 to 255 visible ASCII, no spaces)', () 
       expect(isValidIdempotencyKey(bad)).toBe(false);
     }
   });
-  it('the raw key is not stored: a 32-byte hash identifies the record', () => {
-    expect(hashIdempotencyKey('order-1')).toHaveLength(32);
-    expect(hashIdempotencyKey('order-1').equals(hashIdempotencyKey('order-2'))).toBe(false);
+  it('the raw key is not stored: a keyed 32-byte MAC identifies the record (spec, Idempotency 4)', () => {
+    const secret = 'a-secret-of-sixteen+';
+    expect(idempotencyKeyMac(secret, 'order-1')).toHaveLength(32);
+    expect(idempotencyKeyMac(secret, 'order-1').equals(idempotencyKeyMac(secret, 'order-2'))).toBe(false);
+    // Keyed: another secret names the same key otherwise, and nobody without the secret can compute it
+    // from a guess of the key (a plain SHA-256 of `lead-<phone>` is reversed by trying every phone).
+    expect(idempotencyKeyMac(secret, 'order-1').equals(idempotencyKeyMac(`${secret}x`, 'order-1'))).toBe(
+      false,
+    );
+    const plain = createHash('sha256').update('order-1').digest();
+    expect(idempotencyKeyMac(secret, 'order-1').equals(plain)).toBe(false);
+    // Its own domain: not the bare HMAC of the key, which another use of the secret could produce.
+    expect(
+      idempotencyKeyMac(secret, 'order-1').equals(createHmac('sha256', secret).update('order-1').digest()),
+    ).toBe(false);
+    // The legacy name is what releases before stored: the plain SHA-256, looked up only.
+    expect(keyNamesOf(secret, 'order-1')).toEqual({
+      mac: idempotencyKeyMac(secret, 'order-1'),
+      legacy: plain,
+    });
   });
   it('fingerprints carry a version', () => {
     expect(isValidFingerprint(FP)).toBe(true);

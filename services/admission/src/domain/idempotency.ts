@@ -1,9 +1,9 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { IDEMPOTENCY_KEY_REGEXP } from '@dnc/api-contract/limits';
 import { FINGERPRINT_VERSION_PATTERN } from '@dnc/kit';
 
 /**
- * Idempotency decisions (spec: Idempotency). A record is keyed by (API key, SHA-256 of the
+ * Idempotency decisions (spec: Idempotency). A record is keyed by (API key, keyed MAC of the
  * Idempotency-Key) and holds only the keyed fingerprint `<version>:<hex>` of (country, phones in order),
  * the request kind, its state and, for v2, the job identity. Nothing else of the request is kept.
  */
@@ -45,9 +45,28 @@ export function isValidFingerprint(fp: string): boolean {
   return FINGERPRINT.test(fp);
 }
 
-/** The raw Idempotency-Key is not stored; its hash identifies the record. */
-export function hashIdempotencyKey(key: string): Buffer {
-  return createHash('sha256').update(key, 'utf8').digest();
+/**
+ * How a record names its Idempotency-Key. The raw key is never stored. `mac` is an HMAC-SHA256 under
+ * admission's DNC_IDEMPOTENCY_KEY_SECRET: "only a keyed non-reversible fingerprint is retained" (spec,
+ * Idempotency 4), since a client that builds its keys from a phone number (`lead-+525512345678`) would
+ * otherwise leave a hash anyone holding the table can reverse by trying every number. `legacy` is the
+ * unkeyed SHA-256 that releases before it stored: looked up (their records are kept up to 31 days), and
+ * written only in the `transition` form of an upgrade (store/claims.ts, docs/deploy.md).
+ */
+export interface KeyNames {
+  mac: Buffer;
+  legacy: Buffer;
+}
+
+/** The MAC's own prefix: no other HMAC under the same secret can be taken for a key's. */
+const KEY_MAC_DOMAIN = 'dnc-scrub idempotency-key v1\u0000';
+
+export function idempotencyKeyMac(secret: string, key: string): Buffer {
+  return createHmac('sha256', secret).update(KEY_MAC_DOMAIN, 'utf8').update(key, 'utf8').digest();
+}
+
+export function keyNamesOf(secret: string, key: string): KeyNames {
+  return { mac: idempotencyKeyMac(secret, key), legacy: createHash('sha256').update(key, 'utf8').digest() };
 }
 
 function fingerprintVersion(fp: string): string {

@@ -1,5 +1,5 @@
 import { Batcher, type Pool } from '@dnc/kit';
-import type { IdempotencyRecord, Kind, RecordState } from '../domain/idempotency.js';
+import type { IdempotencyRecord, KeyNames, Kind, RecordState } from '../domain/idempotency.js';
 
 export interface NewClaim {
   fingerprint: string;
@@ -10,8 +10,19 @@ export interface NewClaim {
 
 interface ClaimInput extends NewClaim {
   keyId: string;
-  keyHash: Buffer;
+  key: KeyNames;
 }
+
+/**
+ * How new claims name their Idempotency-Key (DNC_IDEMPOTENCY_KEY_FORM). `keyed`: key_hash and key_mac
+ * both hold the MAC; nothing unkeyed is written. `transition`, for the rollout of an upgrade from a
+ * release that wrote only key_hash = SHA-256: key_hash keeps that hash (so those pods, which look up
+ * and conflict on it, see these claims) and key_mac gets the MAC (so `keyed` pods conflict on it).
+ * Every form finds records of every form. An upgrade rolls out `transition` first, then `keyed`: a
+ * `keyed` pod beside a pod of the older release would not see that pod's claims made after its own
+ * (docs/deploy.md, "Idempotency-Key records").
+ */
+export type KeyForm = 'keyed' | 'transition';
 
 export interface StoredClaim extends IdempotencyRecord {
   admissionId: string;
@@ -35,9 +46,9 @@ const KIND_CODE: Record<Kind, number> = { sync: 1, job: 2 };
 const KIND_OF: Record<number, Kind> = { 1: 'sync', 2: 'job' };
 
 /**
- * Idempotency claims (table admission.idempotency_records), keyed by (API key, SHA-256 of the
+ * Idempotency claims (table admission.idempotency_records), keyed by (API key, keyed MAC of the
  * Idempotency-Key): the fingerprint, kind and state of one logical request and, for v2, its job id.
- * The primary key decides races: exactly one INSERT of a key wins.
+ * The unique keys decide races: exactly one INSERT of a key wins.
  */
 export class ClaimStore {
   /**
@@ -51,31 +62,57 @@ export class ClaimStore {
     sameTurn: true,
   });
 
+  /** The form new claims are written in: set by KeyFormGuard (key-form.ts). */
+  private form: KeyForm = 'keyed';
+
   constructor(private readonly pool: Pool) {}
+
+  useForm(form: KeyForm): void {
+    this.form = form;
+  }
+
+  /**
+   * Whether records without a MAC were created within `seconds`: a pod of a release before it, which
+   * writes the plain hash only, took requests that recently (the partial index on them).
+   */
+  async olderReleaseWroteWithin(seconds: number): Promise<boolean> {
+    const r = await this.pool.query<{ wrote: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM admission.idempotency_records
+         WHERE key_mac IS NULL AND created_at > now() - make_interval(secs => $1::float8)) AS wrote`,
+      [seconds],
+    );
+    return r.rows[0]?.wrote ?? false;
+  }
 
   /**
    * Claim (key, Idempotency-Key) for a new admission. Returns undefined when the claim was made, or
    * the existing record when the key is already taken.
    */
-  async claim(keyId: string, keyHash: Buffer, c: NewClaim, attempt = 1): Promise<StoredClaim | undefined> {
-    if (await this.inserts.submit({ keyId, keyHash, ...c })) return undefined;
-    const existing = await this.find(keyId, keyHash);
+  async claim(keyId: string, key: KeyNames, c: NewClaim, attempt = 1): Promise<StoredClaim | undefined> {
+    if (await this.inserts.submit({ keyId, key, ...c })) return undefined;
+    const existing = await this.find(keyId, key);
     // Deleted between the two statements (an abort): claim again, a bounded number of times.
     if (!existing) {
       if (attempt >= 3) throw new Error('idempotency claim kept changing');
-      return this.claim(keyId, keyHash, c, attempt + 1);
+      return this.claim(keyId, key, c, attempt + 1);
     }
     return existing;
   }
 
-  /** The record of (key, Idempotency-Key), if there is one; nothing is claimed. */
-  async find(keyId: string, keyHash: Buffer): Promise<StoredClaim | undefined> {
-    const r = await this.pool.query(
-      `SELECT fingerprint, kind, state, admission_id, job_id,
+  /**
+   * The record of (key, Idempotency-Key), if there is one; nothing is claimed. Found by its MAC, or by
+   * the plain hash of a record an older release wrote. There is one: a claim is made only when neither
+   * exists (insertClaims); the oldest is taken should an upgrade done out of order have left two.
+   */
+  async find(keyId: string, key: KeyNames): Promise<StoredClaim | undefined> {
+    const r = await this.pool.query({
+      name: 'admission.find_claim',
+      text: `SELECT fingerprint, kind, state, admission_id, job_id,
               (extract(epoch FROM now() - claimed_at) * 1000)::float8 AS age_ms
-       FROM admission.idempotency_records WHERE key_id = $1 AND key_hash = $2`,
-      [keyId, keyHash],
-    );
+       FROM admission.idempotency_records WHERE key_id = $1 AND (key_mac = $2 OR key_hash = $3)
+       ORDER BY created_at LIMIT 1`,
+      values: [keyId, key.mac, key.legacy],
+    });
     const row = r.rows[0];
     if (!row) return undefined;
     return {
@@ -92,27 +129,35 @@ export class ClaimStore {
 
   /**
    * One INSERT for a batch of claims; true for each claim that was made. Two claims of the same key in
-   * one batch: the primary key lets exactly the first through (ON CONFLICT DO NOTHING skips the later
-   * row of the same statement too), which `admission_id` tells apart.
+   * one batch: the unique keys let exactly the first through (ON CONFLICT DO NOTHING skips the later
+   * row of the same statement too), which `admission_id` tells apart. A claim of either form conflicts
+   * with one of the other on key_mac, and a `transition` claim with an older release's on key_hash; a
+   * record an older release wrote before (found by its plain hash, key_mac NULL) is a conflict too,
+   * through NOT EXISTS: nothing else could tell a `keyed` claim of it.
    */
   private async insertClaims(items: ClaimInput[]): Promise<boolean[]> {
     const r = await this.pool.query<{ admission_id: string }>({
-      name: 'admission.insert_claims',
+      name: 'admission.insert_keyed_claims',
       text: `INSERT INTO admission.idempotency_records
-         (key_id, key_hash, fingerprint, kind, state, admission_id, job_id)
-       SELECT key_id, key_hash, fingerprint, kind, 'in_progress', admission_id, job_id
-       FROM unnest($1::uuid[], $2::bytea[], $3::text[], $4::smallint[], $5::uuid[], $6::uuid[])
-         WITH ORDINALITY AS t(key_id, key_hash, fingerprint, kind, admission_id, job_id, n)
+         (key_id, key_hash, key_mac, fingerprint, kind, state, admission_id, job_id)
+       SELECT key_id, CASE WHEN $8::boolean THEN legacy ELSE key_mac END, key_mac,
+              fingerprint, kind, 'in_progress', admission_id, job_id
+       FROM unnest($1::uuid[], $2::bytea[], $3::bytea[], $4::text[], $5::smallint[], $6::uuid[], $7::uuid[])
+         WITH ORDINALITY AS t(key_id, key_mac, legacy, fingerprint, kind, admission_id, job_id, n)
+       WHERE NOT EXISTS (SELECT 1 FROM admission.idempotency_records r
+                         WHERE r.key_id = t.key_id AND r.key_hash = t.legacy)
        ORDER BY n
-       ON CONFLICT (key_id, key_hash) DO NOTHING
+       ON CONFLICT DO NOTHING
        RETURNING admission_id`,
       values: [
         items.map((i) => i.keyId),
-        items.map((i) => i.keyHash),
+        items.map((i) => i.key.mac),
+        items.map((i) => i.key.legacy),
         items.map((i) => i.fingerprint),
         items.map((i) => KIND_CODE[i.kind]),
         items.map((i) => i.admissionId),
         items.map((i) => i.jobId),
+        this.form === 'transition',
       ],
     });
     const made = new Set(r.rows.map((row) => row.admission_id));
@@ -122,20 +167,20 @@ export class ClaimStore {
   /**
    * Take over a stale claim: only when it is still the one we looked at (same admission id, still in
    * progress), so two retries racing for a stale claim cannot both win. A v2 claim taken over gets
-   * its new job identity `newJobId` (the old one is fenced).
+   * its new job identity `newJobId` (the old one is fenced). The admission id names the record (it is
+   * unique); the API key is checked beside it.
    */
   async takeOver(
     keyId: string,
-    keyHash: Buffer,
     expectedAdmissionId: string,
     newAdmissionId: string,
     newJobId?: string,
   ): Promise<boolean> {
     const r = await this.pool.query(
       `UPDATE admission.idempotency_records
-       SET admission_id = $4, job_id = coalesce($5::uuid, job_id), claimed_at = now()
-       WHERE key_id = $1 AND key_hash = $2 AND admission_id = $3 AND state = 'in_progress'`,
-      [keyId, keyHash, expectedAdmissionId, newAdmissionId, newJobId ?? null],
+       SET admission_id = $3, job_id = coalesce($4::uuid, job_id), claimed_at = now()
+       WHERE key_id = $1 AND admission_id = $2 AND state = 'in_progress'`,
+      [keyId, expectedAdmissionId, newAdmissionId, newJobId ?? null],
     );
     return r.rowCount === 1;
   }

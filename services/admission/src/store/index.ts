@@ -6,7 +6,14 @@ import { MaintenanceStore } from './maintenance.js';
 import { PurchaseStore } from './purchases.js';
 
 export { AccountStore, type ApiKeyRow, type KeyCredential, type OrganizationRow } from './accounts.js';
-export { type ClaimState, ClaimStore, type NewClaim, type Retention, type StoredClaim } from './claims.js';
+export {
+  type ClaimState,
+  ClaimStore,
+  type KeyForm,
+  type NewClaim,
+  type Retention,
+  type StoredClaim,
+} from './claims.js';
 export { Conflict, NotFound } from './errors.js';
 export { type GateFacts, GateFactsStore, type KeyFacts } from './gate-facts.js';
 export { MaintenanceStore } from './maintenance.js';
