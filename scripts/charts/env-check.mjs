@@ -48,6 +48,7 @@ const PLACEHOLDERS = {
   NATS_URL: 'tls://nats.nats.svc:4222',
   DNC_NATS_PASSWORD: 'placeholder',
   DNC_FINGERPRINT_SECRET: 'placeholder-placeholder-placeholder',
+  DNC_IDEMPOTENCY_KEY_SECRET: 'placeholder-placeholder-placeholder',
   DNC_KEKS: (env) => `${env.DNC_KEK_ACTIVE_ID ?? 'k1'}:${key32}`,
   DNC_TOTP_KEYS: (env) => `${env.DNC_TOTP_KEY_ACTIVE_ID ?? 't1'}:${key32}`,
 };
