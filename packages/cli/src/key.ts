@@ -1,4 +1,6 @@
-import { readFile } from 'node:fs/promises';
+import { fstat } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import type { Connection } from './args.js';
 
 /** The API key could not be had: exit status 2, nothing sent. */
@@ -37,4 +39,27 @@ export async function apiKeyFrom(
   const key = (text.split(/\r?\n/, 1)[0] ?? '').trim();
   if (!key) throw new ApiKeyError(`the API key file ${file} is empty`);
   return key;
+}
+
+/** A file's identity, "-" standard input's; undefined when it cannot be had (the read reports it). */
+async function identity(path: string): Promise<{ dev: number; ino: number; regular: boolean } | undefined> {
+  try {
+    const s = path === '-' ? await promisify(fstat)(0) : await stat(path);
+    return { dev: s.dev, ino: s.ino, regular: s.isFile() };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether the numbers (`input`) and the API key (`keyFile`) would be read from one stream: both "-", or one
+ * "-" and the other a path to it (/dev/stdin, /proc/self/fd/0), or two paths to one pipe or terminal. Read
+ * twice, a stream gives the first reader what it takes and the other the rest: the key line became an input
+ * row (found by a review, 2026-12-05). A regular file can be read twice, each read whole.
+ */
+export async function keyAndInputShareAStream(input: string, keyFile: string | undefined): Promise<boolean> {
+  if (keyFile === undefined) return false;
+  if (input === '-' && keyFile === '-') return true;
+  const [a, b] = await Promise.all([identity(input), identity(keyFile)]);
+  return a !== undefined && b !== undefined && !a.regular && a.dev === b.dev && a.ino === b.ino;
 }

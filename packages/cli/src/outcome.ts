@@ -57,12 +57,14 @@ export function outcomesByPosition(phones: readonly string[], result: ScrubResul
     if (status[i] === 2) reasons.set(i, result.invalid_numbers[v++]?.reason as string);
   const prohibited = new Set(lists[0]);
   for (let i = 0; i < phones.length; i++) if (status[i] === 1 && prohibited.has(phones[i]!)) status[i] = 0;
-  return { status, reasons, answeredBoth: answeredBoth(result) };
+  return { status, reasons, answeredBoth: answeredBoth(result, prohibited) };
 }
 
 /** How many numbers the result lists both prohibited and safe (none should be called). */
-export function answeredBoth(result: ScrubResult): number {
-  const prohibited = new Set(result.prohibited_numbers_to_call);
+export function answeredBoth(
+  result: ScrubResult,
+  prohibited: ReadonlySet<string> = new Set(result.prohibited_numbers_to_call),
+): number {
   return new Set(result.safe_numbers_to_call.filter((phone) => prohibited.has(phone))).size;
 }
 

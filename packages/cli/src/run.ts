@@ -12,7 +12,7 @@ import {
 import { type Command, parseCommand, resultCommand, UsageError } from './args.js';
 import { jobs, scrub } from './commands.js';
 import { HELP } from './help.js';
-import { ApiKeyError, apiKeyFrom } from './key.js';
+import { ApiKeyError, apiKeyFrom, keyAndInputShareAStream } from './key.js';
 import { ResultMismatchError } from './outcome.js';
 import type { Sink } from './output.js';
 import { Progress, type ProgressStream } from './progress.js';
@@ -54,8 +54,8 @@ export async function runCli(argv: readonly string[], io: CliEnvironment): Promi
     io.stdout.write(`dnc ${CLI_VERSION} (API ${API_VERSION})\n`);
     return 0;
   }
-  const fromStdin = command.kind === 'scrub' ? command.file === '-' : command.input === '-';
-  if (fromStdin && command.apiKeyFile === '-') {
+  const input = command.kind === 'scrub' ? command.file : command.input;
+  if (input !== undefined && (await keyAndInputShareAStream(input, command.apiKeyFile))) {
     return fail('usage', 'the numbers and the API key cannot both come from standard input', 2);
   }
 
