@@ -1,13 +1,12 @@
 // After every scenario: drain (every accepted job terminal), then the invariant checker of issue 14
 // (packages/devstack/src/invariants.ts: the stores themselves) and what the customers saw: each
 // organization's quota as the answers account for it, and no registered number answered safe.
-import { idempotencyKeyMac } from '@dnc/admission';
-import { checkInvariants, DEV_IDEMPOTENCY_KEY_SECRET, formatViolations, stackTarget } from '@dnc/devstack';
+import { checkInvariants, formatViolations, stackTarget } from '@dnc/devstack';
 import pg from 'pg';
 import { quotaOf } from '../reliability/stack.mjs';
 import { retryUnanswered, retryUnansweredJobs } from './retries.mjs';
 import { CANARIES, drainJobs } from './traffic.mjs';
-import { COUNTRY } from './world.mjs';
+import { COUNTRY, keyMacOf } from './world.mjs';
 
 /** Quota as the answers account for it: exact, or (for `loose` organizations) at most that much. */
 async function answeredQuota(world, ledger) {
@@ -33,8 +32,6 @@ async function answeredQuota(world, ledger) {
   return { failures, checked: orgs.size, wrongOrgs: failures.map((f) => f.split(':')[0].slice(4)) };
 }
 
-/** How admission names a request's Idempotency-Key in its records (the stack's secret is the default). */
-const keyHash = (idem) => idempotencyKeyMac(DEV_IDEMPOTENCY_KEY_SECRET, idem).toString('hex');
 const at = (ms) => new Date(ms).toISOString().slice(11, 23);
 
 /** One ledger entry as a trace reads it (the key's first 8 characters; no numbers). */
@@ -61,7 +58,7 @@ export async function traceOrg(world, ledger, orgId) {
     const entries = ledger.requests.get(orgId) ?? [];
     const byHash = new Map();
     for (const e of entries) {
-      const h = keyHash(e.idem);
+      const h = keyMacOf(world, e.idem).toString('hex');
       if (!byHash.has(h)) byHash.set(h, []);
       byHash.get(h).push(e);
     }

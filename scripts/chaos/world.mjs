@@ -7,11 +7,16 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { privateNats, privatePostgres, privateRedis } from '@dnc/devstack';
+import { idempotencyKeyMac } from '@dnc/admission';
+import { DEV_IDEMPOTENCY_KEY_SECRET, privateNats, privatePostgres, privateRedis } from '@dnc/devstack';
 import { loadRegistries, log, pool, seedOrg, startStack } from '../reliability/stack.mjs';
 import { ProxyHost } from './proxies.mjs';
 
 export const COUNTRY = 'co';
+
+/** How the stack's admission names an Idempotency-Key in its records: its MAC under the stack's secret. */
+export const keyMacOf = (world, idem) =>
+  idempotencyKeyMac(world.stack.options.env?.DNC_IDEMPOTENCY_KEY_SECRET ?? DEV_IDEMPOTENCY_KEY_SECRET, idem);
 const say = (line) => log('chaos', line);
 
 const hostPort = (url) => {

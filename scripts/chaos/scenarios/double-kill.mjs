@@ -1,20 +1,18 @@
 // S18: an admission process and the job scheduler both killed with v2 submissions inside them.
 import { randomUUID } from 'node:crypto';
-import { idempotencyKeyMac } from '@dnc/admission';
-import { DEV_IDEMPOTENCY_KEY_SECRET } from '@dnc/devstack';
 import pg from 'pg';
 import { api } from '../../reliability/http.mjs';
 import { sleep } from '../../reliability/stack.mjs';
 import { phonesOf } from '../traffic.mjs';
-import { COUNTRY, scenarioOrg } from '../world.mjs';
+import { COUNTRY, keyMacOf, scenarioOrg } from '../world.mjs';
 import { retryToOneJob } from './processes.mjs';
 
 /**
  * Where the submissions of `keys` stand in the stores (by their Idempotency-Key's MAC): claims in progress, of which with
  * their job stored, and claims accepted (their job stored and confirmed). A key with no claim has none.
  */
-async function claimStates(db, keys) {
-  const hashes = keys.map((k) => idempotencyKeyMac(DEV_IDEMPOTENCY_KEY_SECRET, k.idem));
+async function claimStates(world, db, keys) {
+  const hashes = keys.map((k) => keyMacOf(world, k.idem));
   const r = await db.query(
     `SELECT r.state, j.id IS NOT NULL AS stored, count(*)::int AS n
        FROM admission.idempotency_records r LEFT JOIN jobs.jobs j ON j.id = r.job_id
@@ -33,12 +31,12 @@ async function claimStates(db, keys) {
 }
 
 /** `keys`' claims once none is in progress any more (or after 90 s: what is left is a failure). */
-async function resolved(db, keys) {
+async function resolved(world, db, keys) {
   const until = Date.now() + 90_000;
-  let states = await claimStates(db, keys);
+  let states = await claimStates(world, db, keys);
   while (states.inProgress > 0 && Date.now() < until) {
     await sleep(1_000);
-    states = await claimStates(db, keys);
+    states = await claimStates(world, db, keys);
   }
   return states;
 }
@@ -56,10 +54,10 @@ async function submitIntoBoth(world, db, submit, keys, { storeFirst, stopMs }) {
   scheduler.kill('SIGSTOP');
   const answers = keys.map(submit);
   const claimEnd = Date.now() + 10_000;
-  let claimed = await claimStates(db, keys);
+  let claimed = await claimStates(world, db, keys);
   while (claimed.inProgress < keys.length && Date.now() < claimEnd) {
     await sleep(50);
-    claimed = await claimStates(db, keys);
+    claimed = await claimStates(world, db, keys);
   }
   await world.stack.kill('admission');
   if (storeFirst) {
@@ -68,7 +66,7 @@ async function submitIntoBoth(world, db, submit, keys, { storeFirst, stopMs }) {
   }
   await world.stack.kill('job-scheduler');
   // With both dead nothing can move these claims until they are back.
-  const bothDead = await claimStates(db, keys);
+  const bothDead = await claimStates(world, db, keys);
   const results = await Promise.all(answers);
   await Promise.all([world.stack.start('admission'), world.stack.start('job-scheduler')]);
   return { results, claimed: claimed.inProgress, bothDead };
@@ -139,7 +137,10 @@ async function killBoth(world, ledger, db, { submissions = 24, paceMs = 60, stop
   const later = unanswered.filter((_, i) => i % 2 === 1);
   for (const k of now) requests += await retryToOneJob(world, ledger, org, k, failures);
   // The rest are not retried until the claim reconciler resolved them (DNC_JOB_CLAIM_TIMEOUT_SECONDS).
-  const [ofAnswered, ofLater] = await Promise.all([resolved(db, answered), resolved(db, later)]);
+  const [ofAnswered, ofLater] = await Promise.all([
+    resolved(world, db, answered),
+    resolved(world, db, later),
+  ]);
   const stuck = ofAnswered.inProgress + ofLater.inProgress;
   if (stuck > 0) failures.push(`${stuck} claims still in progress 90 s after the kills (not reconciled)`);
   const dropped = answered.length - ofAnswered.accepted - ofAnswered.inProgress;

@@ -2,18 +2,20 @@
 -- An Idempotency-Key is stored as a keyed MAC (HMAC-SHA256 under DNC_IDEMPOTENCY_KEY_SECRET), no longer
 -- as its plain SHA-256: "only a keyed non-reversible fingerprint is retained" (spec, Idempotency 4).
 -- A record written by this release has key_mac set (and, in the `keyed` form, key_hash = key_mac);
--- one written before has key_mac NULL and is found by its key_hash until the purge removes it. The
--- unique index is what decides between a `transition` pod and a `keyed` pod claiming the same key at
--- once during an upgrade (services/admission/src/store/claims.ts). The column starts NULL everywhere,
--- so the index is built without rewriting the table.
+-- one written before has key_mac NULL and is found by its key_hash until the purge removes it. Adding
+-- a nullable column changes the catalogue only (a moment's lock, within the migration lock timeout);
+-- its indexes are built without blocking the serving release in the next migration.
 ALTER TABLE admission.idempotency_records ADD COLUMN key_mac bytea;
-CREATE UNIQUE INDEX idempotency_records_key_mac ON admission.idempotency_records (key_id, key_mac);
--- A `keyed` pod asks every 30 s whether a pod of the older release wrote lately (key-form.ts); once the
--- records it wrote are purged this index is empty.
-CREATE INDEX idempotency_records_without_mac ON admission.idempotency_records (created_at)
-  WHERE key_mac IS NULL;
+
+-- What the records' MACs are keyed with, as a MAC of a fixed text under the same secret (never the
+-- secret): a process started with another secret would find none of the records and admit, and charge,
+-- every exact retry again, so it refuses to start instead (store/key-secret-check.ts).
+CREATE TABLE admission.idempotency_key_check (
+  singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+  check_mac bytea NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
 
 -- Down Migration
-DROP INDEX admission.idempotency_records_without_mac;
-DROP INDEX admission.idempotency_records_key_mac;
+DROP TABLE admission.idempotency_key_check;
 ALTER TABLE admission.idempotency_records DROP COLUMN key_mac;

@@ -58,8 +58,11 @@ export const admissionConfig = z.object({
    * `transition` first, then `keyed` (store/claims.ts, docs/deploy.md).
    */
   DNC_IDEMPOTENCY_KEY_FORM: z.enum(['keyed', 'transition']).default('keyed'),
-  /** How often a `keyed` process looks for records an older release wrote lately (key-form.ts). */
-  DNC_IDEMPOTENCY_KEY_FORM_CHECK_MS: int(1000, 600_000, 30_000),
+  /**
+   * How often a process looks for records an older release wrote lately (key-form.ts): at most half its
+   * 10-minute window, so a pod of it that writes a claim is seen before the window lets it be forgotten.
+   */
+  DNC_IDEMPOTENCY_KEY_FORM_CHECK_MS: int(1000, 300_000, 30_000),
   /** v1 idempotency records are kept at least 7 days (spec). */
   DNC_IDEMPOTENCY_RETENTION_SECONDS: int(604_800, 31_536_000, 691_200),
   /**

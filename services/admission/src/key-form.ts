@@ -1,32 +1,54 @@
-import type { Logger } from '@dnc/kit';
+import { Gauge, type Logger, type Pool, type Registry, type Service } from '@dnc/kit';
+import type { AdmissionConfig } from './config.js';
 import type { ClaimStore, KeyForm } from './store/index.js';
+import { checkIdempotencyKeySecret } from './store/key-secret-check.js';
+
+/** Records without a MAC created this recently say a pod of an older release still takes requests. */
+export const OLDER_RELEASE_WINDOW_SECONDS = 600;
 
 /**
- * The form new idempotency claims are written in (store/claims.ts, `KeyForm`). `transition` when
- * configured so. `keyed` when configured so and no pod of an older release may be running: those pods
- * look claims up, and conflict, only on the Idempotency-Key's plain hash, so a keyed claim beside them
- * lets a retry of it through one of them be admitted and charged again. Such a pod is seen by the
- * records it writes (no MAC): while one was created within `windowSeconds`, claims keep the plain hash
- * too. Until the first look succeeds, and whenever one fails, the form stays as it was (`transition` at
- * start): a claim in the transition form is never the unsafe one, it only keeps the plain hash longer.
+ * The form new idempotency claims are written in (store/claims.ts, `KeyForm`), and whether the
+ * Idempotency-Key's plain hash is still looked up at all.
  *
- * An upgrade rolled out straight to `keyed` is thereby safe while the older pods take requests; one
- * whose older pods sat idle for the window and then took a retry is not, so the documented upgrade
- * still rolls out `transition` first (docs/deploy.md, "Idempotency-Key records").
+ * Form: `transition` when configured so. `keyed` when configured so and no pod of an older release may be
+ * running: those pods look claims up, and conflict, only on the plain hash, so a keyed claim beside them
+ * lets a retry of it through one of them be admitted and charged again. Such a pod is seen by the records
+ * it writes (no MAC): while one was created within the window, claims keep the plain hash too. Until the
+ * first look succeeds, and whenever one fails, claims are written in the transition form: never the unsafe
+ * one, it only keeps the plain hash a while longer.
+ *
+ * Lookups: the plain hash goes to PostgreSQL (a bind parameter, which its logs of slow statements print)
+ * only while a claim is written in the transition form or a record without a MAC is still kept.
+ *
+ * An upgrade rolled out straight to `keyed` is thereby safe while the older pods write claims; one whose
+ * older pods only answered retries, or sat idle for the window and then took one, is not, so the chart
+ * refuses that upgrade and the documented one rolls out `transition` first (docs/deploy.md,
+ * "Idempotency-Key records").
  */
 export class KeyFormGuard {
   private timer: NodeJS.Timeout | undefined;
   private checking: Promise<KeyForm> | undefined;
-  private current: KeyForm = 'transition';
+  private form: KeyForm = 'transition';
+  private readonly gauge: Gauge<'form'>;
 
   constructor(
     private readonly claims: ClaimStore,
     private readonly logger: Logger,
     private readonly configured: KeyForm,
     private readonly intervalMs: number,
-    private readonly windowSeconds = 600,
+    metrics: Registry,
   ) {
-    claims.useForm(this.current);
+    this.gauge = new Gauge({
+      name: 'dnc_idempotency_key_form',
+      help: '1 for the form new idempotency claims are written in: keyed (MAC only) or transition (the plain hash too).',
+      labelNames: ['form'],
+      registers: [metrics],
+    });
+    this.apply('transition', true);
+    if (configured === 'transition')
+      logger.info(
+        'idempotency claims keep the plain Idempotency-Key hash too (DNC_IDEMPOTENCY_KEY_FORM=transition)',
+      );
   }
 
   /** The first look, awaited before the service takes requests; then one every interval. */
@@ -49,28 +71,56 @@ export class KeyFormGuard {
   }
 
   private async look(): Promise<KeyForm> {
-    if (this.configured === 'transition') return this.use('transition', 'configured');
+    let seen: Awaited<ReturnType<ClaimStore['recordsWithoutMac']>>;
     try {
-      const older = await this.claims.olderReleaseWroteWithin(this.windowSeconds);
-      return this.use(older ? 'transition' : 'keyed', older ? 'older release' : 'none older');
+      seen = await this.claims.recordsWithoutMac(OLDER_RELEASE_WINDOW_SECONDS);
     } catch (err) {
-      this.logger.warn({ err, form: this.current }, 'idempotency key form not checked; kept as it was');
-      return this.current;
+      if (this.form !== 'transition')
+        this.logger.warn(
+          { err },
+          'idempotency key form not checked: claims keep the plain hash too until it is',
+        );
+      return this.apply('transition', true);
     }
+    const form = this.configured === 'transition' || seen.recent ? 'transition' : 'keyed';
+    if (form !== this.form && this.configured === 'keyed')
+      this.logger.info(
+        { form, windowSeconds: OLDER_RELEASE_WINDOW_SECONDS },
+        form === 'transition'
+          ? 'a release that stores plain Idempotency-Key hashes wrote records lately: claims keep that hash too'
+          : 'idempotency claims are keyed only',
+      );
+    return this.apply(form, form === 'transition' || seen.any);
   }
 
-  private use(form: KeyForm, why: 'configured' | 'older release' | 'none older'): KeyForm {
-    if (form !== this.current || why === 'configured')
-      this.logger.info(
-        { form, windowSeconds: this.windowSeconds },
-        why === 'older release'
-          ? 'a release that stores plain Idempotency-Key hashes wrote records lately: claims keep that hash too'
-          : why === 'configured'
-            ? 'idempotency claims keep the plain Idempotency-Key hash too (DNC_IDEMPOTENCY_KEY_FORM=transition)'
-            : 'idempotency claims are keyed only',
-      );
-    this.current = form;
-    this.claims.useForm(form);
+  private apply(form: KeyForm, plainHashLookups: boolean): KeyForm {
+    this.form = form;
+    this.claims.useForm(form, plainHashLookups);
+    this.gauge.set({ form: 'keyed' }, form === 'keyed' ? 1 : 0);
+    this.gauge.set({ form: 'transition' }, form === 'transition' ? 1 : 0);
     return form;
   }
+}
+
+/**
+ * The idempotency key's secret checked against the one the records were written under (the process
+ * refuses to start on another), and the form claims are written in, looked at once before any request.
+ */
+export async function openKeyForm(
+  service: Service,
+  config: AdmissionConfig,
+  pool: Pool,
+  claims: ClaimStore,
+): Promise<KeyFormGuard> {
+  await checkIdempotencyKeySecret(pool, config.DNC_IDEMPOTENCY_KEY_SECRET);
+  const keyForm = new KeyFormGuard(
+    claims,
+    service.logger,
+    config.DNC_IDEMPOTENCY_KEY_FORM,
+    config.DNC_IDEMPOTENCY_KEY_FORM_CHECK_MS,
+    service.metrics,
+  );
+  await keyForm.start();
+  service.onClose('idempotency key form', () => keyForm.stop());
+  return keyForm;
 }

@@ -35,7 +35,7 @@ import { Completion } from './completion.js';
 import type { AdmissionConfig } from './config.js';
 import { CountryStatusPublisher } from './country-status.js';
 import type { Timeouts } from './domain/idempotency.js';
-import { KeyFormGuard } from './key-form.js';
+import { type KeyFormGuard, openKeyForm } from './key-form.js';
 import { KeyUsage } from './key-usage.js';
 import { RequestLimiter } from './limiter.js';
 import { OpenAdmissions } from './open-admissions.js';
@@ -75,12 +75,7 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
   const { logger, metrics } = service;
   const pool = await openPostgres(service, config);
   const stores = admissionStores(pool);
-  const keyForm = new KeyFormGuard(
-    stores.claims,
-    logger,
-    config.DNC_IDEMPOTENCY_KEY_FORM,
-    config.DNC_IDEMPOTENCY_KEY_FORM_CHECK_MS,
-  );
+  const keyForm = await openKeyForm(service, config, pool, stores.claims);
   const limiter = openLimiter(service, config);
   const { directory, countryStatus: bucket } = await openDiscovery(service, config);
   const countryStatus = new CountryStatusPublisher(
@@ -120,8 +115,6 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
   // flush, and a reconcile or purge pass in progress does not hold back the GOAWAY.
   keyUsage.start();
   service.onClose('key usage', () => keyUsage.stop());
-  await keyForm.start();
-  service.onClose('idempotency key form', () => keyForm.stop());
   countryStatus.start();
   service.onClose('country status republisher', () => countryStatus.stop());
   const purge = new IdempotencyPurge(

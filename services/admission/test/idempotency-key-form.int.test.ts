@@ -77,6 +77,9 @@ describe('an Idempotency-Key is retained only as a keyed MAC', () => {
       [c.keyId],
     );
     expect((await recordsOf(c.keyId))[0]!.key_hash.equals(sha256(req.idempotencyKey))).toBe(true);
+    // The keyed process looks again (every 30 s): a record without a MAC is kept, so the plain hash is
+    // looked up again (none was when it started, and it sent none).
+    expect(await h.instances[0]!.keyForm.check()).toBe('keyed');
 
     const replay = await admission.admit(req);
     expect(replay).toMatchObject({ replay: true, admissionId: first.admissionId });
@@ -200,5 +203,32 @@ describe('an Idempotency-Key is retained only as a keyed MAC', () => {
     }
     expect(await recordsOf(c.keyId)).toHaveLength(rounds);
     expect(await h.account(c.orgId, 'mx')).toMatchObject({ used: admitted, reserved: 0 });
+  });
+});
+
+// Found by a review (2026-12-05): a process with another DNC_IDEMPOTENCY_KEY_SECRET (a Secret recreated with
+// a fresh random value) found none of the records, and admitted and charged every exact retry again.
+describe('a process started with another idempotency key secret', () => {
+  it('refuses to start, naming neither secret; started deliberately once the check is removed', async () => {
+    const other = 'another-idempotency-key-secret';
+    const refused = await h.addInstance({ DNC_IDEMPOTENCY_KEY_SECRET: other }).then(
+      () => undefined,
+      (error: Error) => error,
+    );
+    expect(refused?.message).toMatch(/DNC_IDEMPOTENCY_KEY_SECRET is not the secret/);
+    expect(refused?.message).not.toContain(other);
+    expect(refused?.message).not.toContain(DEV_IDEMPOTENCY_KEY_SECRET);
+    // The same secret starts (the transition instance did, after the first had recorded it).
+    expect(transition).toBeDefined();
+    // Changing it on purpose (docs/deploy.md): the recorded check goes, and the next start records its own.
+    await h.sql('DELETE FROM admission.idempotency_key_check');
+    const changed = await h.addInstance({ DNC_IDEMPOTENCY_KEY_SECRET: other });
+    const c = await h.customer();
+    const req = admitReq(c, { inputCount: 1 });
+    const first = await changed.admission.admit(req);
+    await changed.admission.complete({ admissionId: first.admissionId });
+    expect((await recordsOf(c.keyId))[0]!.key_mac?.equals(idempotencyKeyMac(other, req.idempotencyKey))).toBe(
+      true,
+    );
   });
 });

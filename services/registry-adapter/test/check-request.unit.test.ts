@@ -124,8 +124,8 @@ describe('CheckRequest as the adapter reads it', () => {
       }),
       { numRuns: 5_000 },
     );
-    // Overlong, surrogate, truncated and out-of-range sequences; a leading BOM (protobuf-es's decoder
-    // drops it from the field's start: so must the adapter).
+    // Overlong, surrogate, truncated and out-of-range sequences; a leading BOM (the platform's decoder
+    // keeps it at the field's start, kit text-decoding.ts: the adapter reads the same string).
     const cases = [
       [0xc0, 0xaf],
       [0xed, 0xa0, 0x80],

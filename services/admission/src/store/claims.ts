@@ -64,24 +64,34 @@ export class ClaimStore {
 
   /** The form new claims are written in: set by KeyFormGuard (key-form.ts). */
   private form: KeyForm = 'keyed';
+  /** Whether the plain hash is sent at all: only while records may carry it (key-form.ts). */
+  private plainHashLookups = true;
 
   constructor(private readonly pool: Pool) {}
 
-  useForm(form: KeyForm): void {
+  useForm(form: KeyForm, plainHashLookups: boolean): void {
     this.form = form;
+    this.plainHashLookups = plainHashLookups || form === 'transition';
+  }
+
+  /** The plain hash to send: none once no record carries it, so it is in no statement (or its log). */
+  private legacyOf(key: KeyNames): Buffer | null {
+    return this.plainHashLookups ? key.legacy : null;
   }
 
   /**
-   * Whether records without a MAC were created within `seconds`: a pod of a release before it, which
-   * writes the plain hash only, took requests that recently (the partial index on them).
+   * Records without a MAC (an older release's, which writes the plain hash only): any still kept, and
+   * any created within `seconds` (a pod of that release took requests that recently). The partial index
+   * on them answers both.
    */
-  async olderReleaseWroteWithin(seconds: number): Promise<boolean> {
-    const r = await this.pool.query<{ wrote: boolean }>(
-      `SELECT EXISTS (SELECT 1 FROM admission.idempotency_records
-         WHERE key_mac IS NULL AND created_at > now() - make_interval(secs => $1::float8)) AS wrote`,
+  async recordsWithoutMac(seconds: number): Promise<{ any: boolean; recent: boolean }> {
+    const r = await this.pool.query<{ any: boolean; recent: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM admission.idempotency_records WHERE key_mac IS NULL) AS any,
+              EXISTS (SELECT 1 FROM admission.idempotency_records
+                      WHERE key_mac IS NULL AND created_at > now() - make_interval(secs => $1::float8)) AS recent`,
       [seconds],
     );
-    return r.rows[0]?.wrote ?? false;
+    return { any: r.rows[0]?.any ?? true, recent: r.rows[0]?.recent ?? true };
   }
 
   /**
@@ -111,7 +121,7 @@ export class ClaimStore {
               (extract(epoch FROM now() - claimed_at) * 1000)::float8 AS age_ms
        FROM admission.idempotency_records WHERE key_id = $1 AND (key_mac = $2 OR key_hash = $3)
        ORDER BY created_at LIMIT 1`,
-      values: [keyId, key.mac, key.legacy],
+      values: [keyId, key.mac, this.legacyOf(key)],
     });
     const row = r.rows[0];
     if (!row) return undefined;
@@ -133,7 +143,10 @@ export class ClaimStore {
    * row of the same statement too), which `admission_id` tells apart. A claim of either form conflicts
    * with one of the other on key_mac, and a `transition` claim with an older release's on key_hash; a
    * record an older release wrote before (found by its plain hash, key_mac NULL) is a conflict too,
-   * through NOT EXISTS: nothing else could tell a `keyed` claim of it.
+   * through NOT EXISTS: nothing else could tell a `keyed` claim of it. Rows go in key order (then
+   * arrival): two batches holding the same keys in opposite orders each waited for the other's
+   * uncommitted row, and PostgreSQL ended one as a deadlock, failing all its claims (found by a review,
+   * 2026-12-05). In key order the later batch waits for the earlier, then finds its keys taken.
    */
   private async insertClaims(items: ClaimInput[]): Promise<boolean[]> {
     const r = await this.pool.query<{ admission_id: string }>({
@@ -146,13 +159,13 @@ export class ClaimStore {
          WITH ORDINALITY AS t(key_id, key_mac, legacy, fingerprint, kind, admission_id, job_id, n)
        WHERE NOT EXISTS (SELECT 1 FROM admission.idempotency_records r
                          WHERE r.key_id = t.key_id AND r.key_hash = t.legacy)
-       ORDER BY n
+       ORDER BY t.key_id, t.key_mac, t.n
        ON CONFLICT DO NOTHING
        RETURNING admission_id`,
       values: [
         items.map((i) => i.keyId),
         items.map((i) => i.key.mac),
-        items.map((i) => i.key.legacy),
+        items.map((i) => this.legacyOf(i.key)),
         items.map((i) => i.fingerprint),
         items.map((i) => KIND_CODE[i.kind]),
         items.map((i) => i.admissionId),
