@@ -133,7 +133,12 @@ export async function migrateSchema(
   for (;;) {
     try {
       applied = await runner({
-        databaseUrl: { connectionString: databaseUrl, options: `-c lock_timeout=${lockTimeoutMs}` },
+        // client_connection_check_interval: a statement whose client went away (an upgrade hook killed at
+        // its deadline) ends within 5 s instead of running on with the migration's locks.
+        databaseUrl: {
+          connectionString: databaseUrl,
+          options: `-c lock_timeout=${lockTimeoutMs} -c client_connection_check_interval=5000`,
+        },
         dir,
         schema,
         createSchema: true,

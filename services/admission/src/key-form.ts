@@ -14,8 +14,11 @@ export const OLDER_RELEASE_WINDOW_SECONDS = 600;
  * running: those pods look claims up, and conflict, only on the plain hash, so a keyed claim beside them
  * lets a retry of it through one of them be admitted and charged again. Such a pod is seen by the records
  * it writes (no MAC): while one was created within the window, claims keep the plain hash too. Until the
- * first look succeeds, and whenever one fails, claims are written in the transition form: never the unsafe
- * one, it only keeps the plain hash a while longer.
+ * first look succeeds, claims are written in the transition form: never the unsafe one, it only keeps the
+ * plain hash a while longer. A look that fails keeps the form the last one decided, while that one is
+ * recent (half the window): in a settled keyed deployment a failed look wrote plain hashes, kept for up to
+ * 31 days, protecting nothing (found by a review, 2026-12-05). Blind for longer, claims go back to the
+ * transition form.
  *
  * Lookups: the plain hash goes to PostgreSQL (a bind parameter, which its logs of slow statements print)
  * only while a claim is written in the transition form or a record without a MAC is still kept.
@@ -29,6 +32,8 @@ export class KeyFormGuard {
   private timer: NodeJS.Timeout | undefined;
   private checking: Promise<KeyForm> | undefined;
   private form: KeyForm = 'transition';
+  /** When the last look succeeded (ms). */
+  private lastLookAt: number | undefined;
   private readonly gauge: Gauge<'form'>;
 
   constructor(
@@ -37,6 +42,7 @@ export class KeyFormGuard {
     private readonly configured: KeyForm,
     private readonly intervalMs: number,
     metrics: Registry,
+    private readonly now: () => number = Date.now,
   ) {
     this.gauge = new Gauge({
       name: 'dnc_idempotency_key_form',
@@ -75,13 +81,24 @@ export class KeyFormGuard {
     try {
       seen = await this.claims.recordsWithoutMac(OLDER_RELEASE_WINDOW_SECONDS);
     } catch (err) {
+      const blind =
+        this.lastLookAt === undefined ||
+        this.now() - this.lastLookAt > (OLDER_RELEASE_WINDOW_SECONDS * 1000) / 2;
+      if (!blind) {
+        this.logger.warn(
+          { err, form: this.form },
+          'idempotency key form not checked; kept as the last look decided',
+        );
+        return this.form;
+      }
       if (this.form !== 'transition')
         this.logger.warn(
           { err },
-          'idempotency key form not checked: claims keep the plain hash too until it is',
+          'idempotency key form not checked for 5 minutes: claims keep the plain hash too',
         );
       return this.apply('transition', true);
     }
+    this.lastLookAt = this.now();
     const form = this.configured === 'transition' || seen.recent ? 'transition' : 'keyed';
     if (form !== this.form && this.configured === 'keyed')
       this.logger.info(

@@ -21,7 +21,15 @@ function store(seen: { any: boolean; recent: boolean } | Error) {
 async function guardOver(configured: KeyForm, seen: Parameters<typeof store>[0]) {
   const s = store(seen);
   const metrics = new Registry();
-  const guard = new KeyFormGuard(s.claims, createLogger('test', 'silent'), configured, 30_000, metrics);
+  const clock = { ms: 1_000_000 };
+  const guard = new KeyFormGuard(
+    s.claims,
+    createLogger('test', 'silent'),
+    configured,
+    30_000,
+    metrics,
+    () => clock.ms,
+  );
   const gauge = async () =>
     Object.fromEntries(
       (await metrics.getSingleMetric('dnc_idempotency_key_form')!.get()).values.map((v) => [
@@ -29,7 +37,7 @@ async function guardOver(configured: KeyForm, seen: Parameters<typeof store>[0])
         v.value,
       ]),
     );
-  return { guard, ...s, gauge };
+  return { guard, ...s, gauge, clock };
 }
 
 describe('the form of new idempotency claims (key-form.ts)', () => {
@@ -61,10 +69,22 @@ describe('the form of new idempotency claims (key-form.ts)', () => {
     expect(await guard.check()).toBe('keyed');
   });
 
-  it('a look that fails: the transition form (the safe one), whatever was in effect', async () => {
-    const { guard, used, set } = await guardOver('keyed', { any: false, recent: false });
+  it('a look that fails keeps what the last one decided, for half the window; then the transition form', async () => {
+    const { guard, used, set, clock } = await guardOver('keyed', { any: false, recent: false });
     expect(await guard.check()).toBe('keyed');
     set(new Error('connection refused'));
+    clock.ms += 290_000;
+    expect(await guard.check()).toBe('keyed');
+    expect(used.at(-1)).toEqual({ form: 'keyed', plainHashLookups: false });
+    clock.ms += 20_000; // 310 s without a look that succeeded
+    expect(await guard.check()).toBe('transition');
+    expect(used.at(-1)).toEqual({ form: 'transition', plainHashLookups: true });
+    set({ any: false, recent: false });
+    expect(await guard.check()).toBe('keyed');
+  });
+
+  it('a first look that fails: the transition form (nothing decided yet)', async () => {
+    const { guard, used } = await guardOver('keyed', new Error('connection refused'));
     expect(await guard.check()).toBe('transition');
     expect(used.at(-1)).toEqual({ form: 'transition', plainHashLookups: true });
   });

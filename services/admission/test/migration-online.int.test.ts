@@ -11,7 +11,9 @@ import { dropDatabase, uniqueDatabaseUrl } from '../../../test/support/stack.js'
 // behind the ALTER's lock: while they were built (tens of seconds on a table of tens of millions of rows),
 // every claim and lookup of the release still serving waited, past its statement timeout. They are built
 // CONCURRENTLY now. Here the release still serving goes on claiming keys while the migration runs over a
-// table of 600,000 records: none of its claims may wait for the builds.
+// table of 600,000 records: none of its claims may wait for the builds. And a query elsewhere in the
+// database outlasting the migration's lock timeout: a concurrent build waits for it, and was cancelled at
+// that timeout after its scans (found by the second review): the builds wait as long as it takes.
 const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
 const FIRST_OF_THIS_RELEASE = '1764300000000';
 const databaseUrl = uniqueDatabaseUrl('admission_online');
@@ -47,9 +49,13 @@ describe('the key_mac migration beside the release still serving', () => {
          SELECT gen_random_uuid(), sha256(int4send(n)), 'v1:00', 1, 'completed', gen_random_uuid()
          FROM generate_series(1, 600000) AS n`,
       );
+      const other = new pg.Client({ connectionString: databaseUrl });
+      await other.connect();
+      const elsewhere = other.query('SELECT pg_sleep(2.5)').finally(() => other.end());
       let done = false;
       const t0 = Date.now();
-      const migrated = migrateSchema(databaseUrl, 'admission', MIGRATIONS).finally(() => {
+      // A lock timeout of 1 s: shorter than the query elsewhere.
+      const migrated = migrateSchema(databaseUrl, 'admission', MIGRATIONS, 1_000).finally(() => {
         done = true;
       });
       let slowest = 0;
@@ -60,6 +66,7 @@ describe('the key_mac migration beside the release still serving', () => {
         slowest = Math.max(slowest, Date.now() - t);
       }
       const applied = await migrated;
+      await elsewhere;
       const took = Date.now() - t0;
       // A plain CREATE INDEX in the migration's transaction held every claim for about the whole build.
       expect({ took, claims, slowest }).toEqual({
@@ -71,6 +78,7 @@ describe('the key_mac migration beside the release still serving', () => {
       expect(applied).toEqual([
         '1764300000000_idempotency-key-mac',
         '1764300000001_idempotency-key-mac-indexes',
+        '1764300000002_idempotency-key-check',
       ]);
       const indexes = await serving.query(
         `SELECT c.relname AS name, i.indisvalid AS valid, i.indisunique AS unique

@@ -115,15 +115,23 @@ export class ClaimStore {
    * exists (insertClaims); the oldest is taken should an upgrade done out of order have left two.
    */
   async find(keyId: string, key: KeyNames): Promise<StoredClaim | undefined> {
+    // Two lookups on unique keys, each an index probe whatever plan the named statement keeps (an ORDER BY
+    // over both could walk the created_at index). A record of the transition form has both: found once.
     const r = await this.pool.query({
       name: 'admission.find_claim',
-      text: `SELECT fingerprint, kind, state, admission_id, job_id,
+      text: `SELECT fingerprint, kind, state, admission_id, job_id, created_at,
               (extract(epoch FROM now() - claimed_at) * 1000)::float8 AS age_ms
-       FROM admission.idempotency_records WHERE key_id = $1 AND (key_mac = $2 OR key_hash = $3)
-       ORDER BY created_at LIMIT 1`,
+       FROM admission.idempotency_records WHERE key_id = $1 AND key_mac = $2
+       UNION ALL
+       SELECT fingerprint, kind, state, admission_id, job_id, created_at,
+              (extract(epoch FROM now() - claimed_at) * 1000)::float8 AS age_ms
+       FROM admission.idempotency_records WHERE key_id = $1 AND key_hash = $3 AND key_mac IS NULL`,
       values: [keyId, key.mac, this.legacyOf(key)],
     });
-    const row = r.rows[0];
+    const row = r.rows.reduce<(typeof r.rows)[number] | undefined>(
+      (first, x) => (first && first.created_at <= x.created_at ? first : x),
+      undefined,
+    );
     if (!row) return undefined;
     return {
       fingerprint: row.fingerprint,
@@ -143,7 +151,10 @@ export class ClaimStore {
    * row of the same statement too), which `admission_id` tells apart. A claim of either form conflicts
    * with one of the other on key_mac, and a `transition` claim with an older release's on key_hash; a
    * record an older release wrote before (found by its plain hash, key_mac NULL) is a conflict too,
-   * through NOT EXISTS: nothing else could tell a `keyed` claim of it. Rows go in key order (then
+   * through the subquery: nothing else could tell a `keyed` claim of it. A scalar subquery, one primary
+   * key probe per row: as NOT EXISTS, the plan this named statement cached while the table was small
+   * was a hash anti-join over a scan of the whole table, on every batch after (an A/B bench, 2026-12-05:
+   * PostgreSQL's CPU per request doubled and throughput fell round after round). Rows go in key order (then
    * arrival): two batches holding the same keys in opposite orders each waited for the other's
    * uncommitted row, and PostgreSQL ended one as a deadlock, failing all its claims (found by a review,
    * 2026-12-05). In key order the later batch waits for the earlier, then finds its keys taken.
@@ -157,8 +168,9 @@ export class ClaimStore {
               fingerprint, kind, 'in_progress', admission_id, job_id
        FROM unnest($1::uuid[], $2::bytea[], $3::bytea[], $4::text[], $5::smallint[], $6::uuid[], $7::uuid[])
          WITH ORDINALITY AS t(key_id, key_mac, legacy, fingerprint, kind, admission_id, job_id, n)
-       WHERE NOT EXISTS (SELECT 1 FROM admission.idempotency_records r
-                         WHERE r.key_id = t.key_id AND r.key_hash = t.legacy)
+       WHERE t.legacy IS NULL
+          OR (SELECT true FROM admission.idempotency_records r
+              WHERE r.key_id = t.key_id AND r.key_hash = t.legacy LIMIT 1) IS NULL
        ORDER BY t.key_id, t.key_mac, t.n
        ON CONFLICT DO NOTHING
        RETURNING admission_id`,
