@@ -35,6 +35,7 @@ export class KeyFormGuard {
   /** When the last look succeeded (ms). */
   private lastLookAt: number | undefined;
   private readonly gauge: Gauge<'form'>;
+  private readonly olderSeen: Gauge;
 
   constructor(
     private readonly claims: ClaimStore,
@@ -42,7 +43,8 @@ export class KeyFormGuard {
     private readonly configured: KeyForm,
     private readonly intervalMs: number,
     metrics: Registry,
-    private readonly now: () => number = Date.now,
+    /** A monotonic clock (ms): a wall clock stepped back would stretch the time a failed look is trusted. */
+    private readonly now: () => number = () => performance.now(),
   ) {
     this.gauge = new Gauge({
       name: 'dnc_idempotency_key_form',
@@ -50,6 +52,12 @@ export class KeyFormGuard {
       labelNames: ['form'],
       registers: [metrics],
     });
+    this.olderSeen = new Gauge({
+      name: 'dnc_idempotency_older_release_writing',
+      help: 'Configured keyed, 1 while records without a MAC were created in the last 10 minutes: a pod of a release that stores plain Idempotency-Key hashes takes requests beside keyed claims.',
+      registers: [metrics],
+    });
+    this.olderSeen.set(0);
     this.apply('transition', true);
     if (configured === 'transition')
       logger.info(
@@ -89,7 +97,8 @@ export class KeyFormGuard {
           { err, form: this.form },
           'idempotency key form not checked; kept as the last look decided',
         );
-        return this.form;
+        // Blind to records written since: look them up by the plain hash too (sent, never stored).
+        return this.apply(this.form, true);
       }
       if (this.form !== 'transition')
         this.logger.warn(
@@ -99,6 +108,7 @@ export class KeyFormGuard {
       return this.apply('transition', true);
     }
     this.lastLookAt = this.now();
+    this.olderSeen.set(this.configured === 'keyed' && seen.recent ? 1 : 0);
     const form = this.configured === 'transition' || seen.recent ? 'transition' : 'keyed';
     if (form !== this.form && this.configured === 'keyed')
       this.logger.info(

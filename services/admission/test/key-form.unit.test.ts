@@ -37,7 +37,9 @@ async function guardOver(configured: KeyForm, seen: Parameters<typeof store>[0])
         v.value,
       ]),
     );
-  return { guard, ...s, gauge, clock };
+  const olderWriting = async () =>
+    (await metrics.getSingleMetric('dnc_idempotency_older_release_writing')!.get()).values[0]?.value;
+  return { guard, ...s, gauge, olderWriting, clock };
 }
 
 describe('the form of new idempotency claims (key-form.ts)', () => {
@@ -61,12 +63,14 @@ describe('the form of new idempotency claims (key-form.ts)', () => {
     expect(used.at(-1)).toEqual({ form: 'keyed', plainHashLookups: true });
   });
 
-  it('keyed, but an older release wrote lately: the transition form until it stops', async () => {
-    const { guard, used, set } = await guardOver('keyed', { any: true, recent: true });
+  it('keyed, but an older release wrote lately: the transition form until it stops, and said so', async () => {
+    const { guard, used, set, olderWriting } = await guardOver('keyed', { any: true, recent: true });
     expect(await guard.check()).toBe('transition');
     expect(used.at(-1)).toEqual({ form: 'transition', plainHashLookups: true });
+    expect(await olderWriting()).toBe(1);
     set({ any: true, recent: false });
     expect(await guard.check()).toBe('keyed');
+    expect(await olderWriting()).toBe(0);
   });
 
   it('a look that fails keeps what the last one decided, for half the window; then the transition form', async () => {
@@ -75,7 +79,8 @@ describe('the form of new idempotency claims (key-form.ts)', () => {
     set(new Error('connection refused'));
     clock.ms += 290_000;
     expect(await guard.check()).toBe('keyed');
-    expect(used.at(-1)).toEqual({ form: 'keyed', plainHashLookups: false });
+    // Still keyed, but blind to records written since: looked up by the plain hash too.
+    expect(used.at(-1)).toEqual({ form: 'keyed', plainHashLookups: true });
     clock.ms += 20_000; // 310 s without a look that succeeded
     expect(await guard.check()).toBe('transition');
     expect(used.at(-1)).toEqual({ form: 'transition', plainHashLookups: true });
@@ -89,10 +94,11 @@ describe('the form of new idempotency claims (key-form.ts)', () => {
     expect(used.at(-1)).toEqual({ form: 'transition', plainHashLookups: true });
   });
 
-  it('configured transition: always the transition form', async () => {
-    const { guard, used } = await guardOver('transition', { any: false, recent: false });
+  it('configured transition: always the transition form; an older release writing is expected then', async () => {
+    const { guard, used, olderWriting } = await guardOver('transition', { any: true, recent: true });
     expect(await guard.check()).toBe('transition');
     expect(used.every((u) => u.form === 'transition' && u.plainHashLookups)).toBe(true);
+    expect(await olderWriting()).toBe(0);
   });
 
   it('concurrent checks share one look', async () => {

@@ -117,15 +117,19 @@ export class ClaimStore {
   async find(keyId: string, key: KeyNames): Promise<StoredClaim | undefined> {
     // Two lookups on unique keys, each an index probe whatever plan the named statement keeps (an ORDER BY
     // over both could walk the created_at index). A record of the transition form has both: found once.
+    // The second filters on key_mac IS NULL outside a fence (OFFSET 0): inside, the planner could read the
+    // partial index of such records whole, filtering on the key (a review, 2026-12-05, with stale stats).
     const r = await this.pool.query({
       name: 'admission.find_claim',
       text: `SELECT fingerprint, kind, state, admission_id, job_id, created_at,
               (extract(epoch FROM now() - claimed_at) * 1000)::float8 AS age_ms
        FROM admission.idempotency_records WHERE key_id = $1 AND key_mac = $2
        UNION ALL
-       SELECT fingerprint, kind, state, admission_id, job_id, created_at,
-              (extract(epoch FROM now() - claimed_at) * 1000)::float8 AS age_ms
-       FROM admission.idempotency_records WHERE key_id = $1 AND key_hash = $3 AND key_mac IS NULL`,
+       SELECT fingerprint, kind, state, admission_id, job_id, created_at, age_ms FROM (
+         SELECT fingerprint, kind, state, admission_id, job_id, created_at, key_mac,
+                (extract(epoch FROM now() - claimed_at) * 1000)::float8 AS age_ms
+         FROM admission.idempotency_records WHERE key_id = $1 AND key_hash = $3 OFFSET 0) AS older
+       WHERE older.key_mac IS NULL`,
       values: [keyId, key.mac, this.legacyOf(key)],
     });
     const row = r.rows.reduce<(typeof r.rows)[number] | undefined>(
