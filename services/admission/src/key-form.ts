@@ -21,7 +21,9 @@ export const OLDER_RELEASE_WINDOW_SECONDS = 600;
  * transition form.
  *
  * Lookups: the plain hash goes to PostgreSQL (a bind parameter, which its logs of slow statements print)
- * only while a claim is written in the transition form or a record without a MAC is still kept.
+ * only while a claim is written in the transition form, a record without a MAC is still kept, or a look
+ * has failed and the last decision is being trusted: blind, a record an older pod wrote since cannot be
+ * ruled out, so it is looked for too.
  *
  * An upgrade rolled out straight to `keyed` is thereby safe while the older pods write claims; one whose
  * older pods only answered retries, or sat idle for the window and then took one, is not, so the chart

@@ -1,23 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
-import { createPool, ensureDatabase, migrateSchema } from '@dnc/kit';
+import { createPool } from '@dnc/kit';
 import type pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dropDatabase, uniqueDatabaseUrl } from '../../../test/support/stack.js';
-import { keyNamesOf } from '../src/domain/idempotency.js';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ClaimStore } from '../src/store/index.js';
+import { claimSync, migratedAdmissionDatabase } from './claim-store.js';
 
 // Found by a review (2026-12-05): claims are inserted in batches, each in the order its requests came. Two
 // batches in flight at once (two replicas, or one replica's two) holding keys X and Y in opposite orders
 // each waited for the other's uncommitted row: PostgreSQL ended one as a deadlock (40P01), failing every
 // claim of that batch, up to 256 requests of other customers. Rows are now inserted in key order.
-const databaseUrl = uniqueDatabaseUrl('admission_claims_order');
-const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
 let pool: pg.Pool;
-
-beforeAll(async () => {
-  await ensureDatabase(databaseUrl);
-  await migrateSchema(databaseUrl, 'admission', MIGRATIONS);
+migratedAdmissionDatabase('admission_claims_order', async (databaseUrl) => {
   pool = createPool(databaseUrl, 4);
   // Each row's insert takes a moment: two batches of the same keys overlap for certain.
   await pool.query(`CREATE FUNCTION admission.slow_claim() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -27,16 +20,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await pool.end();
-  await dropDatabase(databaseUrl);
 });
-
-const claim = (store: ClaimStore, keyId: string, key: string) =>
-  store.claim(keyId, keyNamesOf('a-secret-of-sixteen+', key), {
-    fingerprint: `v1:${'a'.repeat(64)}`,
-    kind: 'sync',
-    admissionId: randomUUID(),
-    jobId: null,
-  });
 
 describe('two batches of claims of the same keys in opposite orders', () => {
   it('never deadlock: each key claimed once, every other claim answered with it', async () => {
@@ -49,8 +33,8 @@ describe('two batches of claims of the same keys in opposite orders', () => {
       const keys = Array.from({ length: 6 }, (_, i) => `${form}-${i}`);
       // One batch each (claims submitted in one turn leave together), the keys in opposite orders.
       const answers = await Promise.allSettled([
-        ...keys.map((k) => claim(a, keyId, k)),
-        ...keys.toReversed().map((k) => claim(b, keyId, k)),
+        ...keys.map((k) => claimSync(a, keyId, k)),
+        ...keys.toReversed().map((k) => claimSync(b, keyId, k)),
       ]);
       const failed = answers.filter((x) => x.status === 'rejected').map((x) => String(x.reason));
       expect(failed).toEqual([]);

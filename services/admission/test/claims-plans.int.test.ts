@@ -1,27 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
-import { createPool, ensureDatabase, migrateSchema } from '@dnc/kit';
+import { createPool } from '@dnc/kit';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dropDatabase, uniqueDatabaseUrl } from '../../../test/support/stack.js';
-import { keyNamesOf } from '../src/domain/idempotency.js';
+import { describe, expect, it } from 'vitest';
 import { ClaimStore } from '../src/store/index.js';
+import { claimSync, migratedAdmissionDatabase } from './claim-store.js';
 
 // Found by an A/B bench (2026-12-05): the claim INSERT checked the older release's records with NOT EXISTS.
 // Its statement is named, so PostgreSQL keeps one plan per connection, chosen while the table was small: a
 // hash anti-join over a scan of the whole table. Every batch after scanned every record kept (8 to 31 days
 // of them): PostgreSQL's CPU per request doubled and throughput fell round after round. Claims and lookups
 // must probe indexes whatever plan they keep: counted here as the table's sequential scans.
-const databaseUrl = uniqueDatabaseUrl('admission_claim_plans');
-const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
-
-beforeAll(async () => {
-  await ensureDatabase(databaseUrl);
-  await migrateSchema(databaseUrl, 'admission', MIGRATIONS);
-});
-afterAll(async () => {
-  await dropDatabase(databaseUrl);
-});
+const databaseUrl = migratedAdmissionDatabase('admission_claim_plans');
 
 async function seqScans(): Promise<number> {
   const db = new pg.Client({ connectionString: databaseUrl });
@@ -36,14 +25,6 @@ async function seqScans(): Promise<number> {
   }
 }
 
-const claimOf = (store: ClaimStore, keyId: string, key: string) =>
-  store.claim(keyId, keyNamesOf('a-secret-of-sixteen+', key), {
-    fingerprint: `v1:${'a'.repeat(64)}`,
-    kind: 'sync',
-    admissionId: randomUUID(),
-    jobId: null,
-  });
-
 describe('claims and lookups on a table that grew after their plans were made', () => {
   for (const form of ['keyed', 'transition'] as const) {
     it(`${form}: no sequential scan of the records`, async () => {
@@ -54,8 +35,8 @@ describe('claims and lookups on a table that grew after their plans were made', 
         store.useForm(form, true);
         const keyId = randomUUID();
         for (let i = 0; i < 12; i++) {
-          await claimOf(store, keyId, `${form}-early-${i}`);
-          await claimOf(store, keyId, `${form}-early-${i}`); // taken: looked up
+          await claimSync(store, keyId, `${form}-early-${i}`);
+          await claimSync(store, keyId, `${form}-early-${i}`); // taken: looked up
         }
         await pool.query(
           `INSERT INTO admission.idempotency_records (key_id, key_hash, key_mac, fingerprint, kind, state, admission_id)
@@ -64,8 +45,8 @@ describe('claims and lookups on a table that grew after their plans were made', 
         );
         const before = await seqScans();
         for (let i = 0; i < 20; i++) {
-          expect(await claimOf(store, keyId, `${form}-late-${i}`)).toBeUndefined();
-          expect(await claimOf(store, keyId, `${form}-late-${i}`)).toBeDefined();
+          expect(await claimSync(store, keyId, `${form}-late-${i}`)).toBeUndefined();
+          expect(await claimSync(store, keyId, `${form}-late-${i}`)).toBeDefined();
         }
         await pool.end(); // its backend reports its statistics as it exits
         await new Promise((r) => setTimeout(r, 500));

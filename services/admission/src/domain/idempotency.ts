@@ -51,11 +51,12 @@ export function isValidFingerprint(fp: string): boolean {
  * Idempotency 4), since a client that builds its keys from a phone number (`lead-+525512345678`) would
  * otherwise leave a hash anyone holding the table can reverse by trying every number. `legacy` is the
  * unkeyed SHA-256 that releases before it stored: looked up (their records are kept up to 31 days), and
- * written only in the `transition` form of an upgrade (store/claims.ts, docs/deploy.md).
+ * written only in the `transition` form of an upgrade (store/claims.ts, docs/deploy.md). It is computed
+ * only when the claim store asks for it, which it no longer does once no record carries a plain hash.
  */
 export interface KeyNames {
   mac: Buffer;
-  legacy: Buffer;
+  legacy(): Buffer;
 }
 
 /** The MAC's own prefix: no other HMAC under the same secret can be taken for a key's. */
@@ -66,7 +67,14 @@ export function idempotencyKeyMac(secret: string, key: string): Buffer {
 }
 
 export function keyNamesOf(secret: string, key: string): KeyNames {
-  return { mac: idempotencyKeyMac(secret, key), legacy: createHash('sha256').update(key, 'utf8').digest() };
+  let legacy: Buffer | undefined;
+  return {
+    mac: idempotencyKeyMac(secret, key),
+    legacy: () => {
+      legacy ??= createHash('sha256').update(key, 'utf8').digest();
+      return legacy;
+    },
+  };
 }
 
 function fingerprintVersion(fp: string): string {

@@ -76,7 +76,7 @@ export class ClaimStore {
 
   /** The plain hash to send: none once no record carries it, so it is in no statement (or its log). */
   private legacyOf(key: KeyNames): Buffer | null {
-    return this.plainHashLookups ? key.legacy : null;
+    return this.plainHashLookups ? key.legacy() : null;
   }
 
   /**
