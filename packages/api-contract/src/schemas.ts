@@ -153,8 +153,8 @@ const jobId = {
 
 const timestamp = { type: 'string', format: 'date-time', description: 'ISO 8601 UTC timestamp.' } as const;
 
-const jobIdentity = {
-  job_id: jobId,
+/** The job resource's fields after `job_id` and `status`, in the spec's order (Job resource table). */
+const jobFieldsAfterStatus = {
   country: { type: 'string', enum: COUNTRY_CODES },
   submitted_count: { type: 'integer', minimum: 0, description: 'Number of submitted inputs.' },
   created_at: timestamp,
@@ -189,8 +189,9 @@ export const ScrubJobAccepted = {
   additionalProperties: false,
   required: jobIdentityRequired,
   properties: {
-    ...jobIdentity,
+    job_id: jobId,
     status: { type: 'string', enum: ['queued', 'running'] },
+    ...jobFieldsAfterStatus,
   },
 } as const;
 
@@ -202,13 +203,14 @@ export const ScrubJobStatus = {
   additionalProperties: false,
   required: jobIdentityRequired,
   properties: {
-    ...jobIdentity,
+    job_id: jobId,
     status: {
       type: 'string',
       enum: JOB_STATUSES,
       description:
         '`queued`, `running` are active; `succeeded`, `failed`, `cancelled`, `expired` are terminal.',
     },
+    ...jobFieldsAfterStatus,
     error: JobError,
     cancel_requested: { type: 'boolean' },
   },

@@ -118,6 +118,41 @@ describe('gateway routes over the in-memory upstream (routes translate HTTP; the
   });
 });
 
+// Found by a spec audit (2026-12-05): the response schemas listed `status` (and so serialized it) after
+// `expires_at`. The spec's Job resource table orders the fields job_id, status, country, ...; a client that
+// compares the text of a resource, or reads it as a stream, sees them in that order.
+describe('the job resource (spec, Job resource): its fields in the order of the spec', () => {
+  const SPEC_ORDER = [
+    'job_id',
+    'status',
+    'country',
+    'submitted_count',
+    'created_at',
+    'status_url',
+    'result_url',
+    'cancel_url',
+    'expires_at',
+  ];
+  const ID = '0b0b0b0b-0000-4000-8000-00000000000e';
+  it('202 at admission and the status resource (its error last)', async () => {
+    const accepted = await scrub(await gateway({}), '/v2/scrub', 'k-order');
+    expect(accepted.statusCode).toBe(202);
+    expect(Object.keys(accepted.json())).toEqual(SPEC_ORDER);
+
+    const failed = job(ID, jobsv1.JobStatus.FAILED);
+    failed.error = create(jobsv1.JobErrorSchema, { error: 'platform_failure' });
+    const g = await gateway({ getJob: () => failed });
+    const status = await g.app.inject({
+      method: 'GET',
+      url: `/v2/scrub/${ID}`,
+      headers: { authorization: 'Bearer dnc_test_key' },
+    });
+    expect(status.statusCode).toBe(200);
+    expect(Object.keys(status.json())).toEqual([...SPEC_ORDER, 'error']);
+    // The cancel answer is serialized by the same schema (routes/v2.ts).
+  });
+});
+
 // Found by an OpenAPI review (2026-12-03): cancel answers 413 to a body it does not take (over 64 KiB), and
 // the document did not list 413 for it: a validator of live answers against the document failed there.
 describe('POST /v2/scrub/{job_id}/cancel with a body it does not take', () => {

@@ -465,6 +465,8 @@ export interface components {
        */
       job_id: string;
       /** @enum {string} */
+      status: 'queued' | 'running';
+      /** @enum {string} */
       country: 'mx' | 'ar' | 'co' | 'es' | 'au' | 'sg';
       /** @description Number of submitted inputs. */
       submitted_count: number;
@@ -493,8 +495,6 @@ export interface components {
        * @description queued or running: admission + 24 h (hard cap); succeeded: terminalization + 7 days; failed, cancelled, expired: terminalization + 30 days.
        */
       expires_at: string;
-      /** @enum {string} */
-      status: 'queued' | 'running';
     };
     /** @description The job resource. `error` is present exactly when `status` is `failed` or `expired`. `cancel_requested` is true while a cancel is accepted but an external registry call is reconciled. */
     ScrubJobStatus: {
@@ -503,6 +503,11 @@ export interface components {
        * @description Opaque lowercase UUID; implies nothing about country, organization, provider or state.
        */
       job_id: string;
+      /**
+       * @description `queued`, `running` are active; `succeeded`, `failed`, `cancelled`, `expired` are terminal.
+       * @enum {string}
+       */
+      status: 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled' | 'expired';
       /** @enum {string} */
       country: 'mx' | 'ar' | 'co' | 'es' | 'au' | 'sg';
       /** @description Number of submitted inputs. */
@@ -532,11 +537,6 @@ export interface components {
        * @description queued or running: admission + 24 h (hard cap); succeeded: terminalization + 7 days; failed, cancelled, expired: terminalization + 30 days.
        */
       expires_at: string;
-      /**
-       * @description `queued`, `running` are active; `succeeded`, `failed`, `cancelled`, `expired` are terminal.
-       * @enum {string}
-       */
-      status: 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled' | 'expired';
       error?: components['schemas']['JobError'];
       cancel_requested?: boolean;
     };
