@@ -9,10 +9,13 @@ import { startTestStack, type TestStack } from '../support/stack.js';
 // quota reservation and enqueueing, not execution": not the client's upload. Found in a review (2026-12-05):
 // the budget counted from the request's arrival, so a v2 body that took longer to arrive than the budget left
 // admission no time, and the scheduler refused to store the job on every retry that uploaded as slowly. The
-// v2 budget now leaves out the upload (up to 10 s). v1 keeps its budget from the arrival: the spec has it
-// answer within 15 seconds, and clients size their timeouts on that.
+// v2 budget now leaves out the upload (up to 45 s; it was 10 s until a later review of the same day: an 8 MB
+// body over a link slower than about 5 Mbit/s was still answered 503 on every try). v1 keeps its budget from
+// the arrival: the spec has it answer within 15 seconds, and clients size their timeouts on that.
 const BUDGET_MS = 1_500;
 const UPLOAD_MS = 2_500;
+/** Past the 10 s once left out plus the budget: answered 503 before (deadline.ts, UPLOAD_LEFT_OUT_MAX_MS). */
+const LONG_UPLOAD_MS = 12_500;
 const REGISTERED = '+57 300 123 4567';
 
 interface Answer {
@@ -114,6 +117,25 @@ describe('a slow upload does not spend the v2 admission budget; v1 keeps its bud
     expect(after.records).toBe(before.records + 1);
     expect(after.used).toBeGreaterThan(before.used);
   });
+
+  it('v2: an upload longer than 10 s (past the bound it once had) is admitted once, and its job runs', async () => {
+    const key = `slower-v2-${Date.now().toString(36)}`;
+    const before = await accountUsage(stack, org.orgId, 'co');
+    const res = await postSlowly(
+      stack.baseUrl,
+      '/v2/scrub',
+      headers(key),
+      { country: 'co', phones },
+      LONG_UPLOAD_MS,
+    );
+    expect(res.elapsedMs).toBeGreaterThanOrEqual(LONG_UPLOAD_MS);
+    expect([res.status, res.body.status]).toEqual([202, 'queued']);
+    const api = v2(stack, () => org);
+    const done = await api.waitFor(String(res.body.job_id), (s) => s === 'succeeded');
+    expect(done.body.status).toBe('succeeded');
+    const after = await accountUsage(stack, org.orgId, 'co');
+    expect(after.records).toBe(before.records + 1);
+  }, 60_000);
 
   it('v1: the budget counts from the arrival: a body slower than the budget is answered 503 at once, uncharged', async () => {
     const before = await accountUsage(stack, org.orgId, 'co');

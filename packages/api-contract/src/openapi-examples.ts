@@ -143,10 +143,11 @@ balance, cost, credentials and raw provider errors are never exposed; such cause
 
 Retention and TTL values are initial policy; a country or legal requirement may shorten them.
 
-The v2 admission budget counts the service's work from the request's arrival, leaving out up to 10 s of the
-time the body took to arrive. A longer upload shortens it; one that leaves less than 0.5 s of it is answered
-503 \`platform_failure\` (with \`Retry-After\` and a message) before anything is admitted. The v1 execution
-budget counts from the request's arrival, upload included.
+The v2 admission budget counts the service's work from the request's arrival, leaving out up to 45 s of the
+time the body took to arrive (the whole request must arrive within 60 s). A longer upload shortens it; one
+that leaves less than 0.5 s of it is answered 503 \`platform_failure\` (with \`Retry-After\` and a message)
+before anything is admitted, as is a body that finishes arriving at a server instance that is shutting down
+(the retry reaches another one). The v1 execution budget counts from the request's arrival, upload included.
 
 The service sends no webhooks and emits no events; job progress is observed only by polling.
 

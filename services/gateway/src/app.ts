@@ -3,6 +3,7 @@ import { acceptRequestId, type HealthState, type Logger, REQUEST_ID_HEADER, type
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { authentication } from './auth.js';
 import type { GatewayConfig } from './config.js';
+import { StopClock } from './deadline.js';
 import { sendMapped, toHttp } from './errors.js';
 import { fingerprint } from './fingerprint.js';
 import type { Fingerprinter } from './flows/admit.js';
@@ -57,6 +58,8 @@ export interface AppDeps {
   health: HealthState;
   logger: Logger;
   metrics: Registry;
+  /** Set when the process begins to stop (server.ts); v2 admissions end inside its bound. */
+  stopping?: StopClock;
 }
 
 /**
@@ -145,7 +148,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(systemRoutes(health));
   const early = config.DNC_EARLY_CHECK ? new EarlyChecks(EARLY_CHECK_DEFAULTS, metrics) : undefined;
   await app.register(v1Routes(config, { upstream, ...fingerprints, early }));
-  await app.register(v2Routes(config, upstream, fingerprints));
+  await app.register(v2Routes(config, upstream, fingerprints, deps.stopping ?? new StopClock()));
   await app.register(openApi);
   return app;
 }

@@ -4,6 +4,7 @@ import { healthv1 } from '@dnc/proto';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import type { GatewayConfig } from './config.js';
+import { StopClock } from './deadline.js';
 import { connectUpstreams } from './upstream/clients.js';
 import { upstreamPort } from './upstream/port.js';
 
@@ -24,15 +25,21 @@ export function startGateway(config: GatewayConfig): Promise<RunningGateway> {
     });
     await service.health.start();
     await service.startMetrics();
+    const stopping = new StopClock();
     const app = await buildApp({
       config,
       upstream: upstreamPort(clients, service.metrics),
       health: service.health,
       logger: service.logger,
       metrics: service.metrics,
+      stopping,
     });
     await app.listen({ port: config.DNC_GATEWAY_PORT, host: config.DNC_GATEWAY_HOST });
-    service.onClose('http server', () => drain(app, config.DNC_DRAIN_DELAY_MS));
+    service.onClose('http server', () => {
+      // The first closer to run (closers run in reverse): the shutdown bound counts from about now.
+      stopping.begin(config.DNC_SHUTDOWN_TIMEOUT_MS);
+      return drain(app, config.DNC_DRAIN_DELAY_MS);
+    });
     const { port } = app.server.address() as AddressInfo;
     service.logger.info({ port }, 'gateway listening');
     return { service, app, port };

@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { gatewayConfig } from '../src/config.js';
+import { StopClock } from '../src/deadline.js';
 import { fingerprint } from '../src/fingerprint.js';
 import { testGateway } from './support/gateway.js';
 import { inMemoryUpstream, job, OUTCOME_CYCLE, type Script } from './support/upstream.js';
@@ -115,6 +116,30 @@ describe('gateway routes over the in-memory upstream (routes translate HTTP; the
     expect(replay.statusCode).toBe(200);
     expect(replay.headers['idempotency-replayed']).toBe('true');
     expect(replay.json()).toMatchObject({ status: 'succeeded' });
+  });
+});
+
+// A v2 body still arriving when the gateway was told to stop can outlast its shutdown bound (the upload is
+// left out of the admission budget, up to 45 s): its calls must end inside the bound, or not be made, never
+// be cut off halfway by the process's exit.
+describe('POST /v2/scrub on a stopping gateway (StopClock)', () => {
+  it('past the bound: 503 platform_failure with Retry-After, authenticated but nothing admitted', async () => {
+    const stopping = new StopClock();
+    const g = await testGateway({}, {}, { stopping });
+    apps.push(g.app);
+    stopping.begin(StopClock.ANSWER_MARGIN_MS); // the bound is now
+    const r = await scrub(g, '/v2/scrub', 'k-stopping');
+    expect([r.statusCode, r.json().error, r.headers['retry-after']]).toEqual([503, 'platform_failure', '1']);
+    expect(g.calls).toEqual(['authenticate']);
+  });
+
+  it('inside the bound: admitted as ever', async () => {
+    const stopping = new StopClock();
+    const g = await testGateway({}, {}, { stopping });
+    apps.push(g.app);
+    stopping.begin(20_000);
+    const r = await scrub(g, '/v2/scrub', 'k-stopping-later');
+    expect(r.statusCode).toBe(202);
   });
 });
 

@@ -12,7 +12,7 @@ import type { jobsv1 } from '@dnc/proto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { authenticatedCaller, setRateLimitHeaders } from '../auth.js';
 import type { GatewayConfig } from '../config.js';
-import { admissionBudgetStart, deadlineOf } from '../deadline.js';
+import { admissionBudgetStart, deadlineOf, type StopClock } from '../deadline.js';
 import { fromRpcError, sendMapped, toHttp } from '../errors.js';
 import type { Fingerprints, ScrubBody } from '../flows/admit.js';
 import type { OrgScope, Upstream } from '../flows/port.js';
@@ -81,7 +81,12 @@ async function resultBody(
  * v2 durable jobs, HTTP in and out. POST /v2/scrub is `submitV2` (flows/v2-submit.ts); reads and cancel
  * are one scheduler call each, scoped to the caller's organization.
  */
-export function v2Routes(config: GatewayConfig, upstream: Upstream, fingerprints: Fingerprints) {
+export function v2Routes(
+  config: GatewayConfig,
+  upstream: Upstream,
+  fingerprints: Fingerprints,
+  stopping: StopClock,
+) {
   const baseUrl = config.DNC_PUBLIC_BASE_URL;
   return async (app: FastifyInstance) => {
     app.post<{ Body: ScrubBody }>(
@@ -91,7 +96,11 @@ export function v2Routes(config: GatewayConfig, upstream: Upstream, fingerprints
         schema: { ...routeSchema('createScrubJob'), body: DurableScrubRequest },
       },
       async (request, reply) => {
-        const deadline = deadlineOf(admissionBudgetStart(request), config.DNC_V2_ADMISSION_BUDGET_MS);
+        const deadline = deadlineOf(
+          admissionBudgetStart(request),
+          config.DNC_V2_ADMISSION_BUDGET_MS,
+          stopping.notAfter,
+        );
         const scrub = {
           caller: authenticatedCaller(request),
           idempotencyKey: idempotencyKeyOf(request),

@@ -1,10 +1,14 @@
 import { createLogger, HealthState, Registry } from '@dnc/kit';
-import { buildApp } from '../../src/app.js';
+import { type AppDeps, buildApp } from '../../src/app.js';
 import { gatewayConfig } from '../../src/config.js';
 import { inMemoryUpstream, type Script } from './upstream.js';
 
 /** The gateway's app (not listening) before in-memory services answering `script`; `env` over its defaults. */
-export async function testGateway(script: Script, env: Record<string, string> = {}) {
+export async function testGateway(
+  script: Script,
+  env: Record<string, string> = {},
+  deps: Pick<AppDeps, 'stopping'> = {},
+) {
   const u = inMemoryUpstream(script);
   const logger = createLogger('gateway-test', 'silent');
   const app = await buildApp({
@@ -17,6 +21,7 @@ export async function testGateway(script: Script, env: Record<string, string> = 
     health: new HealthState(logger),
     logger,
     metrics: new Registry(),
+    ...deps,
   });
   return { ...u, app };
 }
