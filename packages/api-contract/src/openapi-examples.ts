@@ -146,8 +146,9 @@ Retention and TTL values are initial policy; a country or legal requirement may 
 The v2 admission budget counts the service's work from the request's arrival, leaving out up to 45 s of the
 time the body took to arrive (the whole request must arrive within 60 s). A longer upload shortens it; one
 that leaves less than 0.5 s of it is answered 503 \`platform_failure\` (with \`Retry-After\` and a message)
-before anything is admitted, as is a body that finishes arriving at a server instance that is shutting down
-(the retry reaches another one). The v1 execution budget counts from the request's arrival, upload included.
+before anything is admitted; so may one whose upload ends while the server instance it reached is shutting
+down (a retry with the same Idempotency-Key reaches another). The v1 execution budget counts from the
+request's arrival, upload included.
 
 The service sends no webhooks and emits no events; job progress is observed only by polling.
 

@@ -130,6 +130,8 @@ describe('POST /v2/scrub on a stopping gateway (StopClock)', () => {
     stopping.begin(StopClock.ANSWER_MARGIN_MS); // the bound is now
     const r = await scrub(g, '/v2/scrub', 'k-stopping');
     expect([r.statusCode, r.json().error, r.headers['retry-after']]).toEqual([503, 'platform_failure', '1']);
+    // Said for what it is: the instance stops (not an upload too slow).
+    expect(r.json().message).toMatch(/shutting down; send it again with the same Idempotency-Key/);
     expect(g.calls).toEqual(['authenticate']);
   });
 

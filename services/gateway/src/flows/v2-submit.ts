@@ -13,6 +13,8 @@ import type { BodyPhones } from './scrub-body.js';
 const ADMISSION_MIN_MS = 500;
 const NO_TIME_LEFT =
   'Too little of the admission budget was left once the request body had arrived; send it again with the same Idempotency-Key.';
+const STOPPING =
+  'The server instance that received the request is shutting down; send it again with the same Idempotency-Key.';
 /** ConfirmJob gets at least this long, even when the budget is nearly spent. */
 const CONFIRM_MIN_MS = 250;
 
@@ -32,6 +34,8 @@ export type V2Request = Omit<ScrubRequest, 'phones'> & {
   body?: Buffer | undefined;
   /** How long the body took to arrive (logged when it left too little budget). */
   uploadMs?: number;
+  /** The gateway was told to stop (`StopClock`): a deadline too short is its bound's, not the upload's. */
+  stopping?: boolean;
 };
 
 type SubmitOutcome = { outcome: 'stored'; job: jobsv1.Job; resumed: boolean } | CallFailure;
@@ -93,6 +97,10 @@ export async function submitV2(
   // with next to none (it would carry a few ms, an AdmitMany batch could claim the key for a member already
   // timed out, and the organization assertion, taken before the body, may have run out). Said, and logged.
   if (deadline.remaining() < ADMISSION_MIN_MS) {
+    if (request.stopping) {
+      deps.log.warn('v2 body arrived while the gateway stops: not admitted, to be retried elsewhere');
+      return { ok: false, error: toHttp('platform_failure', STOPPING, 1), rateLimit: undefined };
+    }
     deps.log.warn(
       `v2 body arrived with too little admission budget left (upload ${Math.round(request.uploadMs ?? 0)} ms)`,
     );

@@ -108,6 +108,7 @@ export function v2Routes(
           phones: request.bodyPhones ?? request.body.phones,
           body: request.jsonBytes,
           uploadMs: request.uploadMs,
+          stopping: Number.isFinite(stopping.notAfter),
         };
         const outcome = await submitV2({ upstream, ...fingerprints, log: request.log }, scrub, deadline);
         setRateLimitHeaders(reply, outcome.rateLimit);
