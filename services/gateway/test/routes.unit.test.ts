@@ -4,6 +4,7 @@ import { buildScrubResult, Code, createLogger, HealthState, publicError, Registr
 import { admissionv1, jobsv1, registryv1 } from '@dnc/proto';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
+import { JOB_FIELDS } from '../../../test/support/job-resource.js';
 import { buildApp } from '../src/app.js';
 import { gatewayConfig } from '../src/config.js';
 import { StopClock } from '../src/deadline.js';
@@ -149,22 +150,11 @@ describe('POST /v2/scrub on a stopping gateway (StopClock)', () => {
 // `expires_at`. The spec's Job resource table orders the fields job_id, status, country, ...; a client that
 // compares the text of a resource, or reads it as a stream, sees them in that order.
 describe('the job resource (spec, Job resource): its fields in the order of the spec', () => {
-  const SPEC_ORDER = [
-    'job_id',
-    'status',
-    'country',
-    'submitted_count',
-    'created_at',
-    'status_url',
-    'result_url',
-    'cancel_url',
-    'expires_at',
-  ];
   const ID = '0b0b0b0b-0000-4000-8000-00000000000e';
   it('202 at admission and the status resource (its error last)', async () => {
     const accepted = await scrub(await gateway({}), '/v2/scrub', 'k-order');
     expect(accepted.statusCode).toBe(202);
-    expect(Object.keys(accepted.json())).toEqual(SPEC_ORDER);
+    expect(Object.keys(accepted.json())).toEqual(JOB_FIELDS);
 
     const failed = job(ID, jobsv1.JobStatus.FAILED);
     failed.error = create(jobsv1.JobErrorSchema, { error: 'platform_failure' });
@@ -175,7 +165,7 @@ describe('the job resource (spec, Job resource): its fields in the order of the 
       headers: { authorization: 'Bearer dnc_test_key' },
     });
     expect(status.statusCode).toBe(200);
-    expect(Object.keys(status.json())).toEqual([...SPEC_ORDER, 'error']);
+    expect(Object.keys(status.json())).toEqual([...JOB_FIELDS, 'error']);
     // The cancel answer is serialized by the same schema (routes/v2.ts).
   });
 });
