@@ -20,6 +20,7 @@ const REGISTERED = '+57 300 123 4567';
 
 interface Answer {
   status: number;
+  headers: http.IncomingHttpHeaders;
   body: Record<string, unknown>;
   elapsedMs: number;
 }
@@ -50,6 +51,7 @@ function postSlowly(
           const text = Buffer.concat(chunks).toString('utf8');
           resolve({
             status: res.statusCode ?? 0,
+            headers: res.headers,
             body: text ? JSON.parse(text) : {},
             elapsedMs: Date.now() - started,
           });
@@ -127,6 +129,31 @@ describe('a slow upload does not spend the v2 admission budget; v1 keeps its bud
   it('v2: an upload longer than 10 s (past the bound it once had) is admitted once, and its job runs', async () => {
     await submitSlowly(`slower-v2-${Date.now().toString(36)}`, LONG_UPLOAD_MS);
   }, 60_000);
+
+  // Spec, Authentication 3: a revoked key is 401. Found in a review (2026-12-05): the key was checked when the
+  // request arrived, and a body that took up to 45 s to arrive was then admitted and charged on that check.
+  it('v2: a key revoked while its body arrives admits nothing: 401 invalid_key, no rate-limit headers, uncharged', async () => {
+    const revoked = await seedOrg(stack, ['co']);
+    const before = await accountUsage(stack, revoked.orgId, 'co');
+    const key = `revoked-v2-${Date.now().toString(36)}`;
+    const answer = postSlowly(
+      stack.baseUrl,
+      '/v2/scrub',
+      { authorization: `Bearer ${revoked.apiKey}`, 'idempotency-key': key },
+      { country: 'co', phones },
+      UPLOAD_MS,
+    );
+    await new Promise((r) => setTimeout(r, UPLOAD_MS / 4));
+    expect(await stack.admin(['key', 'revoke', '--key-id', revoked.keyId])).toMatchObject({
+      status: 'revoked',
+    });
+    const res = await answer;
+    expect(res.elapsedMs).toBeGreaterThanOrEqual(UPLOAD_MS);
+    expect([res.status, res.body]).toEqual([401, { error: 'invalid_key' }]);
+    expect(Object.keys(res.headers).filter((h) => h.includes('ratelimit'))).toEqual([]);
+    expect(res.headers['x-retention']).toBeDefined();
+    expect(await accountUsage(stack, revoked.orgId, 'co')).toEqual(before);
+  });
 
   it('v1: the budget counts from the arrival: a body slower than the budget is answered 503 at once, uncharged', async () => {
     const before = await accountUsage(stack, org.orgId, 'co');

@@ -98,7 +98,9 @@ function parse(req: admissionv1.AdmitRequest): Request {
 /**
  * Steps 5-9 of CHECK_ORDER (domain/check-order.ts) for an authenticated caller: organization,
  * purchase and availability (5-7, the pure `admissionGate`), the idempotency claim (8) and the quota
- * reservation (9). `known` holds the gate facts when authentication read them with the key.
+ * reservation (9). `known` holds the gate facts when authentication read them with the key; without
+ * them the caller was authenticated before this call, and its key is checked again with the gate facts
+ * (still not revoked: 401 otherwise).
  *
  * `signal` is the caller's: when it gave up (deadline, cancellation) before its answer, a new admission
  * is undone at once (reservation released, claim dropped) instead of waiting for the reconciler — the
@@ -113,9 +115,15 @@ export async function admit(
   const request = parse(req);
   let adapter: ChosenAdapter;
   try {
+    // Found in a review (2026-12-05): a key revoked while a v2 body arrived (up to 45 s) was still admitted.
+    const facts = known ?? (await deps.gate.gateFacts(request.orgId, request.keyId, request.country));
+    if (!facts) throw publicError(Code.Unauthenticated, 'invalid_key');
     checkResultRules(deps, request);
-    adapter = await passGate(deps, request, known);
+    adapter = passGate(deps, request, facts);
   } catch (refusal) {
+    // Its key revoked since it was authenticated: 401 whatever the key's claims hold (no replay either).
+    if (readPublicReason(refusal)?.reason === 'invalid_key')
+      throw deps.refusals.reject(refusal as ConnectError);
     // A failed lookup keeps the gate's refusal (the retry is answered as before, never with a store error).
     const past = await replayPastGate(deps, request, refusal).catch(() => undefined);
     if (past instanceof ConnectError) throw past;
@@ -204,13 +212,8 @@ function checkResultRules(deps: AdmitDeps, request: Request): void {
  * whether its lookups are free (its discovery entry announces the `local` provider: an entry without
  * one, or a remote registry's adapter, is not).
  */
-async function passGate(
-  deps: AdmitDeps,
-  request: Request,
-  known: GateFacts | undefined,
-): Promise<ChosenAdapter> {
+function passGate(deps: AdmitDeps, request: Request, facts: GateFacts): ChosenAdapter {
   const { country, kind } = request;
-  const facts = known ?? (await deps.gate.gateFacts(request.orgId, country));
   const nowMs = Date.now();
   const rejection = admissionGate({
     country,

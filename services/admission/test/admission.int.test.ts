@@ -447,6 +447,33 @@ describe('authentication, rate limit and abuse guard (issue 3 items 2, 5, 6)', (
     expect(Date.now() - started).toBeLessThan(2000);
   });
 
+  // Spec, Authentication 3: a revoked key is 401. Found in a review (2026-12-05): a caller authenticated
+  // before Admit (a v2 body, up to 45 s of upload) was admitted on its organization's facts alone, so a key
+  // revoked while the body arrived still had the request admitted and charged.
+  it('a key revoked after Authenticate admits nothing more: 401 on Admit, the retry of its admitted job included', async () => {
+    const { admission, admin } = h.clients();
+    const c = await h.customer(['mx'], 1000);
+    const admitted = admitReq(c, { kind: JOB, inputCount: 10 });
+    const job = await admission.admit(admitted);
+    await admission.confirmJob({ admissionId: job.admissionId, jobId: job.jobId });
+    expect(await admission.admit(admitted)).toMatchObject({ replay: true, jobId: job.jobId });
+    await admin.revokeApiKey({ keyId: c.keyId });
+    const before = await rejections();
+    for (const req of [admitted, admitReq(c, { kind: JOB }), admitReq(c)]) {
+      const err = await failure(admission.admit(req));
+      expect(readPublicReason(err)?.reason).toBe('invalid_key');
+      expect(ConnectError.from(err).code).toBe(Code.Unauthenticated);
+    }
+    expect(diff(before, await rejections())).toEqual({ invalid_key: 3 });
+    // Nothing reserved for the refused requests: only the job admitted before the revocation.
+    expect(await h.account(c.orgId, 'mx')).toMatchObject({ reserved: 10, used: 0 });
+    // A key of another organization named with this one is no key of it either.
+    const other = await h.customer(['mx'], 1000);
+    expect(await outcome(admission.admit(admitReq({ orgId: c.orgId, keyId: other.keyId })))).toBe(
+      'invalid_key',
+    );
+  });
+
   it('a burst of 200 from one organization with limit 60, across two replicas: exactly 60 admitted', async () => {
     const c = await h.customer();
     await roomInWindow(15);

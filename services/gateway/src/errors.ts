@@ -13,6 +13,16 @@ export class PublicHttpError extends Error {
   }
 }
 
+/** The rate-limit headers an authenticated request's answer carries (auth.ts), both spellings. */
+export const RATE_LIMIT_HEADERS = [
+  'x-ratelimit-limit',
+  'x-ratelimit-remaining',
+  'x-ratelimit-reset',
+  'ratelimit-limit',
+  'ratelimit-remaining',
+  'ratelimit-reset',
+] as const;
+
 export interface MappedError {
   status: number;
   body: { error: ErrorCode; message?: string };
@@ -62,6 +72,9 @@ export function fromRpcError(
 }
 
 export function sendMapped(reply: FastifyReply, mapped: MappedError): FastifyReply {
+  // Spec, Authentication 3: a 401 carries no rate-limit headers, also when the key was accepted when the
+  // request arrived and found revoked by the time it was admitted.
+  if (mapped.status === 401) for (const name of RATE_LIMIT_HEADERS) reply.removeHeader(name);
   if (mapped.retryAfterSeconds > 0) reply.header('retry-after', String(mapped.retryAfterSeconds));
   return reply.code(mapped.status).type('application/json; charset=utf-8').send(mapped.body);
 }

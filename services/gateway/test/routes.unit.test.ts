@@ -8,6 +8,7 @@ import { JOB_FIELDS } from '../../../test/support/job-resource.js';
 import { buildApp } from '../src/app.js';
 import { gatewayConfig } from '../src/config.js';
 import { StopClock } from '../src/deadline.js';
+import { RATE_LIMIT_HEADERS } from '../src/errors.js';
 import { fingerprint } from '../src/fingerprint.js';
 import { testGateway } from './support/gateway.js';
 import { inMemoryUpstream, job, OUTCOME_CYCLE, type Script } from './support/upstream.js';
@@ -90,6 +91,22 @@ describe('gateway routes over the in-memory upstream (routes translate HTTP; the
     expect(r.json()).toEqual({ error: 'country_not_in_plan' });
     expect(r.headers['x-ratelimit-remaining']).toBe('41');
     expect(g.calls).toEqual(['admit k1']);
+  });
+
+  // Spec, Authentication 3: "A 401 response carries x-retention but no rate-limit headers", also when the
+  // key was accepted as the request arrived and revoked before its (slow) body had (admission.Admit's 401).
+  it('POST /v2/scrub whose key is revoked by the time Admit runs: 401 without the rate-limit headers', async () => {
+    const admitted = await gateway({ rateLimit: rate() });
+    expect((await scrub(admitted, '/v2/scrub', 'k-before')).headers['x-ratelimit-remaining']).toBe('41');
+    const g = await gateway({
+      rateLimit: rate(),
+      admit: () => publicError(Code.Unauthenticated, 'invalid_key'),
+    });
+    const r = await scrub(g, '/v2/scrub', 'k-revoked');
+    expect([r.statusCode, r.json()]).toEqual([401, { error: 'invalid_key' }]);
+    for (const name of RATE_LIMIT_HEADERS) expect(r.headers[name]).toBeUndefined();
+    expect(r.headers['x-retention']).toBeDefined();
+    expect(g.calls).toEqual(['authenticate', 'admit k-revoked']);
   });
 
   it('POST /v1/scrub replayed: Idempotency-Replayed: true', async () => {

@@ -31,9 +31,11 @@ const KEY_FACTS = `SELECT q.n, k.key_id, k.org_id, k.digest, k.revoked_at, o.rat
          JOIN admission.api_keys k ON k.public_id = q.public_id
          JOIN admission.organizations o ON o.org_id = k.org_id
          ${GATE_JOINS.replaceAll('$2', 'q.country')}`;
-const GATE_FACTS = `SELECT ${GATE_SELECT}
+// Of an authenticated caller: also whether its key still acts for the organization (not revoked since).
+const GATE_FACTS = `SELECT ${GATE_SELECT}, (k.key_id IS NOT NULL AND k.revoked_at IS NULL) AS key_active
        FROM (SELECT $1::uuid AS org_id) q
          LEFT JOIN admission.organizations o ON o.org_id = q.org_id
+         LEFT JOIN admission.api_keys k ON k.key_id = $3::uuid AND k.org_id = q.org_id
          ${GATE_JOINS}`;
 
 // biome-ignore lint/suspicious/noExplicitAny: pg rows
@@ -83,13 +85,17 @@ export class GateFactsStore {
     return out;
   }
 
-  /** The gate facts of an organization already authenticated, in one query. */
-  async gateFacts(orgId: string, country: string): Promise<GateFacts> {
+  /**
+   * The gate facts of an organization already authenticated, in one query; undefined when the key that
+   * authenticated the request no longer acts for it (revoked since: a v2 body may take up to 45 s to
+   * arrive after its authentication), so it admits nothing more.
+   */
+  async gateFacts(orgId: string, keyId: string, country: string): Promise<GateFacts | undefined> {
     const r = await this.pool.query({
       name: 'admission.gate_facts',
       text: GATE_FACTS,
-      values: [orgId, country],
+      values: [orgId, country, keyId],
     });
-    return gateOf(r.rows[0]);
+    return r.rows[0].key_active === true ? gateOf(r.rows[0]) : undefined;
   }
 }

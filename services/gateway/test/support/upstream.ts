@@ -39,6 +39,8 @@ export interface Script {
   getJob?: () => Reply<jobsv1.Job>;
   /** The organization every key authenticates as (else a new one each time). */
   orgId?: string;
+  /** The rate-limit figures Authenticate answers with (else none). */
+  rateLimit?: admissionv1.RateLimitInfo;
   /** The messages of a result download; `signal` is the call's (aborted when the gateway gives up on it). */
   getJobResult?: (
     signal: AbortSignal,
@@ -100,7 +102,7 @@ export function inMemoryUpstream(script: Script = {}) {
     router.service(admissionv1.AdmissionService, {
       async authenticate() {
         calls.push('authenticate');
-        return { orgId: script.orgId ?? randomUUID(), keyId: randomUUID() };
+        return { orgId: script.orgId ?? randomUUID(), keyId: randomUUID(), rateLimit: script.rateLimit };
       },
       async admitMany(req) {
         batches.push(`admitMany ${req.requests.length}`);
