@@ -12,9 +12,10 @@ import {
 } from '@dnc/api-contract/limits';
 import { type AdapterDirectory, Code, type Logger, publicError, validationError } from '@dnc/kit';
 import { admissionv1, type quotav1 } from '@dnc/proto';
-import { displayPrefix, generateApiKey } from './domain/api-key.js';
+import { displayPrefix } from './domain/api-key.js';
 import { ACTIVATED_ON_PAYMENT } from './domain/countries.js';
-import { displayName } from './organization.js';
+import { createKey, displayName } from './organization.js';
+import type { OrganizationStore } from './organization-store.js';
 import { requireUuid } from './public-errors.js';
 import {
   type AccountStore,
@@ -29,6 +30,7 @@ import {
 
 export interface AdminDeps {
   accounts: AccountStore;
+  organizations: OrganizationStore;
   purchases: PurchaseStore;
   maintenance: MaintenanceStore;
   directory: AdapterDirectory;
@@ -128,7 +130,11 @@ function organizationMethods(
       // No control characters (a review, 2026-12-05): a NUL failed as a bare internal error, and a newline
       // or an escape sequence was stored and shown to the organization's people.
       const name = displayName(req.name, MAX_ORG_NAME);
-      const orgId = await accounts.createOrganization(name, req.activationComplete ?? true);
+      // A caller's id makes a retry safe (CreateOrganizationRequest.org_id).
+      const chosen = req.orgId ? requireUuid(req.orgId, 'org_id') : undefined;
+      const orgId = await operator(() =>
+        accounts.createOrganization(name, req.activationComplete ?? true, chosen),
+      );
       deps.logger.info({ orgId }, 'organization created');
       return { orgId };
     },
@@ -163,17 +169,30 @@ function organizationMethods(
 }
 
 function apiKeyMethods(deps: AdminDeps): Methods<'createApiKey' | 'revokeApiKey' | 'listApiKeys'> {
-  const { accounts } = deps;
+  const { accounts, organizations } = deps;
   return {
-    async createApiKey(req) {
+    async createApiKey(req, ctx) {
       const orgId = requireUuid(req.orgId, 'org_id');
-      const key = generateApiKey();
-      const keyId = await operator(() => accounts.createApiKey(orgId, key.publicId, key.digest));
-      deps.logger.info({ orgId, keyId }, 'API key created');
-      return { keyId, apiKey: key.apiKey };
+      // Operator keys have no name. With the dashboard's rules: see CreateApiKeyRequest.
+      const { key, apiKey } = await createKey(
+        organizations,
+        orgId,
+        { keyId: req.keyId, name: '' },
+        ctx.signal,
+      );
+      deps.logger.info({ orgId, keyId: key.keyId }, 'API key created');
+      return { keyId: key.keyId, apiKey };
     },
     async revokeApiKey(req) {
-      const key = await operator(() => accounts.revokeApiKey(requireUuid(req.keyId, 'key_id')));
+      const keyId = requireUuid(req.keyId, 'key_id');
+      let key: ApiKeyRow;
+      if (req.orgId) {
+        // After any creation of a key of the organization still in flight (RevokeApiKeyRequest.org_id).
+        const orgId = requireUuid(req.orgId, 'org_id');
+        const revoked = await organizations.revokeKey(orgId, keyId);
+        if (!revoked) throw publicError(Code.NotFound, 'not_found', { message: 'API key not found' });
+        key = { ...revoked.key, orgId };
+      } else key = await operator(() => accounts.revokeApiKey(keyId));
       deps.logger.info({ keyId: key.keyId }, 'API key revoked');
       return { apiKey: apiKey(key) };
     },

@@ -50,6 +50,41 @@ export function displayName(value: string, max = MAX_KEY_NAME): string {
 
 export const keyName = (value: string): string => displayName(value);
 
+/**
+ * A new key of `orgId`, its secret returned once: at most MAX_ACTIVE_KEYS active, the caller's key id (else
+ * a new one) not in use, and nothing made when `signal` ended before the commit. The dashboard's creation
+ * (OrganizationService) and the operator's (AdmissionAdminService) both come here.
+ */
+export async function createKey(
+  organizations: OrganizationStore,
+  orgId: string,
+  fields: { keyId: string; name: string },
+  signal?: AbortSignal,
+): Promise<{ key: OrganizationKeyRow; apiKey: string }> {
+  if (fields.keyId && !UUID_REGEXP.test(fields.keyId))
+    throw validationError('key_id must be a lowercase UUID');
+  const secret = generateApiKey();
+  let key: OrganizationKeyRow | undefined;
+  try {
+    key = await organizations.createKey(
+      orgId,
+      { ...fields, keyId: fields.keyId || randomUUID(), publicId: secret.publicId, digest: secret.digest },
+      MAX_ACTIVE_KEYS,
+      signal,
+    );
+  } catch (error) {
+    if (error instanceof KeyLimitReached)
+      throw publicError(Code.FailedPrecondition, 'conflict', {
+        message: `At most ${MAX_ACTIVE_KEYS} keys are active at once; revoke one first.`,
+      });
+    if (error instanceof KeyIdTaken)
+      throw publicError(Code.FailedPrecondition, 'conflict', { message: 'The key id is in use.' });
+    throw error;
+  }
+  if (!key) throw notFound();
+  return { key, apiKey: secret.apiKey };
+}
+
 function keyMessage(k: OrganizationKeyRow) {
   return create(admissionv1.OrganizationKeySchema, {
     keyId: k.keyId,
@@ -106,28 +141,9 @@ export function organizationService(
     async createKey(req, ctx) {
       const orgId = orgIdOf(req.orgId);
       const name = keyName(req.name);
-      if (req.keyId && !UUID_REGEXP.test(req.keyId)) throw validationError('key_id must be a lowercase UUID');
-      const secret = generateApiKey();
-      let key: OrganizationKeyRow | undefined;
-      try {
-        key = await organizations.createKey(
-          orgId,
-          { keyId: req.keyId || randomUUID(), name, publicId: secret.publicId, digest: secret.digest },
-          MAX_ACTIVE_KEYS,
-          ctx.signal,
-        );
-      } catch (error) {
-        if (error instanceof KeyLimitReached)
-          throw publicError(Code.FailedPrecondition, 'conflict', {
-            message: `At most ${MAX_ACTIVE_KEYS} keys are active at once; revoke one first.`,
-          });
-        if (error instanceof KeyIdTaken)
-          throw publicError(Code.FailedPrecondition, 'conflict', { message: 'The key id is in use.' });
-        throw error;
-      }
-      if (!key) throw notFound();
-      deps.logger.info({ orgId, keyId: key.keyId }, 'API key created');
-      return { key: keyMessage(key), apiKey: secret.apiKey };
+      const created = await createKey(organizations, orgId, { keyId: req.keyId, name }, ctx.signal);
+      deps.logger.info({ orgId, keyId: created.key.keyId }, 'API key created');
+      return { key: keyMessage(created.key), apiKey: created.apiKey };
     },
 
     async revokeKey(req) {

@@ -40,7 +40,6 @@ import { KeyUsage } from './key-usage.js';
 import { RequestLimiter } from './limiter.js';
 import { OpenAdmissions } from './open-admissions.js';
 import { organizationService } from './organization.js';
-import { OrganizationStore } from './organization-store.js';
 import { Refusals } from './public-errors.js';
 import { IdempotencyPurge } from './purge.js';
 import { ClaimReconciler } from './reconciler.js';
@@ -145,7 +144,7 @@ async function wire(service: Service, config: AdmissionConfig): Promise<RunningA
         organizationService({
           accounts: stores.accounts,
           maintenance: stores.maintenance,
-          organizations: new OrganizationStore(pool),
+          organizations: stores.organizations,
           logger,
         }),
       );
@@ -209,6 +208,7 @@ function routesOf(
     },
     admin: {
       accounts: stores.accounts,
+      organizations: stores.organizations,
       purchases: stores.purchases,
       maintenance: stores.maintenance,
       directory,

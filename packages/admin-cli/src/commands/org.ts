@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { createClient } from '@connectrpc/connect';
 import { LIMITS } from '@dnc/api-contract/limits';
+import { Code, ConnectError } from '@dnc/kit';
 import { admissionv1 } from '@dnc/proto';
 import { type AdminEnv, type Command, intFlag, operatorTransport, requireFlag, UsageError } from '../cli.js';
 
@@ -8,6 +10,7 @@ export function admissionAdmin(env: AdminEnv) {
 }
 
 const CALL = { timeoutMs: 10_000 };
+const OUTCOME_UNKNOWN = new Set([Code.Unavailable, Code.DeadlineExceeded]);
 
 function organization(o: admissionv1.Organization | undefined) {
   if (!o) return null;
@@ -26,11 +29,22 @@ export const orgCommands: Command[] = [
     usage: 'org create --name NAME [--activation-incomplete]',
     options: { name: { type: 'string' }, 'activation-incomplete': { type: 'boolean' } },
     async run(flags, env) {
-      const r = await admissionAdmin(env).createOrganization(
-        { name: requireFlag(flags, 'name'), activationComplete: flags['activation-incomplete'] !== true },
-        CALL,
-      );
-      return { org_id: r.orgId };
+      const admin = admissionAdmin(env);
+      // The id chosen here makes sending it again safe: the same id and name answer the same organization.
+      const request = {
+        orgId: randomUUID(),
+        name: requireFlag(flags, 'name'),
+        activationComplete: flags['activation-incomplete'] !== true,
+      };
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return { org_id: (await admin.createOrganization(request, CALL)).orgId };
+        } catch (error) {
+          // Its outcome unknown (admission unreachable or too slow): sent again, at most three times in all.
+          if (attempt === 3 || !OUTCOME_UNKNOWN.has(ConnectError.from(error).code)) throw error;
+          await new Promise((r) => setTimeout(r, 500 * attempt));
+        }
+      }
     },
   },
   {

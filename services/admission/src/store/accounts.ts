@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool } from '@dnc/kit';
-import { NotFound } from './errors.js';
+import { Conflict, NotFound } from './errors.js';
 
 export interface OrganizationRow {
   orgId: string;
@@ -68,13 +68,23 @@ export function credentialOf(r: any): KeyCredential {
 export class AccountStore {
   constructor(private readonly pool: Pool) {}
 
-  async createOrganization(name: string, activationComplete: boolean): Promise<string> {
-    const orgId = randomUUID();
-    await this.pool.query(
-      'INSERT INTO admission.organizations (org_id, name, activation_complete) VALUES ($1, $2, $3)',
+  /**
+   * A new organization. With the caller's `orgId`, again is safe: the same id and name answer the
+   * organization made the first time (its answer may have been lost); another name is a Conflict.
+   */
+  async createOrganization(
+    name: string,
+    activationComplete: boolean,
+    orgId: string = randomUUID(),
+  ): Promise<string> {
+    const r = await this.pool.query(
+      `INSERT INTO admission.organizations (org_id, name, activation_complete) VALUES ($1, $2, $3)
+       ON CONFLICT (org_id) DO NOTHING`,
       [orgId, name, activationComplete],
     );
-    return orgId;
+    if (r.rowCount === 1) return orgId;
+    if ((await this.organization(orgId))?.name === name) return orgId;
+    throw new Conflict('The organization id is in use.');
   }
 
   async organization(orgId: string): Promise<OrganizationRow | undefined> {
@@ -98,16 +108,6 @@ export class AccountStore {
     );
     if (!r.rows[0]) throw new NotFound('organization not found');
     return orgOf(r.rows[0]);
-  }
-
-  async createApiKey(orgId: string, publicId: string, digest: Buffer): Promise<string> {
-    if (!(await this.organization(orgId))) throw new NotFound('organization not found');
-    const keyId = randomUUID();
-    await this.pool.query(
-      'INSERT INTO admission.api_keys (key_id, org_id, public_id, digest) VALUES ($1, $2, $3, $4)',
-      [keyId, orgId, publicId, digest],
-    );
-    return keyId;
   }
 
   /** The credential of a public id, read fresh on every request: a revocation is seen at once. */

@@ -1,4 +1,5 @@
 import type { Pool } from '@dnc/kit';
+import { OrganizationStore } from '../organization-store.js';
 import { AccountStore } from './accounts.js';
 import { ClaimStore } from './claims.js';
 import { GateFactsStore } from './gate-facts.js';
@@ -27,6 +28,8 @@ export interface AdmissionStores {
   claims: ClaimStore;
   /** The read across accounts, purchases and maintenance that a scrub's admission decides on. */
   gate: GateFactsStore;
+  /** One organization's rows (OrganizationService; the operator's key creation and revocation too). */
+  organizations: OrganizationStore;
 }
 
 export function admissionStores(pool: Pool): AdmissionStores {
@@ -36,5 +39,6 @@ export function admissionStores(pool: Pool): AdmissionStores {
     maintenance: new MaintenanceStore(pool),
     claims: new ClaimStore(pool),
     gate: new GateFactsStore(pool),
+    organizations: new OrganizationStore(pool),
   };
 }
