@@ -2,8 +2,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { freePort } from '@dnc/devstack';
 import { createRedis } from '@dnc/kit';
-import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { holdRow } from '../support/held-row.js';
 import { type ApiResponse, call, expectNoLeak } from '../support/http.js';
 import { expectInvariants } from '../support/invariants.js';
 import { loadRegistry, seedOrg } from '../support/seed.js';
@@ -267,27 +267,23 @@ describe('admission and quota end to end (issue 3)', () => {
   // it by the id it chose, or finds it never made, and says which.
   it('dnc-admin key create past its deadline leaves no active key, and says so', async () => {
     const org = (await stack.admin(['org', 'create', '--name', 'Slow Co'])) as { org_id: string };
-    const db = new pg.Client({ connectionString: stack.databaseUrl });
-    const watch = new pg.Client({ connectionString: stack.databaseUrl });
-    await Promise.all([db.connect(), watch.connect()]);
+    const held = await holdRow(
+      stack.databaseUrl,
+      'SELECT 1 FROM admission.organizations WHERE org_id = $1 FOR UPDATE',
+      [org.org_id],
+    );
+    const creating = stack.admin(['key', 'create', '--org', org.org_id]).then(
+      (out) => out,
+      (error: Error) => error.message,
+    );
+    // The creation waits on the row past the CLI's deadline; the row is let go once the CLI, given up on
+    // it, asks for its revocation (a second statement waiting): the creation then finds its caller gone.
     try {
-      await db.query('BEGIN');
-      await db.query('SELECT 1 FROM admission.organizations WHERE org_id = $1 FOR UPDATE', [org.org_id]);
-      const creating = stack.admin(['key', 'create', '--org', org.org_id]).then(
-        (out) => out,
-        (error: Error) => error.message,
-      );
-      // The creation waits on the row past the CLI's deadline; the row is let go once the CLI, given up on
-      // it, asks for its revocation (a second statement waiting on it): the creation then finds its caller gone.
-      const waiting = `SELECT count(*)::int AS n FROM pg_stat_activity
-                       WHERE datname = current_database() AND wait_event_type = 'Lock'`;
-      // (Read outside the lock's transaction: inside it, pg_stat_activity stays the snapshot first read.)
-      while ((await watch.query(waiting)).rows[0].n < 2) await new Promise((r) => setTimeout(r, 100));
-      await db.query('COMMIT');
-      expect(await creating).toMatch(/key create did not complete \(.+\); no key was made: create another/);
+      await held.waiters(2);
     } finally {
-      await Promise.all([db.end(), watch.end()]);
+      await held.release();
     }
+    expect(await creating).toMatch(/key create did not complete \(.+\); no key was made: create another/);
     const { keys } = (await stack.admin(['key', 'list', '--org', org.org_id])) as {
       keys: { status: string }[];
     };

@@ -134,7 +134,7 @@ describe('zero trust: the admin plane (issue 13)', () => {
     expect(find('operator', 'QuotaAdminService/SetLimit', 'ok', { org_id: b.orgId })).toBeDefined();
     expect(find('operator', 'JobsAdminService/GetJobDetail', 'ok', { job_id: jobId })).toBeDefined();
     expect(find('operator', 'RegistryAdminService/Load', 'ok', { country: 'co' })).toBeDefined();
-    // Written before each call ran (the key's id is known only at the end), and the gateway's
+    // Written before each call ran (the key's id is known then only when the caller chose it), and the gateway's
     // refused attempts are there as well.
     expect(
       find('operator', 'AdmissionAdminService/CreateApiKey', 'started', { org_id: b.orgId }),

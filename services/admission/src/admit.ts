@@ -113,17 +113,16 @@ export async function admit(
   signal?: AbortSignal,
 ): Promise<Admitted> {
   const request = parse(req);
+  // Found in a review (2026-12-05): a key revoked while a v2 body arrived (up to 45 s) was still admitted.
+  // Read before anything that may replay: a revoked key gets 401 whatever its claims hold, and a failed read
+  // is the platform's failure (the key unchecked, nothing replayed).
+  const facts = known ?? (await deps.gate.gateFacts(request.orgId, request.keyId, request.country));
+  if (!facts) throw deps.refusals.reject(publicError(Code.Unauthenticated, 'invalid_key'));
   let adapter: ChosenAdapter;
   try {
-    // Found in a review (2026-12-05): a key revoked while a v2 body arrived (up to 45 s) was still admitted.
-    const facts = known ?? (await deps.gate.gateFacts(request.orgId, request.keyId, request.country));
-    if (!facts) throw publicError(Code.Unauthenticated, 'invalid_key');
     checkResultRules(deps, request);
     adapter = passGate(deps, request, facts);
   } catch (refusal) {
-    // Its key revoked since it was authenticated: 401 whatever the key's claims hold (no replay either).
-    if (readPublicReason(refusal)?.reason === 'invalid_key')
-      throw deps.refusals.reject(refusal as ConnectError);
     // A failed lookup keeps the gate's refusal (the retry is answered as before, never with a store error).
     const past = await replayPastGate(deps, request, refusal).catch(() => undefined);
     if (past instanceof ConnectError) throw past;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Code, ConnectError } from '@dnc/kit';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { holdRow } from '../../../test/support/held-row.js';
 import { MAX_ACTIVE_KEYS } from '../src/organization.js';
 import { Harness, outcome } from './harness.js';
 
@@ -18,26 +18,9 @@ afterAll(async () => {
   await h.stop();
 });
 
-/** Hold the organization's row FOR UPDATE (as a creation in flight does) until `release` is called. */
-async function holdOrganization(orgId: string): Promise<{ release: () => Promise<void> }> {
-  const db = new pg.Client({ connectionString: h.databaseUrl });
-  await db.connect();
-  await db.query('BEGIN');
-  await db.query('SELECT 1 FROM admission.organizations WHERE org_id = $1 FOR UPDATE', [orgId]);
-  return {
-    async release() {
-      await db.query('COMMIT');
-      await db.end();
-    },
-  };
-}
-
-/** Until `n` statements of this database wait on a lock. */
-async function waitingOnLocks(n: number): Promise<void> {
-  const waiting = `SELECT count(*)::int AS n FROM pg_stat_activity
-                   WHERE datname = current_database() AND wait_event_type = 'Lock'`;
-  while ((await h.sql(waiting)).rows[0].n < n) await new Promise((r) => setTimeout(r, 20));
-}
+/** Hold the organization's row FOR UPDATE, as a creation in flight does. */
+const holdOrganization = (orgId: string) =>
+  holdRow(h.databaseUrl, 'SELECT 1 FROM admission.organizations WHERE org_id = $1 FOR UPDATE', [orgId]);
 
 async function activeKeys(orgId: string): Promise<string[]> {
   const { keys } = await h.clients().admin.listApiKeys({ orgId });
@@ -101,9 +84,9 @@ describe('CreateApiKey with the caller-chosen key_id, and RevokeApiKey by organi
     const held = await holdOrganization(c.orgId);
     // In this order, as the CLI does: the creation waits on the row first, then the revocation behind it.
     const creating = admin.createApiKey({ orgId: c.orgId, keyId });
-    await waitingOnLocks(1);
+    await held.waiters(1);
     const revoking = admin.revokeApiKey({ keyId, orgId: c.orgId });
-    await waitingOnLocks(2);
+    await held.waiters(2);
     await held.release();
     expect((await creating).keyId).toBe(keyId);
     const revoked = await revoking;
