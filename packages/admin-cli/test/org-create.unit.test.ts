@@ -1,49 +1,21 @@
-import http2 from 'node:http2';
-import type { AddressInfo } from 'node:net';
 import { Code, ConnectError } from '@connectrpc/connect';
-import { connectNodeAdapter } from '@connectrpc/connect-node';
-import { admissionv1 } from '@dnc/proto';
-import { afterEach, describe, expect, it } from 'vitest';
-import type { AdminEnv } from '../src/cli.js';
+import { describe, expect, it } from 'vitest';
 import { orgCommands } from '../src/commands/org.js';
+import { fakeAdmission } from './fake-admission.js';
 
 const create = orgCommands.find((c) => c.name === 'org create')!;
-const servers: http2.Http2Server[] = [];
-const sessions = new Set<http2.ServerHttp2Session>();
-afterEach(async () => {
-  for (const session of sessions) session.destroy();
-  sessions.clear();
-  for (const s of servers.splice(0)) await new Promise((r) => s.close(r));
-});
 
-/**
- * An AdmissionAdminService over plaintext HTTP/2 whose CreateOrganization answers from `answers` in turn
- * (an error is thrown), and what each call carried. The real service's idempotency by org_id is tested in
- * services/admission/test/operator-create.int.test.ts; this is the CLI's side of it.
- */
+/** CreateOrganization answers from `answers` in turn (an error is thrown); what each call carried. */
 async function admission(answers: (ConnectError | undefined)[]) {
   const seen: { orgId: string; name: string }[] = [];
-  const server = http2.createServer(
-    connectNodeAdapter({
-      routes: (router) =>
-        router.service(admissionv1.AdmissionAdminService, {
-          async createOrganization(req) {
-            seen.push({ orgId: req.orgId, name: req.name });
-            const error = answers[seen.length - 1];
-            if (error) throw error;
-            return { orgId: req.orgId };
-          },
-        }),
-    }),
-  );
-  servers.push(server);
-  // The CLI's transport keeps its session open: ended with the test, or close() would wait for it.
-  server.on('session', (session) => sessions.add(session));
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const env = {
-    admission: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    security: () => ({ mode: 'plaintext', identity: 'operator', trustDomain: 'dnc.test' }),
-  } as unknown as AdminEnv;
+  const env = await fakeAdmission({
+    async createOrganization(req) {
+      seen.push({ orgId: req.orgId, name: req.name });
+      const error = answers[seen.length - 1];
+      if (error) throw error;
+      return { orgId: req.orgId };
+    },
+  });
   return { env, seen };
 }
 
