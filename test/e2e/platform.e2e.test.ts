@@ -82,7 +82,8 @@ describe('platform: processes, health, readiness, drain (issue 2)', () => {
     expect((await call(stack.baseUrl, 'GET', '/v1/ready')).status).toBe(200);
   });
 
-  it('SIGTERM to the gateway during a slow request lets it finish, then the process exits 0', async () => {
+  // Spec, GET /v1/ready: "503 when the process is draining or the data store is unavailable."
+  it('SIGTERM to the gateway during a slow request: /v1/ready answers 503 while it drains, the request finishes, the process exits 0', async () => {
     await stack.admin(['adapter', 'drill', '--country', 'co', '--latency-ms', '2000']);
     try {
       const started = Date.now();
@@ -93,6 +94,24 @@ describe('platform: processes, health, readiness, drain (issue 2)', () => {
       });
       await new Promise((r) => setTimeout(r, 500));
       const exited = stack.stop('gateway', 'SIGTERM');
+      // Polled as a load balancer would, from the signal on.
+      const probes: (number | string)[] = [];
+      for (let i = 0; i < 10 && !probes.includes(503); i++) {
+        const probe = await call(stack.baseUrl, 'GET', '/v1/ready').then(
+          (r) => {
+            if (r.status === 503) {
+              expect(r.body).toEqual({ ok: false, error: 'not_ready' });
+              expect(r.headers.get('x-retention')).toBe('zero');
+              expect(r.headers.get('cache-control')).toBe('no-store, max-age=0');
+            }
+            return r.status;
+          },
+          (e: unknown) => String((e as { cause?: { code?: string } }).cause?.code ?? e),
+        );
+        probes.push(probe);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(probes).toContain(503);
       const res = await slow;
       expect(res.status).toBe(200);
       expect(res.body.prohibited_numbers_to_call).toEqual(['+57 300 123 4567']);

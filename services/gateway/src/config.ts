@@ -35,8 +35,13 @@ export const gatewayConfig = z
     DNC_V1_BUDGET_MS: z.coerce.number().int().min(100).max(15_000).default(15_000),
     /** v2 admission budget (spec: 5 seconds). */
     DNC_V2_ADMISSION_BUDGET_MS: z.coerce.number().int().min(100).max(5_000).default(5_000),
-    /** Delay between readiness turning 503 and closing the listener (Kubernetes endpoint removal). */
-    DNC_DRAIN_DELAY_MS: z.coerce.number().int().min(0).max(60_000).default(0),
+    /**
+     * Draining: how long the listener stays open, serving, with readiness answering 503 (spec, GET
+     * /v1/ready: "503 when the process is draining"), before it closes and in-flight requests finish.
+     * Lets a load balancer that polls readiness see the drain; behind Kubernetes the chart's preStop
+     * delay removes the endpoint before the signal.
+     */
+    DNC_DRAIN_DELAY_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
     /** A client has this long to send its request headers. */
     DNC_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(120_000).default(10_000),
     /** A client has this long to send its whole request, body included (a slow body holds a socket). */
