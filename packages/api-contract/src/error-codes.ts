@@ -84,7 +84,8 @@ export const ERROR_CODES = {
     retryAfter: 'absent',
     retryable: false,
     description:
-      'The Idempotency-Key was already used with a different country or phones array; a new logical request needs a new key.',
+      'The Idempotency-Key was already used with a different country or phones array; a new logical request needs a new key. ' +
+      'On POST /v2/scrub also an exact retry whose job has passed its 30-day metadata retention (the message says so): the key is spent.',
   },
   job_result_not_ready: {
     status: 409,

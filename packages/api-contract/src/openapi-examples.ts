@@ -10,7 +10,8 @@ export const exampleJob = (status: string, extra: JsonObject = {}) => ({
   job_id: EXAMPLE_JOB_ID,
   status,
   country: 'co',
-  submitted_count: 3,
+  // The job of `exampleRequest`: its result is `exampleResult` (spec: total_checked counts every submitted element).
+  submitted_count: 4,
   created_at: '2026-09-01T12:00:00.000Z',
   status_url: `${EXAMPLE_BASE}/v2/scrub/${EXAMPLE_JOB_ID}`,
   result_url: `${EXAMPLE_BASE}/v2/scrub/${EXAMPLE_JOB_ID}/result`,

@@ -79,7 +79,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
   const scrubBody = (name: 'ScrubRequest' | 'DurableScrubRequest') => ({
     required: true,
     content: jsonContent(ref(name), {
-      three_numbers: { summary: 'Four inputs, one duplicate, one invalid', value: exampleRequest },
+      four_inputs: { summary: 'Four inputs, one duplicate, one invalid', value: exampleRequest },
     }),
   });
 

@@ -185,6 +185,34 @@ describe('ROUTES (fastify schemas) agree with the document', () => {
     }
   });
 
+  // Spec, ScrubResult: "total_checked counts every submitted element": read together, the request, job and
+  // result examples are one job's.
+  it('tells one story in its examples: the request, its job and its result agree on the count', () => {
+    const examples = (path: string, method: string, status: string): Obj[] =>
+      Object.values(op(path, method)['responses'][status]['content']['application/json'].examples as Obj).map(
+        (e) => e.value as Obj,
+      );
+    const requests = [op('/v1/scrub', 'post'), op('/v2/scrub', 'post')].flatMap((o) =>
+      Object.entries(o['requestBody']['content']['application/json'].examples as Obj),
+    );
+    const inputs = new Set(requests.map(([, e]) => (e.value.phones as string[]).length));
+    expect(inputs.size).toBe(1);
+    const [count] = inputs;
+    for (const [name, e] of requests) expect(e.summary as string, name).toMatch(/^Four inputs/);
+    const jobs = [
+      ...examples('/v2/scrub', 'post', '202'),
+      ...examples('/v2/scrub', 'post', '200'),
+      ...examples('/v2/scrub/{job_id}', 'get', '200'),
+    ];
+    expect(jobs.length).toBeGreaterThan(2);
+    for (const job of jobs) expect(job['submitted_count'], job['status']).toBe(count);
+    for (const result of [
+      ...examples('/v1/scrub', 'post', '200'),
+      ...examples('/v2/scrub/{job_id}/result', 'get', '200'),
+    ])
+      expect(result['summary'].total_checked).toBe(count);
+  });
+
   it('requires the Idempotency-Key header on both scrub routes', () => {
     for (const route of ROUTES.filter(
       (r) => r.operationId === 'scrub' || r.operationId === 'createScrubJob',

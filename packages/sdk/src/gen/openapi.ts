@@ -946,7 +946,7 @@ export interface operations {
        * @description Conflict.
        *
        *     - `idempotency_request_in_progress`: The original request with this Idempotency-Key is still processing. `Retry-After` present. Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.
-       *     - `idempotency_key_reused`: The Idempotency-Key was already used with a different country or phones array; a new logical request needs a new key. Do not retry without correcting the cause.
+       *     - `idempotency_key_reused`: The Idempotency-Key was already used with a different country or phones array; a new logical request needs a new key. On POST /v2/scrub also an exact retry whose job has passed its 30-day metadata retention (the message says so): the key is spent. Do not retry without correcting the cause.
        */
       409: {
         headers: {
@@ -1361,7 +1361,7 @@ export interface operations {
        * @description Conflict.
        *
        *     - `idempotency_request_in_progress`: The original request with this Idempotency-Key is still processing. `Retry-After` present. Retry with the same Idempotency-Key, honoring Retry-After, with bounded exponential backoff and jitter.
-       *     - `idempotency_key_reused`: The Idempotency-Key was already used with a different country or phones array; a new logical request needs a new key. Do not retry without correcting the cause.
+       *     - `idempotency_key_reused`: The Idempotency-Key was already used with a different country or phones array; a new logical request needs a new key. On POST /v2/scrub also an exact retry whose job has passed its 30-day metadata retention (the message says so): the key is spent. Do not retry without correcting the cause.
        */
       409: {
         headers: {
